@@ -1,0 +1,71 @@
+// Package latency defines how the simulator asks for step times, and the
+// models that answer: the fitted coefficient model here, the analytical
+// roofline in lib/roofline.
+package latency
+
+// Batch is the composition of one engine step, as aggregates the engine keeps
+// up to date incrementally. Token counts are per step, not per request.
+type Batch struct {
+	PrefillSeqs   int   // requests that compute a prefill chunk this step
+	PrefillTokens int64 // Σ chunk lengths: prompt tokens computed this step
+	PrefillCtx    int64 // Σ tokens already in KV before each chunk (cache hits and earlier chunks)
+	PrefillAttn   int64 // Σ chunk·(ctx + (chunk+1)/2): causal query–key pairs of the chunks
+	DecodeSeqs    int   // requests generating one token this step
+	DecodeCtx     int64 // Σ KV length (prompt + generated so far) of the decoding requests
+}
+
+// Size is the number of requests in the batch.
+func (b *Batch) Size() int { return b.PrefillSeqs + b.DecodeSeqs }
+
+// Alpha holds per-request overheads that happen outside the GPU step, in µs:
+// before a request enters the waiting queue (tokenisation, scheduling
+// overhead) and per output token (detokenisation, streaming).
+type Alpha struct {
+	QueueBase          float64 `yaml:"queue_base_us"`            // α0
+	QueuePerInputToken float64 `yaml:"queue_per_input_token_us"` // α1
+	PerOutputToken     float64 `yaml:"per_output_token_us"`      // α2
+}
+
+// QueueDelay is the time between a request reaching an instance and entering
+// its waiting queue.
+func (a Alpha) QueueDelay(inputTokens int32) int64 {
+	return int64(a.QueueBase + a.QueuePerInputToken*float64(inputTokens) + 0.5)
+}
+
+// Model predicts the duration of one engine step.
+type Model interface {
+	// StepTime returns the step duration in µs; at least 1 for a non-empty batch.
+	StepTime(b *Batch) int64
+	// Alpha returns the per-request overheads outside the step.
+	Alpha() Alpha
+	// Name says what the model is, for logs and provenance ("fitted:<file>", "roofline:<model>/<gpu>/tp<N>").
+	Name() string
+}
+
+// Linear is the plain fitted form: step = β0 + β1·prefill tokens + β2·decode
+// tokens, in µs. Published BLIS coefficients are of this form.
+type Linear struct {
+	Beta0, Beta1, Beta2 float64
+	A                   Alpha
+	Label               string
+}
+
+// StepTime implements Model.
+func (l *Linear) StepTime(b *Batch) int64 {
+	t := int64(l.Beta0 + l.Beta1*float64(b.PrefillTokens) + l.Beta2*float64(b.DecodeSeqs) + 0.5)
+	if t < 1 {
+		return 1
+	}
+	return t
+}
+
+// Alpha implements Model.
+func (l *Linear) Alpha() Alpha { return l.A }
+
+// Name implements Model.
+func (l *Linear) Name() string {
+	if l.Label != "" {
+		return l.Label
+	}
+	return "linear"
+}

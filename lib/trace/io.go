@@ -1,0 +1,422 @@
+package trace
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/term"
+)
+
+// BatchRows is the number of rows per record batch written by the typed
+// writers: large enough to amortise per-batch cost on a pipe, small enough that
+// memory stays flat.
+const BatchRows = 32 * 1024
+
+const ioBuffer = 1 << 20
+
+// ErrTruncated is returned when an IPC stream ends without its end-of-stream
+// marker, which is what a killed producer leaves behind.
+var ErrTruncated = errors.New("Arrow stream ended without its end-of-stream marker (did the producing command fail?)")
+
+// Format is a table file format chosen by file extension.
+type Format struct {
+	Name   string
+	Open   func(path string) (BatchReader, error)
+	Create func(path string, schema *arrow.Schema) (Sink, error)
+}
+
+// BatchReader is the minimal reading interface every format provides.
+type BatchReader interface {
+	Schema() *arrow.Schema
+	// Next returns the next batch, valid until the following call, or io.EOF.
+	Next() (arrow.RecordBatch, error)
+	Close() error
+}
+
+// Sink receives record batches and must be closed to complete the output.
+type Sink interface {
+	Write(rec arrow.RecordBatch) error
+	Close() error
+}
+
+var (
+	formatsMu sync.Mutex
+	formats   = map[string]Format{}
+)
+
+// RegisterFormat makes a format available for paths ending in ext (".parquet").
+// Parquet registers itself from package trace/parquetio so that binaries
+// which do not need it stay small.
+func RegisterFormat(ext string, f Format) {
+	formatsMu.Lock()
+	defer formatsMu.Unlock()
+	formats[strings.ToLower(ext)] = f
+}
+
+func formatFor(path string) (Format, bool) {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext == ".arrow" || ext == ".feather" || ext == ".arrows" || ext == ".ipc" {
+		if ext == ".arrows" {
+			return Format{}, false // explicit stream extension
+		}
+		return Format{Name: "arrow-file", Open: openIPCFile, Create: createIPCFile}, true
+	}
+	formatsMu.Lock()
+	defer formatsMu.Unlock()
+	f, ok := formats[ext]
+	if !ok && ext == ".parquet" {
+		return Format{Name: "parquet"}, true // known but not linked in
+	}
+	return f, ok
+}
+
+// Source reads a table from a path ("-" or "" for stdin).
+type Source struct {
+	Path string
+	r    BatchReader
+	meta Meta
+}
+
+// Open opens path as a table: .arrow/.feather as an IPC file, .parquet as
+// Parquet (when linked in), anything else, and "-", as an IPC stream.
+func Open(path string, stdin io.Reader) (*Source, error) {
+	name := path
+	if path == "" || path == "-" {
+		name = "<stdin>"
+	}
+	var (
+		br  BatchReader
+		err error
+	)
+	if f, ok := formatFor(path); ok && path != "-" {
+		if f.Open == nil {
+			return nil, fmt.Errorf("%s: %s is not supported by this tool; convert it first with blis-convert --format arrow %s -o out.arrow", name, f.Name, path)
+		}
+		br, err = f.Open(path)
+	} else if path == "" || path == "-" {
+		if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			return nil, errors.New("no input: give a file, or pipe an Arrow stream into this command")
+		}
+		br, err = openStream(io.NopCloser(stdin))
+	} else {
+		var fh *os.File
+		fh, err = os.Open(path)
+		if err == nil {
+			br, err = openStream(fh)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	md, err := MetaFromSchema(br.Schema())
+	if err != nil {
+		br.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &Source{Path: name, r: br, meta: md}, nil
+}
+
+// Schema returns the table schema.
+func (s *Source) Schema() *arrow.Schema { return s.r.Schema() }
+
+// Meta returns the table metadata (kind, provenance, ...).
+func (s *Source) Meta() Meta { return s.meta }
+
+// Next returns the next batch, valid until the following call, or io.EOF.
+func (s *Source) Next() (arrow.RecordBatch, error) {
+	rec, err := s.r.Next()
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", s.Path, err)
+	}
+	return rec, err
+}
+
+// Close releases the source.
+func (s *Source) Close() error { return s.r.Close() }
+
+// Expect returns an error unless the table is of the given kind. Tables with
+// no blis.table key (written by other tools) are accepted.
+func (s *Source) Expect(table string) error {
+	got := s.meta.Table()
+	if got != "" && got != table {
+		return fmt.Errorf("%s: is a %s table, expected a %s table", s.Path, got, table)
+	}
+	return nil
+}
+
+// eosReader distinguishes a real end-of-stream marker (bare io.EOF from the
+// message reader) from a stream cut short (a wrapped EOF), which the Arrow
+// reader would otherwise treat alike.
+type eosReader struct{ ipc.MessageReader }
+
+func (e eosReader) Message() (*ipc.Message, error) {
+	m, err := e.MessageReader.Message()
+	if err != nil && err != io.EOF && errors.Is(err, io.EOF) {
+		return nil, ErrTruncated
+	}
+	return m, err
+}
+
+type streamReader struct {
+	rd *ipc.Reader
+	c  io.Closer
+}
+
+func openStream(rc io.ReadCloser) (BatchReader, error) {
+	br := bufio.NewReaderSize(rc, ioBuffer)
+	rd, err := ipc.NewReaderFromMessageReader(eosReader{ipc.NewMessageReader(br)})
+	if err != nil {
+		rc.Close()
+		if errors.Is(err, io.EOF) || errors.Is(err, ErrTruncated) {
+			return nil, errors.New("empty input: expected an Arrow IPC stream")
+		}
+		return nil, fmt.Errorf("not an Arrow IPC stream: %w", err)
+	}
+	return &streamReader{rd: rd, c: rc}, nil
+}
+
+func (s *streamReader) Schema() *arrow.Schema { return s.rd.Schema() }
+func (s *streamReader) Next() (arrow.RecordBatch, error) {
+	if s.rd.Next() {
+		return s.rd.RecordBatch(), nil
+	}
+	if err := s.rd.Err(); err != nil {
+		return nil, err
+	}
+	return nil, io.EOF
+}
+func (s *streamReader) Close() error { s.rd.Release(); return s.c.Close() }
+
+type fileReader struct {
+	f   *os.File
+	fr  *ipc.FileReader
+	i   int
+	cur arrow.RecordBatch
+}
+
+func openIPCFile(path string) (BatchReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := ipc.NewFileReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("not an Arrow IPC file: %w", err)
+	}
+	return &fileReader{f: f, fr: fr}, nil
+}
+
+func (r *fileReader) Schema() *arrow.Schema { return r.fr.Schema() }
+func (r *fileReader) Next() (arrow.RecordBatch, error) {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.i >= r.fr.NumRecords() {
+		return nil, io.EOF
+	}
+	rec, err := r.fr.RecordBatch(r.i)
+	if err != nil {
+		return nil, err
+	}
+	r.i++
+	r.cur = rec
+	return rec, nil
+}
+func (r *fileReader) Close() error {
+	if r.cur != nil {
+		r.cur.Release()
+	}
+	r.fr.Close()
+	return r.f.Close()
+}
+
+// Create opens an output: "-" or "" is an IPC stream on stdout (refused when
+// stdout is a terminal); a path is written by extension, via a temporary file
+// renamed into place on Close so a failed run never leaves a partial file.
+func Create(path string, stdout io.Writer, schema *arrow.Schema) (Sink, error) {
+	if path == "" || path == "-" {
+		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			return nil, errors.New("refusing to write binary Arrow to a terminal: pipe it into another blis tool (e.g. | blis-report) or use -o FILE")
+		}
+		bw := bufio.NewWriterSize(stdout, ioBuffer)
+		return &streamSink{w: ipc.NewWriter(bw, ipc.WithSchema(schema), ipc.WithDictionaryDeltas(true)), bw: bw}, nil
+	}
+	if f, ok := formatFor(path); ok {
+		if f.Create == nil {
+			return nil, fmt.Errorf("%s: %s output is not supported by this tool; write .arrow and convert with blis-convert", path, f.Name)
+		}
+		return f.Create(path, schema)
+	}
+	tf, err := newTempFile(path)
+	if err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriterSize(tf.f, ioBuffer)
+	return &streamSink{w: ipc.NewWriter(bw, ipc.WithSchema(schema), ipc.WithDictionaryDeltas(true)), bw: bw, tf: tf}, nil
+}
+
+type streamSink struct {
+	w  *ipc.Writer
+	bw *bufio.Writer
+	tf *tempFile
+}
+
+func (s *streamSink) Write(rec arrow.RecordBatch) error { return s.w.Write(rec) }
+func (s *streamSink) Close() error {
+	err := s.w.Close()
+	if ferr := s.bw.Flush(); err == nil {
+		err = ferr
+	}
+	if s.tf != nil {
+		return s.tf.finish(err)
+	}
+	return err
+}
+
+// tempFile is written beside its destination and renamed into place on success.
+type tempFile struct {
+	f    *os.File
+	dest string
+}
+
+func newTempFile(dest string) (*tempFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	return &tempFile{f: f, dest: dest}, nil
+}
+
+// File returns the open temporary file.
+func (t *tempFile) File() *os.File { return t.f }
+
+func (t *tempFile) finish(err error) error {
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(t.f.Name())
+		return fmt.Errorf("%s: %w", t.dest, err)
+	}
+	if err := os.Rename(t.f.Name(), t.dest); err != nil {
+		os.Remove(t.f.Name())
+		return err
+	}
+	return nil
+}
+
+// NewTempOutput is for format packages: a file beside dest that Finish renames
+// into place (or removes when err is non-nil).
+func NewTempOutput(dest string) (f *os.File, finish func(err error) error, err error) {
+	t, err := newTempFile(dest)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t.f, t.finish, nil
+}
+
+type fileSink struct {
+	w      *ipc.FileWriter
+	schema *arrow.Schema
+	tf     *tempFile
+}
+
+func createIPCFile(path string, schema *arrow.Schema) (Sink, error) {
+	tf, err := newTempFile(path)
+	if err != nil {
+		return nil, err
+	}
+	plain := PlainSchema(schema)
+	w, err := ipc.NewFileWriter(tf.f, ipc.WithSchema(plain))
+	if err != nil {
+		tf.finish(err)
+		return nil, err
+	}
+	return &fileSink{w: w, schema: plain, tf: tf}, nil
+}
+
+func (s *fileSink) Write(rec arrow.RecordBatch) error {
+	p, err := PlainBatch(s.schema, rec)
+	if err != nil {
+		return err
+	}
+	defer p.Release()
+	return s.w.Write(p)
+}
+
+func (s *fileSink) Close() error { return s.tf.finish(s.w.Close()) }
+
+// PlainSchema replaces dictionary-encoded columns by their value type. File
+// formats need it: their dictionaries cannot grow between batches, while the
+// typed writers discover values as they go.
+func PlainSchema(s *arrow.Schema) *arrow.Schema {
+	fs := make([]arrow.Field, len(s.Fields()))
+	for i, f := range s.Fields() {
+		if dt, ok := f.Type.(*arrow.DictionaryType); ok {
+			f.Type = dt.ValueType
+		}
+		fs[i] = f
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fs, &md)
+}
+
+// PlainBatch decodes the dictionary columns of rec to match plain (a schema
+// from PlainSchema). The caller releases the result.
+func PlainBatch(plain *arrow.Schema, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i := range cols {
+		c := rec.Column(i)
+		if d, ok := c.(*array.Dictionary); ok {
+			out, err := undict(d)
+			if err != nil {
+				return nil, fmt.Errorf("decoding dictionary column %s: %w", rec.ColumnName(i), err)
+			}
+			cols[i] = out
+			continue
+		}
+		c.Retain()
+		cols[i] = c
+	}
+	return array.NewRecordBatch(plain, cols, rec.NumRows()), nil
+}
+
+// Alloc is the allocator used by the typed writers.
+var Alloc memory.Allocator = memory.DefaultAllocator
+
+func undict(d *array.Dictionary) (arrow.Array, error) {
+	vals, ok := d.Dictionary().(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("dictionary of %s, expected strings", d.Dictionary().DataType())
+	}
+	b := array.NewStringBuilder(Alloc)
+	defer b.Release()
+	b.Reserve(d.Len())
+	for i := 0; i < d.Len(); i++ {
+		if d.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(vals.Value(d.GetValueIndex(i)))
+	}
+	return b.NewArray(), nil
+}

@@ -1,0 +1,140 @@
+package trace
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Stage is one tool's entry in a table's provenance chain. It carries no wall
+// clock time so that outputs stay byte-identical across runs.
+type Stage struct {
+	Tool    string   `json:"tool"`
+	Version string   `json:"version"`
+	Args    []string `json:"args,omitempty"`
+	Seed    *uint64  `json:"seed,omitempty"`
+	Inputs  []Input  `json:"inputs,omitempty"`
+}
+
+// Input names one input of a stage and, when it was a regular file, its digest.
+type Input struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Version is the toolkit version recorded in provenance.
+const Version = "0.1.0"
+
+// Meta is a table's schema metadata. Keys are written in sorted order so the
+// encoded schema is deterministic.
+type Meta struct {
+	kv         map[string]string
+	Provenance []Stage
+}
+
+// NewMeta returns empty metadata.
+func NewMeta() Meta { return Meta{kv: map[string]string{}} }
+
+// MetaFromSchema reads the metadata of a schema written by any BLIS tool, or
+// by anyone else (then Provenance is empty).
+func MetaFromSchema(s *arrow.Schema) (Meta, error) {
+	m := NewMeta()
+	md := s.Metadata()
+	for i, k := range md.Keys() {
+		if k == MetaProvenance {
+			if err := json.Unmarshal([]byte(md.Values()[i]), &m.Provenance); err != nil {
+				return m, fmt.Errorf("schema metadata %s: not a JSON list of stages: %v", MetaProvenance, err)
+			}
+			continue
+		}
+		m.kv[k] = md.Values()[i]
+	}
+	return m, nil
+}
+
+// Get returns a metadata value ("" when absent).
+func (m Meta) Get(k string) string { return m.kv[k] }
+
+// Set sets a metadata value; blis.table and blis.schema_version are managed by
+// the schema constructors and cannot be set here.
+func (m Meta) Set(k, v string) {
+	if k == MetaTable || k == MetaSchemaVersion || k == MetaProvenance {
+		return
+	}
+	m.kv[k] = v
+}
+
+// Table returns the blis.table value of metadata read from a schema.
+func (m Meta) Table() string { return m.kv[MetaTable] }
+
+// With returns a copy of m with stage appended to its provenance, for a tool
+// that derives a new table from this one.
+func (m Meta) With(stage Stage) Meta {
+	n := NewMeta()
+	for k, v := range m.kv {
+		n.kv[k] = v
+	}
+	n.Provenance = append(append([]Stage(nil), m.Provenance...), stage)
+	return n
+}
+
+func (m Meta) arrow(table string) *arrow.Metadata {
+	keys := make([]string, 0, len(m.kv)+3)
+	for k := range m.kv {
+		if k != MetaTable && k != MetaSchemaVersion {
+			keys = append(keys, k)
+		}
+	}
+	keys = append(keys, MetaTable, MetaSchemaVersion)
+	if len(m.Provenance) > 0 {
+		keys = append(keys, MetaProvenance)
+	}
+	sort.Strings(keys)
+	vals := make([]string, len(keys))
+	for i, k := range keys {
+		switch k {
+		case MetaTable:
+			vals[i] = table
+		case MetaSchemaVersion:
+			vals[i] = SchemaVersion
+		case MetaProvenance:
+			b, _ := json.Marshal(m.Provenance) // plain structs: cannot fail
+			vals[i] = string(b)
+		default:
+			vals[i] = m.kv[k]
+		}
+	}
+	md := arrow.NewMetadata(keys, vals)
+	return &md
+}
+
+// DescribeInput names an input for provenance, with the SHA-256 of its
+// contents when it is a regular file (stdin and pipes have no digest).
+func DescribeInput(path string) (Input, error) {
+	if path == "" || path == "-" {
+		return Input{Path: "-"}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Input{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Input{}, err
+	}
+	if !st.Mode().IsRegular() {
+		return Input{Path: path}, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return Input{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return Input{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}

@@ -1,0 +1,438 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Null marks an absent int64 value (an SQL NULL in the Arrow column).
+const Null int64 = math.MinInt64
+
+// Request is one row of the requests table. String fields are "" when null;
+// int64 fields documented as nullable hold Null when absent.
+type Request struct {
+	ID             string
+	ArrivalUS      int64 // Null for a request that waits on DependsOn
+	DependsOn      []string
+	DelayUS        int64
+	Kind           string // KindLLM or KindTool
+	InputTokens    int32
+	OutputTokens   int32
+	PrefixHashes   []uint64
+	SessionID      string
+	TenantID       string
+	SLOClass       string
+	Model          string
+	Priority       int32
+	StepID         string
+	LoopIteration  int32
+	Streaming      bool
+	SourceStatus   string // "" or SourceFailed
+	RecordedTTFTUS int64  // Null when the source recorded none
+	RecordedE2EUS  int64
+	RecordedITLUS  int64 // mean inter-token latency
+	SourceRow      int64
+}
+
+// NewRequest returns a request with the documented defaults: an LLM call,
+// streaming, no recorded latencies.
+func NewRequest(id string) Request {
+	return Request{ID: id, Kind: KindLLM, Streaming: true, ArrivalUS: Null,
+		RecordedTTFTUS: Null, RecordedE2EUS: Null, RecordedITLUS: Null}
+}
+
+// Validate checks one row's values in isolation (graph checks such as
+// dangling depends_on belong to the consumer that sees the whole table).
+func (r *Request) Validate() error {
+	switch {
+	case r.ID == "":
+		return fmt.Errorf("column %s: expected a non-empty id, found \"\"", ColRequestID)
+	case r.Kind != KindLLM && r.Kind != KindTool:
+		return fmt.Errorf("column %s: expected %q or %q, found %q", ColKind, KindLLM, KindTool, r.Kind)
+	case r.InputTokens < 0:
+		return fmt.Errorf("column %s: expected >= 0, found %d", ColInputTokens, r.InputTokens)
+	case r.OutputTokens < 0:
+		return fmt.Errorf("column %s: expected >= 0, found %d", ColOutputTokens, r.OutputTokens)
+	case r.DelayUS < 0:
+		return fmt.Errorf("column %s: expected >= 0, found %d", ColDelayUS, r.DelayUS)
+	case r.ArrivalUS == Null && len(r.DependsOn) == 0:
+		return fmt.Errorf("column %s: expected a time for a request with no %s, found null", ColArrivalUS, ColDependsOn)
+	case r.ArrivalUS != Null && r.ArrivalUS < 0:
+		return fmt.Errorf("column %s: expected >= 0, found %d", ColArrivalUS, r.ArrivalUS)
+	case r.Kind == KindLLM && r.InputTokens == 0 && r.SourceStatus == "":
+		return fmt.Errorf("column %s: expected > 0 for an llm request, found 0", ColInputTokens)
+	}
+	for _, v := range []struct {
+		col string
+		v   int64
+	}{{ColRecordedTTFTUS, r.RecordedTTFTUS}, {ColRecordedE2EUS, r.RecordedE2EUS}, {ColRecordedITLUS, r.RecordedITLUS}} {
+		if v.v != Null && v.v < 0 {
+			return fmt.Errorf("column %s: expected >= 0, found %d", v.col, v.v)
+		}
+	}
+	return nil
+}
+
+// requestBuilder appends Request fields to the first len(requestFields)
+// columns of a record builder.
+type requestBuilder struct {
+	id        *array.StringBuilder
+	arrival   *array.Int64Builder
+	deps      *array.ListBuilder
+	depsV     *array.StringBuilder
+	delay     *array.Int64Builder
+	kind      *array.BinaryDictionaryBuilder
+	in, out   *array.Int32Builder
+	hashes    *array.ListBuilder
+	hashesV   *array.Uint64Builder
+	session   *array.StringBuilder
+	tenant    *array.BinaryDictionaryBuilder
+	slo       *array.BinaryDictionaryBuilder
+	model     *array.BinaryDictionaryBuilder
+	prio      *array.Int32Builder
+	step      *array.BinaryDictionaryBuilder
+	loop      *array.Int32Builder
+	stream    *array.BooleanBuilder
+	srcStatus *array.BinaryDictionaryBuilder
+	rTTFT     *array.Int64Builder
+	rE2E      *array.Int64Builder
+	rITL      *array.Int64Builder
+	srcRow    *array.Int64Builder
+}
+
+func newRequestBuilder(b *array.RecordBuilder) requestBuilder {
+	f := b.Field
+	rb := requestBuilder{
+		id: f(0).(*array.StringBuilder), arrival: f(1).(*array.Int64Builder),
+		deps: f(2).(*array.ListBuilder), delay: f(3).(*array.Int64Builder),
+		kind: f(4).(*array.BinaryDictionaryBuilder), in: f(5).(*array.Int32Builder),
+		out: f(6).(*array.Int32Builder), hashes: f(7).(*array.ListBuilder),
+		session: f(8).(*array.StringBuilder), tenant: f(9).(*array.BinaryDictionaryBuilder),
+		slo: f(10).(*array.BinaryDictionaryBuilder), model: f(11).(*array.BinaryDictionaryBuilder),
+		prio: f(12).(*array.Int32Builder), step: f(13).(*array.BinaryDictionaryBuilder),
+		loop: f(14).(*array.Int32Builder), stream: f(15).(*array.BooleanBuilder),
+		srcStatus: f(16).(*array.BinaryDictionaryBuilder), rTTFT: f(17).(*array.Int64Builder),
+		rE2E: f(18).(*array.Int64Builder), rITL: f(19).(*array.Int64Builder),
+		srcRow: f(20).(*array.Int64Builder),
+	}
+	rb.depsV = rb.deps.ValueBuilder().(*array.StringBuilder)
+	rb.hashesV = rb.hashes.ValueBuilder().(*array.Uint64Builder)
+	return rb
+}
+
+func appendNullable64(b *array.Int64Builder, v int64) {
+	if v == Null {
+		b.AppendNull()
+	} else {
+		b.Append(v)
+	}
+}
+
+func appendDict(b *array.BinaryDictionaryBuilder, v string, nullable bool) {
+	if v == "" && nullable {
+		b.AppendNull()
+		return
+	}
+	// Appending a string to a string dictionary cannot fail.
+	_ = b.AppendString(v)
+}
+
+func (b *requestBuilder) append(r *Request) {
+	b.id.Append(r.ID)
+	appendNullable64(b.arrival, r.ArrivalUS)
+	if len(r.DependsOn) == 0 {
+		b.deps.AppendNull()
+	} else {
+		b.deps.Append(true)
+		for _, d := range r.DependsOn {
+			b.depsV.Append(d)
+		}
+	}
+	b.delay.Append(r.DelayUS)
+	appendDict(b.kind, r.Kind, false)
+	b.in.Append(r.InputTokens)
+	b.out.Append(r.OutputTokens)
+	if len(r.PrefixHashes) == 0 {
+		b.hashes.AppendNull()
+	} else {
+		b.hashes.Append(true)
+		b.hashesV.AppendValues(r.PrefixHashes, nil)
+	}
+	if r.SessionID == "" {
+		b.session.AppendNull()
+	} else {
+		b.session.Append(r.SessionID)
+	}
+	appendDict(b.tenant, r.TenantID, true)
+	appendDict(b.slo, r.SLOClass, true)
+	appendDict(b.model, r.Model, true)
+	b.prio.Append(r.Priority)
+	appendDict(b.step, r.StepID, true)
+	b.loop.Append(r.LoopIteration)
+	b.stream.Append(r.Streaming)
+	appendDict(b.srcStatus, r.SourceStatus, true)
+	appendNullable64(b.rTTFT, r.RecordedTTFTUS)
+	appendNullable64(b.rE2E, r.RecordedE2EUS)
+	appendNullable64(b.rITL, r.RecordedITLUS)
+	b.srcRow.Append(r.SourceRow)
+}
+
+// batchWriter owns a record builder and flushes it to a sink every BatchRows.
+type batchWriter struct {
+	sink Sink
+	b    *array.RecordBuilder
+	n    int
+	rows int64
+}
+
+func (w *batchWriter) flush() error {
+	if w.n == 0 {
+		return nil
+	}
+	rec := w.b.NewRecordBatch()
+	defer rec.Release()
+	w.n = 0
+	return w.sink.Write(rec)
+}
+
+func (w *batchWriter) added() error {
+	w.n++
+	w.rows++
+	if w.n >= BatchRows {
+		return w.flush()
+	}
+	return nil
+}
+
+// close flushes, closes the sink and releases the builder. It always writes
+// the schema, so an empty table is still a valid stream.
+func (w *batchWriter) close() error {
+	err := w.flush()
+	if cerr := w.sink.Close(); err == nil {
+		err = cerr
+	}
+	w.b.Release()
+	return err
+}
+
+// RequestWriter writes Request rows in batches.
+type RequestWriter struct {
+	batchWriter
+	rb requestBuilder
+}
+
+// NewRequestWriter writes requests with metadata md to sink (see Create; the
+// sink must have been created with RequestsSchema(md)).
+func NewRequestWriter(sink Sink, schema *arrow.Schema) *RequestWriter {
+	b := array.NewRecordBuilder(Alloc, schema)
+	return &RequestWriter{batchWriter: batchWriter{sink: sink, b: b}, rb: newRequestBuilder(b)}
+}
+
+// Write appends one request.
+func (w *RequestWriter) Write(r *Request) error {
+	w.rb.append(r)
+	return w.added()
+}
+
+// Rows returns the number of rows written so far.
+func (w *RequestWriter) Rows() int64 { return w.rows }
+
+// Close flushes the last batch and closes the sink.
+func (w *RequestWriter) Close() error { return w.close() }
+
+// requestCols decodes request columns of a batch.
+type requestCols struct {
+	id, kind, session, tenant, slo, model, step, srcStatus strCol
+	arrival, delay, in, out, prio, loop, rTTFT, rE2E       intCol
+	rITL, srcRow                                           intCol
+	stream                                                 boolCol
+	deps                                                   strListCol
+	hashes                                                 u64ListCol
+}
+
+func checkRequestSchema(s *arrow.Schema) error {
+	var missing []string
+	for _, c := range RequiredRequestColumns {
+		if colIndex(s, c) < 0 {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("not a requests table: missing column(s) %v", missing)
+	}
+	for _, c := range []string{ColRequestID, ColKind, ColSessionID, ColTenantID, ColSLOClass, ColModel, ColStepID, ColSourceStatus} {
+		if err := checkString(s, c); err != nil {
+			return err
+		}
+	}
+	for _, c := range []string{ColArrivalUS, ColDelayUS, ColInputTokens, ColOutputTokens, ColPriority, ColLoopIteration, ColRecordedTTFTUS, ColRecordedE2EUS, ColRecordedITLUS, ColSourceRow} {
+		if err := checkInt(s, c); err != nil {
+			return err
+		}
+	}
+	if err := checkBool(s, ColStreaming); err != nil {
+		return err
+	}
+	if err := checkList(s, ColDependsOn, arrow.STRING); err != nil {
+		return err
+	}
+	return checkList(s, ColPrefixHashes, arrow.UINT64, arrow.INT64)
+}
+
+func (c *requestCols) bind(rec arrow.RecordBatch) {
+	c.id.bind(rec, ColRequestID)
+	c.kind.bind(rec, ColKind)
+	c.session.bind(rec, ColSessionID)
+	c.tenant.bind(rec, ColTenantID)
+	c.slo.bind(rec, ColSLOClass)
+	c.model.bind(rec, ColModel)
+	c.step.bind(rec, ColStepID)
+	c.srcStatus.bind(rec, ColSourceStatus)
+	c.arrival.bind(rec, ColArrivalUS)
+	c.delay.bind(rec, ColDelayUS)
+	c.in.bind(rec, ColInputTokens)
+	c.out.bind(rec, ColOutputTokens)
+	c.prio.bind(rec, ColPriority)
+	c.loop.bind(rec, ColLoopIteration)
+	c.rTTFT.bind(rec, ColRecordedTTFTUS)
+	c.rE2E.bind(rec, ColRecordedE2EUS)
+	c.rITL.bind(rec, ColRecordedITLUS)
+	c.srcRow.bind(rec, ColSourceRow)
+	c.stream.bind(rec, ColStreaming)
+	c.deps.bind(rec, ColDependsOn)
+	c.hashes.bind(rec, ColPrefixHashes)
+}
+
+func i32(c *intCol, i int, col string) (int32, error) {
+	v, _ := c.get(i)
+	if v > math.MaxInt32 || v < math.MinInt32 {
+		return 0, fmt.Errorf("column %s: expected a 32-bit integer, found %d", col, v)
+	}
+	return int32(v), nil
+}
+
+func nullable(c *intCol, i int) int64 {
+	if v, ok := c.get(i); ok {
+		return v
+	}
+	return Null
+}
+
+// decode fills r from row i and validates it.
+func (c *requestCols) decode(i int, r *Request) error {
+	*r = Request{
+		ID: c.id.get(i), Kind: c.kind.get(i), SessionID: c.session.get(i),
+		TenantID: c.tenant.get(i), SLOClass: c.slo.get(i), Model: c.model.get(i),
+		StepID: c.step.get(i), SourceStatus: c.srcStatus.get(i),
+		ArrivalUS: nullable(&c.arrival, i), RecordedTTFTUS: nullable(&c.rTTFT, i),
+		RecordedE2EUS: nullable(&c.rE2E, i), RecordedITLUS: nullable(&c.rITL, i),
+		Streaming: c.stream.get(i, true), DependsOn: c.deps.get(i), PrefixHashes: c.hashes.get(i),
+	}
+	if r.Kind == "" {
+		r.Kind = KindLLM
+	}
+	r.DelayUS, _ = c.delay.get(i)
+	r.SourceRow, _ = c.srcRow.get(i)
+	var err error
+	if r.InputTokens, err = i32(&c.in, i, ColInputTokens); err != nil {
+		return err
+	}
+	if r.OutputTokens, err = i32(&c.out, i, ColOutputTokens); err != nil {
+		return err
+	}
+	if r.Priority, err = i32(&c.prio, i, ColPriority); err != nil {
+		return err
+	}
+	if r.LoopIteration, err = i32(&c.loop, i, ColLoopIteration); err != nil {
+		return err
+	}
+	return r.Validate()
+}
+
+// RowError names the table row (1-based), request and source row of a bad value.
+type RowError struct {
+	Path      string
+	Row       int64
+	RequestID string
+	SourceRow int64
+	Err       error
+}
+
+func (e *RowError) Error() string {
+	s := fmt.Sprintf("%s: row %d", e.Path, e.Row)
+	if e.RequestID != "" {
+		s += fmt.Sprintf(" (request %s", e.RequestID)
+		if e.SourceRow > 0 {
+			s += fmt.Sprintf(", source row %d", e.SourceRow)
+		}
+		s += ")"
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *RowError) Unwrap() error { return e.Err }
+
+// RequestReader decodes a requests table batch by batch.
+type RequestReader struct {
+	src  *Source
+	cols requestCols
+	row  int64
+}
+
+// NewRequestReader checks that src holds a requests table (or at least its
+// required columns) and returns a reader over it.
+func NewRequestReader(src *Source) (*RequestReader, error) {
+	if err := src.Expect(TableRequests); err != nil {
+		return nil, err
+	}
+	if err := checkRequestSchema(src.Schema()); err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	return &RequestReader{src: src}, nil
+}
+
+// Next decodes the next batch into buf (reusing its storage) and returns it,
+// or io.EOF after the last batch. A bad row stops decoding with a *RowError.
+func (r *RequestReader) Next(buf []Request) ([]Request, error) {
+	rec, err := r.src.Next()
+	if err != nil {
+		return buf[:0], err
+	}
+	r.cols.bind(rec)
+	n := int(rec.NumRows())
+	if cap(buf) < n {
+		buf = make([]Request, n)
+	}
+	buf = buf[:n]
+	for i := 0; i < n; i++ {
+		r.row++
+		if err := r.cols.decode(i, &buf[i]); err != nil {
+			return buf[:i], &RowError{Path: r.src.Path, Row: r.row, RequestID: buf[i].ID, SourceRow: buf[i].SourceRow, Err: err}
+		}
+	}
+	return buf, nil
+}
+
+// ReadAllRequests reads a whole requests table into memory: for tests and
+// small inputs only; the simulator streams.
+func ReadAllRequests(src *Source) ([]Request, error) {
+	rr, err := NewRequestReader(src)
+	if err != nil {
+		return nil, err
+	}
+	var all, buf []Request
+	for {
+		buf, err = rr.Next(buf)
+		all = append(all, buf...)
+		if err == io.EOF {
+			return all, nil
+		}
+		if err != nil {
+			return all, err
+		}
+	}
+}

@@ -1,0 +1,207 @@
+// Package trace defines the Arrow tables that BLIS stages exchange (requests,
+// results, steps) and streams them in and out of Arrow IPC, IPC file and
+// Parquet. docs/tables.md is the user-facing description of every column.
+package trace
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// SchemaVersion is bumped whenever a column is renamed, retyped or removed.
+// Adding a nullable column does not bump it: readers look columns up by name.
+const SchemaVersion = "1"
+
+// Table kinds, stored under MetaTable.
+const (
+	TableRequests     = "requests"
+	TableResults      = "results"
+	TableSteps        = "steps"
+	TableMeasurements = "measurements"
+)
+
+// Schema metadata keys.
+const (
+	MetaTable           = "blis.table"
+	MetaSchemaVersion   = "blis.schema_version"
+	MetaProvenance      = "blis.provenance"        // JSON array of Stage, oldest first
+	MetaPrefixBlockSize = "blis.prefix_block_size" // tokens per prefix_hashes entry
+	MetaStartTime       = "blis.start_time"        // RFC 3339 absolute time of arrival_us = 0
+	MetaSourceFormat    = "blis.source_format"     // converter that produced the table
+	MetaTimeScale       = "blis.time_scale"        // arrival times were divided by this (--speedup)
+	// MetaSorted = "arrival" promises that root rows (non-null arrival_us) come
+	// in nondecreasing arrival order and every dependent row comes after the
+	// root of its session and before any later-arriving root, so a consumer can
+	// stream the table. Writers that cannot promise it leave it unset.
+	MetaSorted = "blis.sorted"
+)
+
+// Request column names.
+const (
+	ColRequestID      = "request_id"
+	ColArrivalUS      = "arrival_us"
+	ColDependsOn      = "depends_on"
+	ColDelayUS        = "delay_us"
+	ColKind           = "kind"
+	ColInputTokens    = "input_tokens"
+	ColOutputTokens   = "output_tokens"
+	ColPrefixHashes   = "prefix_hashes"
+	ColSessionID      = "session_id"
+	ColTenantID       = "tenant_id"
+	ColSLOClass       = "slo_class"
+	ColModel          = "model"
+	ColPriority       = "priority"
+	ColStepID         = "step_id"
+	ColLoopIteration  = "loop_iteration"
+	ColStreaming      = "streaming"
+	ColSourceStatus   = "source_status"
+	ColRecordedTTFTUS = "recorded_ttft_us"
+	ColRecordedE2EUS  = "recorded_e2e_us"
+	ColRecordedITLUS  = "recorded_itl_us"
+	ColSourceRow      = "source_row"
+)
+
+// Result-only column names.
+const (
+	ColStatus           = "status"
+	ColDropReason       = "drop_reason"
+	ColInstanceID       = "instance_id"
+	ColAdmittedUS       = "admitted_us"
+	ColRoutedUS         = "routed_us"
+	ColEnqueuedUS       = "enqueued_us"
+	ColFirstScheduledUS = "first_scheduled_us"
+	ColFirstTokenUS     = "first_token_us"
+	ColFinishedUS       = "finished_us"
+	ColTTFTUS           = "ttft_us"
+	ColE2EUS            = "e2e_us"
+	ColTPOTUS           = "tpot_us"
+	ColPreemptions      = "preemptions"
+	ColCachedTokens     = "cached_tokens"
+	ColGeneratedTokens  = "generated_tokens"
+)
+
+// Step column names.
+const (
+	ColStepIndex     = "step_index"
+	ColStartUS       = "start_us"
+	ColDurationUS    = "duration_us"
+	ColBatchSize     = "batch_size"
+	ColPrefillTokens = "prefill_tokens"
+	ColDecodeTokens  = "decode_tokens"
+	ColKVBlocksUsed  = "kv_blocks_used"
+	ColKVBlocksTotal = "kv_blocks_total"
+	ColWaiting       = "waiting"
+	ColRunning       = "running"
+	ColPreempted     = "preempted"
+)
+
+// Request kinds.
+const (
+	KindLLM  = "llm"
+	KindTool = "tool"
+)
+
+// Source status of a request in its original trace. Null means it succeeded.
+const SourceFailed = "failed"
+
+// Result statuses.
+const (
+	StatusCompleted    = "completed"
+	StatusRejected     = "rejected"      // refused by admission control
+	StatusDropped      = "dropped"       // can never fit (see drop_reason)
+	StatusTimedOut     = "timed_out"     // gave up waiting
+	StatusUnfinished   = "unfinished"    // still queued or running at the horizon
+	StatusSourceFailed = "source_failed" // failed in the source trace; not simulated
+)
+
+var (
+	dictString = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	listString = arrow.ListOf(arrow.BinaryTypes.String)
+	listUint64 = arrow.ListOf(arrow.PrimitiveTypes.Uint64)
+)
+
+func field(name string, t arrow.DataType, nullable bool) arrow.Field {
+	return arrow.Field{Name: name, Type: t, Nullable: nullable}
+}
+
+// requestFields is the column order of the requests table; the results table
+// starts with the same columns.
+var requestFields = []arrow.Field{
+	field(ColRequestID, arrow.BinaryTypes.String, false),
+	field(ColArrivalUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColDependsOn, listString, true),
+	field(ColDelayUS, arrow.PrimitiveTypes.Int64, false),
+	field(ColKind, dictString, false),
+	field(ColInputTokens, arrow.PrimitiveTypes.Int32, false),
+	field(ColOutputTokens, arrow.PrimitiveTypes.Int32, false),
+	field(ColPrefixHashes, listUint64, true),
+	field(ColSessionID, arrow.BinaryTypes.String, true),
+	field(ColTenantID, dictString, true),
+	field(ColSLOClass, dictString, true),
+	field(ColModel, dictString, true),
+	field(ColPriority, arrow.PrimitiveTypes.Int32, false),
+	field(ColStepID, dictString, true),
+	field(ColLoopIteration, arrow.PrimitiveTypes.Int32, false),
+	field(ColStreaming, arrow.FixedWidthTypes.Boolean, false),
+	field(ColSourceStatus, dictString, true),
+	field(ColRecordedTTFTUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColRecordedE2EUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColRecordedITLUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColSourceRow, arrow.PrimitiveTypes.Int64, false),
+}
+
+var resultOnlyFields = []arrow.Field{
+	field(ColStatus, dictString, false),
+	field(ColDropReason, dictString, true),
+	field(ColInstanceID, arrow.PrimitiveTypes.Int32, true),
+	field(ColAdmittedUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColRoutedUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColEnqueuedUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColFirstScheduledUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColFirstTokenUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColFinishedUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColTTFTUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColE2EUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColTPOTUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColPreemptions, arrow.PrimitiveTypes.Int32, false),
+	field(ColCachedTokens, arrow.PrimitiveTypes.Int32, false),
+	field(ColGeneratedTokens, arrow.PrimitiveTypes.Int32, false),
+}
+
+var stepFields = []arrow.Field{
+	field(ColInstanceID, arrow.PrimitiveTypes.Int32, false),
+	field(ColStepIndex, arrow.PrimitiveTypes.Int64, false),
+	field(ColStartUS, arrow.PrimitiveTypes.Int64, false),
+	field(ColDurationUS, arrow.PrimitiveTypes.Int64, false),
+	field(ColBatchSize, arrow.PrimitiveTypes.Int32, false),
+	field(ColPrefillTokens, arrow.PrimitiveTypes.Int32, false),
+	field(ColDecodeTokens, arrow.PrimitiveTypes.Int32, false),
+	field(ColKVBlocksUsed, arrow.PrimitiveTypes.Int32, false),
+	field(ColKVBlocksTotal, arrow.PrimitiveTypes.Int32, false),
+	field(ColWaiting, arrow.PrimitiveTypes.Int32, false),
+	field(ColRunning, arrow.PrimitiveTypes.Int32, false),
+	field(ColPreempted, arrow.PrimitiveTypes.Int32, false),
+}
+
+// RequestsSchema returns the requests schema carrying md (which must include
+// MetaTable; see NewMeta).
+func RequestsSchema(md Meta) *arrow.Schema {
+	return arrow.NewSchema(requestFields, md.arrow(TableRequests))
+}
+
+// ResultsSchema returns the results schema: every request column, then the
+// simulation outcome.
+func ResultsSchema(md Meta) *arrow.Schema {
+	fs := make([]arrow.Field, 0, len(requestFields)+len(resultOnlyFields))
+	fs = append(fs, requestFields...)
+	fs = append(fs, resultOnlyFields...)
+	return arrow.NewSchema(fs, md.arrow(TableResults))
+}
+
+// StepsSchema returns the per-step table schema.
+func StepsSchema(md Meta) *arrow.Schema {
+	return arrow.NewSchema(stepFields, md.arrow(TableSteps))
+}
+
+// RequiredRequestColumns must be present in any table read as requests.
+// Every other request column is optional and defaults as documented.
+var RequiredRequestColumns = []string{ColRequestID, ColArrivalUS, ColInputTokens, ColOutputTokens}

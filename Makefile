@@ -1,0 +1,43 @@
+# The two commands a new user needs are `make demo` and `make test`.
+BIN := bin
+BINARIES := blis-convert blis-synth blis-sim blis-report blis-calibrate
+GO ?= go
+
+.PHONY: all build demo test vet fmt-check fuzz-smoke bench coefficients clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+
+# A real pipeline on data shipped in the repo: the Azure LLM inference trace
+# (coding, 2023; 8,819 requests) replayed on 4 simulated H100s serving Llama-3.1-8B.
+demo: build
+	$(BIN)/blis-convert testdata/azure2023_code.csv \
+	  | $(BIN)/blis-sim --replicas 4 --model llama-3.1-8b --gpu h100 \
+	  | $(BIN)/blis-report
+
+test: fmt-check vet
+	$(GO) test -count=1 ./...
+	scripts/fuzz-smoke.sh
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+fuzz-smoke:
+	scripts/fuzz-smoke.sh
+
+bench:
+	bench/run.sh
+
+# Regenerates every file in coefficients/ from ../shared/data/measurements.
+coefficients: build
+	scripts/regen-coefficients.sh
+
+clean:
+	rm -rf $(BIN)

@@ -138,6 +138,11 @@ func (s *Source) Next() (arrow.RecordBatch, error) {
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("%s: %w", s.Path, err)
 	}
+	if err == nil {
+		if verr := checkBatch(rec); verr != nil {
+			return nil, fmt.Errorf("%s: %w", s.Path, verr)
+		}
+	}
 	return rec, err
 }
 
@@ -154,19 +159,6 @@ func (s *Source) Expect(table string) error {
 	return nil
 }
 
-// eosReader distinguishes a real end-of-stream marker (bare io.EOF from the
-// message reader) from a stream cut short (a wrapped EOF), which the Arrow
-// reader would otherwise treat alike.
-type eosReader struct{ ipc.MessageReader }
-
-func (e eosReader) Message() (*ipc.Message, error) {
-	m, err := e.MessageReader.Message()
-	if err != nil && err != io.EOF && errors.Is(err, io.EOF) {
-		return nil, ErrTruncated
-	}
-	return m, err
-}
-
 type streamReader struct {
 	rd *ipc.Reader
 	c  io.Closer
@@ -174,7 +166,7 @@ type streamReader struct {
 
 func openStream(rc io.ReadCloser) (BatchReader, error) {
 	br := bufio.NewReaderSize(rc, ioBuffer)
-	rd, err := ipc.NewReaderFromMessageReader(eosReader{ipc.NewMessageReader(br)})
+	rd, err := ipc.NewReaderFromMessageReader(newFrameReader(br))
 	if err != nil {
 		rc.Close()
 		if errors.Is(err, io.EOF) || errors.Is(err, ErrTruncated) {

@@ -1,0 +1,307 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// frameReader frames Arrow IPC stream messages itself instead of using
+// ipc.NewMessageReader, for two reasons: a stream that stops at a message
+// boundary without the end-of-stream marker must be an error (a killed
+// producer), and arrow-go trusts vector lengths inside message metadata, so a
+// corrupt header can make it allocate terabytes and abort the process. Every
+// vector the decoder will size an allocation by is checked against the bytes
+// that actually arrived.
+type frameReader struct {
+	r    io.Reader
+	hdr  [8]byte
+	cur  *ipc.Message
+	refs int
+}
+
+const (
+	maxMetadataBytes = 64 << 20
+	maxBodyBytes     = 8 << 30
+	contToken        = 0xFFFFFFFF
+)
+
+func newFrameReader(r io.Reader) *frameReader { return &frameReader{r: r, refs: 1} }
+
+func (f *frameReader) Retain() { f.refs++ }
+func (f *frameReader) Release() {
+	f.refs--
+	if f.refs == 0 && f.cur != nil {
+		f.cur.Release()
+		f.cur = nil
+	}
+}
+
+func (f *frameReader) Message() (*ipc.Message, error) {
+	if _, err := io.ReadFull(f.r, f.hdr[:4]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, ErrTruncated
+		}
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint32(f.hdr[:4])
+	if n == contToken {
+		if _, err := io.ReadFull(f.r, f.hdr[4:8]); err != nil {
+			return nil, truncated(err)
+		}
+		n = binary.LittleEndian.Uint32(f.hdr[4:8])
+	}
+	if n == 0 {
+		return nil, io.EOF // end-of-stream marker
+	}
+	if n < 8 || n > maxMetadataBytes {
+		return nil, fmt.Errorf("corrupt Arrow stream: message metadata length %d", n)
+	}
+	// Read what arrives rather than allocating whatever a header claims.
+	mb := bytes.NewBuffer(make([]byte, 0, min(n, 1<<16)))
+	if k, err := io.CopyN(mb, f.r, int64(n)); err != nil {
+		if err == io.EOF && k < int64(n) {
+			return nil, ErrTruncated
+		}
+		return nil, err
+	}
+	meta := mb.Bytes()
+	bodyLen, err := checkMessage(meta)
+	if err != nil {
+		return nil, fmt.Errorf("corrupt Arrow stream: %w", err)
+	}
+	// Grow the body as bytes arrive rather than trusting the declared length.
+	body := bytes.NewBuffer(make([]byte, 0, min(bodyLen, 1<<20)))
+	if n, err := io.CopyN(body, f.r, bodyLen); err != nil {
+		if err == io.EOF && n < bodyLen {
+			return nil, ErrTruncated
+		}
+		return nil, err
+	}
+	if f.cur != nil {
+		f.cur.Release()
+	}
+	f.cur = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body.Bytes()))
+	return f.cur, nil
+}
+
+func truncated(err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return ErrTruncated
+	}
+	return err
+}
+
+// fbuf is a bounds-checked view of a flatbuffer.
+type fbuf []byte
+
+var errFB = errors.New("message metadata is not a valid flatbuffer")
+
+func (b fbuf) u32(p int) (int, error) {
+	if p < 0 || p+4 > len(b) {
+		return 0, errFB
+	}
+	return int(binary.LittleEndian.Uint32(b[p:])), nil
+}
+
+// table is a flatbuffer table: its position and its vtable's.
+type table struct{ pos, vt, vsize int }
+
+func (b fbuf) table(pos int) (table, error) {
+	if pos < 0 || pos+4 > len(b) {
+		return table{}, errFB
+	}
+	vt := pos - int(int32(binary.LittleEndian.Uint32(b[pos:])))
+	if vt < 0 || vt+4 > len(b) {
+		return table{}, errFB
+	}
+	vsize := int(binary.LittleEndian.Uint16(b[vt:]))
+	if vsize < 4 || vt+vsize > len(b) {
+		return table{}, errFB
+	}
+	return table{pos: pos, vt: vt, vsize: vsize}, nil
+}
+
+// field returns the absolute position of field id, or 0 when absent.
+func (b fbuf) field(t table, id int) int {
+	o := 4 + 2*id
+	if o+2 > t.vsize {
+		return 0
+	}
+	off := int(binary.LittleEndian.Uint16(b[t.vt+o:]))
+	if off == 0 {
+		return 0
+	}
+	return t.pos + off
+}
+
+// ref follows the offset stored in field id (a table, vector or string).
+func (b fbuf) ref(t table, id int) (int, bool, error) {
+	p := b.field(t, id)
+	if p == 0 {
+		return 0, false, nil
+	}
+	off, err := b.u32(p)
+	if err != nil {
+		return 0, false, err
+	}
+	return p + off, true, nil
+}
+
+func (b fbuf) subtable(t table, id int) (table, bool, error) {
+	p, ok, err := b.ref(t, id)
+	if !ok || err != nil {
+		return table{}, ok, err
+	}
+	st, err := b.table(p)
+	return st, err == nil, err
+}
+
+// vector checks that vector field id of elem-byte elements fits in the buffer
+// and returns the position of its first element and its length.
+func (b fbuf) vector(t table, id, elem int) (start, n int, err error) {
+	p, ok, err := b.ref(t, id)
+	if !ok || err != nil {
+		return 0, 0, err
+	}
+	if n, err = b.u32(p); err != nil {
+		return 0, 0, err
+	}
+	if n > (len(b)-p-4)/elem {
+		return 0, 0, fmt.Errorf("vector of %d elements in %d bytes of metadata", n, len(b))
+	}
+	return p + 4, n, nil
+}
+
+// tables visits each table of a vector-of-tables field.
+func (b fbuf) tables(t table, id int, visit func(table) error) error {
+	start, n, err := b.vector(t, id, 4)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		off, err := b.u32(start + 4*i)
+		if err != nil {
+			return err
+		}
+		st, err := b.table(start + 4*i + off)
+		if err != nil {
+			return err
+		}
+		if err := visit(st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Message header types and field ids, from Arrow's Message.fbs and Schema.fbs.
+const (
+	hdrSchema          = 1
+	hdrDictionaryBatch = 2
+	hdrRecordBatch     = 3
+	typeUnion          = 14
+)
+
+// checkMessage validates the parts of a Message flatbuffer that arrow-go sizes
+// allocations by, and returns the body length.
+func checkMessage(meta []byte) (int64, error) {
+	b := fbuf(meta)
+	root, err := b.u32(0)
+	if err != nil {
+		return 0, err
+	}
+	msg, err := b.table(root)
+	if err != nil {
+		return 0, err
+	}
+	var bodyLen int64
+	if p := b.field(msg, 3); p != 0 {
+		if p+8 > len(b) {
+			return 0, errFB
+		}
+		bodyLen = int64(binary.LittleEndian.Uint64(b[p:]))
+	}
+	if bodyLen < 0 || bodyLen > maxBodyBytes {
+		return 0, fmt.Errorf("message body length %d", bodyLen)
+	}
+	if err := checkKeyValues(b, msg, 4); err != nil {
+		return 0, err
+	}
+	var htype byte
+	if p := b.field(msg, 1); p != 0 {
+		if p >= len(b) {
+			return 0, errFB
+		}
+		htype = b[p]
+	}
+	hdr, ok, err := b.subtable(msg, 2)
+	if err != nil || !ok {
+		return bodyLen, err
+	}
+	switch htype {
+	case hdrSchema:
+		if err := b.tables(hdr, 1, func(f table) error { return checkField(b, f, 0) }); err != nil {
+			return 0, err
+		}
+		if err := checkKeyValues(b, hdr, 2); err != nil {
+			return 0, err
+		}
+		_, _, err = b.vector(hdr, 3, 8)
+	case hdrDictionaryBatch:
+		if rb, ok, e := b.subtable(hdr, 1); e != nil {
+			err = e
+		} else if ok {
+			err = checkRecordBatch(b, rb)
+		}
+	case hdrRecordBatch:
+		err = checkRecordBatch(b, hdr)
+	}
+	return bodyLen, err
+}
+
+func checkRecordBatch(b fbuf, rb table) error {
+	for _, v := range [][2]int{{1, 16}, {2, 16}, {4, 8}} { // nodes, buffers, variadic counts
+		if _, _, err := b.vector(rb, v[0], v[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkField(b fbuf, f table, depth int) error {
+	if depth > 64 {
+		return errors.New("schema nested deeper than 64 levels")
+	}
+	if _, _, err := b.vector(f, 0, 1); err != nil { // name
+		return err
+	}
+	if err := checkKeyValues(b, f, 6); err != nil {
+		return err
+	}
+	if p := b.field(f, 2); p != 0 && p < len(b) && b[p] == typeUnion {
+		if ut, ok, err := b.subtable(f, 3); err != nil {
+			return err
+		} else if ok {
+			if _, _, err := b.vector(ut, 1, 4); err != nil { // typeIds
+				return err
+			}
+		}
+	}
+	return b.tables(f, 5, func(c table) error { return checkField(b, c, depth+1) })
+}
+
+func checkKeyValues(b fbuf, t table, id int) error {
+	return b.tables(t, id, func(kv table) error {
+		if _, _, err := b.vector(kv, 0, 1); err != nil {
+			return err
+		}
+		_, _, err := b.vector(kv, 1, 1)
+		return err
+	})
+}

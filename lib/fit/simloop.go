@@ -1,0 +1,225 @@
+package fit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/blis-sim/blis/lib/latency"
+	"gonum.org/v1/gonum/optimize"
+)
+
+// Target is a measurement the simulator must reproduce: Predict runs the
+// simulator with a latency model and returns the statistics named by Names,
+// in the order of Measured.
+type Target interface {
+	Label() string
+	Names() []string
+	Measured() []float64
+	Predict(m latency.Model) ([]float64, error)
+}
+
+// SimFitOptions control a simulator-in-the-loop fit.
+type SimFitOptions struct {
+	MaxEvals  int       // loss evaluations (each simulates every target); 0 → 200
+	FitAlpha  bool      // fit α0 (per-request overhead before queueing) too
+	Progress  io.Writer // nil: silent
+	Workers   int       // goroutines simulating targets; ≤ 2 on a shared machine
+	Label     string
+	StatScale []float64 // optional weight per statistic (same order as Names)
+}
+
+// SimFit is the result of a simulator-in-the-loop fit.
+type SimFit struct {
+	Names    []string
+	Values   []float64
+	Alpha    latency.Alpha
+	Loss     float64
+	Evals    int
+	Warnings []string
+}
+
+// FitSim minimises Σ log²(predicted/measured) over targets and statistics
+// with Nelder–Mead on the logarithms of the coefficients, which keeps them
+// positive without a penalty. Coefficients the warm start holds at 0 stay
+// at 0: the step-level or roofline prior found no support for them.
+func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Target, opt SimFitOptions) (SimFit, error) {
+	if len(start) != len(fs.Names) {
+		return SimFit{}, fmt.Errorf("fit: %d start values for %d features", len(start), len(fs.Names))
+	}
+	var free []int
+	for j, v := range start {
+		if v > 0 {
+			free = append(free, j)
+		}
+	}
+	nparam := len(free)
+	if opt.FitAlpha {
+		nparam++
+	}
+	nstat := 0
+	for _, t := range targets {
+		nstat += len(t.Measured())
+	}
+	if nstat < nparam+1 {
+		return SimFit{}, &TooFewError{What: "measured statistics", Have: nstat, Need: nparam + 1}
+	}
+	if opt.MaxEvals <= 0 {
+		opt.MaxEvals = 200
+	}
+	workers := opt.Workers
+	if workers <= 0 || workers > 2 {
+		workers = 2
+	}
+	x0 := make([]float64, nparam)
+	for k, j := range free {
+		x0[k] = math.Log(start[j])
+	}
+	if opt.FitAlpha {
+		x0[nparam-1] = math.Log(math.Max(alpha.QueueBase, 100))
+	}
+	decode := func(x []float64) ([]float64, latency.Alpha) {
+		vals := make([]float64, len(start))
+		for k, j := range free {
+			vals[j] = math.Exp(x[k])
+		}
+		a := alpha
+		if opt.FitAlpha {
+			a.QueueBase = math.Exp(x[nparam-1])
+		}
+		return vals, a
+	}
+	var simErr error
+	var mu sync.Mutex
+	evals := 0
+	began := time.Now()
+	bestLoss := math.Inf(1)
+	lossOf := func(x []float64) float64 {
+		vals, a := decode(x)
+		loss, err := Loss(fs, vals, a, targets, workers, opt.StatScale)
+		mu.Lock()
+		defer mu.Unlock()
+		evals++
+		if err != nil {
+			if simErr == nil {
+				simErr = err
+			}
+			return math.Inf(1)
+		}
+		if loss < bestLoss {
+			bestLoss = loss
+		}
+		if opt.Progress != nil && (evals%10 == 0 || evals == 1) {
+			el := time.Since(began)
+			left := time.Duration(float64(el) / float64(evals) * float64(opt.MaxEvals-evals))
+			fmt.Fprintf(opt.Progress, "%s: eval %d/%d  loss %.5f  best %.5f  elapsed %s  at most %s left\n",
+				opt.Label, evals, opt.MaxEvals, loss, bestLoss, el.Round(time.Second), left.Round(time.Second))
+		}
+		return loss
+	}
+	if nparam == 0 {
+		vals, a := decode(x0)
+		return SimFit{Names: fs.Names, Values: vals, Alpha: a, Loss: lossOf(x0), Evals: 1}, simErr
+	}
+	prob := optimize.Problem{Func: lossOf}
+	settings := &optimize.Settings{
+		FuncEvaluations: opt.MaxEvals,
+		Converger:       &optimize.FunctionConverge{Absolute: 1e-7, Relative: 1e-6, Iterations: 40},
+		Concurrent:      1, // Nelder–Mead is sequential; targets are simulated in parallel instead
+	}
+	res, err := optimize.Minimize(prob, x0, settings, &optimize.NelderMead{SimplexSize: 0.4})
+	if simErr != nil {
+		return SimFit{}, simErr
+	}
+	if err != nil && res == nil {
+		return SimFit{}, fmt.Errorf("fit: Nelder–Mead: %w", err)
+	}
+	vals, a := decode(res.X)
+	out := SimFit{Names: fs.Names, Values: vals, Alpha: a, Loss: res.F, Evals: evals}
+	if err != nil && !errors.Is(err, optimize.ErrLinesearcherFailure) {
+		out.Warnings = append(out.Warnings, "optimiser stopped: "+err.Error())
+	}
+	if res.Status == optimize.FunctionEvaluationLimit {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("optimiser used its whole budget of %d evaluations without converging: raise --max-evals", opt.MaxEvals))
+	}
+	for j, v := range start {
+		if v == 0 {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("coefficient %s held at its lower bound 0 (the warm start gave it no weight)", fs.Names[j]))
+		}
+	}
+	// A coefficient whose term is negligible everywhere has drifted to its
+	// log-space floor: report it like a bound hit.
+	for _, j := range free {
+		if vals[j] < start[j]*1e-4 {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("coefficient %s fell by more than 10⁴× from its warm start (%.3g → %.3g): it is drifting to its bound 0", fs.Names[j], start[j], vals[j]))
+		}
+	}
+	return out, nil
+}
+
+// Loss is the mean of squared log errors over targets and statistics.
+func Loss(fs FeatureSet, vals []float64, a latency.Alpha, targets []Target, workers int, scale []float64) (float64, error) {
+	preds, err := PredictAll(fs, vals, a, targets, workers)
+	if err != nil {
+		return 0, err
+	}
+	sum, n := 0.0, 0
+	for i, t := range targets {
+		meas := t.Measured()
+		for k, m := range meas {
+			w := 1.0
+			if k < len(scale) {
+				w = scale[k]
+			}
+			p := preds[i][k]
+			if !(p > 0) || !(m > 0) {
+				return math.Inf(1), nil
+			}
+			l := math.Log(p / m)
+			sum += w * l * l
+			n++
+		}
+	}
+	return sum / float64(n), nil
+}
+
+// PredictAll simulates every target with its own model instance (models keep
+// scratch buffers), on at most workers goroutines; results keep target order.
+func PredictAll(fs FeatureSet, vals []float64, a latency.Alpha, targets []Target, workers int) ([][]float64, error) {
+	return PredictAllWith(func() latency.Model { return NewFeatureModel(fs, vals, a, "") }, targets, workers)
+}
+
+// PredictAllWith is PredictAll for any model constructor.
+func PredictAllWith(newModel func() latency.Model, targets []Target, workers int) ([][]float64, error) {
+	if workers < 1 {
+		workers = 1
+	}
+	out := make([][]float64, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := newModel()
+			for i := range next {
+				out[i], errs[i] = targets[i].Predict(m)
+			}
+		}()
+	}
+	for i := range targets {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", targets[i].Label(), err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,179 @@
+// Package resolve turns the simulator's latency flags (--latency, --model,
+// --gpu, --tp, --weight-dtype, --kv-dtype, --coefficients) into a
+// latency.Model and says in one line which model it chose and why.
+package resolve
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/blis-sim/blis/coefficients"
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/latency/fitted"
+	"github.com/blis-sim/blis/lib/roofline"
+)
+
+// Modes.
+const (
+	Auto     = "auto"
+	Roofline = "roofline"
+	Fitted   = "fitted"
+)
+
+// EnvDir names a directory searched instead of the embedded coefficients.
+const EnvDir = "BLIS_COEFFICIENTS"
+
+// Spec is what the user asked for. Mode "" means auto.
+type Spec struct {
+	Mode, Model, GPU string
+	TP               int
+	WeightDtype      string // "" = from config.json
+	KVDtype          string // "" = activation dtype of config.json
+	CoefficientsFile string // explicit file; implies fitted
+	Engine, Version  string // optional: narrow the coefficients lookup
+}
+
+// Resolved is the chosen model plus what the engine needs for memory.
+type Resolved struct {
+	Model    latency.Model
+	Why      string // one line for stderr
+	Roofline *roofline.Roofline
+	Coeffs   *fitted.Coefficients // nil for the roofline
+	Path     string               // coefficients file used, if any
+}
+
+// KVCapacityTokens is the KV cache tokens one replica (all TP ranks) holds.
+func (r *Resolved) KVCapacityTokens(gpuMemoryUtilization float64) (int64, error) {
+	return r.Roofline.KVCapacityTokens(gpuMemoryUtilization)
+}
+
+// coefficientsFS is where auto/fitted look; tests replace it.
+var coefficientsFS = func() (fs.FS, string) {
+	if d := os.Getenv(EnvDir); d != "" {
+		return os.DirFS(d), d
+	}
+	return coefficients.FS, "coefficients"
+}
+
+// Resolve builds the latency model for s.
+func Resolve(s Spec) (*Resolved, error) {
+	mode := strings.ToLower(strings.TrimSpace(s.Mode))
+	if mode == "" {
+		mode = Auto
+	}
+	if mode != Auto && mode != Roofline && mode != Fitted {
+		return nil, fmt.Errorf("--latency: expected auto, roofline or fitted, found %q", s.Mode)
+	}
+	if s.CoefficientsFile != "" && mode == Roofline {
+		return nil, fmt.Errorf("--coefficients %s given with --latency roofline: pick one", s.CoefficientsFile)
+	}
+	var explicit *fitted.Coefficients
+	if s.CoefficientsFile != "" {
+		c, err := fitted.Load(s.CoefficientsFile)
+		if err != nil {
+			return nil, fmt.Errorf("--coefficients: %w", err)
+		}
+		explicit = c
+		if s.Model == "" {
+			s.Model = c.Model
+		}
+		if s.GPU == "" {
+			s.GPU = c.GPU
+		}
+		if s.TP == 0 {
+			s.TP = c.TP
+		}
+	}
+	if s.TP == 0 {
+		s.TP = 1
+	}
+	if s.Model == "" {
+		return nil, fmt.Errorf("--model: expected a catalogue name (%s) or a config.json path, found nothing", strings.Join(roofline.ModelNames(), ", "))
+	}
+	if s.GPU == "" {
+		return nil, fmt.Errorf("--gpu: expected a GPU name (%s) or a GPU .yaml file, found nothing", strings.Join(roofline.GPUNames(), ", "))
+	}
+	arch, err := roofline.LoadModel(s.Model)
+	if err != nil {
+		return nil, fmt.Errorf("--model: %w", err)
+	}
+	if s.WeightDtype != "" {
+		d, err := roofline.ParseDtype(s.WeightDtype)
+		if err != nil {
+			return nil, fmt.Errorf("--weight-dtype: %w", err)
+		}
+		arch.WeightDtype = d
+	}
+	if s.KVDtype != "" && s.KVDtype != "auto" {
+		d, err := roofline.ParseDtype(s.KVDtype)
+		if err != nil {
+			return nil, fmt.Errorf("--kv-dtype: %w", err)
+		}
+		arch.KVDtype = d
+	}
+	gpu, err := roofline.LoadGPU(s.GPU)
+	if err != nil {
+		return nil, fmt.Errorf("--gpu: %w", err)
+	}
+	rf, err := roofline.New(arch, gpu, s.TP)
+	if err != nil {
+		return nil, fmt.Errorf("--tp: %w", err)
+	}
+	out := &Resolved{Roofline: rf}
+	useFitted := func(c *fitted.Coefficients, p string) error {
+		if c.TP != s.TP {
+			return fmt.Errorf("%s: coefficients are for tp %d, deployment has tp %d", p, c.TP, s.TP)
+		}
+		m, err := fitted.NewModel(c, rf, p)
+		if err != nil {
+			return err
+		}
+		out.Model, out.Coeffs, out.Path = m, c, p
+		out.Why = fmt.Sprintf("latency: fitted coefficients %s (%s)", p, errText(c))
+		return nil
+	}
+	if explicit != nil {
+		if err := useFitted(explicit, s.CoefficientsFile); err != nil {
+			return nil, fmt.Errorf("--coefficients: %w", err)
+		}
+		return out, nil
+	}
+	desc := fmt.Sprintf("%s on %s tp%d", arch.Name, gpu.Name, s.TP)
+	if s.WeightDtype != "" {
+		desc += " " + string(arch.WeightDtype)
+	}
+	if mode != Roofline {
+		fsys, where := coefficientsFS()
+		p, c, err := fitted.Find(fsys, fitted.Query{Model: s.Model, GPU: gpu.Name, TP: s.TP, Engine: s.Engine, Version: s.Version, WeightDtype: string(arch.WeightDtype)})
+		if err != nil {
+			return nil, fmt.Errorf("coefficients: %w", err)
+		}
+		if c != nil {
+			if err := useFitted(c, where+"/"+p); err != nil {
+				return nil, err
+			}
+			return out, nil
+		}
+		if mode == Fitted {
+			return nil, fmt.Errorf("--latency fitted: no coefficients for %s in %s/%s/ (run blis-calibrate, pass --coefficients FILE, or use --latency roofline)", desc, where, roofline.ModelKey(s.Model))
+		}
+		out.Model = rf
+		out.Why = fmt.Sprintf("latency: roofline (no coefficients for %s)", desc)
+		return out, nil
+	}
+	out.Model = rf
+	out.Why = fmt.Sprintf("latency: roofline for %s (--latency roofline)", desc)
+	return out, nil
+}
+
+func errText(c *fitted.Coefficients) string {
+	if c.Fit.TestRows > 0 {
+		return fmt.Sprintf("test MAPE %.1f%%", c.Fit.TestMAPE)
+	}
+	if c.Fit.Method != "" {
+		return "fit " + c.Fit.Method + ", no held-out error recorded"
+	}
+	return "no held-out error recorded"
+}

@@ -1,0 +1,218 @@
+package roofline
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// GPU is one accelerator: vendor peaks plus the efficiency profile that turns
+// peaks into achieved rates. Users add one with a YAML file of this shape
+// (see docs/latency.md).
+type GPU struct {
+	Name       string     `yaml:"name"`
+	Aliases    []string   `yaml:"aliases,omitempty"`
+	BF16TFLOPS float64    `yaml:"bf16_tflops"`          // dense tensor-core peak, no sparsity
+	FP8TFLOPS  float64    `yaml:"fp8_tflops,omitempty"` // 0: no FP8 tensor cores (FP8 weights run as W8A16)
+	FP4TFLOPS  float64    `yaml:"fp4_tflops,omitempty"` // 0: no FP4 tensor cores
+	HBMTBps    float64    `yaml:"hbm_tb_s"`             // memory bandwidth, 10^12 B/s
+	MemoryGiB  float64    `yaml:"memory_gib"`           // device memory, 2^30 B
+	LinkGBps   float64    `yaml:"link_gb_s"`            // TP interconnect, per GPU per direction, 10^9 B/s
+	LinkLatUS  float64    `yaml:"link_latency_us"`      // small-message all-reduce time, µs
+	Eff        Efficiency `yaml:"efficiency"`
+	Source     string     `yaml:"source,omitempty"`
+}
+
+// Efficiency converts peaks into achieved rates and adds fixed costs. These
+// are data: the built-in values are calibrated (see each GPU's comment) and a
+// GPU YAML file can override them.
+type Efficiency struct {
+	GEMM       float64 `yaml:"gemm"`              // achieved / peak tensor FLOP/s on large GEMMs
+	Attention  float64 `yaml:"attention"`         // achieved / peak FLOP/s in prefill attention
+	Memory     float64 `yaml:"memory"`            // achieved / peak HBM bandwidth on streaming reads
+	Link       float64 `yaml:"link"`              // achieved / peak link bandwidth in all-reduce (ring bus bandwidth)
+	KernelUS   float64 `yaml:"kernel_us"`         // floor per GEMM / attention kernel (launch, tail, small tiles)
+	LayerUS    float64 `yaml:"layer_overhead_us"` // per layer: norms, rope, activation, residual kernels
+	StepUS     float64 `yaml:"step_overhead_us"`  // per step: scheduling, sampling, input preparation
+	ReserveGiB float64 `yaml:"reserved_gib"`      // memory kept from the KV cache (activations, CUDA context)
+}
+
+// Built-in GPUs. Peaks are dense (no 2:4 sparsity). Efficiency values:
+// GEMM, attention, memory and kernel floor fitted on the even rows of the
+// aiconfigurator kernel tables (odd rows held out, see bench/accuracy);
+// link from the aiconfigurator NCCL / vLLM custom all-reduce tables (H100 at
+// 1–128 MiB); step overhead from the H100 rows of the Splitwise perf model
+// is NOT used — step_overhead_us stays 0 so step-level accuracy is honest.
+var GPUs = []GPU{
+	// NVIDIA H100 Tensor Core GPU datasheet (SXM5): BF16 1,979 TFLOPS with
+	// sparsity → 989.5 dense; FP8 3,958 → 1,979 dense; HBM3 3.35 TB/s; 80 GB
+	// (driver reports 81,559 MiB = 79.6 GiB); NVLink 900 GB/s bidirectional
+	// → 450 per direction. Link latency: vLLM custom all-reduce, 128 B, TP2–8,
+	// 4.3–4.7 µs (aiconfigurator h100_sxm custom_allreduce_perf).
+	{Name: "h100", Aliases: []string{"h100-sxm", "h100_sxm", "h100-80gb", "H100"},
+		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 3.35, MemoryGiB: 79.6, LinkGBps: 450, LinkLatUS: 4.5,
+		Eff: defaultEff(), Source: "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
+	// NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 1,979 sparse → 989.5;
+	// FP8 3,958 → 1,979; HBM3e 4.8 TB/s; 141 GB (driver 143,771 MiB = 140.4
+	// GiB); NVLink 900 GB/s bidirectional → 450.
+	{Name: "h200", Aliases: []string{"h200-sxm", "h200_sxm", "H200"},
+		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 4.8, MemoryGiB: 140.4, LinkGBps: 450, LinkLatUS: 4.5,
+		Eff: defaultEff(), Source: "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
+	// NVIDIA HGX B200 datasheet, per GPU (8-GPU totals / 8): FP4 18 PFLOPS
+	// sparse → 9 dense; FP8 9 sparse → 4.5 dense; BF16 4.5 sparse → 2.25
+	// dense; HBM3e 8 TB/s; 180 GB (=167.6 GiB); NVLink 5 1.8 TB/s
+	// bidirectional → 900. Latency assumed equal to NVLink 4 (no table).
+	{Name: "b200", Aliases: []string{"b200-sxm", "b200_sxm", "B200"},
+		BF16TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, HBMTBps: 8, MemoryGiB: 167.6, LinkGBps: 900, LinkLatUS: 4.5,
+		Eff: defaultEff(), Source: "NVIDIA HGX B200 datasheet (per-GPU share)"},
+	// NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): BF16 312 dense; no
+	// FP8; HBM2e 2,039 GB/s; 80 GB (driver 81,920 MiB); NVLink 3 600 GB/s
+	// bidirectional → 300. Latency: aiconfigurator a100 custom all-reduce.
+	{Name: "a100-80gb", Aliases: []string{"a100", "a100-sxm", "a100_sxm", "a100-80", "A100-80", "A100-SXM"},
+		BF16TFLOPS: 312, HBMTBps: 2.039, MemoryGiB: 80, LinkGBps: 300, LinkLatUS: 6,
+		Eff: defaultEff(), Source: "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM)"},
+	// NVIDIA L40S datasheet: BF16 733 sparse → 362.05 dense (upstream BLIS
+	// lists FP8 1,466, which is the sparse figure); FP8 1,466 → 733 dense;
+	// GDDR6 864 GB/s; 48 GB (driver 46,068 MiB = 45 GiB); no NVLink: PCIe
+	// Gen4 x16 64 GB/s bidirectional → 32. Latency: aiconfigurator l40s NCCL.
+	{Name: "l40s", Aliases: []string{"L40S"},
+		BF16TFLOPS: 362.05, FP8TFLOPS: 733, HBMTBps: 0.864, MemoryGiB: 45, LinkGBps: 32, LinkLatUS: 15,
+		Eff: defaultEff(), Source: "NVIDIA L40S datasheet"},
+	// NVIDIA Ada GPU architecture whitepaper, Appendix A (GeForce RTX 4090):
+	// BF16 tensor with FP32 accumulate 165.2 dense; FP8 (FP32 acc.) 330.3;
+	// GDDR6X 1,008 GB/s; 24 GB (driver 25,250,627,584 B = 23.5 GiB, from the
+	// LLMServingSim meta.json); PCIe Gen4 x16 → 32 GB/s per direction.
+	{Name: "rtx4090", Aliases: []string{"rtx-4090", "RTX4090"},
+		BF16TFLOPS: 165.2, FP8TFLOPS: 330.3, HBMTBps: 1.008, MemoryGiB: 23.5, LinkGBps: 32, LinkLatUS: 15,
+		Eff: defaultEff(), Source: "NVIDIA Ada GPU architecture whitepaper, Appendix A"},
+	// NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet: 4 PFLOPS FP4 AI
+	// TOPS (sparse) → FP4 2,000 dense, FP8 1,000, BF16 500 (each precision
+	// halves the rate); GDDR7 1,597 GB/s; 96 GB; PCIe Gen5 x16 → 64 GB/s.
+	{Name: "rtxpro6000", Aliases: []string{"rtx-pro-6000", "RTXPRO6000"},
+		BF16TFLOPS: 500, FP8TFLOPS: 1000, FP4TFLOPS: 2000, HBMTBps: 1.597, MemoryGiB: 94.5, LinkGBps: 64, LinkLatUS: 15,
+		Eff: defaultEff(), Source: "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet"},
+}
+
+// defaultEff is the H100 calibration (see gpu_eff.go), applied to GPUs that
+// have no kernel tables of their own.
+func defaultEff() Efficiency { return h100Eff }
+
+// LookupGPU finds a built-in GPU by name or alias (case-insensitive).
+func LookupGPU(name string) (GPU, bool) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	for _, g := range GPUs {
+		if strings.ToLower(g.Name) == n {
+			return withEff(g), true
+		}
+		for _, a := range g.Aliases {
+			if strings.ToLower(a) == n {
+				return withEff(g), true
+			}
+		}
+	}
+	return GPU{}, false
+}
+
+func withEff(g GPU) GPU {
+	if e, ok := calibratedEff[g.Name]; ok {
+		g.Eff = e
+	}
+	return g
+}
+
+// GPUNames lists the built-in names, sorted.
+func GPUNames() []string {
+	out := make([]string, 0, len(GPUs))
+	for _, g := range GPUs {
+		out = append(out, g.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LoadGPU returns a built-in GPU by name, or reads a GPU YAML file.
+func LoadGPU(name string) (GPU, error) {
+	if g, ok := LookupGPU(name); ok {
+		return g, nil
+	}
+	if !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml") {
+		return GPU{}, fmt.Errorf("gpu %q: not built in (%s); give a .yaml file to add one", name, strings.Join(GPUNames(), ", "))
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return GPU{}, fmt.Errorf("gpu %q: %w", name, err)
+	}
+	return ParseGPU(name, data)
+}
+
+// ParseGPU decodes and validates a GPU YAML document. Unset efficiency
+// fields take the H100 calibration.
+func ParseGPU(path string, data []byte) (GPU, error) {
+	g := GPU{Eff: defaultEff()}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&g); err != nil {
+		return GPU{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return g, g.Validate(path)
+}
+
+// Validate names the first field that is out of range.
+func (g *GPU) Validate(path string) error {
+	pos := []struct {
+		f string
+		v float64
+	}{
+		{"bf16_tflops", g.BF16TFLOPS}, {"hbm_tb_s", g.HBMTBps}, {"memory_gib", g.MemoryGiB},
+		{"efficiency.gemm", g.Eff.GEMM}, {"efficiency.attention", g.Eff.Attention},
+		{"efficiency.memory", g.Eff.Memory}, {"efficiency.link", g.Eff.Link},
+	}
+	if g.Name == "" {
+		return fmt.Errorf("%s: field name: expected a GPU name, found nothing", path)
+	}
+	for _, p := range pos {
+		if !(p.v > 0) {
+			return fmt.Errorf("%s: field %s: expected a positive number, found %v", path, p.f, p.v)
+		}
+	}
+	for _, p := range []struct {
+		f string
+		v float64
+	}{{"efficiency.gemm", g.Eff.GEMM}, {"efficiency.attention", g.Eff.Attention}, {"efficiency.memory", g.Eff.Memory}, {"efficiency.link", g.Eff.Link}} {
+		if p.v > 1 {
+			return fmt.Errorf("%s: field %s: expected a fraction in (0,1], found %v", path, p.f, p.v)
+		}
+	}
+	for _, p := range []struct {
+		f string
+		v float64
+	}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}, {"link_gb_s", g.LinkGBps}, {"link_latency_us", g.LinkLatUS},
+		{"efficiency.kernel_us", g.Eff.KernelUS}, {"efficiency.layer_overhead_us", g.Eff.LayerUS},
+		{"efficiency.step_overhead_us", g.Eff.StepUS}, {"efficiency.reserved_gib", g.Eff.ReserveGiB}} {
+		if p.v < 0 {
+			return fmt.Errorf("%s: field %s: expected a non-negative number, found %v", path, p.f, p.v)
+		}
+	}
+	return nil
+}
+
+// PeakTFLOPS is the tensor-core peak for GEMMs whose weights are stored in d:
+// FP8/FP4 weights use the low-precision units when present, else run at BF16
+// (weight-only quantisation dequantises in the kernel).
+func (g *GPU) PeakTFLOPS(d Dtype) float64 {
+	switch d {
+	case FP8, INT8:
+		if g.FP8TFLOPS > 0 {
+			return g.FP8TFLOPS
+		}
+	case FP4:
+		if g.FP4TFLOPS > 0 {
+			return g.FP4TFLOPS
+		}
+	}
+	return g.BF16TFLOPS
+}

@@ -1,0 +1,244 @@
+// Package roofline predicts engine step times from a model's config.json and
+// a GPU's peaks: every GEMM and attention kernel of a step is costed as
+// max(FLOPs / achieved FLOP/s, bytes / achieved bandwidth) plus a kernel
+// floor, tensor parallelism divides the work and adds two all-reduces per
+// layer. It also says how much KV cache fits on a replica.
+package roofline
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/blis-sim/blis/lib/latency"
+)
+
+// gemm is one weight matrix multiply per layer: output width n, reduction k,
+// both already divided by TP where the layer is sharded.
+type gemm struct{ n, k float64 }
+
+// Roofline is a latency.Model for one (model, GPU, TP) deployment.
+type Roofline struct {
+	A  *Arch
+	G  GPU
+	TP int
+
+	attnGemms []gemm // every layer
+	mlpGemms  []gemm // dense layers
+	shGemms   []gemm // MoE layers: shared experts and router
+	expGemms  []gemm // one routed expert (sharded)
+
+	wb, ab, kvb     float64 // bytes per weight, activation, KV element
+	gemmFLOPs       float64 // achieved FLOP/s for GEMMs (weight dtype)
+	attnFLOPs       float64 // achieved FLOP/s for attention (bf16)
+	bw              float64 // achieved B/s
+	kvLayerRank     float64 // KV elements per token per layer on one rank
+	attnPairFLOPsP  float64 // FLOPs per causal query-key pair per layer per rank (prefill)
+	attnPairFLOPsD  float64 // same, decode (MLA decodes in the absorbed latent form)
+	ctxUpFLOPs      float64 // MLA prefill: FLOPs per cached context token to up-project its latent
+	qoElemsRank     float64 // query + output elements per token per layer per rank
+	name            string
+	expertsPerLayer float64
+}
+
+// New builds the roofline for an architecture on a GPU with TP ranks.
+func New(a *Arch, g GPU, tp int) (*Roofline, error) {
+	if tp < 1 {
+		return nil, fmt.Errorf("tp: expected a positive integer, found %d", tp)
+	}
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if err := g.Validate(g.Name); err != nil {
+		return nil, err
+	}
+	if a.Heads%tp != 0 {
+		return nil, fmt.Errorf("tp: %s has %d attention heads, not divisible by tp %d", a.Name, a.Heads, tp)
+	}
+	t := float64(tp)
+	r := &Roofline{A: a, G: g, TP: tp, name: fmt.Sprintf("roofline:%s/%s/tp%d", a.Name, g.Name, tp)}
+	h, nh := float64(a.Hidden), float64(a.Heads)
+	if a.MLA() {
+		qk := float64(a.QKNopeDim + a.QKRopeDim)
+		if a.QLoraRank > 0 {
+			ql := float64(a.QLoraRank)
+			r.attnGemms = append(r.attnGemms, gemm{ql, h}, gemm{nh * qk / t, ql}) // q_a replicated, q_b column
+		} else {
+			r.attnGemms = append(r.attnGemms, gemm{nh * qk / t, h})
+		}
+		r.attnGemms = append(r.attnGemms,
+			gemm{float64(a.KVLoraRank + a.QKRopeDim), h},                          // kv_a, replicated
+			gemm{nh * float64(a.QKNopeDim+a.VHeadDim) / t, float64(a.KVLoraRank)}, // kv_b, column
+			gemm{h, nh * float64(a.VHeadDim) / t})                                 // o, row
+		r.kvLayerRank = float64(a.KVLoraRank + a.QKRopeDim)
+		r.attnPairFLOPsP = 2 * nh / t * float64(a.QKNopeDim+a.QKRopeDim+a.VHeadDim)
+		r.attnPairFLOPsD = 2 * nh / t * float64(2*a.KVLoraRank+a.QKRopeDim)
+		r.ctxUpFLOPs = 2 * float64(a.KVLoraRank) * nh / t * float64(a.QKNopeDim+a.VHeadDim)
+		r.qoElemsRank = nh / t * float64(a.QKNopeDim+a.QKRopeDim+a.VHeadDim)
+	} else {
+		hd := float64(a.HeadDim)
+		kvh := a.kvHeadsPerRank(tp)
+		r.attnGemms = append(r.attnGemms,
+			gemm{(nh/t + 2*kvh) * hd, h}, // fused qkv, column (KV heads replicated when fewer than TP)
+			gemm{h, nh * hd / t})         // o, row
+		r.kvLayerRank = 2 * kvh * hd
+		r.attnPairFLOPsP = 4 * nh / t * hd
+		r.attnPairFLOPsD = r.attnPairFLOPsP
+		r.qoElemsRank = 2 * nh / t * hd
+	}
+	if a.DenseLayers() > 0 {
+		i := float64(a.Intermediate)
+		r.mlpGemms = []gemm{{2 * i / t, h}, {h, i / t}}
+	}
+	if a.MoE() {
+		r.shGemms = append(r.shGemms, gemm{float64(a.Experts), h}) // router, replicated
+		if a.SharedIntermediate > 0 {
+			s := float64(a.SharedIntermediate)
+			r.shGemms = append(r.shGemms, gemm{2 * s / t, h}, gemm{h, s / t})
+		}
+		e := float64(a.ExpertIntermediate)
+		r.expGemms = []gemm{{2 * e / t, h}, {h, e / t}}
+		r.expertsPerLayer = float64(a.Experts)
+	}
+	r.wb, r.ab, r.kvb = a.WeightDtype.Bytes(), a.ActDtype.Bytes(), a.KVDtype.Bytes()
+	r.gemmFLOPs = g.PeakTFLOPS(a.WeightDtype) * 1e12 * g.Eff.GEMM
+	r.attnFLOPs = g.BF16TFLOPS * 1e12 * g.Eff.Attention
+	r.bw = g.HBMTBps * 1e12 * g.Eff.Memory
+	return r, nil
+}
+
+// Terms is one step's cost, per rank. Times in µs.
+type Terms struct {
+	GEMMFLOPs, GEMMBytes float64 // all weight GEMMs incl. experts and LM head
+	AttnFLOPs, AttnBytes float64 // attention kernels (KV read + write, Q/O)
+	CommBytes            float64 // all-reduce payload per rank
+	ComputeUS            float64 // Σ over kernels of FLOPs / achieved FLOP/s
+	MemoryUS             float64 // Σ over kernels of bytes / achieved bandwidth
+	RoofUS               float64 // Σ over kernels of max(compute, memory)
+	CommUS               float64 // all-reduce time
+	OverheadUS           float64 // kernel floors, per-layer and per-step overheads
+	TotalUS              float64 // RoofUS + CommUS + OverheadUS
+	Kernels              float64 // kernels costed (for the kernel floor)
+}
+
+// gemmCost adds m×n×k GEMMs (count of them) with weight bytes read once.
+func (r *Roofline) gemmCost(t *Terms, m float64, g gemm, count, weightCopies float64) {
+	if m <= 0 {
+		return
+	}
+	f := 2 * m * g.n * g.k
+	by := (m*g.k+m*g.n)*r.ab + g.n*g.k*r.wb*weightCopies
+	c, mem := f/r.gemmFLOPs*1e6, by/r.bw*1e6
+	t.GEMMFLOPs += f * count
+	t.GEMMBytes += by * count
+	t.ComputeUS += c * count
+	t.MemoryUS += mem * count
+	t.RoofUS += math.Max(c, mem) * count
+	t.Kernels += count
+}
+
+// ExpectedExperts is the expected number of distinct experts a layer's
+// router picks for tokens tokens, each choosing k of E uniformly:
+// E·(1 − (1 − k/E)^tokens).
+func ExpectedExperts(experts, k int, tokens float64) float64 {
+	if experts <= 0 || tokens <= 0 {
+		return 0
+	}
+	e := float64(experts)
+	return e * (1 - math.Pow(1-float64(k)/e, tokens))
+}
+
+// Terms computes the cost of a batch.
+func (r *Roofline) Terms(b *latency.Batch) Terms {
+	var t Terms
+	a := r.A
+	T := float64(b.PrefillTokens) + float64(b.DecodeSeqs)
+	if T <= 0 {
+		return t
+	}
+	L := float64(a.Layers)
+	for _, g := range r.attnGemms {
+		r.gemmCost(&t, T, g, L, 1)
+	}
+	for _, g := range r.mlpGemms {
+		r.gemmCost(&t, T, g, float64(a.DenseLayers()), 1)
+	}
+	if a.MoE() {
+		lm := float64(a.MoELayers)
+		for _, g := range r.shGemms {
+			r.gemmCost(&t, T, g, lm, 1)
+		}
+		// Routed experts as one grouped GEMM: all T·k token-expert rows, the
+		// weights of the distinct experts touched.
+		touched := ExpectedExperts(a.Experts, a.ExpertsPerTok, T)
+		rows := T * float64(a.ExpertsPerTok)
+		for _, g := range r.expGemms {
+			r.gemmCost(&t, rows, g, lm, touched)
+		}
+	}
+	// LM head: logits for one position per sequence (last prefill chunk token or decode token).
+	if s := float64(b.PrefillSeqs + b.DecodeSeqs); s > 0 {
+		r.gemmCost(&t, s, gemm{float64(a.Vocab) / float64(r.TP), float64(a.Hidden)}, 1, 1)
+	}
+
+	// Attention: one kernel per layer covering prefill chunks and decodes.
+	pairsP, pairsD := float64(b.PrefillAttn), float64(b.DecodeCtx)
+	af := r.attnPairFLOPsP*pairsP + r.attnPairFLOPsD*pairsD + r.ctxUpFLOPs*float64(b.PrefillCtx)
+	kvRead := float64(b.PrefillCtx+b.PrefillTokens) + float64(b.DecodeCtx)
+	ab := (kvRead+T)*r.kvLayerRank*r.kvb + T*r.qoElemsRank*r.ab
+	c, m := af/r.attnFLOPs*1e6, ab/r.bw*1e6
+	t.AttnFLOPs, t.AttnBytes = af*L, ab*L
+	t.ComputeUS += c * L
+	t.MemoryUS += m * L
+	t.RoofUS += math.Max(c, m) * L
+	t.Kernels += L
+
+	if r.TP > 1 {
+		msg := T * float64(a.Hidden) * r.ab
+		n := float64(r.TP)
+		ar := 2 * L
+		t.CommBytes = ar * msg * 2 * (n - 1) / n
+		t.CommUS = ar*r.G.LinkLatUS + t.CommBytes/(r.G.LinkGBps*1e9*r.G.Eff.Link)*1e6
+	}
+	t.OverheadUS = t.Kernels*r.G.Eff.KernelUS + L*r.G.Eff.LayerUS + r.G.Eff.StepUS
+	t.TotalUS = t.RoofUS + t.CommUS + t.OverheadUS
+	return t
+}
+
+// StepTime implements latency.Model.
+func (r *Roofline) StepTime(b *latency.Batch) int64 {
+	t := r.Terms(b)
+	us := int64(t.TotalUS + 0.5)
+	if us < 1 {
+		return 1
+	}
+	return us
+}
+
+// Alpha implements latency.Model: the roofline models the GPU step only.
+func (r *Roofline) Alpha() latency.Alpha { return latency.Alpha{} }
+
+// Name implements latency.Model.
+func (r *Roofline) Name() string { return r.name }
+
+// KVBytesPerToken is the KV cache bytes one token takes on one rank.
+func (r *Roofline) KVBytesPerToken() float64 { return r.A.KVBytesPerTokenRank(r.TP) }
+
+// WeightBytesPerRank is the weight bytes each rank holds.
+func (r *Roofline) WeightBytesPerRank() float64 { return r.A.WeightBytesRank(r.TP) }
+
+// KVCapacityTokens is how many tokens of KV cache one replica holds when
+// the engine may use util of each GPU's memory: (util·memory − weights −
+// reserve) / KV bytes per token, per rank (every rank holds a slice of
+// every token).
+func (r *Roofline) KVCapacityTokens(util float64) (int64, error) {
+	if !(util > 0 && util <= 1) {
+		return 0, fmt.Errorf("gpu memory utilization: expected a fraction in (0,1], found %v", util)
+	}
+	const gib = 1 << 30
+	avail := r.G.MemoryGiB*gib*util - r.WeightBytesPerRank() - r.G.Eff.ReserveGiB*gib
+	if avail <= 0 {
+		return 0, fmt.Errorf("%s on %s tp%d: weights need %.1f GiB per GPU plus %.1f GiB reserved, more than %.2f × %.1f GiB; raise --tp or lower --weight-dtype",
+			r.A.Name, r.G.Name, r.TP, r.WeightBytesPerRank()/gib, r.G.Eff.ReserveGiB, util, r.G.MemoryGiB)
+	}
+	return int64(avail / r.KVBytesPerToken()), nil
+}

@@ -1,0 +1,188 @@
+package fit
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func open(t *testing.T, name string) *os.File {
+	t.Helper()
+	f, err := os.Open("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestReadServingPointsReal(t *testing.T) {
+	pts, st, err := ReadServingPoints("s.csv", open(t, "silicon_h100_qwen3_32b.csv"), ServingFilter{Model: "qwen3-32b", GPU: "h100", Engine: "vllm", TP: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 30 || st.Rows != 95 || st.Kept != 30 {
+		t.Fatalf("kept %d of %d rows (stats %+v), want 30 of 95", len(pts), st.Rows, st)
+	}
+	p := pts[0]
+	if p.InputTokens != 1024 || p.OutputTokens != 128 || p.Concurrency != 8 || p.TP != 4 {
+		t.Errorf("first point %+v", p)
+	}
+	if p.TTFTus < 126000 || p.TTFTus > 126200 || p.TPOTus < 11700 || p.TPOTus > 11800 {
+		t.Errorf("units: ttft %g µs tpot %g µs", p.TTFTus, p.TPOTus)
+	}
+	if err := SingleGroup("s.csv", pts, st); err != nil {
+		t.Error(err)
+	}
+	all, st2, err := ReadServingPoints("s.csv", open(t, "silicon_h100_qwen3_32b.csv"), ServingFilter{Model: "Qwen/Qwen3-32B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = SingleGroup("s.csv", all, st2)
+	if err == nil || !strings.Contains(err.Error(), "tp2") || !strings.Contains(err.Error(), "--tp") {
+		t.Errorf("several groups: got %v", err)
+	}
+}
+
+const servingHeader = "id,model_path,system,backend,backend_version,precision,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,silicon_tpot_ms\n"
+
+func TestReadServingPointsBad(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"missing column", "model_path,system\nx,y\n", "field backend: expected a column"},
+		{"empty ttft", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,,5\n", "s.csv:2: field silicon_ttft_ms: expected a number, found an empty field"},
+		{"negative tpot", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,5,-3\n", "s.csv:2: field silicon_tpot_ms: expected a positive value, found -3"},
+		{"zero ttft", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,0,3\n", "field silicon_ttft_ms: expected a positive value"},
+		{"fractional isl", "a,m,h100_sxm,vllm,1,,agg,10.5,10,1,1,5,3\n", "field isl: expected an integer, found \"10.5\""},
+		{"units", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,5,300000\n", "inconsistent units"},
+		{"third row", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,5,3\na,m,h100_sxm,vllm,1,,agg,10,10,1,1,5,3\na,m,h100_sxm,vllm,1,,agg,10,10,x,1,5,3\n", "s.csv:4: field batch_size"},
+		{"empty", "", "expected a CSV header"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := tc.body
+			if !strings.HasPrefix(body, "model_path") && body != "" {
+				body = servingHeader + body
+			}
+			_, _, err := ReadServingPoints("s.csv", strings.NewReader(body), ServingFilter{})
+			var ie *InputError
+			if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an InputError containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadStepTimes(t *testing.T) {
+	s, st, err := ReadStepTimes("sw.csv", open(t, "splitwise_h100_tp4.csv"), StepFilter{Model: "llama2-70b", GPU: "h100", TP: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Format != "splitwise" || st.Kept != 21 || st.Filtered != 21 || len(s) != 42 {
+		t.Fatalf("stats %+v, %d samples", st, len(s))
+	}
+	if b := s[0].Batch; b.PrefillSeqs != 1 || b.PrefillTokens != 512 || b.PrefillAttn != 512*513/2 {
+		t.Errorf("prefill batch %+v", b)
+	}
+	if b := s[1].Batch; b.DecodeSeqs != 1 || b.DecodeCtx != 512+64 {
+		t.Errorf("decode batch %+v", b)
+	}
+	bad := []struct{ name, body, want string }{
+		{"unknown", "a,b\n1,2\n", "unrecognised step-time header"},
+		{"generic missing col", "step_us,prefill_seqs\n1,2\n", "field prefill_tokens: expected this column"},
+		{"generic empty step", "prefill_seqs,prefill_tokens,prefill_ctx,decode_seqs,decode_ctx,step_us\n0,0,0,0,0,5\n", "x.csv:2: field prefill_seqs: expected a step with at least one request"},
+		{"generic negative", "prefill_seqs,prefill_tokens,prefill_ctx,decode_seqs,decode_ctx,step_us\n1,10,0,0,0,-5\n", "x.csv:2: field step_us: expected a positive value"},
+		{"splitwise bad time", "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,tensor_parallel\nm,h,10,1,10,,3,1\n", "x.csv:2: field prompt_time"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := ReadStepTimes("x.csv", strings.NewReader(tc.body), StepFilter{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadRun(t *testing.T) {
+	reqs, err := ReadRunRequests("r.jsonl", open(t, "llmss_rtx4090_head40.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 40 || reqs[0].ArrivalUS != 0 || reqs[0].ID != "bench-0" {
+		t.Fatalf("%d requests, first %+v", len(reqs), reqs[0])
+	}
+	// bench-0: first_token − queued = 27537.350135653 − 27536.660701067 s.
+	if reqs[0].RecordedTTFTUS != 689435 {
+		t.Errorf("ttft %d µs", reqs[0].RecordedTTFTUS)
+	}
+	for i := 1; i < len(reqs); i++ {
+		if reqs[i].ArrivalUS < reqs[i-1].ArrivalUS {
+			t.Fatalf("not sorted at %d", i)
+		}
+	}
+	cfg, err := ReadRunMeta("m.json", open(t, "llmss_rtx4090_meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxNumSeqs != 256 || cfg.MaxNumBatchedTokens != 2048 || cfg.KVBlocks != 2588 || cfg.BlockSize != 16 || cfg.TP != 1 {
+		t.Errorf("meta %+v", cfg)
+	}
+	bad := []struct{ name, body, want string }{
+		{"not json", "{\n", "r.jsonl:1: expected a JSON object"},
+		{"missing first", `{"request_id":"a","input_toks":1,"output_toks":2,"queued_ts":1,"last_token_ts":2}`, "r.jsonl:1: field first_token_ts: expected a value"},
+		{"reversed", `{"request_id":"a","input_toks":1,"output_toks":2,"queued_ts":5,"first_token_ts":4,"last_token_ts":6}`, "expected queued_ts < first_token_ts"},
+		{"zero input", "\n" + `{"request_id":"a","input_toks":0,"output_toks":2,"queued_ts":1,"first_token_ts":2,"last_token_ts":3}`, "r.jsonl:2: field input_toks"},
+		{"dup", `{"request_id":"a","input_toks":1,"output_toks":2,"queued_ts":1,"first_token_ts":2,"last_token_ts":3}` + "\n" + `{"request_id":"a","input_toks":1,"output_toks":2,"queued_ts":1,"first_token_ts":2,"last_token_ts":3}`, "r.jsonl:2: field request_id: expected a unique id"},
+		{"units", `{"request_id":"a","input_toks":1,"output_toks":2,"queued_ts":1,"first_token_ts":2,"last_token_ts":3e9}`, "inconsistent units"},
+		{"empty", "", "expected at least one request"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadRunRequests("r.jsonl", strings.NewReader(tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSplitDeterministic(t *testing.T) {
+	tr1, te1 := Split(90, 0.2, 42, "holdout")
+	tr2, te2 := Split(90, 0.2, 42, "holdout")
+	if len(te1) != 18 || len(tr1) != 72 {
+		t.Fatalf("sizes %d/%d", len(tr1), len(te1))
+	}
+	for i := range te1 {
+		if te1[i] != te2[i] {
+			t.Fatal("split not deterministic")
+		}
+	}
+	_ = tr2
+	_, te3 := Split(90, 0.2, 43, "holdout")
+	same := true
+	for i := range te1 {
+		same = same && te1[i] == te3[i]
+	}
+	if same {
+		t.Error("another seed gave the same split")
+	}
+	folds, err := Folds(10, 3, 1, "kfold")
+	if err != nil || len(folds) != 3 || len(folds[0])+len(folds[1])+len(folds[2]) != 10 {
+		t.Fatalf("folds %v %v", folds, err)
+	}
+	if _, err := Folds(2, 3, 1, "kfold"); err == nil {
+		t.Error("want an error for k > n")
+	}
+}
+
+func TestTooFew(t *testing.T) {
+	s := []StepSample{{US: 1}, {US: 2}}
+	_, err := FitSteps(s, TokenFeatures)
+	var tf *TooFewError
+	if !errors.As(err, &tf) || tf.Need != 6 || !strings.Contains(err.Error(), "need at least 6") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,74 @@
+// Command blis-report summarises results tables: terminal tables, Markdown,
+// CSV, JSON and a self-contained HTML report. See docs/report.md.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/lib/report"
+	_ "github.com/blis-sim/blis/lib/trace/parquetio"
+)
+
+func main() { cliutil.Run(app()) }
+
+func app() *cli.App {
+	return &cli.App{
+		Name:      "blis-report",
+		Usage:     "summarise blis-sim results: latency, throughput, SLOs, sessions, sim vs real",
+		UsageText: "blis-report [flags] [results.arrow ...]   (stdin when no file is given)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, markdown, csv or json"},
+			&cli.StringFlag{Name: "by", Usage: "also group by " + strings.Join(report.GroupNames, "|")},
+			&cli.StringSliceFlag{Name: "slo", Usage: `latency targets "ttft=200ms,tpot=50ms", or per class "interactive:ttft=200ms" (repeatable)`},
+			&cli.StringFlag{Name: "compare", Usage: "reference results table: errors are relative to it"},
+			&cli.StringFlag{Name: "steps", Usage: "steps table of the (first) run, for queue depth and busy time"},
+			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report to `FILE`"},
+			&cli.StringFlag{Name: "o", Usage: "write the report to `FILE` instead of stdout"},
+		},
+		Action: run,
+	}
+}
+
+func run(c *cli.Context) error {
+	f, err := report.ParseFormat(c.String("format"))
+	if err != nil {
+		return cliutil.Usage("%v", err)
+	}
+	slos, err := report.ParseSLOs(c.StringSlice("slo"))
+	if err != nil {
+		return cliutil.Usage("%v", err)
+	}
+	by := c.String("by")
+	if by != "" && report.GroupColumns[by] == "" {
+		return cliutil.Usage("--by %q: expected one of %s", by, strings.Join(report.GroupNames, ", "))
+	}
+	rep, err := report.Build(c.Args().Slice(), report.Options{
+		By: by, SLOs: slos, Compare: c.String("compare"), Steps: c.String("steps"), Stdin: os.Stdin,
+	})
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	if p := c.String("html"); p != "" {
+		if err := rep.WriteHTMLFile(p); err != nil {
+			return err
+		}
+	}
+	out := os.Stdout
+	if p := c.String("o"); p != "" && p != "-" {
+		fh, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		out = fh
+	}
+	if err := rep.Write(out, f); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	return nil
+}

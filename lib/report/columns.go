@@ -1,0 +1,192 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+func colIndex(s *arrow.Schema, name string) int {
+	idx := s.FieldIndices(name)
+	if len(idx) == 0 {
+		return -1
+	}
+	return idx[0]
+}
+
+// checkInt returns an error unless column name is absent or an integer column.
+func checkInt(path string, s *arrow.Schema, name string) error {
+	i := colIndex(s, name)
+	if i < 0 {
+		return nil
+	}
+	switch s.Field(i).Type.ID() {
+	case arrow.INT64, arrow.INT32, arrow.INT16, arrow.INT8, arrow.UINT32, arrow.UINT16, arrow.UINT8:
+		return nil
+	}
+	return fmt.Errorf("%s: column %s: expected an integer column, found %s", path, name, s.Field(i).Type)
+}
+
+func checkStr(path string, s *arrow.Schema, name string) error {
+	i := colIndex(s, name)
+	if i < 0 {
+		return nil
+	}
+	switch t := s.Field(i).Type.(type) {
+	case *arrow.StringType, *arrow.LargeStringType:
+		return nil
+	case *arrow.DictionaryType:
+		if arrow.TypeEqual(t.ValueType, arrow.BinaryTypes.String) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: column %s: expected string or dictionary<string>, found %s", path, name, s.Field(i).Type)
+}
+
+// icol reads one integer column of a batch without copying int64 data.
+type icol struct {
+	arr  arrow.Array
+	vals []int64
+	buf  []int64
+}
+
+func (c *icol) bind(rec arrow.RecordBatch, idx int) {
+	c.arr, c.vals = nil, nil
+	if idx < 0 {
+		return
+	}
+	c.arr = rec.Column(idx)
+	n := int(rec.NumRows())
+	conv := func(get func(int) int64) {
+		if cap(c.buf) < n {
+			c.buf = make([]int64, n)
+		}
+		c.buf = c.buf[:n]
+		for i := range c.buf {
+			c.buf[i] = get(i)
+		}
+		c.vals = c.buf
+	}
+	switch a := c.arr.(type) {
+	case *array.Int64:
+		c.vals = a.Int64Values()
+	case *array.Int32:
+		v := a.Int32Values()
+		conv(func(i int) int64 { return int64(v[i]) })
+	case *array.Int16:
+		conv(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Int8:
+		conv(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Uint32:
+		conv(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Uint16:
+		conv(func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Uint8:
+		conv(func(i int) int64 { return int64(a.Value(i)) })
+	default:
+		c.arr = nil
+	}
+}
+
+// get returns the value at row i and whether it is present.
+func (c *icol) get(i int) (int64, bool) {
+	if c.arr == nil || c.arr.IsNull(i) {
+		return 0, false
+	}
+	return c.vals[i], true
+}
+
+// or returns the value at row i, or def when null or absent.
+func (c *icol) or(i int, def int64) int64 {
+	if v, ok := c.get(i); ok {
+		return v
+	}
+	return def
+}
+
+// strKey maps a string column to small dense codes (-1 for null or an absent
+// column). Dictionary columns are resolved once per batch, plain strings by
+// one map lookup per row that does not allocate.
+type strKey struct {
+	names  []string
+	codes  map[string]int32
+	dict   *array.Dictionary
+	dcodes []int32
+	plain  *array.String
+	large  *array.LargeString
+}
+
+func newStrKey() *strKey { return &strKey{codes: map[string]int32{}} }
+
+func (k *strKey) intern(s string) int32 {
+	c, ok := k.codes[s]
+	if !ok {
+		c = int32(len(k.names))
+		s = strings.Clone(s)
+		k.names = append(k.names, s)
+		k.codes[s] = c
+	}
+	return c
+}
+
+func (k *strKey) bind(rec arrow.RecordBatch, idx int) {
+	k.dict, k.plain, k.large, k.dcodes = nil, nil, nil, k.dcodes[:0]
+	if idx < 0 {
+		return
+	}
+	switch a := rec.Column(idx).(type) {
+	case *array.Dictionary:
+		k.dict = a
+		vals := a.Dictionary().(*array.String)
+		for j := 0; j < vals.Len(); j++ {
+			if vals.IsNull(j) {
+				k.dcodes = append(k.dcodes, -1)
+				continue
+			}
+			k.dcodes = append(k.dcodes, k.intern(vals.Value(j)))
+		}
+	case *array.String:
+		k.plain = a
+	case *array.LargeString:
+		k.large = a
+	}
+}
+
+func (k *strKey) code(i int) int32 {
+	switch {
+	case k.dict != nil:
+		if k.dict.IsNull(i) {
+			return -1
+		}
+		return k.dcodes[k.dict.GetValueIndex(i)]
+	case k.plain != nil:
+		if k.plain.IsNull(i) {
+			return -1
+		}
+		return k.intern(k.plain.Value(i))
+	case k.large != nil:
+		if k.large.IsNull(i) {
+			return -1
+		}
+		return k.intern(k.large.Value(i))
+	}
+	return -1
+}
+
+// value returns the string at row i ("" when null) without interning.
+func strValue(a arrow.Array, i int) string {
+	if a == nil || a.IsNull(i) {
+		return ""
+	}
+	switch x := a.(type) {
+	case *array.String:
+		return x.Value(i)
+	case *array.LargeString:
+		return x.Value(i)
+	case *array.Dictionary:
+		return x.Dictionary().(*array.String).Value(x.GetValueIndex(i))
+	}
+	return ""
+}

@@ -1,0 +1,50 @@
+package report
+
+// maxBins bounds a time series; when time runs past it, neighbouring bins
+// merge and the width doubles, so memory stays flat whatever the span.
+const maxBins = 2048
+
+// series sums values into fixed-width time bins, starting at t = 0.
+type series struct {
+	width int64 // µs
+	sum   []float64
+}
+
+func newSeries() *series { return &series{width: 1000} }
+
+func (s *series) add(t int64, v float64) {
+	if t < 0 {
+		return
+	}
+	i := t / s.width
+	for i >= maxBins {
+		for j := 0; j < len(s.sum); j += 2 {
+			x := s.sum[j]
+			if j+1 < len(s.sum) {
+				x += s.sum[j+1]
+			}
+			s.sum[j/2] = x
+		}
+		s.sum = s.sum[:(len(s.sum)+1)/2]
+		s.width *= 2
+		i = t / s.width
+	}
+	for int(i) >= len(s.sum) {
+		s.sum = append(s.sum, 0)
+	}
+	s.sum[i] += v
+}
+
+// rebin returns the series at the width of other (which must be a power-of-two
+// multiple of s.width, or equal), so two series can be divided bin by bin.
+func (s *series) rebin(width int64) []float64 {
+	if width <= s.width {
+		return s.sum
+	}
+	k := int(width / s.width)
+	out := make([]float64, (len(s.sum)+k-1)/k)
+	for j, x := range s.sum {
+		out[j/k] += x
+	}
+	return out
+}

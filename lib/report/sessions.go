@@ -1,0 +1,204 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// sessNode is one request of an agentic session, kept until the end of the
+// table because a session's critical path needs all its requests.
+type sessNode struct {
+	sess      int32
+	id        string
+	deps      []string
+	root      bool  // had its own arrival_us
+	arr       int64 // arrival, or when it became ready (trace.Null if unknown)
+	fin       int64 // trace.Null unless completed
+	e2e       int64
+	delay     int64
+	loop      int64
+	tool      bool
+	completed bool
+}
+
+type sessions struct {
+	key   *strKey
+	nodes []sessNode
+	limit int
+}
+
+func newSessions(limit int) *sessions { return &sessions{key: newStrKey(), limit: limit} }
+
+func (s *sessions) add(sc int32, rd *reader, i int, v *rowv, hasArr bool, arr, fin int64, hasFin bool) {
+	n := sessNode{sess: sc, id: strings.Clone(strValue(rd.reqID, i)), root: hasArr, arr: trace.Null, fin: trace.Null,
+		e2e: trace.Null, delay: rd.delay.or(i, 0), loop: rd.loop.or(i, 0), tool: v.tool, completed: v.st == stCompleted}
+	if v.hasEff {
+		n.arr = v.eff
+	}
+	if hasFin && n.completed {
+		n.fin = fin
+	}
+	if v.hasE2E {
+		n.e2e = v.e2e
+	}
+	if l, ok := rd.deps.(*array.List); ok && !l.IsNull(i) {
+		start, end := l.ValueOffsets(i)
+		for j := start; j < end; j++ {
+			n.deps = append(n.deps, strings.Clone(strValue(l.ListValues(), int(j))))
+		}
+	}
+	_ = arr
+	s.nodes = append(s.nodes, n)
+}
+
+// toolTime is how long a tool call held its session: from its last
+// dependency's finish (or its own arrival) to its finish; delay_us when it
+// never finished.
+func (s *sessions) toolTime(n *sessNode, byID map[string]int32) int64 {
+	if n.fin == trace.Null {
+		return n.delay
+	}
+	ready := int64(trace.Null)
+	for _, d := range n.deps {
+		if p, ok := byID[d]; ok && s.nodes[p].fin != trace.Null {
+			ready = max(ready, s.nodes[p].fin)
+		}
+	}
+	if ready == trace.Null {
+		ready = n.arr
+	}
+	if ready == trace.Null {
+		return n.delay
+	}
+	return n.fin - ready
+}
+
+// Session statistics, in table order.
+const (
+	sE2E = iota
+	sSteps
+	sLLM
+	sTool
+	sToolWait
+	sLoops
+	sCrit
+	sCritSteps
+	nSess
+)
+
+var sessNames = [nSess]string{"session_e2e", "steps", "llm_calls", "tool_calls", "tool_wait", "loop_iterations",
+	"critical_path", "critical_path_steps"}
+
+var sessIsTime = [nSess]bool{sE2E: true, sToolWait: true, sCrit: true}
+
+type sessStats struct {
+	total, complete, dangling int64
+	d                         [nSess]*Dist
+}
+
+// summarize computes one value per complete session (every request completed)
+// for each statistic.
+func (s *sessions) summarize() *sessStats {
+	st := &sessStats{}
+	for k := range st.d {
+		st.d[k] = newDist(s.limit)
+	}
+	byID := make(map[string]int32, len(s.nodes))
+	for j := range s.nodes {
+		byID[s.nodes[j].id] = int32(j)
+	}
+	order := make([]int32, len(s.nodes))
+	for j := range order {
+		order[j] = int32(j)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return int(s.nodes[a].sess) - int(s.nodes[b].sess) })
+	var loops []int64
+	for lo := 0; lo < len(order); {
+		hi := lo
+		for hi < len(order) && s.nodes[order[hi]].sess == s.nodes[order[lo]].sess {
+			hi++
+		}
+		members := order[lo:hi]
+		lo = hi
+		st.total++
+		complete := true
+		first, firstAny := int64(math.MaxInt64), int64(math.MaxInt64)
+		last, lastIdx := int64(math.MinInt64), int32(-1)
+		var llm, tool, toolWait int64
+		loops = loops[:0]
+		for _, j := range members {
+			n := &s.nodes[j]
+			if !n.completed {
+				complete = false
+			}
+			if n.root && n.arr != trace.Null && n.arr < first {
+				first = n.arr
+			}
+			if n.arr != trace.Null && n.arr < firstAny {
+				firstAny = n.arr
+			}
+			if n.fin != trace.Null && (n.fin > last || (n.fin == last && j < lastIdx)) {
+				last, lastIdx = n.fin, j
+			}
+			if n.tool {
+				tool++
+				toolWait += s.toolTime(n, byID)
+			} else {
+				llm++
+			}
+			loops = append(loops, n.loop)
+			for _, d := range n.deps {
+				if _, ok := byID[d]; !ok {
+					st.dangling++
+				}
+			}
+		}
+		if !complete || lastIdx < 0 {
+			continue
+		}
+		if first == math.MaxInt64 {
+			first = firstAny
+		}
+		st.complete++
+		slices.Sort(loops)
+		st.d[sE2E].Add(last - first)
+		st.d[sSteps].Add(int64(len(members)))
+		st.d[sLLM].Add(llm)
+		st.d[sTool].Add(tool)
+		st.d[sToolWait].Add(toolWait)
+		st.d[sLoops].Add(int64(len(slices.Compact(loops))))
+		// Walk back from the last finisher through the dependency that finished
+		// last: the chain that gated the session's end.
+		cur, hops := lastIdx, int64(1)
+		seen := map[int32]bool{cur: true}
+		for {
+			best := int32(-1)
+			for _, d := range s.nodes[cur].deps {
+				p, ok := byID[d]
+				if !ok || seen[p] || s.nodes[p].fin == trace.Null {
+					continue
+				}
+				if best < 0 || s.nodes[p].fin > s.nodes[best].fin || (s.nodes[p].fin == s.nodes[best].fin && p < best) {
+					best = p
+				}
+			}
+			if best < 0 {
+				break
+			}
+			cur = best
+			seen[cur] = true
+			hops++
+		}
+		start := s.nodes[cur].arr
+		if start == trace.Null {
+			start = first
+		}
+		st.d[sCrit].Add(last - start)
+		st.d[sCritSteps].Add(hops)
+	}
+	return st
+}

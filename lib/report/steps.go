@@ -1,0 +1,91 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+var stepColumns = []string{trace.ColInstanceID, trace.ColStartUS, trace.ColDurationUS, trace.ColBatchSize,
+	trace.ColWaiting, trace.ColRunning, trace.ColKVBlocksUsed, trace.ColKVBlocksTotal}
+
+// instSteps is one instance's engine activity.
+type instSteps struct {
+	steps, busy, batch, waitDur int64
+	maxWaiting                  int64
+}
+
+// stepStats is read from a steps table. Series hold duration-weighted sums so
+// that dividing by the bin width gives a time average.
+type stepStats struct {
+	path                       string
+	rows                       int64
+	waiting, running, kvU, kvT *series
+	inst                       map[int64]*instSteps
+}
+
+func readSteps(path string, opt *Options) (*stepStats, error) {
+	src, err := trace.Open(path, opt.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	if err := src.Expect(trace.TableSteps); err != nil {
+		return nil, err
+	}
+	s := src.Schema()
+	if err := need(src.Path, s, "--steps charts", stepColumns...); err != nil {
+		return nil, err
+	}
+	for _, c := range stepColumns {
+		if err := checkInt(src.Path, s, c); err != nil {
+			return nil, err
+		}
+	}
+	st := &stepStats{path: src.Path, waiting: newSeries(), running: newSeries(), kvU: newSeries(), kvT: newSeries(),
+		inst: map[int64]*instSteps{}}
+	var c [8]icol
+	for {
+		rec, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			return st, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for j, name := range stepColumns {
+			c[j].bind(rec, colIndex(s, name))
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			st.rows++
+			var v [8]int64
+			for j := range c {
+				x, ok := c[j].get(i)
+				if !ok {
+					return nil, &trace.RowError{Path: src.Path, Row: st.rows, Err: fmt.Errorf("column %s: expected a value, found null", stepColumns[j])}
+				}
+				v[j] = x
+			}
+			id, start, dur := v[0], v[1], v[2]
+			if dur < 0 || start < 0 {
+				return nil, &trace.RowError{Path: src.Path, Row: st.rows, Err: fmt.Errorf("columns %s/%s: expected >= 0, found %d/%d", trace.ColStartUS, trace.ColDurationUS, start, dur)}
+			}
+			in := st.inst[id]
+			if in == nil {
+				in = &instSteps{}
+				st.inst[id] = in
+			}
+			in.steps++
+			in.busy += dur
+			in.batch += v[3]
+			in.waitDur += v[4] * dur
+			in.maxWaiting = max(in.maxWaiting, v[4])
+			st.waiting.add(start, float64(v[4]*dur))
+			st.running.add(start, float64(v[5]*dur))
+			st.kvU.add(start, float64(v[6]*dur))
+			st.kvT.add(start, float64(v[7]*dur))
+		}
+	}
+}

@@ -1,0 +1,464 @@
+package convert
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+		"strings"
+
+	"github.com/blis-sim/blis/lib/trace"
+	"golang.org/x/term"
+)
+
+// input is one opened source, buffered so that detection can peek.
+type input struct {
+	path string // as given ("-" for stdin)
+	name string // for messages
+	br   *bufio.Reader
+	c    io.Closer
+}
+
+const peekBytes = 64 << 10
+
+func openInput(path string, stdin io.Reader) (*input, error) {
+	in := &input{path: path, name: path}
+	var r io.Reader
+	if path == "-" || path == "" {
+		in.path, in.name = "-", "<stdin>"
+		if f, ok := stdin.(*os.File); ok && isTerminal(f) {
+			return nil, usageErr("no input: give a trace file, or pipe one into this command")
+		}
+		r = stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, &UsageError{err.Error()}
+		}
+		in.c = f
+		r = f
+	}
+	in.br = bufio.NewReaderSize(r, 1<<20)
+	if b, _ := in.br.Peek(2); len(b) == 2 && b[0] == 0x1f && b[1] == 0x8b {
+		zr, err := gzip.NewReader(in.br)
+		if err != nil {
+			in.close()
+			return nil, &UsageError{fmt.Sprintf("%s: gzip: %v", in.name, err)}
+		}
+		in.br = bufio.NewReaderSize(zr, 1<<20)
+	}
+	return in, nil
+}
+
+func (in *input) close() {
+	if in.c != nil {
+		in.c.Close()
+	}
+}
+
+func (in *input) head() []byte {
+	b, _ := in.br.Peek(peekBytes)
+	return b
+}
+
+// Formats lists the format names accepted by --format.
+var Formats = []string{"azure", "burstgpt", "mooncake", "qwen", "weka", "vllm-bench", "llmservingsim", "vidur", "splitwise", "otel", "csv", "jsonl", "arrow"}
+
+type newParserFunc func(in *input, opts *Options) (parser, error)
+
+var parsers = map[string]newParserFunc{
+	"azure":         newAzure,
+	"burstgpt":      newBurstGPT,
+	"vidur":         newVidur,
+	"splitwise":     newSplitwise,
+	"csv":           newGenericCSV,
+	"mooncake":      newMooncake,
+	"qwen":          newQwen,
+	"llmservingsim": newLLMServingSim,
+	"jsonl":         newGenericJSONL,
+	"weka":          newWeka,
+	"vllm-bench":    newVLLMBench,
+	"otel":          newOTel,
+}
+
+func isArrowPath(p string) bool {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".arrow", ".feather", ".arrows", ".ipc", ".parquet":
+		return true
+	}
+	return false
+}
+
+// isArrowBytes recognises an Arrow IPC stream or file, or Parquet.
+func isArrowBytes(b []byte) bool {
+	return bytes.HasPrefix(b, []byte{0xff, 0xff, 0xff, 0xff}) || bytes.HasPrefix(b, []byte("ARROW1")) || bytes.HasPrefix(b, []byte("PAR1"))
+}
+
+// Convert converts opts.Inputs into a requests table written to out ("-" or
+// "" for an Arrow stream on stdout, else a file chosen by extension).
+func Convert(opts Options, out string, stdin io.Reader, stdout io.Writer) (*Stats, error) {
+	if len(opts.Inputs) == 0 {
+		opts.Inputs = []string{"-"}
+	}
+	if opts.Tool == "" {
+		opts.Tool = "blis-convert"
+	}
+	if err := checkOptions(&opts); err != nil {
+		return &Stats{}, err
+	}
+	if opts.Format == "arrow" || (opts.Format == "" && len(opts.Inputs) == 1 && isArrowPath(opts.Inputs[0])) {
+		return reencode(&opts, out, stdin, stdout)
+	}
+	if opts.Format == "" && len(opts.Inputs) == 1 {
+		in, err := openInput(opts.Inputs[0], stdin)
+		if err != nil {
+			return &Stats{}, err
+		}
+		if isArrowBytes(in.head()) {
+			if in.path != "-" {
+				in.close()
+				return reencode(&opts, out, stdin, stdout)
+			}
+			return reencodeReader(&opts, out, in.br, stdout)
+		}
+		in.close()
+		if in.path == "-" {
+			stdin = in.br // detection peeked into stdin: hand the buffer on
+		}
+	}
+	var fo *fileOut
+	open := func(md trace.Meta) (rowSink, error) {
+		schema := trace.RequestsSchema(md)
+		path := out
+		if out != "" && out != "-" {
+			fo = newFileOut(out)
+			path = fo.tmp
+		}
+		sink, err := trace.Create(path, stdout, schema)
+		if err != nil {
+			return nil, err
+		}
+		return trace.NewRequestWriter(sink, schema), nil
+	}
+	st, err := convertWith(opts, stdin, open)
+	if fo != nil {
+		err = fo.finish(err)
+	}
+	return st, err
+}
+
+// fileOut writes through a private temporary name so that a failed
+// conversion never replaces or leaves behind the destination.
+type fileOut struct{ tmp, dest string }
+
+func newFileOut(dest string) *fileOut {
+	dir, base := filepath.Split(dest)
+	ext := filepath.Ext(base)
+	return &fileOut{dest: dest, tmp: filepath.Join(dir, fmt.Sprintf(".%s.partial-%d%s", strings.TrimSuffix(base, ext), os.Getpid(), ext))}
+}
+
+func (f *fileOut) finish(err error) error {
+	if err != nil {
+		os.Remove(f.tmp)
+		return err
+	}
+	return os.Rename(f.tmp, f.dest)
+}
+
+func describe(paths []string) ([]trace.Input, error) {
+	var out []trace.Input
+	for _, p := range paths {
+		d, err := trace.DescribeInput(p)
+		if err != nil {
+			return nil, &UsageError{err.Error()}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func checkOptions(o *Options) error {
+	switch {
+	case o.Speedup < 0:
+		return usageErr("--speedup: expected a positive factor, found %g", o.Speedup)
+	case o.Sample < 0 || o.Sample > 1:
+		return usageErr("--sample: expected a probability in (0, 1], found %g", o.Sample)
+	case o.Limit < 0:
+		return usageErr("--limit: expected a positive number of rows, found %d", o.Limit)
+	case o.BlockSize < 0:
+		return usageErr("--block-size: expected a positive number of tokens, found %d", o.BlockSize)
+	}
+	if o.Format != "" && o.Format != "arrow" {
+		if _, ok := parsers[o.Format]; !ok {
+			return usageErr("--format: unknown format %q (known: %s)", o.Format, strings.Join(Formats, ", "))
+		}
+	}
+	return nil
+}
+
+// reencode copies an Arrow/Parquet requests table to out (e.g. Parquet to a
+// stream), validating every row and applying the replay options.
+func reencode(opts *Options, out string, stdin io.Reader, stdout io.Writer) (*Stats, error) {
+	if len(opts.Inputs) != 1 {
+		return &Stats{}, usageErr("--format arrow takes one input")
+	}
+	src, err := trace.Open(opts.Inputs[0], stdin)
+	if err != nil {
+		return &Stats{}, &UsageError{err.Error()}
+	}
+	return reencodeSource(opts, src, out, stdout)
+}
+
+func reencodeReader(opts *Options, out string, stdin io.Reader, stdout io.Writer) (*Stats, error) {
+	src, err := trace.Open("-", stdin)
+	if err != nil {
+		return &Stats{}, &UsageError{err.Error()}
+	}
+	return reencodeSource(opts, src, out, stdout)
+}
+
+func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writer) (*Stats, error) {
+	defer src.Close()
+	rr, err := trace.NewRequestReader(src)
+	if err != nil {
+		return &Stats{}, &UsageError{err.Error()}
+	}
+	descs, err := describe(opts.Inputs)
+	if err != nil {
+		return &Stats{}, err
+	}
+	in := src.Meta()
+	ap := &arrowParser{rr: rr, name: src.Path, in: in}
+	var fo *fileOut
+	open := func(md trace.Meta) (rowSink, error) {
+		// Keep the source's metadata and provenance chain, then ours.
+		full := in.With(md.Provenance[len(md.Provenance)-1])
+		for _, k := range []string{trace.MetaStartTime, trace.MetaTimeScale} {
+			if v := md.Get(k); v != "" {
+				full.Set(k, v)
+			}
+		}
+		schema := trace.RequestsSchema(full)
+		path := out
+		if out != "" && out != "-" {
+			fo = newFileOut(out)
+			path = fo.tmp
+		}
+		sink, err := trace.Create(path, stdout, schema)
+		if err != nil {
+			return nil, err
+		}
+		return trace.NewRequestWriter(sink, schema), nil
+	}
+	st, err := run(opts, []parser{ap}, descs, open)
+	if fo != nil {
+		err = fo.finish(err)
+	}
+	return st, err
+}
+
+// arrowParser reads rows of an existing requests table back as Rows. Times
+// are already relative µs; dependents take their session's last root time.
+type arrowParser struct {
+	rr    *trace.RequestReader
+	name  string
+	in    trace.Meta
+	buf   []trace.Request
+	i     int
+	lastT int64
+	eof   bool
+}
+
+func (a *arrowParser) meta() formatMeta {
+	fm := formatMeta{name: a.in.Get(trace.MetaSourceFormat)}
+	if fm.name == "" {
+		fm.name = "arrow"
+	}
+	fmt.Sscan(a.in.Get(trace.MetaPrefixBlockSize), &fm.blockSize)
+	return fm
+}
+
+func (a *arrowParser) path() string { return a.name }
+
+func (a *arrowParser) next(r *Row) error {
+	for a.i >= len(a.buf) {
+		if a.eof {
+			return io.EOF
+		}
+		var err error
+		a.buf, err = a.rr.Next(a.buf)
+		a.i = 0
+		if err == io.EOF {
+			a.eof = true
+			continue
+		}
+		if err != nil {
+			return &UsageError{err.Error()}
+		}
+	}
+	r.Request = a.buf[a.i]
+	a.i++
+	if r.ArrivalUS != trace.Null {
+		a.lastT = r.ArrivalUS
+	}
+	r.T = a.lastT
+	return nil
+}
+
+// countSink counts rows instead of writing them.
+type countSink struct{ n *int64 }
+
+func (c countSink) Write(*trace.Request) error { *c.n++; return nil }
+func (c countSink) Close() error               { return nil }
+
+// Count returns the number of rows in an Arrow/Parquet requests table
+// (checked with ValidateTable) or that a trace converts to with opts.
+func Count(opts Options, stdin io.Reader) (int64, *Stats, error) {
+	if len(opts.Inputs) == 0 {
+		opts.Inputs = []string{"-"}
+	}
+	if opts.Tool == "" {
+		opts.Tool = "blis-convert"
+	}
+	if len(opts.Inputs) == 1 && (opts.Format == "arrow" || opts.Format == "" && isArrowPath(opts.Inputs[0])) {
+		src, err := trace.Open(opts.Inputs[0], stdin)
+		if err != nil {
+			return 0, &Stats{}, &UsageError{err.Error()}
+		}
+		defer src.Close()
+		n, err := ValidateTable(src)
+		return n, &Stats{Written: n}, err
+	}
+	if len(opts.Inputs) == 1 && opts.Format == "" {
+		in, err := openInput(opts.Inputs[0], stdin)
+		if err != nil {
+			return 0, &Stats{}, err
+		}
+		if isArrowBytes(in.head()) {
+			src, err := trace.Open("-", in.br)
+			if err != nil {
+				return 0, &Stats{}, &UsageError{err.Error()}
+			}
+			defer src.Close()
+			n, err := ValidateTable(src)
+			return n, &Stats{Written: n}, err
+		}
+		in.close()
+		if opts.Inputs[0] == "-" {
+			// Detection consumed the peeked bytes of stdin: hand them on.
+			stdin = in.br
+		}
+	}
+	var n int64
+	st, err := convertWith(opts, stdin, func(trace.Meta) (rowSink, error) { return countSink{&n}, nil })
+	return n, st, err
+}
+
+// convertWith is Convert with a caller-provided sink (used by Count and tests).
+func convertWith(opts Options, stdin io.Reader, open func(trace.Meta) (rowSink, error)) (*Stats, error) {
+	if err := checkOptions(&opts); err != nil {
+		return &Stats{}, err
+	}
+	var (
+		ps     []parser
+		format string
+		first  string
+	)
+	for _, p := range opts.Inputs {
+		in, err := openInput(p, stdin)
+		if err != nil {
+			return &Stats{}, err
+		}
+		defer in.close()
+		f := opts.Format
+		if f == "" {
+			if f, err = Detect(in.name, in.head(), &opts); err != nil {
+				return &Stats{}, err
+			}
+		}
+		if format == "" {
+			format, first = f, in.name
+		} else if f != format {
+			return &Stats{}, usageErr("%s is %s but %s is %s: convert different formats separately", first, format, in.name, f)
+		}
+		mk, ok := parsers[f]
+		if !ok {
+			return &Stats{}, usageErr("--format: unknown format %q (known: %s)", f, strings.Join(Formats, ", "))
+		}
+		p1, err := mk(in, &opts)
+		if err != nil {
+			return &Stats{}, err
+		}
+		ps = append(ps, p1)
+	}
+	if len(ps) > 1 {
+		if format != "weka" {
+			return &Stats{}, usageErr("the %s format takes one input; only weka (Claude Code) traces take several files", format)
+		}
+		m, err := mergeWeka(ps, opts.SessionGap)
+		if err != nil {
+			return &Stats{}, err
+		}
+		ps = []parser{m}
+	}
+	descs, err := describe(opts.Inputs)
+	if err != nil {
+		return &Stats{}, err
+	}
+	return run(&opts, ps, descs, open)
+}
+
+// ValidateTable reads a whole requests table and checks every row (values,
+// unique ids, depends_on naming earlier rows, and the blis.sorted promise
+// when the table makes it). It returns the row count.
+func ValidateTable(src *trace.Source) (int64, error) {
+	rr, err := trace.NewRequestReader(src)
+	if err != nil {
+		return 0, &UsageError{err.Error()}
+	}
+	sorted := src.Meta().Get(trace.MetaSorted) == "arrival"
+	seen := map[string]struct{}{}
+	var (
+		buf   []trace.Request
+		n     int64
+		lastA int64 = -1 << 62
+	)
+	for {
+		buf, err = rr.Next(buf)
+		for i := range buf {
+			r := &buf[i]
+			n++
+			if _, dup := seen[r.ID]; dup {
+				return n, &UsageError{fmt.Sprintf("%s: row %d: column %s: expected a unique id, found %q again", src.Path, n, trace.ColRequestID, r.ID)}
+			}
+			for _, d := range r.DependsOn {
+				if _, ok := seen[d]; !ok {
+					return n, &UsageError{fmt.Sprintf("%s: row %d (request %s): column %s: expected ids of earlier rows, found %q", src.Path, n, r.ID, trace.ColDependsOn, d)}
+				}
+			}
+			seen[r.ID] = struct{}{}
+			if sorted && r.ArrivalUS != trace.Null {
+				if r.ArrivalUS < lastA {
+					return n, &UsageError{fmt.Sprintf("%s: row %d (request %s): column %s: expected >= %d (the table promises blis.sorted=arrival), found %d", src.Path, n, r.ID, trace.ColArrivalUS, lastA, r.ArrivalUS)}
+				}
+				lastA = r.ArrivalUS
+			}
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			var re *trace.RowError
+			if errors.As(err, &re) {
+				return n, &UsageError{err.Error()}
+			}
+			return n, err
+		}
+	}
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-		"strings"
+	"strings"
 
 	"github.com/blis-sim/blis/lib/trace"
 	"golang.org/x/term"

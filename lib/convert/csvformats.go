@@ -367,8 +367,8 @@ func unitWord(mult int64, iso bool) string {
 type genericCSV struct {
 	*csvBase
 	ts, inCol, out, id, model, tenant, session int
-	mult                                    int64
-	iso                                     bool
+	mult                                       int64
+	iso                                        bool
 }
 
 func newGenericCSV(in *input, o *Options) (parser, error) {

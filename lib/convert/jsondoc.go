@@ -32,11 +32,11 @@ func (l *rowList) next(r *Row) error {
 // --- vLLM `bench serve --save-result --save-detailed` JSON ---
 
 type vllmBench struct {
-	ModelID    string `json:"model_id"`
-	InputLens  []num  `json:"input_lens"`
-	OutputLens []num  `json:"output_lens"`
-	TTFTs      []num  `json:"ttfts"`
-	ITLs       [][]num `json:"-"`
+	ModelID    string          `json:"model_id"`
+	InputLens  []num           `json:"input_lens"`
+	OutputLens []num           `json:"output_lens"`
+	TTFTs      []num           `json:"ttfts"`
+	ITLs       [][]num         `json:"-"`
 	RawITLs    json.RawMessage `json:"itls"`
 	Latencies  []num           `json:"latencies"`
 	E2ELs      []num           `json:"e2els"`

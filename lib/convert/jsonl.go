@@ -449,4 +449,3 @@ func (p *genericJSONL) next(r *Row) error {
 	r.SessionID, err = p.str(m, p.g.SessionCol)
 	return err
 }
-

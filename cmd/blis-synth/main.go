@@ -1,0 +1,107 @@
+// Command blis-synth turns a workload spec (YAML) into a requests table for
+// blis-sim. See docs/workload.md.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/lib/synth"
+	"github.com/blis-sim/blis/lib/trace"
+	_ "github.com/blis-sim/blis/lib/trace/parquetio"
+)
+
+func main() { cliutil.Run(app()) }
+
+func app() *cli.App {
+	return &cli.App{
+		Name:      "blis-synth",
+		Usage:     "synthesise a requests table from a workload spec",
+		UsageText: "blis-synth [options] SPEC.yaml | blis-sim ...\n   blis-synth --example react | blis-sim ...",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "output `FILE` (.arrow/.feather IPC file, .parquet, anything else an Arrow IPC stream; - for stdout)"},
+			&cli.StringFlag{Name: "example", Usage: "use the built-in example `NAME` instead of a spec file (see --list-examples)"},
+			&cli.BoolFlag{Name: "list-examples", Usage: "list the built-in examples and exit"},
+			&cli.BoolFlag{Name: "print-example", Usage: "print the YAML of --example and exit (a starting point for your own spec)"},
+			&cli.Uint64Flag{Name: "seed", Usage: "override the spec's seed"},
+			&cli.Int64Flag{Name: "num-requests", Usage: "override the spec's num_requests"},
+			&cli.BoolFlag{Name: "check", Usage: "validate the spec and exit without writing"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the summary line on stderr"},
+		},
+		Action: run,
+	}
+}
+
+func run(c *cli.Context) error {
+	if c.Bool("list-examples") {
+		for _, n := range synth.Examples() {
+			fmt.Fprintf(c.App.Writer, "%-20s %s\n", n, synth.Describe(n))
+		}
+		return nil
+	}
+	var (
+		spec   *synth.Spec
+		inputs []trace.Input
+		err    error
+	)
+	if name := c.String("example"); name != "" {
+		if c.NArg() > 0 {
+			return cliutil.Usage("give a spec file or --example, not both")
+		}
+		if c.Bool("print-example") {
+			b, err := synth.ExampleSource(name)
+			if err != nil {
+				return cliutil.BadInput(err)
+			}
+			_, err = c.App.Writer.Write(b)
+			return err
+		}
+		spec, err = synth.LoadExample(name)
+		inputs = []trace.Input{{Path: "example:" + name}}
+	} else {
+		if c.NArg() != 1 {
+			return cliutil.Usage("expected one spec file (or --example NAME; --list-examples shows them)")
+		}
+		path := c.Args().First()
+		spec, err = synth.Load(path)
+		if err == nil {
+			var in trace.Input
+			in, err = trace.DescribeInput(path)
+			inputs = append(inputs, in)
+		}
+	}
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	for _, p := range spec.Inputs {
+		in, err := trace.DescribeInput(p)
+		if err != nil {
+			return cliutil.BadInput(err)
+		}
+		inputs = append(inputs, in)
+	}
+	if c.IsSet("seed") {
+		spec.Seed = c.Uint64("seed")
+	}
+	if c.IsSet("num-requests") {
+		if n := c.Int64("num-requests"); n <= 0 {
+			return cliutil.Usage("--num-requests: expected > 0, found %d", n)
+		}
+		spec.NumRequests = c.Int64("num-requests")
+	}
+	if c.Bool("check") {
+		fmt.Fprintf(c.App.ErrWriter, "blis-synth: spec is valid\n")
+		return nil
+	}
+	st, err := synth.Write(spec, c.String("output"), c.App.Writer, synth.Meta(spec, os.Args[1:], inputs))
+	if err != nil {
+		return err
+	}
+	if !c.Bool("quiet") {
+		fmt.Fprintf(c.App.ErrWriter, "blis-synth: %s\n", st.Summary(spec))
+	}
+	return nil
+}

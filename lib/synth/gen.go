@@ -1,0 +1,560 @@
+package synth
+
+import (
+	"container/heap"
+	"math"
+	"strconv"
+
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Stats counts what a run produced, per client in spec order.
+type Stats struct {
+	Rows, Sessions int64
+	ClientRows     []int64
+	ClientSessions []int64
+	ToolRows       int64
+}
+
+// Emit receives each row; the row and its slices are reused after it returns.
+type Emit func(r *trace.Request) error
+
+// seg is a run of prompt tokens with one content identity.
+type seg struct {
+	id uint64
+	n  int32
+}
+
+// inst is one emitted instance of a workflow step.
+type inst struct {
+	id    string
+	out   seg
+	inCtx bool
+}
+
+type clientGen struct {
+	c         *Client
+	idx       int
+	arr, lens rng
+	pfx, ses  rng
+	a         *arrivals
+	next      int64
+	regular   int64 // next arrival of the base process (-1: ended)
+	bursts    int64Heap
+	done      bool
+	seq       int64
+	nameHash  uint64
+	groups    []int
+	gcum      []float64
+	reuse     float64
+	stream    float64
+	idBuf     []byte
+	cur       [][]inst // per plan step: instances of the latest iteration
+}
+
+type user struct {
+	terms   []string
+	started bool
+}
+
+// Generator synthesises a spec's requests in the order of the sorted-arrival promise.
+type Generator struct {
+	s       *Spec
+	cs      []*clientGen
+	emit    Emit
+	st      Stats
+	req     trace.Request
+	deps    []string
+	hashes  []uint64
+	segs    []seg
+	ctx     []seg
+	term    []string
+	back    []string
+	users   []user
+	userRNG rng
+	nsess   int64
+}
+
+// Generate writes every row of the spec to emit and returns what it wrote.
+func Generate(s *Spec, emit Emit) (Stats, error) {
+	g := newGenerator(s, emit)
+	return g.st, g.run()
+}
+
+func newGenerator(s *Spec, emit Emit) *Generator {
+	g := &Generator{s: s, emit: emit}
+	g.st.ClientRows = make([]int64, len(s.Clients))
+	g.st.ClientSessions = make([]int64, len(s.Clients))
+	fractions, weights := 0.0, 0.0
+	for _, c := range s.Clients {
+		if c.RateFraction != nil {
+			fractions += *c.RateFraction
+		} else if c.Weight != nil {
+			weights += *c.Weight
+		} else {
+			weights++
+		}
+	}
+	for i, c := range s.Clients {
+		var share float64
+		switch {
+		case c.RateFraction != nil:
+			share = *c.RateFraction
+		case c.Weight != nil:
+			share = (1 - fractions) * *c.Weight / weights
+		default:
+			share = (1 - fractions) / weights
+		}
+		rate := s.AggregateRate * share
+		if c.Behaviour.Type == "abusive" {
+			rate *= c.Behaviour.RateMultiplier
+		}
+		pre := "client/" + c.Name + "/"
+		cg := &clientGen{c: c, idx: i, arr: newRNG(s.Seed, pre+"arrival"), lens: newRNG(s.Seed, pre+"lengths"),
+			pfx: newRNG(s.Seed, pre+"prefix"), ses: newRNG(s.Seed, pre+"session"),
+			nameHash: hashString(c.Name), stream: 1}
+		cg.a = newArrivals(c, rate)
+		if c.Streaming != nil {
+			cg.stream = *c.Streaming
+		}
+		if c.Prefix != nil {
+			cg.reuse = 1
+			if c.Prefix.ReuseProbability != nil {
+				cg.reuse = *c.Prefix.ReuseProbability
+			}
+			names := c.Prefix.Groups
+			total := 0.0
+			for j, pg := range s.PrefixGroups {
+				use := len(names) == 0
+				for _, n := range names {
+					use = use || n == pg.Name
+				}
+				if use {
+					total += pg.Weight
+					cg.groups = append(cg.groups, j)
+					cg.gcum = append(cg.gcum, total)
+				}
+			}
+		}
+		if c.plan != nil {
+			cg.cur = make([][]inst, len(c.plan.steps))
+		}
+		if t, ok := cg.a.next(cg.arr); ok {
+			cg.regular = t
+		} else {
+			cg.regular = -1
+		}
+		cg.advance()
+		g.cs = append(g.cs, cg)
+	}
+	if s.Mode == ModeConcurrency {
+		g.users = make([]user, s.Concurrency)
+		g.userRNG = newRNG(s.Seed, "concurrency/think_time")
+	}
+	return g
+}
+
+// advance picks the client's next root time from its base process and pending bursts.
+func (cg *clientGen) advance() {
+	switch {
+	case cg.regular < 0 && len(cg.bursts) == 0:
+		cg.done = true
+	case len(cg.bursts) > 0 && (cg.regular < 0 || cg.bursts[0] < cg.regular):
+		cg.next = heap.Pop(&cg.bursts).(int64)
+	default:
+		cg.next = cg.regular
+		// A base arrival may start a burst: the rest of the burst follows at burst_interval.
+		if b := cg.c.Behaviour; b.Type == "bursty" && cg.arr.r.Float64() < b.BurstProbability {
+			n := b.BurstSize.count(cg.arr, 100000)
+			for k := 1; k < n; k++ {
+				heap.Push(&cg.bursts, cg.next+int64(k)*int64(b.BurstInterval))
+			}
+		}
+		if t, ok := cg.a.next(cg.arr); ok {
+			cg.regular = t
+		} else {
+			cg.regular = -1
+		}
+	}
+}
+
+func (g *Generator) run() error {
+	s := g.s
+	for {
+		var cg *clientGen
+		for _, c := range g.cs {
+			if !c.done && (cg == nil || c.next < cg.next) {
+				cg = c
+			}
+		}
+		if cg == nil {
+			return nil
+		}
+		if s.NumRequests > 0 && g.st.Rows >= s.NumRequests {
+			return nil
+		}
+		if s.Mode == ModeRate && s.Horizon > 0 && cg.next >= int64(s.Horizon) {
+			cg.done = true // its later arrivals are later still
+			continue
+		}
+		t := cg.next
+		if s.Mode != ModeRate {
+			t = 0
+		}
+		if err := g.session(cg, t); err != nil {
+			return err
+		}
+		cg.advance()
+	}
+}
+
+// root describes how a session's first row starts: at an arrival time, or
+// (closed loop) after the virtual user's previous session.
+type root struct {
+	arrival int64
+	deps    []string
+	delay   int64
+	session string
+}
+
+func (g *Generator) session(cg *clientGen, t int64) error {
+	c := cg.c
+	seq := cg.seq
+	cg.seq++
+	g.st.Sessions++
+	g.st.ClientSessions[cg.idx]++
+	cg.idBuf = append(append(cg.idBuf[:0], c.Name...), '-')
+	cg.idBuf = strconv.AppendInt(cg.idBuf, seq, 10)
+	base := len(cg.idBuf)
+	rt := root{arrival: t}
+	if c.Conversation != nil || c.Agentic != nil {
+		rt.session = string(cg.idBuf)
+	}
+	var u *user
+	if g.users != nil {
+		u = &g.users[g.nsess%int64(len(g.users))]
+		g.nsess++
+		rt.session = "vu" + strconv.FormatInt((g.nsess-1)%int64(len(g.users)), 10)
+		if u.started {
+			rt.arrival = trace.Null
+			rt.deps = u.terms
+			if g.s.ThinkTime != nil {
+				rt.delay = g.s.ThinkTime.micros(g.userRNG)
+			}
+		}
+		u.started = true
+	}
+	streaming := cg.stream >= 1 || (cg.stream > 0 && cg.lens.r.Float64() < cg.stream)
+	// System prompt: a shared group's content, or a private prompt of the same length.
+	g.segs = g.segs[:0]
+	var sys seg
+	if len(cg.groups) > 0 {
+		j := cg.groups[pick(cg.gcum, cg.pfx.r.Float64())]
+		pg := &g.s.PrefixGroups[j]
+		sys = seg{id: hashString("group/" + pg.Name), n: int32(pg.Length)}
+		if cg.reuse < 1 && cg.pfx.r.Float64() >= cg.reuse {
+			sys.id = mix(cg.nameHash ^ mix(uint64(seq)) ^ 0x5157)
+		}
+	}
+	var nseg uint64
+	newSeg := func(n int32) seg {
+		nseg++
+		return seg{id: mix(cg.nameHash + mix(uint64(seq)+0x9e3779b97f4a7c15*nseg)), n: n}
+	}
+	g.term = g.term[:0]
+	switch {
+	case c.Agentic != nil:
+		if err := g.workflow(cg, rt, sys, streaming, newSeg, base); err != nil {
+			return err
+		}
+	case c.Conversation != nil:
+		cv := c.Conversation
+		turns := cv.Turns.count(cg.ses, maxTurns)
+		acc := cv.ContextGrowth == "accumulate"
+		g.ctx = g.ctx[:0]
+		var prev string
+		for k := 0; k < turns; k++ {
+			in := newSeg(g.inputTokens(cg, c.Input))
+			out := c.Output.tokens(cg.lens)
+			g.segs = g.segs[:0]
+			if sys.n > 0 {
+				g.segs = append(g.segs, sys)
+			}
+			if acc {
+				g.segs = append(g.segs, g.ctx...)
+			}
+			g.segs = append(g.segs, in)
+			cg.idBuf = append(cg.idBuf[:base], "-t"...)
+			cg.idBuf = strconv.AppendInt(cg.idBuf, int64(k), 10)
+			id := string(cg.idBuf)
+			var err error
+			if k == 0 {
+				err = g.row(cg, id, rt.arrival, rt.deps, rt.delay, trace.KindLLM, out, "turn", 0, streaming, rt.session)
+			} else {
+				g.deps = append(g.deps[:0], prev)
+				var think int64
+				if cv.ThinkTime != nil {
+					think = cv.ThinkTime.micros(cg.ses)
+				}
+				err = g.row(cg, id, trace.Null, g.deps, think, trace.KindLLM, out, "turn", int32(k), streaming, rt.session)
+			}
+			if err != nil {
+				return err
+			}
+			if acc {
+				g.ctx = append(g.ctx, in, newSeg(out))
+			}
+			prev = id
+		}
+		g.term = append(g.term, prev)
+	default:
+		if sys.n > 0 {
+			g.segs = append(g.segs, sys)
+		}
+		g.segs = append(g.segs, newSeg(g.inputTokens(cg, c.Input)))
+		id := string(cg.idBuf)
+		if err := g.row(cg, id, rt.arrival, rt.deps, rt.delay, trace.KindLLM, c.Output.tokens(cg.lens), "", 0, streaming, rt.session); err != nil {
+			return err
+		}
+		g.term = append(g.term, id)
+	}
+	if u != nil {
+		u.terms = append(u.terms[:0], g.term...)
+	}
+	return nil
+}
+
+// inputTokens draws a prompt's new tokens, oversized for an abusive tenant.
+func (g *Generator) inputTokens(cg *clientGen, d *Dist) int32 {
+	n := d.tokens(cg.lens)
+	if b := cg.c.Behaviour; b.Type == "abusive" && b.OversizeProbability > 0 && cg.lens.r.Float64() < b.OversizeProbability {
+		n = int32(math.Min(float64(n)*b.OversizeFactor, math.MaxInt32/4))
+	}
+	return n
+}
+
+// workflow expands an agentic plan into rows: steps before the loop, the loop
+// body per iteration (its entries wait for the previous iteration's exits),
+// then the steps after it.
+func (g *Generator) workflow(cg *clientGen, rt root, sys seg, streaming bool, newSeg func(int32) seg, base int) error {
+	pl := cg.c.plan
+	for i := range cg.cur {
+		cg.cur[i] = cg.cur[i][:0]
+	}
+	g.ctx = g.ctx[:0]
+	iters := 1
+	if pl.loopEnd > pl.loopStart {
+		iters = pl.maxIter
+		if pl.iters != nil {
+			iters = pl.iters.count(cg.ses, pl.maxIter)
+		}
+	}
+	emitStep := func(si, it int) error {
+		st := pl.steps[si]
+		entry := it > 0 && isEntry(pl, si)
+		fresh := cg.cur[si][:0]
+		for k := 0; k < st.fan; k++ {
+			g.deps = g.deps[:0]
+			g.segs = g.segs[:0]
+			if st.tool == nil && sys.n > 0 {
+				g.segs = append(g.segs, sys)
+			}
+			if st.accumulate {
+				g.segs = append(g.segs, g.ctx...)
+			}
+			ctxStart := len(g.segs)
+			for _, q := range st.parents {
+				pq := cg.cur[q]
+				if q == si { // cannot happen: no self edges
+					continue
+				}
+				for j := range pq {
+					if pl.steps[q].fan == st.fan && st.fan > 1 && j != k {
+						continue
+					}
+					g.deps = append(g.deps, pq[j].id)
+					if st.tool == nil && pq[j].out.n > 0 && !(st.accumulate && pq[j].inCtx) {
+						g.segs = append(g.segs, pq[j].out)
+						if st.accumulate {
+							pq[j].inCtx = true
+						}
+					}
+				}
+			}
+			if entry {
+				g.deps = append(g.deps, g.back...)
+			}
+			cg.idBuf = append(append(cg.idBuf[:base], '-'), st.id...)
+			if st.inLoop {
+				cg.idBuf = append(cg.idBuf, "-i"...)
+				cg.idBuf = strconv.AppendInt(cg.idBuf, int64(it), 10)
+			}
+			if st.fan > 1 {
+				cg.idBuf = append(cg.idBuf, "-f"...)
+				cg.idBuf = strconv.AppendInt(cg.idBuf, int64(k), 10)
+			}
+			id := string(cg.idBuf)
+			arrival, deps, delay := trace.Null, []string(g.deps), int64(0)
+			if len(g.deps) == 0 {
+				arrival, deps, delay = rt.arrival, rt.deps, rt.delay
+			}
+			var out seg
+			var err error
+			if st.tool != nil {
+				lat := st.tool.Latency.micros(cg.ses)
+				var n int32
+				if st.tool.OutputTokens != nil {
+					n = int32(math.Round(math.Max(0, st.tool.OutputTokens.Sample(cg.lens))))
+				}
+				out = newSeg(n)
+				g.segs = g.segs[:0]
+				err = g.row(cg, id, arrival, deps, delay+lat, trace.KindTool, 0, st.id, int32(it), false, rt.session)
+			} else {
+				in := newSeg(g.inputTokens(cg, st.in))
+				g.segs = append(g.segs, in)
+				n := st.out.tokens(cg.lens)
+				out = newSeg(n)
+				if st.accumulate {
+					g.ctx = append(g.ctx, g.segs[ctxStart:]...)
+					g.ctx = append(g.ctx, out)
+				}
+				err = g.row(cg, id, arrival, deps, delay, trace.KindLLM, n, st.id, int32(it), streaming, rt.session)
+			}
+			if err != nil {
+				return err
+			}
+			fresh = append(fresh, inst{id: id, out: out, inCtx: st.accumulate})
+		}
+		cg.cur[si] = fresh
+		return nil
+	}
+	for si := 0; si < pl.loopStart; si++ {
+		if err := emitStep(si, 0); err != nil {
+			return err
+		}
+	}
+	for it := 0; it < iters && pl.loopEnd > pl.loopStart; it++ {
+		g.back = g.back[:0]
+		if it > 0 {
+			for _, e := range pl.exits {
+				for _, in := range cg.cur[e] {
+					g.back = append(g.back, in.id)
+				}
+			}
+		}
+		for si := pl.loopStart; si < pl.loopEnd; si++ {
+			if err := emitStep(si, it); err != nil {
+				return err
+			}
+		}
+	}
+	for si := pl.loopEnd; si < len(pl.steps); si++ {
+		if err := emitStep(si, 0); err != nil {
+			return err
+		}
+	}
+	for si, st := range pl.steps {
+		if st.terminal {
+			for _, in := range cg.cur[si] {
+				g.term = append(g.term, in.id)
+			}
+		}
+	}
+	return nil
+}
+
+func isEntry(pl *plan, si int) bool {
+	for _, e := range pl.entries {
+		if e == si {
+			return true
+		}
+	}
+	return false
+}
+
+// row fills the reused request from the current prompt segments and emits it.
+func (g *Generator) row(cg *clientGen, id string, arrival int64, deps []string, delay int64, kind string, out int32, step string, iter int32, streaming bool, session string) error {
+	c := cg.c
+	r := &g.req
+	var in int32
+	for _, sg := range g.segs {
+		in += sg.n
+	}
+	g.hashes = blockHashes(g.hashes[:0], g.segs, g.s.PrefixBlockSize)
+	*r = trace.Request{
+		ID: id, ArrivalUS: arrival, DependsOn: deps, DelayUS: delay, Kind: kind,
+		InputTokens: in, OutputTokens: out, PrefixHashes: g.hashes, SessionID: session,
+		TenantID: c.TenantID, SLOClass: c.SLOClass, Model: c.Model, Priority: c.Priority,
+		StepID: step, LoopIteration: iter, Streaming: streaming,
+		RecordedTTFTUS: trace.Null, RecordedE2EUS: trace.Null, RecordedITLUS: trace.Null,
+		SourceRow: g.st.Rows + 1,
+	}
+	g.st.Rows++
+	g.st.ClientRows[cg.idx]++
+	if kind == trace.KindTool {
+		g.st.ToolRows++
+	}
+	return g.emit(r)
+}
+
+// blockHashes appends one hash per prefix block (the last may be partial):
+// each chains the previous block's hash with the block's content (which
+// segments and offsets it covers), so prompts that share leading content
+// share leading hashes, and a partial block never equals a full one.
+func blockHashes(out []uint64, segs []seg, bs int) []uint64 {
+	const seed = 0x6a09e667f3bcc908
+	h, c := uint64(0), uint64(seed)
+	filled := 0
+	for _, sg := range segs {
+		for off := 0; off < int(sg.n); {
+			take := min(bs-filled, int(sg.n)-off)
+			c = mix(c ^ sg.id)
+			c = mix(c ^ (uint64(off)<<32 | uint64(take)))
+			filled += take
+			off += take
+			if filled == bs {
+				h = mix(h*0x9e3779b97f4a7c15 ^ c)
+				out = append(out, h)
+				c, filled = seed, 0
+			}
+		}
+	}
+	if filled > 0 {
+		h = mix(h*0x9e3779b97f4a7c15 ^ c)
+		out = append(out, h)
+	}
+	return out
+}
+
+// mix is the SplitMix64 finaliser.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// hashString is FNV-1a, mixed: stable across processes (unlike maphash).
+func hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return mix(h)
+}
+
+type int64Heap []int64
+
+func (h int64Heap) Len() int           { return len(h) }
+func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
+func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *int64Heap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,357 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// instance is one replica: a vLLM-v1 scheduler over a paged KV cache.
+//
+// Decoding requests are not touched on every step: a request that finished
+// its prefill at step s0 with c0 tokens in KV has, after step s, generated
+// gen0+(s-s0) tokens. Its finish and its next KV block boundary are entries
+// in step-indexed heaps, and the batch's decode aggregates are kept as sums,
+// so a step costs O(requests that change), not O(requests running).
+type instance struct {
+	id int32
+	kv *kvCache
+
+	waiting    waitQueue
+	runHead    *reqState
+	runTail    *reqState
+	nrun       int
+	prefilling []*reqState // running requests still in prefill, admission order
+	nDecode    int
+	decA       int64 // Σ (c0 - s0) over decoding requests: DecodeCtx = decA + nDecode·step
+	finishH    stepHeap
+	boundH     stepHeap
+
+	step         int64 // index of the next step
+	busy         bool  // a step is executing
+	startPending bool  // a step-start event is queued
+	sched        []*reqState
+	used         int32 // tokens scheduled in the current step
+	preempted    int32 // preemptions while forming the current step
+	stepStart    int64
+	batch        latency.Batch
+
+	inflight int // routed here, in the alpha delay
+
+	// counters
+	steps     int64
+	busyUS    int64
+	preemptsN int64
+}
+
+func newInstance(id int32, blocks int32, blockSize int32) *instance {
+	return &instance{id: id, kv: newKVCache(blocks, blockSize)}
+}
+
+func (in *instance) runAppend(r *reqState) {
+	r.rprev, r.rnext = in.runTail, nil
+	if in.runTail != nil {
+		in.runTail.rnext = r
+	} else {
+		in.runHead = r
+	}
+	in.runTail = r
+	in.nrun++
+}
+
+func (in *instance) runRemove(r *reqState) {
+	if r.rprev != nil {
+		r.rprev.rnext = r.rnext
+	} else {
+		in.runHead = r.rnext
+	}
+	if r.rnext != nil {
+		r.rnext.rprev = r.rprev
+	} else {
+		in.runTail = r.rprev
+	}
+	r.rprev, r.rnext = nil, nil
+	in.nrun--
+}
+
+func (in *instance) removePrefilling(r *reqState) {
+	for i, x := range in.prefilling {
+		if x == r {
+			copy(in.prefilling[i:], in.prefilling[i+1:])
+			in.prefilling[len(in.prefilling)-1] = nil
+			in.prefilling = in.prefilling[:len(in.prefilling)-1]
+			return
+		}
+	}
+}
+
+func (in *instance) blocksFor(tokens int32) int32 {
+	return (tokens + in.kv.blockSize - 1) / in.kv.blockSize
+}
+
+func (in *instance) hasWork() bool { return in.nrun > 0 || in.waiting.len() > 0 }
+
+// preempt evicts r by recompute: its KV is freed and it goes back to the
+// front of the waiting queue, keeping the tokens it has generated.
+func (s *sim) preempt(in *instance, r *reqState) {
+	if r.decoding {
+		r.generated = r.gen0 + int32(in.step-1-r.s0)
+		in.nDecode--
+		in.decA -= int64(r.c0) - r.s0
+		r.decoding = false
+	} else {
+		in.removePrefilling(r)
+	}
+	in.kv.release(r.blocks)
+	r.blocks = r.blocks[:0]
+	r.computed, r.nreg, r.chunk = 0, 0, 0
+	r.epoch++
+	in.runRemove(r)
+	r.preemptions++
+	in.preempted++
+	in.preemptsN++
+	s.preemptSeq++
+	r.order = -s.preemptSeq
+	r.state = stWaiting
+	in.waiting.push(r)
+}
+
+// reserve makes n free blocks available for r by preempting the newest
+// running requests; false when r itself had to be preempted.
+func (s *sim) reserve(in *instance, r *reqState, n int32) bool {
+	for in.kv.free < n {
+		victim := in.runTail
+		s.preempt(in, victim)
+		if victim == r {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *sim) ensureKeys(r *reqState) {
+	if r.keysOK {
+		return
+	}
+	r.keysOK = true
+	if s.cfg.Engine.PrefixCaching {
+		r.keys = engineKeys(r.keys, r.req.PrefixHashes, r.req.InputTokens, s.prefixBlock, int32(s.cfg.Engine.BlockSize))
+	}
+}
+
+// startStep forms and launches step in.step at s.now, following vLLM v1's
+// Scheduler.schedule: running requests first, then admissions.
+func (s *sim) startStep(in *instance) {
+	e := &s.cfg.Engine
+	step := in.step
+	in.preempted = 0
+	in.used = 0
+	in.sched = in.sched[:0]
+	B := in.kv.blockSize
+
+	// Decoding requests that cross a block boundary this step need a block.
+	for r := in.boundH.popDue(step); r != nil; r = in.boundH.popDue(step) {
+		if !s.reserve(in, r, 1) {
+			continue
+		}
+		r.blocks = in.kv.alloc(r.blocks, 1)
+		in.boundH.push(step+int64(B), r)
+	}
+
+	// Running requests still in prefill get their next chunk.
+	budget := int32(e.MaxNumBatchedTokens)
+	for i := 0; i < len(in.prefilling); i++ {
+		left := budget - int32(in.nDecode) - in.used
+		if left <= 0 {
+			break
+		}
+		r := in.prefilling[i]
+		n := r.numTokens() - r.computed
+		if e.LongPrefillThreshold > 0 && n > int32(e.LongPrefillThreshold) {
+			n = int32(e.LongPrefillThreshold)
+		}
+		if n > left {
+			n = left
+		}
+		need := in.blocksFor(r.computed+n) - int32(len(r.blocks))
+		if need > 0 {
+			if !s.reserve(in, r, need) {
+				break
+			}
+			r.blocks = in.kv.alloc(r.blocks, need)
+		}
+		r.chunk = n
+		in.used += n
+		in.sched = append(in.sched, r)
+	}
+
+	// Admissions, unless this step had to preempt.
+	for in.preempted == 0 && in.waiting.len() > 0 && in.nrun < e.MaxNumSeqs {
+		left := budget - int32(in.nDecode) - in.used
+		if left <= 0 {
+			break
+		}
+		r := in.waiting.peek()
+		s.ensureKeys(r)
+		hits := 0
+		if r.computed == 0 && len(r.keys) > 0 {
+			// At least one token is always computed (vLLM caps hits at n-1).
+			hits = in.kv.lookup(r.keys, int((r.numTokens()-1)/B))
+		}
+		comp := int32(hits) * B
+		n := r.numTokens() - comp
+		if e.LongPrefillThreshold > 0 && n > int32(e.LongPrefillThreshold) {
+			n = int32(e.LongPrefillThreshold)
+		}
+		if n > left {
+			n = left
+		}
+		need := in.blocksFor(comp+n) - int32(hits)
+		if in.kv.free < need+in.kv.hitCost(r.keys, hits) {
+			break
+		}
+		in.waiting.pop()
+		if hits > 0 {
+			r.blocks = in.kv.touch(r.blocks, r.keys, hits)
+			r.nreg = int32(hits)
+		}
+		r.blocks = in.kv.alloc(r.blocks, need)
+		r.computed = comp
+		if r.firstSched == trace.Null {
+			r.firstSched = s.now
+			r.cachedTok = comp
+		}
+		r.state = stRunning
+		in.runAppend(r)
+		in.prefilling = append(in.prefilling, r)
+		r.chunk = n
+		in.used += n
+		in.sched = append(in.sched, r)
+	}
+
+	if len(in.sched) == 0 && in.nDecode == 0 {
+		in.busy = false
+		return
+	}
+	b := &in.batch
+	*b = latency.Batch{PrefillSeqs: len(in.sched), PrefillTokens: int64(in.used), DecodeSeqs: in.nDecode}
+	for _, r := range in.sched {
+		ctx, n := int64(r.computed), int64(r.chunk)
+		b.PrefillCtx += ctx
+		b.PrefillAttn += n * (ctx + (n+1)/2)
+	}
+	// A decoding request's KV after step k of its decode is c0+k.
+	b.DecodeCtx = in.decA + int64(in.nDecode)*step
+	dur := s.model.StepTime(b)
+	if dur < 1 {
+		dur = 1
+	}
+	in.busy = true
+	in.stepStart = s.now
+	s.h.push(s.now+dur, evStepEnd, in.id, nil)
+	if s.checks && in.nrun > e.MaxNumSeqs {
+		s.fail(fmt.Errorf("instance %d step %d: %d running > max_num_seqs %d", in.id, step, in.nrun, e.MaxNumSeqs))
+	}
+	if s.checks && int(in.used)+in.nDecode > e.MaxNumBatchedTokens {
+		s.fail(fmt.Errorf("instance %d step %d: %d tokens > max_num_batched_tokens %d", in.id, step, int(in.used)+in.nDecode, e.MaxNumBatchedTokens))
+	}
+}
+
+// endStep applies step in.step's results at s.now.
+func (s *sim) endStep(in *instance) {
+	step := in.step
+	B := in.kv.blockSize
+	for _, r := range in.sched {
+		if r.chunk == 0 {
+			continue // preempted after being scheduled (cannot happen with newest-first preemption)
+		}
+		r.computed += r.chunk
+		r.chunk = 0
+		if full := r.computed / B; full > r.nreg && int(r.nreg) < len(r.keys) {
+			to := int(full)
+			if to > len(r.keys) {
+				to = len(r.keys)
+			}
+			in.kv.register(r.blocks, r.keys, int(r.nreg), to)
+			r.nreg = int32(to)
+		}
+		if r.computed < r.numTokens() {
+			continue // more prefill chunks to go
+		}
+		in.removePrefilling(r)
+		if r.req.OutputTokens == 0 {
+			if r.firstTok == trace.Null {
+				r.firstTok = s.now
+			}
+			s.finishRun(in, r)
+			continue
+		}
+		r.generated++
+		if r.firstTok == trace.Null {
+			r.firstTok = s.now + s.alphaTokens(1)
+		}
+		if r.generated >= r.req.OutputTokens {
+			s.finishRun(in, r)
+			continue
+		}
+		r.decoding = true
+		r.s0, r.c0, r.gen0 = step, r.computed, r.generated
+		in.nDecode++
+		in.decA += int64(r.c0) - r.s0
+		in.finishH.push(step+int64(r.req.OutputTokens-r.gen0), r)
+		in.boundH.push(step+int64(int32(len(r.blocks))*B-r.c0+1), r)
+	}
+	for r := in.finishH.popDue(step); r != nil; r = in.finishH.popDue(step) {
+		r.generated = r.gen0 + int32(step-r.s0)
+		s.finishRun(in, r)
+	}
+	in.steps++
+	in.busyUS += s.now - in.stepStart
+	if s.opts.Steps != nil {
+		st := &s.stepRow
+		*st = trace.Step{InstanceID: in.id, StepIndex: step, StartUS: in.stepStart, DurationUS: s.now - in.stepStart,
+			BatchSize: int32(in.batch.Size()), PrefillTokens: int32(in.batch.PrefillTokens), DecodeTokens: int32(in.batch.DecodeSeqs),
+			KVBlocksUsed: in.kv.used(), KVBlocksTotal: in.kv.total, Waiting: int32(in.waiting.len()), Running: int32(in.nrun),
+			Preempted: in.preempted}
+		if err := s.opts.Steps.Write(st); err != nil {
+			s.fail(err)
+		}
+	}
+	in.step++
+	in.busy = false
+	if s.checks && in.steps%1024 == 0 {
+		if err := in.kv.check(); err != nil {
+			s.fail(fmt.Errorf("instance %d: %w", in.id, err))
+		}
+	}
+	if in.hasWork() {
+		in.startPending = true
+		s.h.push(s.now, evStepStart, in.id, nil)
+	}
+}
+
+// finishRun ends a request that has produced its last token: its KV is
+// released at the end of the step; the client sees the last token after the
+// per-token overhead α2 of every token it streamed.
+func (s *sim) finishRun(in *instance, r *reqState) {
+	if r.decoding {
+		in.nDecode--
+		in.decA -= int64(r.c0) - r.s0
+		r.decoding = false
+	}
+	in.kv.release(r.blocks)
+	r.blocks = r.blocks[:0]
+	r.epoch++
+	in.runRemove(r)
+	r.finished = s.now + s.alphaTokens(r.generated)
+	r.status = trace.StatusCompleted
+	s.terminal(r)
+}
+
+func (s *sim) alphaTokens(n int32) int64 {
+	if s.alpha2 == 0 {
+		return 0
+	}
+	return int64(s.alpha2*float64(n) + 0.5)
+}

@@ -16,6 +16,9 @@ import (
 // smooth curve, few enough that a 10M-row report stays small.
 const cdfPoints = 200
 
+// chartBins is the most time bins a time-series chart draws.
+const chartBins = 120
+
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
 type line struct {
@@ -58,7 +61,7 @@ const (
 )
 
 // svgFrame writes the chart frame (title, axes, ticks) and returns the data→pixel maps.
-func svgFrame(b *strings.Builder, id, title, xlabel, ylabel string, x0, x1, y0, y1 float64) (func(float64) float64, func(float64) float64) {
+func svgFrame(b *strings.Builder, id, title, xlabel, ylabel string, x0, x1, y0, y1 float64, xticks bool) (func(float64) float64, func(float64) float64) {
 	if !(x1 > x0) {
 		x1 = x0 + 1
 	}
@@ -70,10 +73,10 @@ func svgFrame(b *strings.Builder, id, title, xlabel, ylabel string, x0, x1, y0, 
 	py := func(y float64) float64 { return padT + ph - (y-y0)/(y1-y0)*ph }
 	fmt.Fprintf(b, `<svg class="chart" id="%s" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
 		id, cw, ch, cw, ch, html.EscapeString(title))
-	fmt.Fprintf(b, `<text x="%d" y="20" class="title">%s</text>`, padL, html.EscapeString(title))
+	fmt.Fprintf(b, `<text x="%d" y="16" class="title">%s</text>`, padL, html.EscapeString(title))
 	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%s" height="%s" class="plot"/>`, padL, padT, f3(pw), f3(ph))
 	sx := niceStep(x1-x0, 6)
-	for v := math.Ceil(x0/sx) * sx; v <= x1+sx*1e-9; v += sx {
+	for v := math.Ceil(x0/sx) * sx; xticks && v <= x1+sx*1e-9; v += sx {
 		x := px(v)
 		fmt.Fprintf(b, `<line x1="%s" y1="%d" x2="%s" y2="%s" class="grid"/><text x="%s" y="%s" class="tick" text-anchor="middle">%s</text>`,
 			f3(x), padT, f3(x), f3(padT+ph), f3(x), f3(padT+ph+16), fmtTick(v))
@@ -93,10 +96,16 @@ func legend(b *strings.Builder, lines []line) {
 	if len(lines) < 2 {
 		return
 	}
-	for i, l := range lines {
-		y := padT + 14 + 16*i
+	// Above the plot, right-aligned, one entry after another.
+	x := cw - padR
+	for i := len(lines) - 1; i >= 0; i-- {
+		name := lines[i].name
+		if len(name) > 24 {
+			name = name[:23] + "…"
+		}
+		x -= 7*len([]rune(name)) + 22
 		fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="3" fill="%s"/><text x="%d" y="%d" class="legend">%s</text>`,
-			cw-padR-170, y-4, palette[i%len(palette)], cw-padR-152, y, html.EscapeString(l.name))
+			x, padT-9, palette[i%len(palette)], x+16, padT-5, html.EscapeString(name))
 	}
 }
 
@@ -117,7 +126,7 @@ func lineChart(id, title, xlabel, ylabel string, lines []line, xmax float64, ste
 	if math.IsInf(x0, 0) {
 		x0, x1 = 0, 1
 	}
-	px, py := svgFrame(&b, id, title, xlabel, ylabel, x0, x1, 0, y1*1.05)
+	px, py := svgFrame(&b, id, title, xlabel, ylabel, x0, x1, 0, y1*1.05, true)
 	fmt.Fprintf(&b, `<clipPath id="%s-clip"><rect x="%d" y="%d" width="%d" height="%d"/></clipPath>`, id, padL, padT, cw-padL-padR, ch-padT-padB)
 	for i, l := range lines {
 		var d strings.Builder
@@ -146,8 +155,7 @@ func barChart(id, title, xlabel, ylabel string, names []string, vals []float64) 
 			y1 = math.Max(y1, v)
 		}
 	}
-	// x ticks are meaningless for categories: draw the frame with one step.
-	_, py := svgFrame(&b, id, title, xlabel, ylabel, 0, 0, 0, y1*1.1)
+	_, py := svgFrame(&b, id, title, xlabel, ylabel, 0, 0, 0, y1*1.1, false)
 	pw := float64(cw - padL - padR)
 	n := float64(len(vals))
 	bw := pw / math.Max(n, 1)
@@ -184,6 +192,7 @@ func cdfLine(name string, d *Dist) line {
 // seriesLine turns a binned sum into a rate per second (or, with div, a ratio of two sums).
 func seriesLine(name string, s *series, scale float64) line {
 	l := line{name: name}
+	s = s.coarsen(chartBins)
 	w := float64(s.width)
 	for i, v := range s.sum {
 		l.xs = append(l.xs, (float64(i)+0.5)*w/1e6)
@@ -275,8 +284,9 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		b.WriteString(lineChart("queue-depth", "Queue depth (time-averaged, all instances)", "simulated time (s)", "requests",
 			[]line{seriesLine("waiting", st.waiting, 1), seriesLine("running", st.running, 1)}, 0, false))
 		kv := line{name: "kv used"}
-		u, t := st.kvU.rebin(st.kvT.width), st.kvT.rebin(st.kvU.width)
-		wd := max(st.kvU.width, st.kvT.width)
+		cu, ct := st.kvU.coarsen(chartBins), st.kvT.coarsen(chartBins)
+		u, t := cu.rebin(ct.width), ct.rebin(cu.width)
+		wd := max(cu.width, ct.width)
 		for i := 0; i < len(u) && i < len(t); i++ {
 			if t[i] > 0 {
 				kv.xs = append(kv.xs, (float64(i)+0.5)*float64(wd)/1e6)

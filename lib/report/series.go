@@ -16,23 +16,57 @@ func (s *series) add(t int64, v float64) {
 	if t < 0 {
 		return
 	}
+	s.reach(t)
+	s.sum[t/s.width] += v
+}
+
+// addSpan spreads rate × overlap over the bins that [t, t+dur) covers, so a
+// step longer than a bin is not piled into its first bin.
+func (s *series) addSpan(t, dur int64, rate float64) {
+	if t < 0 || dur <= 0 {
+		return
+	}
+	end := t + dur
+	s.reach(end - 1)
+	for t < end {
+		i := t / s.width
+		next := min((i+1)*s.width, end)
+		s.sum[i] += rate * float64(next-t)
+		t = next
+	}
+}
+
+// coarsen merges neighbouring bins until at most n remain, for drawing.
+func (s *series) coarsen(n int) *series {
+	out := &series{width: s.width, sum: append([]float64(nil), s.sum...)}
+	for len(out.sum) > n {
+		out.merge()
+	}
+	return out
+}
+
+func (s *series) merge() {
+	for j := 0; j < len(s.sum); j += 2 {
+		x := s.sum[j]
+		if j+1 < len(s.sum) {
+			x += s.sum[j+1]
+		}
+		s.sum[j/2] = x
+	}
+	s.sum = s.sum[:(len(s.sum)+1)/2]
+	s.width *= 2
+}
+
+// reach makes bin t exist, doubling the width while it lies beyond maxBins.
+func (s *series) reach(t int64) {
 	i := t / s.width
 	for i >= maxBins {
-		for j := 0; j < len(s.sum); j += 2 {
-			x := s.sum[j]
-			if j+1 < len(s.sum) {
-				x += s.sum[j+1]
-			}
-			s.sum[j/2] = x
-		}
-		s.sum = s.sum[:(len(s.sum)+1)/2]
-		s.width *= 2
+		s.merge()
 		i = t / s.width
 	}
 	for int(i) >= len(s.sum) {
 		s.sum = append(s.sum, 0)
 	}
-	s.sum[i] += v
 }
 
 // rebin returns the series at the width of other (which must be a power-of-two

@@ -82,10 +82,10 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 			in.batch += v[3]
 			in.waitDur += v[4] * dur
 			in.maxWaiting = max(in.maxWaiting, v[4])
-			st.waiting.add(start, float64(v[4]*dur))
-			st.running.add(start, float64(v[5]*dur))
-			st.kvU.add(start, float64(v[6]*dur))
-			st.kvT.add(start, float64(v[7]*dur))
+			st.waiting.addSpan(start, dur, float64(v[4]))
+			st.running.addSpan(start, dur, float64(v[5]))
+			st.kvU.addSpan(start, dur, float64(v[6]))
+			st.kvT.addSpan(start, dur, float64(v[7]))
 		}
 	}
 }

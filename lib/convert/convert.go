@@ -377,8 +377,14 @@ func validationError(path string, line int64, err error) *BadRowError {
 
 // requestID returns "<name>:<line>".
 func requestID(name string, line int64) string {
-	var b [20]byte
-	return name + ":" + string(strconv.AppendInt(b[:0], line, 10))
+	var d [20]byte
+	digits := strconv.AppendInt(d[:0], line, 10)
+	var b strings.Builder
+	b.Grow(len(name) + 1 + len(digits))
+	b.WriteString(name)
+	b.WriteByte(':')
+	b.Write(digits)
+	return b.String()
 }
 
 // baseName is the file name without directories and the usual trace

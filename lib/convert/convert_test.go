@@ -1,0 +1,394 @@
+package convert
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// dump renders a converted table as stable text: metadata (provenance
+// without digests of stdin), then one line per row.
+func dump(t *testing.T, data []byte) string {
+	t.Helper()
+	src, err := trace.Open("-", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var b strings.Builder
+	md := src.Schema().Metadata()
+	keys := append([]string(nil), md.Keys()...)
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, _ := md.GetValue(k)
+		fmt.Fprintf(&b, "# %s = %s\n", k, v)
+	}
+	rows, err := trace.ReadAllRequests(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := func(v int64) string {
+		if v == trace.Null {
+			return "null"
+		}
+		return fmt.Sprint(v)
+	}
+	for _, r := range rows {
+		h := "-"
+		if len(r.PrefixHashes) > 0 {
+			h = fmt.Sprintf("%d[%d..%d]", len(r.PrefixHashes), r.PrefixHashes[0], r.PrefixHashes[len(r.PrefixHashes)-1])
+		}
+		fmt.Fprintf(&b, "%s arr=%s deps=%v delay=%d %s in=%d out=%d hashes=%s sess=%q tenant=%q model=%q step=%q loop=%d status=%q ttft=%s e2e=%s itl=%s row=%d\n",
+			r.ID, n(r.ArrivalUS), r.DependsOn, r.DelayUS, r.Kind, r.InputTokens, r.OutputTokens, h, r.SessionID, r.TenantID, r.Model,
+			r.StepID, r.LoopIteration, r.SourceStatus, n(r.RecordedTTFTUS), n(r.RecordedE2EUS), n(r.RecordedITLUS), r.SourceRow)
+	}
+	return b.String()
+}
+
+// convertFiles runs Convert from the testdata directory (so provenance paths
+// are stable) and returns the Arrow stream.
+func convertFiles(t *testing.T, o Options) ([]byte, *Stats, error) {
+	t.Helper()
+	var out bytes.Buffer
+	o.Tool = "blis-convert"
+	st, err := Convert(o, "-", bytes.NewReader(nil), &out)
+	return out.Bytes(), st, err
+}
+
+func TestGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		o    Options
+	}{
+		{"azure2023", Options{Inputs: []string{"testdata/azure2023_code.head12.csv"}}},
+		{"azure2024", Options{Inputs: []string{"testdata/azure2024_code.csv"}}},
+		{"azure2025", Options{Inputs: []string{"testdata/azure2025_multimodal.csv"}}},
+		{"burstgpt_v1", Options{Inputs: []string{"testdata/burstgpt_v1.csv"}}},
+		{"burstgpt_v2", Options{Inputs: []string{"testdata/burstgpt_v2.csv"}}},
+		{"mooncake", Options{Inputs: []string{"testdata/mooncake.head5.jsonl"}}},
+		{"mooncake_sessions", Options{Inputs: []string{"testdata/mooncake_sessions.handwritten.jsonl"}}},
+		{"qwen_open", Options{Inputs: []string{"testdata/qwen_bailian.handwritten.jsonl"}}},
+		{"qwen_closed", Options{Inputs: []string{"testdata/qwen_bailian.handwritten.jsonl"}, Sessions: "closed"}},
+		{"weka_0187", Options{Inputs: []string{"testdata/weka_trace_0187.json"}}},
+		{"weka_0277", Options{Inputs: []string{"testdata/weka_trace_0277.json"}}},
+		{"weka_two_files", Options{Inputs: []string{"testdata/weka_trace_0187.json", "testdata/weka_trace_0277.json"}, SessionGap: 30_000_000}},
+		{"vllm_bench", Options{Inputs: []string{"testdata/vllm_bench.handwritten.json"}}},
+		{"llmservingsim", Options{Inputs: []string{"testdata/llmservingsim_rtx4090_llama8b.head8.jsonl"}}},
+		{"vidur", Options{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}}},
+		{"splitwise", Options{Inputs: []string{"testdata/splitwise_test_trace.csv"}}},
+		{"otel_usage", Options{Inputs: []string{"testdata/otel_usage.handwritten.json"}}},
+		{"generic_csv", Options{Inputs: []string{"testdata/generic.handwritten.csv"}, Generic: Generic{TimeCol: "when_ms", TimeUnit: "ms", InputCol: "prompt", OutputCol: "completion", IDCol: "req", ModelCol: "model", TenantCol: "tenant"}}},
+		{"generic_jsonl", Options{Inputs: []string{"testdata/generic.handwritten.jsonl"}, Generic: Generic{TimeCol: "ts", TimeUnit: "iso", InputCol: "in", OutputCol: "out", IDCol: "id", SessionCol: "user"}}},
+		{"window_speedup", Options{Inputs: []string{"testdata/azure2023_code.head12.csv"}, Start: "100ms", End: "400ms", Speedup: 2}},
+		{"limit_sample", Options{Inputs: []string{"testdata/azure2023_code.head12.csv"}, Limit: 4, Sample: 0.5, Seed: 7}},
+		{"filter_model", Options{Inputs: []string{"testdata/burstgpt_v2.csv"}, FilterModel: "GPT-4"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data, _, err := convertFiles(t, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every converted table must pass validation.
+			src, err := trace.Open("-", bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ValidateTable(src); err != nil {
+				t.Fatalf("converted table fails validation: %v", err)
+			}
+			got := dump(t, data)
+			golden := filepath.Join("testdata", "golden", c.name+".txt")
+			if *update {
+				os.MkdirAll(filepath.Dir(golden), 0o755)
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs from %s (run go test -update to accept):\n%s", c.name, golden, got)
+			}
+			// Byte-identical output on a second run.
+			again, _, _ := convertFiles(t, c.o)
+			if !bytes.Equal(data, again) {
+				t.Error("two conversions of the same input differ")
+			}
+		})
+	}
+}
+
+func TestNotTraces(t *testing.T) {
+	for _, f := range []string{"vidur_arxiv_stats.head5.csv", "servegen_trace.head4.csv", "otel_parallel_requests.json", "swe_agent.head.traj"} {
+		_, _, err := convertFiles(t, Options{Inputs: []string{"testdata/" + f}})
+		var nt *NotTraceError
+		if !errors.As(err, &nt) {
+			t.Errorf("%s: expected a NotTraceError, got %v", f, err)
+			continue
+		}
+		t.Logf("%s: %v", f, err)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	for f, want := range map[string]string{
+		"azure2023_code.head12.csv":                 "azure",
+		"azure2024_code.csv":                        "azure",
+		"azure2025_multimodal.csv":                  "azure",
+		"burstgpt_v1.csv":                           "burstgpt",
+		"burstgpt_v2.csv":                           "burstgpt",
+		"mooncake.head5.jsonl":                      "mooncake",
+		"qwen_bailian.handwritten.jsonl":            "qwen",
+		"weka_trace_0187.json":                      "weka",
+		"vllm_bench.handwritten.json":               "vllm-bench",
+		"llmservingsim_rtx4090_llama8b.head8.jsonl": "llmservingsim",
+		"vidur_splitwise_conv.head10.csv":           "vidur",
+		"splitwise_test_trace.csv":                  "splitwise",
+		"otel_usage.handwritten.json":               "otel",
+	} {
+		b, err := os.ReadFile("testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Detect(f, b, &Options{})
+		if got != want || err != nil {
+			t.Errorf("Detect(%s) = %q, %v; want %q", f, got, err, want)
+		}
+	}
+}
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBadRows(t *testing.T) {
+	const hdr = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+	cases := []struct {
+		name, format, content string
+		want                  string // substring after the file name
+	}{
+		{"bad time", "azure", hdr + "2023-11-16 18:17:03.9799600,10,1\n2023-13-16 18:17:03,10,1\n", ":3: TIMESTAMP: expected a timestamp like 2023-11-16 18:17:03.9799600, found \"2023-13-16 18:17:03\""},
+		{"bad tokens", "azure", hdr + "2023-11-16 18:17:03.9799600,ten,1\n", ":2: ContextTokens: expected a token count (integer >= 0), found \"ten\""},
+		{"negative", "azure", hdr + "2023-11-16 18:17:03.9799600,10,-1\n", ":2: GeneratedTokens: expected a token count (integer >= 0), found \"-1\""},
+		{"short row", "azure", hdr + "2023-11-16 18:17:03.9799600,10\n", ":2: row: expected 3 fields, found 2 fields"},
+		{"zero input", "azure", hdr + "2023-11-16 18:17:03.9799600,0,5\n", ":2: input_tokens: expected > 0 for an llm request, found 0"},
+		{"missing column", "azure", "TIMESTAMP,ContextTokens\n", ":1: header: expected a column named GeneratedTokens"},
+		{"json type", "mooncake", `{"timestamp": 0, "input_length": "x", "output_length": 1}` + "\n", ":1: input_length: expected a JSON number"},
+		{"json syntax", "mooncake", `{"timestamp": 0, "input_length": 5,` + "\n", ":1: line: expected one JSON object per line"},
+		{"json missing", "mooncake", `{"timestamp": 0, "output_length": 1}` + "\n", ":1: input_length: expected a token count, found nothing"},
+		{"burst time", "burstgpt", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\nabc,ChatGPT,1,2,3,x\n", ":2: Timestamp: expected seconds, found \"abc\""},
+		{"weka tokens", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,"type":"n","in":-4,"out":1}]}`, ": requests[0].in: expected a token count, found \"-4\""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeTemp(t, "in.txt", c.content)
+			_, _, err := convertFiles(t, Options{Format: c.format, Inputs: []string{p}})
+			if err == nil {
+				t.Fatal("expected an error")
+			}
+			if !strings.HasPrefix(err.Error(), p) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q\nwant %s%s", err, p, c.want)
+			}
+		})
+	}
+}
+
+func TestSkipBad(t *testing.T) {
+	p := writeTemp(t, "in.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"+
+		"2023-11-16 18:17:03.9799600,10,1\nbad,10,1\n2023-11-16 18:17:04,x,1\n2023-11-16 18:17:05,y,1\n2023-11-16 18:17:06,10,2\n")
+	data, st, err := convertFiles(t, Options{Inputs: []string{p}, SkipBad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Written != 2 || st.SkippedTotal() != 3 {
+		t.Fatalf("written %d skipped %d, want 2 and 3", st.Written, st.SkippedTotal())
+	}
+	var b bytes.Buffer
+	st.Report("blis-convert", &b)
+	want := "blis-convert: skipped 3 bad row(s):\n         2  ContextTokens: expected a token count (integer >= 0)\n         1  TIMESTAMP: expected a timestamp like 2023-11-16 18:17:03.9799600\n"
+	if b.String() != want {
+		t.Errorf("report:\n%s\nwant:\n%s", b.String(), want)
+	}
+	if !strings.Contains(dump(t, data), "arr=2020040") {
+		t.Error("last row should arrive 2.02004 s after the first")
+	}
+}
+
+func TestOutOfOrder(t *testing.T) {
+	p := writeTemp(t, "in.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n5,1,1\n1,2,2\n3,3,3\n")
+	data, st, err := convertFiles(t, Options{Inputs: []string{p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Reordered {
+		t.Error("expected Reordered")
+	}
+	d := dump(t, data)
+	if !strings.Contains(d, "in.csv:3 arr=0 ") || !strings.Contains(d, "in.csv:4 arr=2000000 ") || !strings.Contains(d, "in.csv:2 arr=4000000 ") {
+		t.Errorf("not sorted by arrival:\n%s", d)
+	}
+}
+
+func TestOutOfOrderBeyondWindow(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("arrived_at,num_prefill_tokens,num_decode_tokens\n")
+	for i := 0; i < window+10; i++ {
+		fmt.Fprintf(&b, "%d,1,1\n", i+10)
+	}
+	b.WriteString("0,1,1\n")
+	p := writeTemp(t, "in.csv", b.String())
+	_, _, err := convertFiles(t, Options{Inputs: []string{p}})
+	if err == nil || !strings.Contains(err.Error(), "--sort") {
+		t.Fatalf("expected a --sort hint, got %v", err)
+	}
+	if _, st, err := convertFiles(t, Options{Inputs: []string{p}, Sort: true}); err != nil || st.Written != window+11 {
+		t.Fatalf("--sort: %v, %d rows", err, st.Written)
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	for _, o := range []Options{
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Start: "2024-01-01T00:00:00Z"},
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, End: "soon"},
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Sample: 2},
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Format: "nope"},
+		{Inputs: []string{"testdata/azure2024_code.csv", "testdata/azure2023_code.head12.csv"}},
+		{Inputs: []string{"testdata/generic.handwritten.csv"}, Format: "csv"},
+	} {
+		_, _, err := convertFiles(t, o)
+		var ue *UsageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%+v: expected a usage error, got %v", o, err)
+		}
+	}
+}
+
+func TestAbsoluteWindow(t *testing.T) {
+	data, _, err := convertFiles(t, Options{Inputs: []string{"testdata/azure2023_code.head12.csv"}, Start: "2023-11-16T18:17:04.1Z", Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dump(t, data)
+	if !strings.Contains(d, "blis.start_time = 2023-11-16T18:17:04.120644Z") || strings.Count(d, " arr=") != 2 {
+		t.Errorf("unexpected window:\n%s", d)
+	}
+}
+
+func TestReencodeAndCount(t *testing.T) {
+	data, _, err := convertFiles(t, Options{Inputs: []string{"testdata/weka_trace_0277.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, out := range []string{"t.arrow", "t.stream"} {
+		p := filepath.Join(dir, out)
+		if _, err := Convert(Options{Inputs: []string{"-"}}, p, bytes.NewReader(data), nil); err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := Count(Options{Inputs: []string{p}}, nil)
+		if err != nil || n != 53 {
+			t.Fatalf("%s: count %d, %v", out, n, err)
+		}
+		var back bytes.Buffer
+		if _, err := Convert(Options{Inputs: []string{p}, Format: "arrow"}, "-", nil, &back); err != nil {
+			t.Fatal(err)
+		}
+		a, b := dump(t, data), dump(t, back.Bytes())
+		// Rows are identical; only provenance grows.
+		if rowsOf(a) != rowsOf(b) {
+			t.Errorf("%s: rows changed in a round trip", out)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+func rowsOf(d string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(d, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+func TestFailedOutputLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	p := writeTemp(t, "in.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n1,1,1\n2,x,1\n")
+	out := filepath.Join(dir, "out.arrow")
+	if _, err := Convert(Options{Inputs: []string{p}}, out, nil, nil); err == nil {
+		t.Fatal("expected an error")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("failed conversion left %v", entries)
+	}
+}
+
+// TestSharedTraces converts every request trace under ../shared/data and
+// checks that the files that are not traces say so.
+func TestSharedTraces(t *testing.T) {
+	root := filepath.Join("..", "..", "..", "shared", "data")
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("shared data not present at %s: %v", root, err)
+	}
+	var files []string
+	filepath.Walk(filepath.Join(root, "traces"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	ss, _ := filepath.Glob(filepath.Join(root, "measurements", "llmservingsim", "*", "*", "vllm", "requests.jsonl"))
+	files = append(files, ss...)
+	converted := 0
+	for _, f := range files {
+		var out bytes.Buffer
+		st, err := Convert(Options{Inputs: []string{f}}, "-", nil, &out)
+		var nt *NotTraceError
+		if errors.As(err, &nt) {
+			t.Logf("not a trace: %v", err)
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		src, err := trace.Open("-", &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := ValidateTable(src)
+		if err != nil || n != st.Written || n == 0 {
+			t.Errorf("%s: validation: %d rows (wrote %d): %v", f, n, st.Written, err)
+		}
+		if strings.HasSuffix(f, "AzureLLMInferenceTrace_code.csv") && n != 8819 {
+			t.Errorf("%s: %d rows, want 8819", f, n)
+		}
+		converted++
+	}
+	if converted < 12 {
+		t.Errorf("only %d shared traces converted", converted)
+	}
+}

@@ -487,7 +487,6 @@ func (g *Generator) row(cg *clientGen, id string, arrival int64, deps []string, 
 		TenantID: c.TenantID, SLOClass: c.SLOClass, Model: c.Model, Priority: c.Priority,
 		StepID: step, LoopIteration: iter, Streaming: streaming,
 		RecordedTTFTUS: trace.Null, RecordedE2EUS: trace.Null, RecordedITLUS: trace.Null,
-		SourceRow: g.st.Rows + 1,
 	}
 	g.st.Rows++
 	g.st.ClientRows[cg.idx]++

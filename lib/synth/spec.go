@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -184,22 +185,20 @@ type Loop struct {
 type Duration int64
 
 // UnmarshalYAML parses a Go duration string or a number of seconds.
-func (d *Duration) UnmarshalYAML(unmarshal func(any) error) error {
-	var f float64
-	if err := unmarshal(&f); err == nil {
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: expected a duration such as 30s or 250ms", n.Line)
+	}
+	if f, err := strconv.ParseFloat(n.Value, 64); err == nil {
 		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e12 {
-			return fmt.Errorf("expected a duration, found %v", f)
+			return fmt.Errorf("line %d: expected a duration, found %v", n.Line, n.Value)
 		}
 		*d = Duration(math.Round(f * 1e6))
 		return nil
 	}
-	var s string
-	if err := unmarshal(&s); err != nil {
-		return fmt.Errorf("expected a duration such as 30s or 250ms")
-	}
-	v, err := time.ParseDuration(strings.TrimSpace(s))
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
 	if err != nil {
-		return fmt.Errorf("expected a duration such as 30s or 250ms, found %q", s)
+		return fmt.Errorf("line %d: expected a duration such as 30s or 250ms, found %q", n.Line, n.Value)
 	}
 	*d = Duration(v / time.Microsecond)
 	return nil
@@ -223,7 +222,7 @@ func Parse(data []byte, name, dir string) (*Spec, error) {
 	s := &Spec{file: name, dir: dir}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, cleanYAMLError(err))
+		return nil, errors.New(cleanYAMLError(name, err))
 	}
 	s.root = &root
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -232,7 +231,7 @@ func Parse(data []byte, name, dir string) (*Spec, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty spec", name)
 		}
-		return nil, fmt.Errorf("%s: %s", name, cleanYAMLError(err))
+		return nil, errors.New(cleanYAMLError(name, err))
 	}
 	if err := s.compile(); err != nil {
 		return nil, err
@@ -240,17 +239,35 @@ func Parse(data []byte, name, dir string) (*Spec, error) {
 	return s, nil
 }
 
-// cleanYAMLError turns yaml's "yaml: unmarshal errors:\n  line 3: ..." into
-// "line 3: ...; line 9: ...".
-func cleanYAMLError(err error) string {
+var (
+	yamlLineRE    = regexp.MustCompile(`^line (\d+): `)
+	yamlUnknownRE = regexp.MustCompile(`field (\S+) not found in type synth\.(\w+)`)
+	yamlTypeRE    = regexp.MustCompile(`cannot unmarshal !!(\w+) (.*) into (\S+)`)
+)
+
+// cleanYAMLError turns yaml's "yaml: unmarshal errors:\n  line 3: field x
+// not found in type synth.Client" into "spec.yaml:3: unknown field x in a
+// client", one line per problem.
+func cleanYAMLError(name string, err error) string {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	lines := strings.Split(msg, "\n")
-	for i := range lines {
-		lines[i] = strings.TrimSpace(lines[i])
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		l = yamlUnknownRE.ReplaceAllStringFunc(l, func(m string) string {
+			sm := yamlUnknownRE.FindStringSubmatch(m)
+			return fmt.Sprintf("unknown field %s in %s", sm[1], strings.ToLower(sm[2]))
+		})
+		l = yamlTypeRE.ReplaceAllString(l, "expected $3, found $1 $2")
+		if sm := yamlLineRE.FindStringSubmatch(l); sm != nil {
+			l = name + ":" + sm[1] + ": " + l[len(sm[0]):]
+		} else {
+			l = name + ": " + l
+		}
+		lines[i] = l
 	}
-	return strings.Join(lines, "; ")
+	return strings.Join(lines, "\n")
 }
 
 // path is a location in the spec: mapping keys (string) and sequence indices (int).

@@ -65,7 +65,7 @@ type Generator struct {
 	st      Stats
 	req     trace.Request
 	deps    []string
-	hashes  []uint64
+	hs      hasher
 	segs    []seg
 	ctx     []seg
 	term    []string
@@ -82,7 +82,7 @@ func Generate(s *Spec, emit Emit) (Stats, error) {
 }
 
 func newGenerator(s *Spec, emit Emit) *Generator {
-	g := &Generator{s: s, emit: emit}
+	g := &Generator{s: s, emit: emit, hs: hasher{bs: s.PrefixBlockSize}}
 	g.st.ClientRows = make([]int64, len(s.Clients))
 	g.st.ClientSessions = make([]int64, len(s.Clients))
 	fractions, weights := 0.0, 0.0
@@ -480,10 +480,10 @@ func (g *Generator) row(cg *clientGen, id string, arrival int64, deps []string, 
 	for _, sg := range g.segs {
 		in += sg.n
 	}
-	g.hashes = blockHashes(g.hashes[:0], g.segs, g.s.PrefixBlockSize)
+	hashes := g.hs.hash(g.segs)
 	*r = trace.Request{
 		ID: id, ArrivalUS: arrival, DependsOn: deps, DelayUS: delay, Kind: kind,
-		InputTokens: in, OutputTokens: out, PrefixHashes: g.hashes, SessionID: session,
+		InputTokens: in, OutputTokens: out, PrefixHashes: hashes, SessionID: session,
 		TenantID: c.TenantID, SLOClass: c.SLOClass, Model: c.Model, Priority: c.Priority,
 		StepID: step, LoopIteration: iter, Streaming: streaming,
 		RecordedTTFTUS: trace.Null, RecordedE2EUS: trace.Null, RecordedITLUS: trace.Null,
@@ -496,32 +496,65 @@ func (g *Generator) row(cg *clientGen, id string, arrival int64, deps []string, 
 	return g.emit(r)
 }
 
-// blockHashes appends one hash per prefix block (the last may be partial):
-// each chains the previous block's hash with the block's content (which
-// segments and offsets it covers), so prompts that share leading content
-// share leading hashes, and a partial block never equals a full one.
-func blockHashes(out []uint64, segs []seg, bs int) []uint64 {
-	const seed = 0x6a09e667f3bcc908
-	h, c := uint64(0), uint64(seed)
-	filled := 0
-	for _, sg := range segs {
-		for off := 0; off < int(sg.n); {
-			take := min(bs-filled, int(sg.n)-off)
-			c = mix(c ^ sg.id)
-			c = mix(c ^ (uint64(off)<<32 | uint64(take)))
+// hasher computes prefix_hashes: one hash per block (the last may be
+// partial), each chaining the previous block's hash with the block's content
+// (which segments and offsets it covers), so prompts that share leading
+// content share leading hashes and a partial block never equals a full one.
+// It remembers the previous prompt and resumes after the full blocks they
+// share, so a growing conversation costs O(new tokens) per turn.
+type hasher struct {
+	bs     int
+	segs   []seg
+	hashes []uint64
+}
+
+const hashSeed = 0x6a09e667f3bcc908
+
+func (hs *hasher) hash(segs []seg) []uint64 {
+	if len(segs) == 0 {
+		return nil
+	}
+	bs := hs.bs
+	i, tok := 0, 0
+	for i < len(segs) && i < len(hs.segs) && segs[i] == hs.segs[i] {
+		tok += int(segs[i].n)
+		i++
+	}
+	keep := min(tok/bs, len(hs.hashes))
+	out := hs.hashes[:keep]
+	h := uint64(0)
+	if keep > 0 {
+		h = out[keep-1]
+	}
+	// Find the segment and offset where block keep starts.
+	start, si, off := keep*bs, 0, 0
+	for si < len(segs) && start >= int(segs[si].n) {
+		start -= int(segs[si].n)
+		si++
+	}
+	off = start
+	c, filled := uint64(hashSeed), 0
+	for ; si < len(segs); si++ {
+		sg := segs[si]
+		for n := int(sg.n); off < n; {
+			take := min(bs-filled, n-off)
+			c = mix(c ^ sg.id ^ (uint64(off)<<32|uint64(take))*0x9e3779b97f4a7c15)
 			filled += take
 			off += take
 			if filled == bs {
 				h = mix(h*0x9e3779b97f4a7c15 ^ c)
 				out = append(out, h)
-				c, filled = seed, 0
+				c, filled = hashSeed, 0
 			}
 		}
+		off = 0
 	}
 	if filled > 0 {
 		h = mix(h*0x9e3779b97f4a7c15 ^ c)
 		out = append(out, h)
 	}
+	hs.segs = append(hs.segs[:0], segs...)
+	hs.hashes = out
 	return out
 }
 

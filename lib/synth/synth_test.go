@@ -556,3 +556,29 @@ clients:
 		t.Fatalf("rows %s .. %s", rows[0].ID, rows[len(rows)-1].ID)
 	}
 }
+
+// The hasher's resume-after-shared-prefix shortcut gives the same hashes as
+// hashing from scratch.
+func TestHasherIncremental(t *testing.T) {
+	g := newRNG(1, "test")
+	warm := hasher{bs: 16}
+	var segs []seg
+	for i := 0; i < 2000; i++ {
+		switch g.r.IntN(4) {
+		case 0:
+			segs = segs[:0]
+		case 1:
+			if len(segs) > 0 {
+				segs = segs[:g.r.IntN(len(segs))]
+			}
+		}
+		for k := g.r.IntN(3); k >= 0; k-- {
+			segs = append(segs, seg{id: uint64(g.r.IntN(5)), n: int32(1 + g.r.IntN(40))})
+		}
+		cold := hasher{bs: 16}
+		want := slices.Clone(cold.hash(segs))
+		if got := warm.hash(segs); !slices.Equal(got, want) {
+			t.Fatalf("step %d: incremental hashes differ for %v", i, segs)
+		}
+	}
+}

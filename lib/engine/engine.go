@@ -585,10 +585,7 @@ func (s *sim) enqueue(r *reqState) {
 	s.enqSeq++
 	r.order = s.enqSeq
 	in.waiting.push(r)
-	if !in.busy && !in.startPending {
-		in.startPending = true
-		s.h.push(s.now, evStepStart, in.id, nil)
-	}
+	s.kick(in)
 }
 
 func (s *sim) refreshSnapshot() {

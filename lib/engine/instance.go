@@ -26,7 +26,10 @@ type instance struct {
 	nDecode    int
 	decA       int64 // Σ (c0 - s0) over decoding requests: DecodeCtx = decA + nDecode·step
 	finishH    stepHeap
-	boundH     stepHeap
+	// bound[p] holds the decoding requests that need a new KV block on every
+	// step ≡ p (mod block size): a boundary recurs exactly every block_size
+	// decode steps, so a ring of buckets replaces a heap.
+	bound [][]boundEntry
 
 	step         int64 // index of the next step
 	busy         bool  // a step is executing
@@ -45,8 +48,13 @@ type instance struct {
 	preemptsN int64
 }
 
+type boundEntry struct {
+	r     *reqState
+	epoch uint32
+}
+
 func newInstance(id int32, blocks int32, blockSize int32) *instance {
-	return &instance{id: id, kv: newKVCache(blocks, blockSize)}
+	return &instance{id: id, kv: newKVCache(blocks, blockSize), bound: make([][]boundEntry, blockSize)}
 }
 
 func (in *instance) runAppend(r *reqState) {
@@ -151,12 +159,18 @@ func (s *sim) startStep(in *instance) {
 	B := in.kv.blockSize
 
 	// Decoding requests that cross a block boundary this step need a block.
-	for r := in.boundH.popDue(step); r != nil; r = in.boundH.popDue(step) {
-		if !s.reserve(in, r, 1) {
+	bucket := &in.bound[step%int64(B)]
+	for i := 0; i < len(*bucket); {
+		x := (*bucket)[i]
+		if x.epoch != x.r.epoch || !s.reserve(in, x.r, 1) {
+			last := len(*bucket) - 1
+			(*bucket)[i] = (*bucket)[last]
+			(*bucket)[last] = boundEntry{}
+			*bucket = (*bucket)[:last]
 			continue
 		}
-		r.blocks = in.kv.alloc(r.blocks, 1)
-		in.boundH.push(step+int64(B), r)
+		x.r.blocks = in.kv.alloc(x.r.blocks, 1)
+		i++
 	}
 
 	// Running requests still in prefill get their next chunk.
@@ -300,7 +314,8 @@ func (s *sim) endStep(in *instance) {
 		in.nDecode++
 		in.decA += int64(r.c0) - r.s0
 		in.finishH.push(step+int64(r.req.OutputTokens-r.gen0), r)
-		in.boundH.push(step+int64(int32(len(r.blocks))*B-r.c0+1), r)
+		fb := step + int64(int32(len(r.blocks))*B-r.c0+1)
+		in.bound[fb%int64(B)] = append(in.bound[fb%int64(B)], boundEntry{r, r.epoch})
 	}
 	for r := in.finishH.popDue(step); r != nil; r = in.finishH.popDue(step) {
 		r.generated = r.gen0 + int32(step-r.s0)
@@ -325,10 +340,22 @@ func (s *sim) endStep(in *instance) {
 			s.fail(fmt.Errorf("instance %d: %w", in.id, err))
 		}
 	}
-	if in.hasWork() {
-		in.startPending = true
-		s.h.push(s.now, evStepStart, in.id, nil)
+	s.kick(in)
+}
+
+// kick starts a step on an idle instance that has work: at once when no
+// other event shares this instant, else after every same-time event (so
+// that same-time arrivals join the step).
+func (s *sim) kick(in *instance) {
+	if in.busy || in.startPending || !in.hasWork() {
+		return
 	}
+	if s.h.len() == 0 || s.h.top().t > s.now {
+		s.startStep(in)
+		return
+	}
+	in.startPending = true
+	s.h.push(s.now, evStepStart, in.id, nil)
 }
 
 // finishRun ends a request that has produced its last token: its KV is

@@ -11,30 +11,33 @@ type kvCache struct {
 	blockSize int32
 	total     int32
 	free      int32 // blocks in the free queue (cached or not)
-	refcnt    []int32
-	key       []uint64
-	hashed    []bool
-	prev      []int32 // free-queue links, -1 at the ends
-	next      []int32
+	b         []block
 	head      int32
 	tail      int32
 	cached    map[uint64]int32
 	evictions int64
 }
 
+// block is one KV block; one struct per block keeps a block's fields in one
+// cache line.
+type block struct {
+	key    uint64
+	prev   int32 // free-queue links, -1 at the ends
+	next   int32
+	refcnt int32
+	hashed bool
+}
+
 func newKVCache(blocks int32, blockSize int32) *kvCache {
 	c := &kvCache{
-		blockSize: blockSize, total: blocks, free: blocks,
-		refcnt: make([]int32, blocks), key: make([]uint64, blocks), hashed: make([]bool, blocks),
-		prev: make([]int32, blocks), next: make([]int32, blocks),
+		blockSize: blockSize, total: blocks, free: blocks, b: make([]block, blocks),
 		head: -1, tail: -1, cached: map[uint64]int32{},
 	}
-	for b := int32(0); b < blocks; b++ {
-		c.prev[b] = b - 1
-		c.next[b] = b + 1
+	for i := int32(0); i < blocks; i++ {
+		c.b[i].prev, c.b[i].next = i-1, i+1
 	}
 	if blocks > 0 {
-		c.next[blocks-1] = -1
+		c.b[blocks-1].next = -1
 		c.head, c.tail = 0, blocks-1
 	}
 	return c
@@ -43,25 +46,25 @@ func newKVCache(blocks int32, blockSize int32) *kvCache {
 func (c *kvCache) used() int32 { return c.total - c.free }
 
 func (c *kvCache) unlink(b int32) {
-	p, n := c.prev[b], c.next[b]
+	p, n := c.b[b].prev, c.b[b].next
 	if p >= 0 {
-		c.next[p] = n
+		c.b[p].next = n
 	} else {
 		c.head = n
 	}
 	if n >= 0 {
-		c.prev[n] = p
+		c.b[n].prev = p
 	} else {
 		c.tail = p
 	}
-	c.prev[b], c.next[b] = -1, -1
+	c.b[b].prev, c.b[b].next = -1, -1
 	c.free--
 }
 
 func (c *kvCache) pushTail(b int32) {
-	c.prev[b], c.next[b] = c.tail, -1
+	c.b[b].prev, c.b[b].next = c.tail, -1
 	if c.tail >= 0 {
-		c.next[c.tail] = b
+		c.b[c.tail].next = b
 	} else {
 		c.head = b
 	}
@@ -74,14 +77,14 @@ func (c *kvCache) alloc(blocks []int32, n int32) []int32 {
 	for i := int32(0); i < n; i++ {
 		b := c.head
 		c.unlink(b)
-		if c.hashed[b] {
-			if c.cached[c.key[b]] == b {
-				delete(c.cached, c.key[b])
+		if c.b[b].hashed {
+			if c.cached[c.b[b].key] == b {
+				delete(c.cached, c.b[b].key)
 			}
-			c.hashed[b] = false
+			c.b[b].hashed = false
 			c.evictions++
 		}
-		c.refcnt[b] = 1
+		c.b[b].refcnt = 1
 		blocks = append(blocks, b)
 	}
 	return blocks
@@ -92,8 +95,8 @@ func (c *kvCache) alloc(blocks []int32, n int32) []int32 {
 func (c *kvCache) release(blocks []int32) {
 	for i := len(blocks) - 1; i >= 0; i-- {
 		b := blocks[i]
-		c.refcnt[b]--
-		if c.refcnt[b] == 0 {
+		c.b[b].refcnt--
+		if c.b[b].refcnt == 0 {
 			c.pushTail(b)
 		}
 	}
@@ -117,7 +120,7 @@ func (c *kvCache) lookup(keys []uint64, max int) int {
 func (c *kvCache) hitCost(keys []uint64, n int) int32 {
 	var k int32
 	for i := 0; i < n; i++ {
-		if c.refcnt[c.cached[keys[i]]] == 0 {
+		if c.b[c.cached[keys[i]]].refcnt == 0 {
 			k++
 		}
 	}
@@ -128,10 +131,10 @@ func (c *kvCache) hitCost(keys []uint64, n int) int32 {
 func (c *kvCache) touch(blocks []int32, keys []uint64, n int) []int32 {
 	for i := 0; i < n; i++ {
 		b := c.cached[keys[i]]
-		if c.refcnt[b] == 0 {
+		if c.b[b].refcnt == 0 {
 			c.unlink(b)
 		}
-		c.refcnt[b]++
+		c.b[b].refcnt++
 		blocks = append(blocks, b)
 	}
 	return blocks
@@ -142,7 +145,7 @@ func (c *kvCache) touch(blocks []int32, keys []uint64, n int) []int32 {
 func (c *kvCache) register(blocks []int32, keys []uint64, from, to int) {
 	for j := from; j < to; j++ {
 		b := blocks[j]
-		if c.hashed[b] {
+		if c.b[b].hashed {
 			continue
 		}
 		k := keys[j]
@@ -150,8 +153,8 @@ func (c *kvCache) register(blocks []int32, keys []uint64, from, to int) {
 			continue
 		}
 		c.cached[k] = b
-		c.key[b] = k
-		c.hashed[b] = true
+		c.b[b].key = k
+		c.b[b].hashed = true
 	}
 }
 
@@ -160,10 +163,10 @@ func (c *kvCache) register(blocks []int32, keys []uint64, from, to int) {
 // blocks.
 func (c *kvCache) check() error {
 	var inQueue int32
-	for b := c.head; b >= 0; b = c.next[b] {
+	for b := c.head; b >= 0; b = c.b[b].next {
 		inQueue++
-		if c.refcnt[b] != 0 {
-			return fmt.Errorf("KV block %d is in the free queue with %d references", b, c.refcnt[b])
+		if c.b[b].refcnt != 0 {
+			return fmt.Errorf("KV block %d is in the free queue with %d references", b, c.b[b].refcnt)
 		}
 		if inQueue > c.total {
 			return fmt.Errorf("KV free queue has a cycle")
@@ -174,10 +177,10 @@ func (c *kvCache) check() error {
 	}
 	var ref int32
 	for b := int32(0); b < c.total; b++ {
-		if c.refcnt[b] < 0 {
-			return fmt.Errorf("KV block %d has %d references", b, c.refcnt[b])
+		if c.b[b].refcnt < 0 {
+			return fmt.Errorf("KV block %d has %d references", b, c.b[b].refcnt)
 		}
-		if c.refcnt[b] > 0 {
+		if c.b[b].refcnt > 0 {
 			ref++
 		}
 	}
@@ -185,7 +188,7 @@ func (c *kvCache) check() error {
 		return fmt.Errorf("KV blocks: %d referenced + %d free != %d total", ref, c.free, c.total)
 	}
 	for k, b := range c.cached {
-		if !c.hashed[b] || c.key[b] != k {
+		if !c.b[b].hashed || c.b[b].key != k {
 			return fmt.Errorf("KV cache index maps a key to block %d, which holds another key", b)
 		}
 	}

@@ -1,0 +1,435 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// memSink keeps results in memory.
+type memSink struct{ rs []trace.Result }
+
+func (m *memSink) Write(r *trace.Result) error { m.rs = append(m.rs, *r); return nil }
+
+func (m *memSink) byID() map[string]trace.Result {
+	out := map[string]trace.Result{}
+	for _, r := range m.rs {
+		out[r.ID] = r
+	}
+	return out
+}
+
+type memSteps struct{ ss []trace.Step }
+
+func (m *memSteps) Write(s *trace.Step) error { m.ss = append(m.ss, *s); return nil }
+
+// chunkSource streams a slice in small batches, as a sorted Arrow table would.
+type chunkSource struct {
+	reqs []trace.Request
+	n    int
+}
+
+func (c *chunkSource) Next(buf []trace.Request) ([]trace.Request, error) {
+	if len(c.reqs) == 0 {
+		return buf[:0], io.EOF
+	}
+	k := min(c.n, len(c.reqs))
+	buf = append(buf[:0], c.reqs[:k]...)
+	c.reqs = c.reqs[k:]
+	return buf, nil
+}
+
+func testConfig() Config {
+	c := DefaultConfig()
+	c.Engine.KVBlocks = 1000
+	c.Latency = LatencyConfig{Mode: "linear", Beta: []float64{1000, 1, 10}}
+	return c
+}
+
+func testModel(c Config) latency.Model {
+	m, ok := c.LinearModel()
+	if !ok {
+		panic("no linear model")
+	}
+	return m
+}
+
+func req(id string, arrival int64, in, out int32) trace.Request {
+	r := trace.NewRequest(id)
+	r.ArrivalUS, r.InputTokens, r.OutputTokens = arrival, in, out
+	return r
+}
+
+func run(t *testing.T, c Config, reqs []trace.Request, opts Options) (*memSink, Summary) {
+	t.Helper()
+	opts.CheckInvariants = true
+	sink := &memSink{}
+	sum, err := Run(c, testModel(c), SliceSource(reqs), sink, opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return sink, sum
+}
+
+func TestSingleRequestIsSumOfSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		alpha                []float64
+		ttft, e2e, tpot, enq int64
+	}{
+		// prefill 1000+100·1 = 1100; 4 decodes of 1000+10 = 1010.
+		{"no alpha", nil, 1100, 1100 + 4*1010, 1010, 0},
+		// queue delay 50+1·100 = 150; α2 = 7 per streamed token on the request's own timeline.
+		{"alpha", []float64{50, 1, 7}, 150 + 1100 + 7, 150 + 1100 + 4*1010 + 5*7, (4*1010 + 4*7) / 4, 150},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig()
+			c.Latency.Alpha = tc.alpha
+			steps := &memSteps{}
+			sink, _ := run(t, c, []trace.Request{req("a", 0, 100, 5)}, Options{Steps: steps})
+			r := sink.rs[0]
+			if r.Status != trace.StatusCompleted || r.TTFTUS != tc.ttft || r.E2EUS != tc.e2e || r.TPOTUS != tc.tpot || r.EnqueuedUS != tc.enq {
+				t.Fatalf("got status %s ttft %d e2e %d tpot %d enq %d, want ttft %d e2e %d tpot %d enq %d",
+					r.Status, r.TTFTUS, r.E2EUS, r.TPOTUS, r.EnqueuedUS, tc.ttft, tc.e2e, tc.tpot, tc.enq)
+			}
+			var total int64
+			for _, s := range steps.ss {
+				total += s.DurationUS
+			}
+			if len(steps.ss) != 5 || total != r.FinishedUS-r.EnqueuedUS-5*int64(len(tc.alpha)/3*7) {
+				t.Fatalf("%d steps totalling %d µs, result %+v", len(steps.ss), total, r)
+			}
+			if r.GeneratedTokens != 5 {
+				t.Fatalf("generated %d", r.GeneratedTokens)
+			}
+		})
+	}
+}
+
+func hashes(vals ...uint64) []uint64 { return vals }
+
+func TestPrefixCacheHit(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		prefix     int
+		a, b       []uint64
+		in         int32
+		wantCached int32
+	}{
+		// Same block size: 4 shared blocks of 16.
+		{"same block size", 16, hashes(1, 2, 3, 4, 5, 6), hashes(1, 2, 3, 4, 9, 9), 100, 64},
+		// Mooncake-style 64-token hashes on 16-token engine blocks: one shared 64-token block = 4 engine blocks.
+		{"coarser hashes", 64, hashes(1, 2), hashes(1, 7), 128, 64},
+		// Everything shared: the last token is always recomputed, so 127 → 7 blocks.
+		{"all shared", 16, hashes(1, 2, 3, 4, 5, 6, 7, 8), hashes(1, 2, 3, 4, 5, 6, 7, 8), 128, 112},
+		{"nothing shared", 16, hashes(1, 2), hashes(3, 4), 32, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig()
+			a, b := req("a", 0, tc.in, 2), req("b", 1_000_000, tc.in, 2)
+			a.PrefixHashes, b.PrefixHashes = tc.a, tc.b
+			sink, _ := run(t, c, []trace.Request{a, b}, Options{PrefixBlockSize: tc.prefix})
+			got := sink.byID()
+			if got["a"].CachedTokens != 0 || got["b"].CachedTokens != tc.wantCached {
+				t.Fatalf("cached tokens a=%d b=%d, want 0 and %d", got["a"].CachedTokens, got["b"].CachedTokens, tc.wantCached)
+			}
+			// The hit shortens b's prefill by β1 per cached token.
+			if d := got["a"].TTFTUS - got["b"].TTFTUS; d != int64(tc.wantCached) {
+				t.Fatalf("TTFT difference %d, want %d", d, tc.wantCached)
+			}
+		})
+	}
+}
+
+func TestKVStarvedPreemptsAndFinishes(t *testing.T) {
+	c := testConfig()
+	c.Engine.KVBlocks = 20 // 320 tokens; each request ends at 149 tokens (10 blocks)
+	var reqs []trace.Request
+	for i := 0; i < 6; i++ {
+		reqs = append(reqs, req(fmt.Sprint("r", i), 0, 50, 100))
+	}
+	steps := &memSteps{}
+	sink, sum := run(t, c, reqs, Options{Steps: steps})
+	if sum.Completed != 6 {
+		t.Fatalf("completed %d of 6: %+v", sum.Completed, sum)
+	}
+	if sum.Preemptions == 0 {
+		t.Fatal("expected preemptions on a KV-starved instance")
+	}
+	var pre int32
+	for _, r := range sink.rs {
+		pre += r.Preemptions
+		if r.GeneratedTokens != 100 {
+			t.Fatalf("%s generated %d", r.ID, r.GeneratedTokens)
+		}
+	}
+	if int64(pre) != sum.Preemptions {
+		t.Fatalf("results count %d preemptions, summary %d", pre, sum.Preemptions)
+	}
+	for _, s := range steps.ss {
+		if s.KVBlocksUsed > s.KVBlocksTotal {
+			t.Fatalf("step %d uses %d of %d blocks", s.StepIndex, s.KVBlocksUsed, s.KVBlocksTotal)
+		}
+	}
+}
+
+func TestNeverFitsIsDropped(t *testing.T) {
+	c := testConfig()
+	c.Engine.KVBlocks = 4
+	sink, sum := run(t, c, []trace.Request{req("big", 0, 100, 10), req("small", 0, 10, 10)}, Options{})
+	got := sink.byID()
+	if got["big"].Status != trace.StatusDropped || !strings.Contains(got["big"].DropReason, "KV blocks") {
+		t.Fatalf("big: %s %q", got["big"].Status, got["big"].DropReason)
+	}
+	if got["small"].Status != trace.StatusCompleted || sum.Dropped != 1 || sum.Completed != 1 {
+		t.Fatalf("small %s, summary %+v", got["small"].Status, sum)
+	}
+}
+
+func TestDependencies(t *testing.T) {
+	c := testConfig()
+	a := req("a", 0, 100, 5)
+	tool := trace.NewRequest("tool")
+	tool.Kind, tool.DependsOn, tool.DelayUS = trace.KindTool, []string{"a"}, 3000
+	b := trace.NewRequest("b")
+	b.InputTokens, b.OutputTokens, b.DependsOn, b.DelayUS = 50, 2, []string{"tool"}, 500
+	big := req("big", 0, 100000, 10) // dropped: never fits
+	d := trace.NewRequest("d")
+	d.InputTokens, d.OutputTokens, d.DependsOn = 10, 1, []string{"big", "a"}
+	// Fan-in: e waits for both a and b.
+	e := trace.NewRequest("e")
+	e.InputTokens, e.OutputTokens, e.DependsOn = 10, 1, []string{"b", "a"}
+	for _, src := range []string{"slice", "stream"} {
+		t.Run(src, func(t *testing.T) {
+			reqs := []trace.Request{a, big, tool, b, d, e}
+			sink := &memSink{}
+			var s Source = SliceSource(reqs)
+			if src == "stream" {
+				s = &chunkSource{reqs: reqs, n: 2}
+			}
+			if _, err := Run(c, testModel(c), s, sink, Options{CheckInvariants: true}); err != nil {
+				t.Fatal(err)
+			}
+			got := sink.byID()
+			if got["tool"].ArrivalUS != got["a"].FinishedUS || got["tool"].FinishedUS != got["a"].FinishedUS+3000 {
+				t.Fatalf("tool %+v after a finished at %d", got["tool"], got["a"].FinishedUS)
+			}
+			if got["b"].ArrivalUS != got["tool"].FinishedUS+500 || got["b"].Status != trace.StatusCompleted {
+				t.Fatalf("b arrives at %d, want %d", got["b"].ArrivalUS, got["tool"].FinishedUS+500)
+			}
+			if got["d"].Status != trace.StatusDropped || got["d"].DropReason != "dependency big dropped" {
+				t.Fatalf("d: %s %q", got["d"].Status, got["d"].DropReason)
+			}
+			if got["e"].ArrivalUS != got["b"].FinishedUS {
+				t.Fatalf("e arrives at %d, b finished at %d", got["e"].ArrivalUS, got["b"].FinishedUS)
+			}
+			if len(sink.rs) != 6 {
+				t.Fatalf("%d results", len(sink.rs))
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	dep := func(id string, deps ...string) trace.Request {
+		r := trace.NewRequest(id)
+		r.InputTokens, r.OutputTokens, r.DependsOn = 10, 1, deps
+		return r
+	}
+	neg := req("neg", 0, 10, 1)
+	neg.OutputTokens = -3
+	for _, tc := range []struct {
+		name   string
+		reqs   []trace.Request
+		stream bool
+		want   string
+	}{
+		{"duplicate", []trace.Request{req("a", 0, 10, 1), req("a", 5, 10, 1)}, false, "row 2 (request a): column request_id: duplicate id"},
+		{"duplicate streamed", []trace.Request{req("a", 0, 10, 1), req("a", 5, 10, 1)}, true, "row 2 (request a): column request_id: duplicate id"},
+		{"dangling", []trace.Request{req("a", 0, 10, 1), dep("b", "zz")}, false, `row 2 (request b): column depends_on: "zz" not found`},
+		{"cycle", []trace.Request{req("a", 0, 10, 1), dep("b", "c"), dep("c", "b")}, false, "row 2 (request b): column depends_on: dependency cycle"},
+		{"self", []trace.Request{dep("b", "b")}, false, "dependency cycle"},
+		{"negative tokens", []trace.Request{req("a", 0, 10, 1), neg}, false, "row 2 (request neg): column output_tokens: expected >= 0, found -3"},
+		{"negative streamed", []trace.Request{req("a", 0, 10, 1), neg}, true, "row 2 (request neg): column output_tokens"},
+		{"forward ref streamed", []trace.Request{req("a", 0, 10, 1), dep("b", "c"), dep("c", "a")}, true, `row 2 (request b): column depends_on: "c" not found among earlier rows`},
+		{"unsorted streamed", []trace.Request{req("a", 50, 10, 1), req("b", 10, 10, 1)}, true, "row 2 (request b): column arrival_us: the table promises blis.sorted=arrival"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig()
+			var src Source = SliceSource(tc.reqs)
+			if tc.stream {
+				src = &chunkSource{reqs: tc.reqs, n: 1}
+			}
+			_, err := Run(c, testModel(c), src, &memSink{}, Options{Path: "in.arrow"})
+			var re *trace.RowError
+			if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "in.arrow: ") {
+				t.Fatalf("got %v, want a row error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSourceFailedPassesThrough(t *testing.T) {
+	c := testConfig()
+	f := req("f", 0, 10, 0)
+	f.SourceStatus = trace.SourceFailed
+	child := trace.NewRequest("child")
+	child.InputTokens, child.OutputTokens, child.DependsOn = 10, 1, []string{"f"}
+	sink, sum := run(t, c, []trace.Request{f, child}, Options{})
+	got := sink.byID()
+	if got["f"].Status != trace.StatusSourceFailed || got["child"].Status != trace.StatusDropped || got["child"].DropReason != "dependency f source_failed" {
+		t.Fatalf("%+v", sink.rs)
+	}
+	if sum.SourceFailed != 1 || sum.Dropped != 1 {
+		t.Fatalf("%+v", sum)
+	}
+}
+
+func TestHorizonLeavesUnfinished(t *testing.T) {
+	c := testConfig()
+	c.Horizon = Duration(3 * 1000 * 1000) // 3 ms in ns
+	later := req("later", 10_000, 10, 1)
+	child := trace.NewRequest("child")
+	child.InputTokens, child.OutputTokens, child.DependsOn = 10, 1, []string{"long"}
+	sink, sum := run(t, c, []trace.Request{req("long", 0, 100, 50), req("short", 0, 10, 1), later, child}, Options{})
+	got := sink.byID()
+	if got["short"].Status != trace.StatusCompleted || got["long"].Status != trace.StatusUnfinished ||
+		got["later"].Status != trace.StatusUnfinished || got["later"].DropReason != "arrives after horizon" ||
+		got["child"].Status != trace.StatusUnfinished {
+		t.Fatalf("%+v", sink.rs)
+	}
+	if sum.Unfinished != 3 || sum.Completed != 1 {
+		t.Fatalf("%+v", sum)
+	}
+}
+
+// resultsBytes runs the simulation into an Arrow stream.
+func resultsBytes(t *testing.T, c Config, reqs []trace.Request, stream bool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	schema := trace.ResultsSchema(trace.NewMeta())
+	out, err := trace.Create("-", &buf, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := trace.NewResultWriter(out, schema)
+	var src Source = SliceSource(reqs)
+	if stream {
+		src = &chunkSource{reqs: reqs, n: 7}
+	}
+	if _, err := Run(c, testModel(c), src, w, Options{CheckInvariants: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// workload is a mixed random workload: shared prefixes, sessions with tool
+// calls, priorities.
+func workload(seed uint64, n int) []trace.Request {
+	rng := NewStream(seed, "test-workload")
+	var reqs []trace.Request
+	t := int64(0)
+	for i := 0; i < n; i++ {
+		t += int64(rng.ExpFloat64() * 20000)
+		in := int32(20 + rng.IntN(600))
+		r := req(fmt.Sprint("s", i), t, in, int32(1+rng.IntN(200)))
+		r.Priority = int32(rng.IntN(3))
+		group := uint64(rng.IntN(4))
+		for j := int32(0); j < in/16; j++ {
+			h := group*1000 + uint64(j)
+			if j > 3 {
+				h += uint64(i) * 1_000_000
+			}
+			r.PrefixHashes = append(r.PrefixHashes, h)
+		}
+		reqs = append(reqs, r)
+		if rng.IntN(3) == 0 { // a tool call then a follow-up turn
+			tool := trace.NewRequest(fmt.Sprint("s", i, "-tool"))
+			tool.Kind, tool.DependsOn, tool.DelayUS = trace.KindTool, []string{r.ID}, int64(rng.IntN(5000))
+			next := trace.NewRequest(fmt.Sprint("s", i, "-next"))
+			next.InputTokens, next.OutputTokens = in+100, int32(1+rng.IntN(50))
+			next.DependsOn, next.DelayUS = []string{r.ID, tool.ID}, int64(rng.IntN(100000))
+			next.PrefixHashes = r.PrefixHashes
+			reqs = append(reqs, tool, next)
+		}
+	}
+	return reqs
+}
+
+func TestDeterminismAndStreamingEquivalence(t *testing.T) {
+	for _, routing := range RoutingNames {
+		t.Run(routing, func(t *testing.T) {
+			c := testConfig()
+			c.Replicas = 3
+			c.Engine.KVBlocks = 300
+			c.Router.Routing = routing
+			c.SnapshotInterval = Duration(5_000_000) // 5 ms
+			c.Engine.SchedulingPolicy = "priority"
+			c.Router.Priority = "request"
+			reqs := workload(7, 300)
+			a := resultsBytes(t, c, reqs, false)
+			b := resultsBytes(t, c, reqs, false)
+			if !bytes.Equal(a, b) {
+				t.Fatal("two runs differ")
+			}
+			s := resultsBytes(t, c, reqs, true)
+			if !bytes.Equal(a, s) {
+				t.Fatal("streamed run differs from in-memory run")
+			}
+		})
+	}
+}
+
+func TestInvariantsUnderLoad(t *testing.T) {
+	for _, kv := range []int64{60, 200, 5000} {
+		for _, thr := range []int{0, 64} {
+			t.Run(fmt.Sprintf("kv%d-thr%d", kv, thr), func(t *testing.T) {
+				c := testConfig()
+				c.Replicas = 2
+				c.Engine.KVBlocks = kv
+				c.Engine.LongPrefillThreshold = thr
+				c.Engine.MaxNumSeqs = 16
+				c.Engine.MaxNumBatchedTokens = 256
+				c.Router.Routing = "least-loaded"
+				c.Latency.Alpha = []float64{100, 0.5, 3}
+				reqs := workload(11, 200)
+				sink, sum := run(t, c, reqs, Options{})
+				if int(sum.Injected) != len(reqs) || len(sink.rs) != len(reqs) {
+					t.Fatalf("injected %d, results %d, rows %d", sum.Injected, len(sink.rs), len(reqs))
+				}
+				for _, r := range sink.rs {
+					if r.Status == trace.StatusDropped && !strings.Contains(r.DropReason, "KV blocks") && !strings.HasPrefix(r.DropReason, "dependency ") {
+						t.Fatalf("%s dropped: %q", r.ID, r.DropReason)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRNGStreamsIndependent(t *testing.T) {
+	a := NewStream(1, "arrivals")
+	want := []uint64{a.Uint64(), a.Uint64(), a.Uint64()}
+	a2 := NewStream(1, "arrivals")
+	b := NewStream(1, "lengths")
+	for i := 0; i < 1000; i++ {
+		b.Uint64()
+	}
+	for i := range want {
+		if got := a2.Uint64(); got != want[i] {
+			t.Fatalf("draw %d changed after drawing from another stream", i)
+		}
+	}
+	if NewStream(1, "x").Uint64() == NewStream(2, "x").Uint64() || NewStream(1, "x").Uint64() == NewStream(1, "y").Uint64() {
+		t.Fatal("streams with different seeds or names coincide")
+	}
+}

@@ -111,8 +111,7 @@ func (s *sim) preempt(in *instance, r *reqState) {
 	} else {
 		in.removePrefilling(r)
 	}
-	in.kv.release(r.blocks)
-	r.blocks = r.blocks[:0]
+	in.kv.release(r)
 	r.computed, r.nreg, r.chunk = 0, 0, 0
 	r.epoch++
 	in.runRemove(r)
@@ -169,7 +168,7 @@ func (s *sim) startStep(in *instance) {
 			*bucket = (*bucket)[:last]
 			continue
 		}
-		x.r.blocks = in.kv.alloc(x.r.blocks, 1)
+		in.kv.alloc(x.r, 1, x.r.idBlocks(1))
 		i++
 	}
 
@@ -188,12 +187,12 @@ func (s *sim) startStep(in *instance) {
 		if n > left {
 			n = left
 		}
-		need := in.blocksFor(r.computed+n) - int32(len(r.blocks))
+		need := in.blocksFor(r.computed+n) - r.nblocks()
 		if need > 0 {
 			if !s.reserve(in, r, need) {
 				break
 			}
-			r.blocks = in.kv.alloc(r.blocks, need)
+			in.kv.alloc(r, need, r.idBlocks(need))
 		}
 		r.chunk = n
 		in.used += n
@@ -227,10 +226,10 @@ func (s *sim) startStep(in *instance) {
 		}
 		in.waiting.pop()
 		if hits > 0 {
-			r.blocks = in.kv.touch(r.blocks, r.keys, hits)
+			in.kv.touch(r, r.keys, hits)
 			r.nreg = int32(hits)
 		}
-		r.blocks = in.kv.alloc(r.blocks, need)
+		in.kv.alloc(r, need, r.idBlocks(need))
 		r.computed = comp
 		if r.firstSched == trace.Null {
 			r.firstSched = s.now
@@ -287,7 +286,7 @@ func (s *sim) endStep(in *instance) {
 			if to > len(r.keys) {
 				to = len(r.keys)
 			}
-			in.kv.register(r.blocks, r.keys, int(r.nreg), to)
+			in.kv.register(r, r.keys, int(r.nreg), to)
 			r.nreg = int32(to)
 		}
 		if r.computed < r.numTokens() {
@@ -314,7 +313,7 @@ func (s *sim) endStep(in *instance) {
 		in.nDecode++
 		in.decA += int64(r.c0) - r.s0
 		in.finishH.push(step+int64(r.req.OutputTokens-r.gen0), r)
-		fb := step + int64(int32(len(r.blocks))*B-r.c0+1)
+		fb := step + int64(r.nblocks()*B-r.c0+1)
 		in.bound[fb%int64(B)] = append(in.bound[fb%int64(B)], boundEntry{r, r.epoch})
 	}
 	for r := in.finishH.popDue(step); r != nil; r = in.finishH.popDue(step) {
@@ -367,8 +366,7 @@ func (s *sim) finishRun(in *instance, r *reqState) {
 		in.decA -= int64(r.c0) - r.s0
 		r.decoding = false
 	}
-	in.kv.release(r.blocks)
-	r.blocks = r.blocks[:0]
+	in.kv.release(r)
 	r.epoch++
 	in.runRemove(r)
 	r.finished = s.now + s.alphaTokens(r.generated)

@@ -7,23 +7,36 @@ import "fmt"
 // of a free queue but keep their hash, so a later request with the same
 // prefix can take them back; allocation takes from the head (least recently
 // freed), evicting the hash it held.
+//
+// Only blocks that hold (or will hold) a prefix-cache key have an identity
+// (an id); every other block is anonymous and counted, and consecutive
+// anonymous blocks in the free queue are one run. The queue order is exactly
+// vLLM's, but a request without prefix hashes allocates and frees in O(1)
+// per call instead of touching one block struct per block.
 type kvCache struct {
 	blockSize int32
 	total     int32
-	free      int32 // blocks in the free queue (cached or not)
+	free      int32 // blocks in the free queue
+	anonUsed  int32 // anonymous blocks held by requests
 	b         []block
-	head      int32
-	tail      int32
+	idFree    []int32 // ids holding nothing
+	q         []qent  // free queue from q[qh]; a cached entry is valid iff its block's qpos matches
+	qh        int
+	qoff      int64 // absolute position of q[0]
 	cached    map[uint64]int32
 	evictions int64
 }
 
-// block is one KV block; one struct per block keeps a block's fields in one
-// cache line.
+// qent is a free-queue entry: a cached block (id >= 0) or n anonymous blocks.
+type qent struct {
+	id int32
+	n  int32
+}
+
+// block is one identified KV block.
 type block struct {
 	key    uint64
-	prev   int32 // free-queue links, -1 at the ends
-	next   int32
+	qpos   int64 // absolute free-queue position + 1 while in the queue, else 0
 	refcnt int32
 	hashed bool
 }
@@ -31,75 +44,119 @@ type block struct {
 func newKVCache(blocks int32, blockSize int32) *kvCache {
 	c := &kvCache{
 		blockSize: blockSize, total: blocks, free: blocks, b: make([]block, blocks),
-		head: -1, tail: -1, cached: map[uint64]int32{},
+		idFree: make([]int32, blocks), cached: map[uint64]int32{},
 	}
-	for i := int32(0); i < blocks; i++ {
-		c.b[i].prev, c.b[i].next = i-1, i+1
+	for i := range c.idFree {
+		c.idFree[i] = blocks - 1 - int32(i)
 	}
 	if blocks > 0 {
-		c.b[blocks-1].next = -1
-		c.head, c.tail = 0, blocks-1
+		c.q = append(c.q, qent{id: -1, n: blocks})
 	}
 	return c
 }
 
 func (c *kvCache) used() int32 { return c.total - c.free }
 
-func (c *kvCache) unlink(b int32) {
-	p, n := c.b[b].prev, c.b[b].next
-	if p >= 0 {
-		c.b[p].next = n
-	} else {
-		c.head = n
+func (c *kvCache) pushAnon(n int32) {
+	if n == 0 {
+		return
 	}
-	if n >= 0 {
-		c.b[n].prev = p
-	} else {
-		c.tail = p
+	c.free += n
+	if k := len(c.q); k > c.qh && c.q[k-1].id < 0 {
+		c.q[k-1].n += n
+		return
 	}
-	c.b[b].prev, c.b[b].next = -1, -1
-	c.free--
+	c.q = append(c.q, qent{id: -1, n: n})
 }
 
-func (c *kvCache) pushTail(b int32) {
-	c.b[b].prev, c.b[b].next = c.tail, -1
-	if c.tail >= 0 {
-		c.b[c.tail].next = b
-	} else {
-		c.head = b
-	}
-	c.tail = b
+func (c *kvCache) pushCached(id int32) {
 	c.free++
+	c.b[id].qpos = c.qoff + int64(len(c.q)) + 1
+	c.q = append(c.q, qent{id: id})
 }
 
-// alloc appends n fresh blocks to blocks; the caller has checked c.free >= n.
-func (c *kvCache) alloc(blocks []int32, n int32) []int32 {
-	for i := int32(0); i < n; i++ {
-		b := c.head
-		c.unlink(b)
-		if c.b[b].hashed {
-			if c.cached[c.b[b].key] == b {
-				delete(c.cached, c.b[b].key)
+func (c *kvCache) newID() int32 {
+	id := c.idFree[len(c.idFree)-1]
+	c.idFree = c.idFree[:len(c.idFree)-1]
+	return id
+}
+
+// alloc gives r n more blocks from the head of the free queue; the first k
+// of them get ids (they will hold prompt blocks with cache keys). The
+// caller has checked c.free >= n.
+func (c *kvCache) alloc(r *reqState, n, k int32) {
+	c.free -= n
+	c.anonUsed += n - k
+	r.anon += n - k
+	for n > 0 {
+		e := &c.q[c.qh]
+		if e.id < 0 {
+			t := min(e.n, n)
+			e.n -= t
+			if e.n == 0 {
+				c.qh++
 			}
-			c.b[b].hashed = false
+			n -= t
+			for ; t > 0 && k > 0; t, k = t-1, k-1 {
+				id := c.newID()
+				c.b[id].refcnt = 1
+				r.ids = append(r.ids, id)
+			}
+			continue
+		}
+		id := e.id
+		pos := c.qoff + int64(c.qh) + 1
+		c.qh++
+		bl := &c.b[id]
+		if bl.qpos != pos {
+			continue // taken back by a cache hit since it was queued
+		}
+		bl.qpos = 0
+		if bl.hashed {
+			if c.cached[bl.key] == id {
+				delete(c.cached, bl.key)
+			}
+			bl.hashed = false
 			c.evictions++
 		}
-		c.b[b].refcnt = 1
-		blocks = append(blocks, b)
-	}
-	return blocks
-}
-
-// release drops one reference to each block, last block first, so that a
-// request's tail blocks (least likely to be shared) are evicted first.
-func (c *kvCache) release(blocks []int32) {
-	for i := len(blocks) - 1; i >= 0; i-- {
-		b := blocks[i]
-		c.b[b].refcnt--
-		if c.b[b].refcnt == 0 {
-			c.pushTail(b)
+		n--
+		if k > 0 {
+			k--
+			bl.refcnt = 1
+			r.ids = append(r.ids, id)
+		} else {
+			c.idFree = append(c.idFree, id)
 		}
 	}
+	if c.qh > 4096 && c.qh > len(c.q)/2 {
+		m := copy(c.q, c.q[c.qh:])
+		c.qoff += int64(c.qh)
+		c.q = c.q[:m]
+		c.qh = 0
+	}
+}
+
+// release drops r's blocks, last block first (as vLLM does, so that a
+// request's tail blocks, least likely to be shared, are evicted first).
+func (c *kvCache) release(r *reqState) {
+	c.pushAnon(r.anon)
+	c.anonUsed -= r.anon
+	r.anon = 0
+	for i := len(r.ids) - 1; i >= 0; i-- {
+		id := r.ids[i]
+		bl := &c.b[id]
+		bl.refcnt--
+		if bl.refcnt > 0 {
+			continue
+		}
+		if bl.hashed {
+			c.pushCached(id)
+		} else {
+			c.idFree = append(c.idFree, id)
+			c.pushAnon(1)
+		}
+	}
+	r.ids = r.ids[:0]
 }
 
 // lookup returns how many leading keys are cached, at most max.
@@ -127,69 +184,82 @@ func (c *kvCache) hitCost(keys []uint64, n int) int32 {
 	return k
 }
 
-// touch takes a reference to the first n cached blocks of keys.
-func (c *kvCache) touch(blocks []int32, keys []uint64, n int) []int32 {
+// touch gives r a reference to the first n cached blocks of keys.
+func (c *kvCache) touch(r *reqState, keys []uint64, n int) {
 	for i := 0; i < n; i++ {
-		b := c.cached[keys[i]]
-		if c.b[b].refcnt == 0 {
-			c.unlink(b)
+		id := c.cached[keys[i]]
+		bl := &c.b[id]
+		if bl.refcnt == 0 {
+			bl.qpos = 0 // its queue entry is now stale
+			c.free--
 		}
-		c.b[b].refcnt++
-		blocks = append(blocks, b)
+		bl.refcnt++
+		r.ids = append(r.ids, id)
 	}
-	return blocks
 }
 
-// register records blocks[from:to] under keys[from:to] as cached. A key that
-// is already cached in another block keeps its block, as in vLLM.
-func (c *kvCache) register(blocks []int32, keys []uint64, from, to int) {
+// register records r's blocks [from, to) under keys[from:to] as cached. A
+// key already cached in another block keeps its block, as in vLLM.
+func (c *kvCache) register(r *reqState, keys []uint64, from, to int) {
 	for j := from; j < to; j++ {
-		b := blocks[j]
-		if c.b[b].hashed {
+		id := r.ids[j]
+		bl := &c.b[id]
+		if bl.hashed {
 			continue
 		}
 		k := keys[j]
 		if _, ok := c.cached[k]; ok {
 			continue
 		}
-		c.cached[k] = b
-		c.b[b].key = k
-		c.b[b].hashed = true
+		c.cached[k] = id
+		bl.key = k
+		bl.hashed = true
 	}
 }
 
-// check verifies block conservation: every block is either referenced or in
-// the free queue, the counters agree, and the cache index points at hashed
-// blocks.
+// check verifies block conservation: the free queue, the blocks requests
+// hold and the idle ids add up, and the cache index points at hashed blocks.
 func (c *kvCache) check() error {
-	var inQueue int32
-	for b := c.head; b >= 0; b = c.b[b].next {
-		inQueue++
-		if c.b[b].refcnt != 0 {
-			return fmt.Errorf("KV block %d is in the free queue with %d references", b, c.b[b].refcnt)
+	var queued, cachedFree int32
+	for i := c.qh; i < len(c.q); i++ {
+		e := c.q[i]
+		if e.id < 0 {
+			if e.n < 0 {
+				return fmt.Errorf("KV free queue has a run of %d blocks", e.n)
+			}
+			queued += e.n
+			continue
 		}
-		if inQueue > c.total {
-			return fmt.Errorf("KV free queue has a cycle")
+		if c.b[e.id].qpos != c.qoff+int64(i)+1 {
+			continue
+		}
+		if c.b[e.id].refcnt != 0 {
+			return fmt.Errorf("KV block %d is in the free queue with %d references", e.id, c.b[e.id].refcnt)
+		}
+		queued++
+		cachedFree++
+	}
+	if queued != c.free {
+		return fmt.Errorf("KV free queue holds %d blocks, counter says %d", queued, c.free)
+	}
+	var held int32
+	for id := range c.b {
+		if c.b[id].refcnt < 0 {
+			return fmt.Errorf("KV block %d has %d references", id, c.b[id].refcnt)
+		}
+		if c.b[id].refcnt > 0 {
+			held++
 		}
 	}
-	if inQueue != c.free {
-		return fmt.Errorf("KV free queue holds %d blocks, counter says %d", inQueue, c.free)
+	if held+c.anonUsed+c.free != c.total {
+		return fmt.Errorf("KV blocks: %d identified + %d anonymous in use + %d free != %d total", held, c.anonUsed, c.free, c.total)
 	}
-	var ref int32
-	for b := int32(0); b < c.total; b++ {
-		if c.b[b].refcnt < 0 {
-			return fmt.Errorf("KV block %d has %d references", b, c.b[b].refcnt)
-		}
-		if c.b[b].refcnt > 0 {
-			ref++
-		}
+	if held+cachedFree+int32(len(c.idFree)) != c.total {
+		return fmt.Errorf("KV block ids: %d held + %d cached free + %d idle != %d", held, cachedFree, len(c.idFree), c.total)
 	}
-	if ref+c.free != c.total {
-		return fmt.Errorf("KV blocks: %d referenced + %d free != %d total", ref, c.free, c.total)
-	}
-	for k, b := range c.cached {
-		if !c.b[b].hashed || c.b[b].key != k {
-			return fmt.Errorf("KV cache index maps a key to block %d, which holds another key", b)
+	for k, id := range c.cached {
+		if !c.b[id].hashed || c.b[id].key != k {
+			return fmt.Errorf("KV cache index maps a key to block %d, which holds another key", id)
 		}
 	}
 	return nil

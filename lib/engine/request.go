@@ -43,7 +43,8 @@ type reqState struct {
 	s0       int64 // step that completed the prefill (decode start)
 	c0       int32 // computed tokens at decode start
 	gen0     int32 // generated tokens at decode start
-	blocks   []int32
+	ids      []int32 // identified blocks (prompt blocks with cache keys), in order
+	anon     int32   // anonymous blocks after them
 	keys     []uint64
 	keysOK   bool
 	nreg     int32 // leading blocks already registered in the prefix cache
@@ -58,13 +59,21 @@ type reqState struct {
 
 func (r *reqState) reset() {
 	*r = reqState{
-		blocks: r.blocks[:0], keys: r.keys[:0], children: r.children[:0], epoch: r.epoch + 1,
+		ids: r.ids[:0], keys: r.keys[:0], children: r.children[:0], epoch: r.epoch + 1,
 		inst: -1, admitted: trace.Null, routed: trace.Null, enqueued: trace.Null,
 		firstSched: trace.Null, firstTok: trace.Null, finished: trace.Null, widx: -1,
 	}
 }
 
 func (r *reqState) numTokens() int32 { return r.req.InputTokens + r.generated }
+
+func (r *reqState) nblocks() int32 { return int32(len(r.ids)) + r.anon }
+
+// idBlocks is how many of n new blocks after the first have carry cache keys.
+func (r *reqState) idBlocks(n int32) int32 {
+	have := r.nblocks()
+	return max(0, min(int32(len(r.keys)), have+n)-have)
+}
 
 // waitQueue is an instance's waiting queue: highest priority first, then by
 // order (FCFS; a preempted request goes back to the front, as in vLLM).

@@ -40,9 +40,9 @@ type reqState struct {
 	computed int32 // prompt/recompute tokens whose KV exists
 	chunk    int32 // tokens scheduled in the current step
 	decoding bool
-	s0       int64 // step that completed the prefill (decode start)
-	c0       int32 // computed tokens at decode start
-	gen0     int32 // generated tokens at decode start
+	s0       int64   // step that completed the prefill (decode start)
+	c0       int32   // computed tokens at decode start
+	gen0     int32   // generated tokens at decode start
 	ids      []int32 // identified blocks (prompt blocks with cache keys), in order
 	anon     int32   // anonymous blocks after them
 	keys     []uint64

@@ -31,22 +31,19 @@ type GPU struct {
 // are data: the built-in values are calibrated (see each GPU's comment) and a
 // GPU YAML file can override them.
 type Efficiency struct {
-	GEMM       float64 `yaml:"gemm"`              // achieved / peak tensor FLOP/s on large GEMMs
-	Attention  float64 `yaml:"attention"`         // achieved / peak FLOP/s in prefill attention
-	Memory     float64 `yaml:"memory"`            // achieved / peak HBM bandwidth on streaming reads
-	Link       float64 `yaml:"link"`              // achieved / peak link bandwidth in all-reduce (ring bus bandwidth)
-	KernelUS   float64 `yaml:"kernel_us"`         // floor per GEMM / attention kernel (launch, tail, small tiles)
-	LayerUS    float64 `yaml:"layer_overhead_us"` // per layer: norms, rope, activation, residual kernels
-	StepUS     float64 `yaml:"step_overhead_us"`  // per step: scheduling, sampling, input preparation
-	ReserveGiB float64 `yaml:"reserved_gib"`      // memory kept from the KV cache (activations, CUDA context)
+	GEMM       float64 `yaml:"gemm"`                // achieved / peak tensor FLOP/s on large GEMMs
+	Attention  float64 `yaml:"attention"`           // achieved / peak FLOP/s in prefill attention
+	Memory     float64 `yaml:"memory"`              // achieved / peak HBM bandwidth on streaming reads
+	Link       float64 `yaml:"link"`                // achieved / peak link bandwidth in all-reduce (ring bus bandwidth)
+	KernelUS   float64 `yaml:"kernel_us"`           // floor per GEMM kernel (launch, tail, small tiles)
+	AttnUS     float64 `yaml:"attention_kernel_us"` // floor per attention kernel (scheduler metadata, split-KV combine)
+	LayerUS    float64 `yaml:"layer_overhead_us"`   // per layer: norms, rope, activation, residual kernels
+	StepUS     float64 `yaml:"step_overhead_us"`    // per step: scheduling, sampling, input preparation
+	ReserveGiB float64 `yaml:"reserved_gib"`        // memory kept from the KV cache (activations, CUDA context)
 }
 
-// Built-in GPUs. Peaks are dense (no 2:4 sparsity). Efficiency values:
-// GEMM, attention, memory and kernel floor fitted on the even rows of the
-// aiconfigurator kernel tables (odd rows held out, see bench/accuracy);
-// link from the aiconfigurator NCCL / vLLM custom all-reduce tables (H100 at
-// 1–128 MiB); step overhead from the H100 rows of the Splitwise perf model
-// is NOT used — step_overhead_us stays 0 so step-level accuracy is honest.
+// Built-in GPUs. Peaks are dense (no 2:4 sparsity). Efficiency profiles are
+// in gpu_eff.go.
 var GPUs = []GPU{
 	// NVIDIA H100 Tensor Core GPU datasheet (SXM5): BF16 1,979 TFLOPS with
 	// sparsity → 989.5 dense; FP8 3,958 → 1,979 dense; HBM3 3.35 TB/s; 80 GB
@@ -191,7 +188,7 @@ func (g *GPU) Validate(path string) error {
 		f string
 		v float64
 	}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}, {"link_gb_s", g.LinkGBps}, {"link_latency_us", g.LinkLatUS},
-		{"efficiency.kernel_us", g.Eff.KernelUS}, {"efficiency.layer_overhead_us", g.Eff.LayerUS},
+		{"efficiency.kernel_us", g.Eff.KernelUS}, {"efficiency.attention_kernel_us", g.Eff.AttnUS}, {"efficiency.layer_overhead_us", g.Eff.LayerUS},
 		{"efficiency.step_overhead_us", g.Eff.StepUS}, {"efficiency.reserved_gib", g.Eff.ReserveGiB}} {
 		if p.v < 0 {
 			return fmt.Errorf("%s: field %s: expected a non-negative number, found %v", path, p.f, p.v)

@@ -117,10 +117,10 @@ type Terms struct {
 	CommUS               float64 // all-reduce time
 	OverheadUS           float64 // kernel floors, per-layer and per-step overheads
 	TotalUS              float64 // RoofUS + CommUS + OverheadUS
-	Kernels              float64 // kernels costed (for the kernel floor)
+	Kernels              float64 // GEMM kernels costed (for the GEMM kernel floor)
 }
 
-// gemmCost adds m×n×k GEMMs (count of them) with weight bytes read once.
+// gemmCost adds count m×n×k GEMMs whose weights are read weightCopies times.
 func (r *Roofline) gemmCost(t *Terms, m float64, g gemm, count, weightCopies float64) {
 	if m <= 0 {
 		return
@@ -134,6 +134,40 @@ func (r *Roofline) gemmCost(t *Terms, m float64, g gemm, count, weightCopies flo
 	t.MemoryUS += mem * count
 	t.RoofUS += math.Max(c, mem) * count
 	t.Kernels += count
+}
+
+// GEMMUS is the predicted time of one m×n×k GEMM (weights n×k in w,
+// activations in a): kernel floor + max(compute, memory). The step model
+// costs every GEMM this way.
+func (g *GPU) GEMMUS(m, n, k float64, w, a Dtype) float64 {
+	f := 2 * m * n * k
+	by := (m*k+m*n)*a.Bytes() + n*k*w.Bytes()
+	c := f / (g.PeakTFLOPS(w) * 1e12 * g.Eff.GEMM) * 1e6
+	mem := by / (g.HBMTBps * 1e12 * g.Eff.Memory) * 1e6
+	return g.Eff.KernelUS + math.Max(c, mem)
+}
+
+// AttentionUS is the predicted time of one attention kernel doing flops
+// (BF16 tensor cores) and moving bytes.
+func (g *GPU) AttentionUS(flops, bytes float64) float64 {
+	c := flops / (g.BF16TFLOPS * 1e12 * g.Eff.Attention) * 1e6
+	mem := bytes / (g.HBMTBps * 1e12 * g.Eff.Memory) * 1e6
+	return g.Eff.AttnUS + math.Max(c, mem)
+}
+
+// ContextAttention returns FLOPs and bytes of causal self-attention over
+// batch sequences of seq tokens each (no cached prefix), for nh query heads,
+// nkv KV heads of headDim, elements of eb bytes.
+func ContextAttention(batch, seq, nh, nkv, headDim, eb float64) (flops, bytes float64) {
+	pairs := batch * seq * (seq + 1) / 2
+	return 4 * nh * headDim * pairs, batch * seq * (2*nh*headDim + 4*nkv*headDim) * eb
+}
+
+// DecodeAttention returns FLOPs and bytes of one decode step for batch
+// sequences with kv cached tokens each (plus the new one).
+func DecodeAttention(batch, kv, nh, nkv, headDim, eb float64) (flops, bytes float64) {
+	ctx := kv + 1
+	return 4 * nh * headDim * batch * ctx, batch * (ctx*2*nkv*headDim + 2*nkv*headDim + 2*nh*headDim) * eb
 }
 
 // ExpectedExperts is the expected number of distinct experts a layer's
@@ -190,7 +224,6 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 	t.ComputeUS += c * L
 	t.MemoryUS += m * L
 	t.RoofUS += math.Max(c, m) * L
-	t.Kernels += L
 
 	if r.TP > 1 {
 		msg := T * float64(a.Hidden) * r.ab
@@ -199,7 +232,7 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 		t.CommBytes = ar * msg * 2 * (n - 1) / n
 		t.CommUS = ar*r.G.LinkLatUS + t.CommBytes/(r.G.LinkGBps*1e9*r.G.Eff.Link)*1e6
 	}
-	t.OverheadUS = t.Kernels*r.G.Eff.KernelUS + L*r.G.Eff.LayerUS + r.G.Eff.StepUS
+	t.OverheadUS = t.Kernels*r.G.Eff.KernelUS + L*(r.G.Eff.AttnUS+r.G.Eff.LayerUS) + r.G.Eff.StepUS
 	t.TotalUS = t.RoofUS + t.CommUS + t.OverheadUS
 	return t
 }

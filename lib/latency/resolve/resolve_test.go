@@ -1,0 +1,120 @@
+package resolve
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/latency/fitted"
+)
+
+func coeffs(model, gpu string, tp int, dtype string, test float64) []byte {
+	c := &fitted.Coefficients{Model: model, GPU: gpu, TP: tp, Engine: "vllm", Version: "0.8.4", WeightDtype: dtype,
+		Terms: []fitted.Term{{Feature: fitted.Const, Value: 1000}, {Feature: fitted.DecodeTokens, Value: 10}, {Feature: fitted.Roof, Value: 1}},
+		Fit:   fitted.FitInfo{Method: "nnls", TrainRows: 10, TestRows: 5, TestMAPE: test}}
+	data, err := c.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+func withFS(t *testing.T, m fstest.MapFS) {
+	old := coefficientsFS
+	coefficientsFS = func() (fs.FS, string) { return m, "coefficients" }
+	t.Cleanup(func() { coefficientsFS = old })
+}
+
+func TestSelection(t *testing.T) {
+	withFS(t, fstest.MapFS{"llama-3.1-8b/h100-tp1-vllm-0.8.4.yaml": {Data: coeffs("llama-3.1-8b", "h100", 1, "bf16", 6.1)}})
+	cases := []struct {
+		spec    Spec
+		why     string // prefix of Why, or error substring when errWant
+		errWant bool
+		fitted  bool
+	}{
+		{Spec{Model: "llama-3.1-8b", GPU: "h100", TP: 1}, "latency: fitted coefficients coefficients/llama-3.1-8b/h100-tp1-vllm-0.8.4.yaml (test MAPE 6.1%)", false, true},
+		{Spec{Mode: "auto", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100"}, "latency: fitted coefficients", false, true},
+		{Spec{Mode: "roofline", Model: "llama-3.1-8b", GPU: "h100", TP: 1}, "latency: roofline for llama-3.1-8b on h100 tp1 (--latency roofline)", false, false},
+		{Spec{Model: "llama-3.1-8b", GPU: "h100", TP: 2}, "latency: roofline (no coefficients for llama-3.1-8b on h100 tp2)", false, false},
+		{Spec{Model: "llama-3.1-8b", GPU: "h100", TP: 1, WeightDtype: "fp8"}, "latency: roofline (no coefficients for llama-3.1-8b on h100 tp1 fp8)", false, false},
+		{Spec{Mode: "fitted", Model: "qwen3-14b", GPU: "h100", TP: 1}, "--latency fitted: no coefficients for qwen3-14b on h100 tp1", true, false},
+		{Spec{Mode: "fast", Model: "qwen3-14b", GPU: "h100"}, `--latency: expected auto, roofline or fitted, found "fast"`, true, false},
+		{Spec{Model: "qwen3-14b", GPU: "tpu"}, `--gpu: gpu "tpu": not built in`, true, false},
+		{Spec{Model: "no-such-model", GPU: "h100"}, `--model: model "no-such-model": not in the catalogue`, true, false},
+		{Spec{GPU: "h100"}, "--model: expected a catalogue name", true, false},
+		{Spec{Model: "qwen3-14b", GPU: "h100", TP: 3}, "--tp: ", true, false},
+		{Spec{Model: "qwen3-14b", GPU: "h100", WeightDtype: "fp7"}, "--weight-dtype: unknown dtype", true, false},
+	}
+	for _, c := range cases {
+		r, err := Resolve(c.spec)
+		if c.errWant {
+			if err == nil || !strings.Contains(err.Error(), c.why) {
+				t.Errorf("%+v: error = %v, want %q", c.spec, err, c.why)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%+v: %v", c.spec, err)
+			continue
+		}
+		if !strings.HasPrefix(r.Why, c.why) || strings.Contains(r.Why, "\n") {
+			t.Errorf("%+v: Why = %q, want prefix %q", c.spec, r.Why, c.why)
+		}
+		if _, isFitted := r.Model.(*fitted.Model); isFitted != c.fitted {
+			t.Errorf("%+v: model %s, fitted want %v", c.spec, r.Model.Name(), c.fitted)
+		}
+		if n, err := r.KVCapacityTokens(0.9); err != nil || n <= 0 {
+			t.Errorf("%+v: KV capacity %d, %v", c.spec, n, err)
+		}
+	}
+}
+
+func TestExplicitFile(t *testing.T) {
+	withFS(t, fstest.MapFS{})
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, coeffs("llama-3.1-8b", "h100", 1, "", 4), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Resolve(Spec{CoefficientsFile: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Why != "latency: fitted coefficients "+p+" (test MAPE 4.0%)" {
+		t.Errorf("Why = %q", r.Why)
+	}
+	// const 1000 + 10/decode + roofline µs
+	b := &latency.Batch{DecodeSeqs: 4, DecodeCtx: 400}
+	want := int64(1040 + r.Roofline.Terms(b).TotalUS + 0.5)
+	if got := r.Model.StepTime(b); got != want {
+		t.Errorf("StepTime = %d, want %d", got, want)
+	}
+	if _, err := Resolve(Spec{CoefficientsFile: p, TP: 2}); err == nil || !strings.Contains(err.Error(), "coefficients are for tp 1") {
+		t.Errorf("tp mismatch error = %v", err)
+	}
+	if _, err := Resolve(Spec{Mode: "roofline", CoefficientsFile: p}); err == nil {
+		t.Error("roofline + coefficients: want error")
+	}
+}
+
+func TestEnvDir(t *testing.T) {
+	d := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(d, "qwen3-14b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "qwen3-14b", "h100-tp1-vllm-0.8.4.yaml"), coeffs("qwen3-14b", "h100", 1, "", 3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvDir, d)
+	r, err := Resolve(Spec{Model: "qwen3-14b", GPU: "h100", TP: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.Why, "latency: fitted coefficients "+d+"/qwen3-14b/h100-tp1-vllm-0.8.4.yaml") {
+		t.Errorf("Why = %q", r.Why)
+	}
+}

@@ -1,0 +1,178 @@
+package roofline
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/latency"
+)
+
+// unitGPU has round numbers so expected values can be worked out by hand:
+// 100 TFLOP/s, 1 TB/s, 100 GB/s link with 10 µs latency, no floors.
+func unitGPU() GPU {
+	return GPU{Name: "unit", BF16TFLOPS: 100, HBMTBps: 1, MemoryGiB: 1, LinkGBps: 100, LinkLatUS: 10,
+		Eff: Efficiency{GEMM: 1, Attention: 1, Memory: 1, Link: 1, ReserveGiB: 0.25}}
+}
+
+const denseJSON = `{"model_type":"llama","hidden_size":1024,"num_hidden_layers":2,"num_attention_heads":8,
+"num_key_value_heads":2,"head_dim":128,"intermediate_size":4096,"vocab_size":1000,"torch_dtype":"bfloat16"}`
+
+const moeJSON = `{"model_type":"mixtral","hidden_size":1024,"num_hidden_layers":2,"num_attention_heads":8,
+"num_key_value_heads":2,"head_dim":128,"intermediate_size":2048,"vocab_size":1000,"torch_dtype":"bfloat16",
+"num_local_experts":4,"num_experts_per_tok":2}`
+
+func mustArch(t *testing.T, js string) *Arch {
+	t.Helper()
+	a, err := ParseConfig("test.json", []byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func near(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %.9g, want %.9g", what, got, want)
+	}
+}
+
+func TestDenseParams(t *testing.T) {
+	a := mustArch(t, denseJSON)
+	// attention: q,o 1024·8·128 each, k,v 1024·2·128 each
+	near(t, "AttnParams", a.AttnParams(), 2*1024*8*128+2*1024*2*128) // 2,621,440
+	// layer = attn + 3·1024·4096 = 15,204,352; ×2 + embed and head 2·1000·1024
+	near(t, "TotalParams", a.TotalParams(), 2*15204352+2048000)
+	// KV: 2 (k,v) · 2 heads · 128 · 2 layers · 2 bytes
+	near(t, "KVBytesPerTokenRank(1)", a.KVBytesPerTokenRank(1), 2048)
+	// TP 4 > 2 KV heads: one KV head replicated per rank
+	near(t, "KVBytesPerTokenRank(4)", a.KVBytesPerTokenRank(4), 1024)
+}
+
+// Decode of one sequence with 100 cached tokens: every GEMM is memory
+// bound, so time = bytes / 1 TB/s.
+func TestDenseDecodeByHand(t *testing.T) {
+	rf, err := New(mustArch(t, denseJSON), unitGPU(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &latency.Batch{DecodeSeqs: 1, DecodeCtx: 100}
+	tr := rf.Terms(b)
+	// weights: 2 layers · 15,204,352 · 2 B + LM head 1000·1024·2 B = 62,865,408
+	// activations per layer (m·k + m·n)·2: qkv 5,120 + o 4,096 + gate_up 18,432 + down 10,240 = 37,888
+	// LM head activations (1024 + 1000)·2 = 4,048
+	near(t, "GEMMBytes", tr.GEMMBytes, 62865408+2*37888+4048)
+	// attention per layer: KV read 100 + written 1 token · 1,024 B, q+o 4,096 B; 4·8·128·100 FLOPs
+	near(t, "AttnBytes", tr.AttnBytes, 2*(101*1024+4096))
+	near(t, "AttnFLOPs", tr.AttnFLOPs, 2*4*8*128*100)
+	near(t, "TotalUS", tr.TotalUS, 62.945232+0.21504)
+	if got := rf.StepTime(b); got != 63 {
+		t.Errorf("StepTime = %d, want 63", got)
+	}
+}
+
+// Prefill of 1000 tokens: layer GEMMs and attention are compute bound, the
+// LM head (one row) is memory bound.
+func TestDensePrefillByHand(t *testing.T) {
+	rf, err := New(mustArch(t, denseJSON), unitGPU(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &latency.Batch{PrefillSeqs: 1, PrefillTokens: 1000, PrefillAttn: 1000 * 1001 / 2}
+	tr := rf.Terms(b)
+	near(t, "GEMMFLOPs", tr.GEMMFLOPs, 2*1000*2*15204352+2*1000*1024)
+	// 2·1000·30,408,704 / 1e14 s = 608.17408 µs; LM head 2,052,048 B / 1e12 = 2.052048 µs
+	// attention 2 layers · 4·8·128·500,500 / 1e14 = 41.00096 µs
+	near(t, "TotalUS", tr.TotalUS, 608.17408+2.052048+41.00096)
+	near(t, "ComputeUS", tr.ComputeUS, 608.17408+0.02048+41.00096)
+}
+
+func TestMoEDecodeByHand(t *testing.T) {
+	a := mustArch(t, moeJSON)
+	if a.MoELayers != 2 || a.Experts != 4 || a.ExpertsPerTok != 2 || a.ExpertIntermediate != 2048 {
+		t.Fatalf("moe parse: %+v", a)
+	}
+	near(t, "ExpectedExperts(1 token)", ExpectedExperts(4, 2, 1), 2)
+	near(t, "ExpectedExperts(2 tokens)", ExpectedExperts(4, 2, 2), 3)
+	near(t, "ExpectedExperts(64 tokens)", ExpectedExperts(4, 2, 64), 4*(1-math.Pow(0.5, 64)))
+	rf, err := New(a, unitGPU(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := rf.Terms(&latency.Batch{DecodeSeqs: 1, DecodeCtx: 100})
+	// per layer: qkv 3,150,848 + o 2,101,248 + router 10,248
+	// + experts gate_up (2 rows) 20,480 + 2 experts·4096·1024·2 = 16,797,696
+	// + down 12,288 + 2·1024·2048·2 = 8,400,896  → 30,460,936; LM head 2,052,048
+	near(t, "GEMMBytes", tr.GEMMBytes, 2*30460936+2052048)
+	// FLOPs count top-k experts only: per layer 2·(1536·1024 + 1024·1024 + 4·1024 + 2·(4096·1024 + 1024·2048))
+	near(t, "GEMMFLOPs", tr.GEMMFLOPs, 2*2*(1536*1024+1024*1024+4*1024+2*(4096*1024+1024*2048))+2*1000*1024)
+}
+
+func TestTPDecodeByHand(t *testing.T) {
+	rf, err := New(mustArch(t, denseJSON), unitGPU(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := rf.Terms(&latency.Batch{DecodeSeqs: 1, DecodeCtx: 100})
+	// per rank per layer: qkv n=(4+2)·128 → 1,576,448; o k=512 → 1,051,648;
+	// gate_up n=4096 → 8,398,848; down k=2048 → 4,200,448; LM head n=500 → 1,027,048
+	near(t, "GEMMBytes", tr.GEMMBytes, 2*(1576448+1051648+8398848+4200448)+1027048)
+	// attention per rank per layer: 101 tokens · 2·1·128·2 B + q,o 2·4·128·2 B
+	near(t, "AttnBytes", tr.AttnBytes, 2*(101*512+2048))
+	// 4 all-reduces of 2,048 B: ring moves 2·(1/2)·2,048 B each at 100 GB/s + 10 µs
+	near(t, "CommBytes", tr.CommBytes, 4*2048)
+	near(t, "CommUS", tr.CommUS, 4*(10+2048/100e9*1e6))
+	near(t, "TotalUS", tr.TotalUS, 31.481832+0.10752+40.08192)
+}
+
+func TestKVCapacity(t *testing.T) {
+	rf, err := New(mustArch(t, denseJSON), unitGPU(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.5 GiB − 0.25 GiB reserve − 64,913,408 B weights = 203,522,048 B / 2,048 B per token
+	got, err := rf.KVCapacityTokens(0.5)
+	if err != nil || got != 99376 {
+		t.Errorf("KVCapacityTokens(0.5) = %d, %v; want 99376", got, err)
+	}
+	if _, err := rf.KVCapacityTokens(0.2); err == nil || !strings.Contains(err.Error(), "weights need") {
+		t.Errorf("KVCapacityTokens(0.2) error = %v, want weights-need error", err)
+	}
+	if _, err := rf.KVCapacityTokens(1.5); err == nil {
+		t.Error("KVCapacityTokens(1.5): want error")
+	}
+}
+
+func TestStepTimeMonotone(t *testing.T) {
+	for _, name := range ModelNames() {
+		a, err := LoadModel(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := LookupGPU("h100")
+		tp := 8
+		for a.Heads%tp != 0 {
+			tp /= 2
+		}
+		rf, err := New(a, g, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := int64(0)
+		for n := 1; n <= 512; n *= 2 {
+			st := rf.StepTime(&latency.Batch{DecodeSeqs: n, DecodeCtx: int64(n) * 1000})
+			if st < prev {
+				t.Errorf("%s: decode %d seqs takes %d µs < %d µs for fewer", name, n, st, prev)
+			}
+			prev = st
+		}
+	}
+}
+
+func TestTPHeadsMustDivide(t *testing.T) {
+	_, err := New(mustArch(t, denseJSON), unitGPU(), 3)
+	if err == nil || !strings.Contains(err.Error(), "not divisible by tp 3") {
+		t.Errorf("tp 3: error = %v", err)
+	}
+}

@@ -13,10 +13,10 @@ import (
 // Vision towers are not counted (Llama 4 Scout: 109B total with vision).
 func TestCatalogue(t *testing.T) {
 	cases := []struct {
-		name                string
-		layers, moeLayers   int
-		mla                 bool
-		weight              Dtype
+		name                 string
+		layers, moeLayers    int
+		mla                  bool
+		weight               Dtype
 		totalB, activeB, tol float64
 	}{
 		{"llama-3.1-8b", 32, 0, false, BF16, 8.03, 0, 0.01},

@@ -113,6 +113,7 @@ type strKey struct {
 	names  []string
 	codes  map[string]int32
 	dict   *array.Dictionary
+	idx32  []int32 // the dictionary's indices when they are int32 (the common case)
 	dcodes []int32
 	plain  *array.String
 	large  *array.LargeString
@@ -132,13 +133,16 @@ func (k *strKey) intern(s string) int32 {
 }
 
 func (k *strKey) bind(rec arrow.RecordBatch, idx int) {
-	k.dict, k.plain, k.large, k.dcodes = nil, nil, nil, k.dcodes[:0]
+	k.dict, k.plain, k.large, k.dcodes, k.idx32 = nil, nil, nil, k.dcodes[:0], nil
 	if idx < 0 {
 		return
 	}
 	switch a := rec.Column(idx).(type) {
 	case *array.Dictionary:
 		k.dict = a
+		if ix, ok := a.Indices().(*array.Int32); ok {
+			k.idx32 = ix.Int32Values()
+		}
 		vals := a.Dictionary().(*array.String)
 		for j := 0; j < vals.Len(); j++ {
 			if vals.IsNull(j) {
@@ -159,6 +163,9 @@ func (k *strKey) code(i int) int32 {
 	case k.dict != nil:
 		if k.dict.IsNull(i) {
 			return -1
+		}
+		if k.idx32 != nil {
+			return k.dcodes[k.idx32[i]]
 		}
 		return k.dcodes[k.dict.GetValueIndex(i)]
 	case k.plain != nil:

@@ -23,7 +23,10 @@ type input struct {
 	c    io.Closer
 }
 
-const peekBytes = 64 << 10
+const (
+	peekBytes  = 64 << 10
+	readBuffer = 128 << 10 // large enough to amortise reads, small enough to allocate cheaply
+)
 
 func openInput(path string, stdin io.Reader) (*input, error) {
 	in := &input{path: path, name: path}
@@ -42,14 +45,14 @@ func openInput(path string, stdin io.Reader) (*input, error) {
 		in.c = f
 		r = f
 	}
-	in.br = bufio.NewReaderSize(r, 1<<20)
+	in.br = bufio.NewReaderSize(r, readBuffer)
 	if b, _ := in.br.Peek(2); len(b) == 2 && b[0] == 0x1f && b[1] == 0x8b {
 		zr, err := gzip.NewReader(in.br)
 		if err != nil {
 			in.close()
 			return nil, &UsageError{fmt.Sprintf("%s: gzip: %v", in.name, err)}
 		}
-		in.br = bufio.NewReaderSize(zr, 1<<20)
+		in.br = bufio.NewReaderSize(zr, readBuffer)
 	}
 	return in, nil
 }

@@ -260,7 +260,7 @@ func parseTimestamp(b []byte) (int64, bool) {
 	switch {
 	case p == len(b):
 	case b[p] == 'Z' && p+1 == len(b):
-	case (b[p] == '+' || b[p] == '-') && (len(b)-p == 6 && b[p+3] == ':' || len(b)-p == 5 || len(b)-p == 3):
+	case (b[p] == '+' || b[p] == '-') && (len(b)-p == 6 && b[p+3] == ':' || len(b)-p == 5 && b[p+3] != ':' || len(b)-p == 3):
 		sign := int64(1)
 		if b[p] == '-' {
 			sign = -1

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/cliutil"
+)
+
+// TestExitCodes runs the real entry point: bad usage and bad input exit 2
+// with a message naming the problem; a good run writes the report.
+func TestExitCodes(t *testing.T) {
+	small := filepath.Join("..", "..", "lib", "report", "testdata", "small.results.arrows")
+	steps := filepath.Join("..", "..", "lib", "report", "testdata", "small.steps.arrows")
+	out := filepath.Join(t.TempDir(), "out.md")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--format", "markdown", "-o", out, small}, 0, ""},
+		{[]string{"--format", "xml", small}, 2, "--format: expected table, markdown, csv or json"},
+		{[]string{"--by", "region", small}, 2, `--by "region": expected one of`},
+		{[]string{"--slo", "ttft=soon", small}, 2, "positive duration"},
+		{[]string{"--steps", small, small}, 2, "expected a steps table"},
+		{[]string{steps}, 2, "is a steps table, expected a results table"},
+		{[]string{"no-such-file.arrows"}, 2, "no-such-file.arrows"},
+	} {
+		var stderr bytes.Buffer
+		code := cliutil.RunArgs(app(), append([]string{"blis-report"}, c.args...), &stderr)
+		if code != c.code || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr.String(), c.code, c.want)
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !bytes.Contains(b, []byte("## Latency (ms)")) {
+		t.Errorf("markdown output missing: %v\n%s", err, b)
+	}
+}

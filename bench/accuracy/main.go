@@ -30,7 +30,12 @@ import (
 func main() {
 	data := flag.String("data", "../shared/data", "shared data directory")
 	calibrate := flag.Bool("calibrate", false, "grid-search efficiency factors on the training shapes and print them")
+	catalog := flag.Bool("catalog", false, "print the model and GPU catalogue tables and exit")
 	flag.Parse()
+	if *catalog {
+		printCatalog(os.Stdout)
+		return
+	}
 	if err := run(*data, *calibrate, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
@@ -455,4 +460,41 @@ func stepLevel(data string, w io.Writer) error {
 	fmt.Fprintln(w)
 	printSteps(w, res)
 	return nil
+}
+
+// printCatalog writes the catalogue tables of docs/latency.md.
+func printCatalog(w io.Writer) {
+	fmt.Fprintln(w, "| name | HF id | layers (MoE) | hidden | heads / KV | attention | experts (top-k, shared width) | weights | params total / active | KV bytes/token (tp1, bf16 KV) |")
+	fmt.Fprintln(w, "|---|---|---|---:|---|---|---|---|---|---:|")
+	for _, m := range roofline.Models {
+		a, err := roofline.LoadModel(m.ID)
+		if err != nil {
+			fmt.Fprintln(w, "error:", err)
+			continue
+		}
+		attn := fmt.Sprintf("GQA hd %d", a.HeadDim)
+		if a.KVHeads == a.Heads {
+			attn = fmt.Sprintf("MHA hd %d", a.HeadDim)
+		}
+		if a.MLA() {
+			attn = fmt.Sprintf("MLA kv_lora %d rope %d", a.KVLoraRank, a.QKRopeDim)
+		}
+		moe := "—"
+		if a.MoE() {
+			moe = fmt.Sprintf("%d (top %d, shared %d)", a.Experts, a.ExpertsPerTok, a.SharedIntermediate)
+		}
+		kv := *a
+		kv.KVDtype = roofline.BF16
+		fmt.Fprintf(w, "| %s | %s | %d (%d) | %d | %d / %d | %s | %s | %s | %.1fB / %.1fB | %.0f |\n", m.ShortName(), m.ID, a.Layers, a.MoELayers,
+			a.Hidden, a.Heads, a.KVHeads, attn, moe, a.WeightDtype, a.TotalParams()/1e9, a.ActiveParams()/1e9, kv.KVBytesPerTokenRank(1))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| GPU | aliases | BF16 TFLOP/s | FP8 | FP4 | HBM TB/s | memory GiB | link GB/s (per dir.) | link latency µs | GEMM / attn / mem / link eff. | GEMM / attn floor µs | source |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
+	for _, n := range roofline.GPUNames() {
+		g, _ := roofline.LookupGPU(n)
+		e := g.Eff
+		fmt.Fprintf(w, "| %s | %s | %g | %g | %g | %g | %g | %g | %g | %.2f / %.2f / %.2f / %.2f | %g / %g | %s |\n", g.Name, strings.Join(g.Aliases, ", "),
+			g.BF16TFLOPS, g.FP8TFLOPS, g.FP4TFLOPS, g.HBMTBps, g.MemoryGiB, g.LinkGBps, g.LinkLatUS, e.GEMM, e.Attention, e.Memory, e.Link, e.KernelUS, e.AttnUS, g.Source)
+	}
 }

@@ -68,29 +68,33 @@ var GPUs = []GPU{
 		Eff: defaultEff(), Source: "NVIDIA HGX B200 datasheet (per-GPU share)"},
 	// NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): BF16 312 dense; no
 	// FP8; HBM2e 2,039 GB/s; 80 GB (driver 81,920 MiB); NVLink 3 600 GB/s
-	// bidirectional → 300. Latency: aiconfigurator a100 custom all-reduce.
+	// bidirectional → 300. Latency: aiconfigurator a100 vLLM custom
+	// all-reduce (CUDA graph), ≤1 KiB, TP2–4: 4.9–5.2 µs.
 	{Name: "a100-80gb", Aliases: []string{"a100", "a100-sxm", "a100_sxm", "a100-80", "A100-80", "A100-SXM"},
-		BF16TFLOPS: 312, HBMTBps: 2.039, MemoryGiB: 80, LinkGBps: 300, LinkLatUS: 6,
+		BF16TFLOPS: 312, HBMTBps: 2.039, MemoryGiB: 80, LinkGBps: 300, LinkLatUS: 5,
 		Eff: defaultEff(), Source: "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM)"},
 	// NVIDIA L40S datasheet: BF16 733 sparse → 362.05 dense (upstream BLIS
 	// lists FP8 1,466, which is the sparse figure); FP8 1,466 → 733 dense;
 	// GDDR6 864 GB/s; 48 GB (driver 46,068 MiB = 45 GiB); no NVLink: PCIe
-	// Gen4 x16 64 GB/s bidirectional → 32. Latency: aiconfigurator l40s NCCL.
+	// Gen4 x16 64 GB/s bidirectional → 32. Latency: aiconfigurator l40s NCCL
+	// all-reduce, TP2, 0.5–2 KiB: 6–6.5 µs.
 	{Name: "l40s", Aliases: []string{"L40S"},
-		BF16TFLOPS: 362.05, FP8TFLOPS: 733, HBMTBps: 0.864, MemoryGiB: 45, LinkGBps: 32, LinkLatUS: 15,
+		BF16TFLOPS: 362.05, FP8TFLOPS: 733, HBMTBps: 0.864, MemoryGiB: 45, LinkGBps: 32, LinkLatUS: 6.5,
 		Eff: defaultEff(), Source: "NVIDIA L40S datasheet"},
 	// NVIDIA Ada GPU architecture whitepaper, Appendix A (GeForce RTX 4090):
 	// BF16 tensor with FP32 accumulate 165.2 dense; FP8 (FP32 acc.) 330.3;
 	// GDDR6X 1,008 GB/s; 24 GB (driver 25,250,627,584 B = 23.5 GiB, from the
-	// LLMServingSim meta.json); PCIe Gen4 x16 → 32 GB/s per direction.
+	// LLMServingSim meta.json); PCIe Gen4 x16 → 32 GB/s per direction;
+	// latency taken from the L40S NCCL table (also PCIe Gen4, no NVLink).
 	{Name: "rtx4090", Aliases: []string{"rtx-4090", "RTX4090"},
-		BF16TFLOPS: 165.2, FP8TFLOPS: 330.3, HBMTBps: 1.008, MemoryGiB: 23.5, LinkGBps: 32, LinkLatUS: 15,
+		BF16TFLOPS: 165.2, FP8TFLOPS: 330.3, HBMTBps: 1.008, MemoryGiB: 23.5, LinkGBps: 32, LinkLatUS: 6.5,
 		Eff: defaultEff(), Source: "NVIDIA Ada GPU architecture whitepaper, Appendix A"},
 	// NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet: 4 PFLOPS FP4 AI
 	// TOPS (sparse) → FP4 2,000 dense, FP8 1,000, BF16 500 (each precision
-	// halves the rate); GDDR7 1,597 GB/s; 96 GB; PCIe Gen5 x16 → 64 GB/s.
+	// halves the rate); GDDR7 1,597 GB/s; 96 GB (94.5 GiB usable assumed,
+	// as for other 96 GB cards); PCIe Gen5 x16 → 64 GB/s; latency as L40S.
 	{Name: "rtxpro6000", Aliases: []string{"rtx-pro-6000", "RTXPRO6000"},
-		BF16TFLOPS: 500, FP8TFLOPS: 1000, FP4TFLOPS: 2000, HBMTBps: 1.597, MemoryGiB: 94.5, LinkGBps: 64, LinkLatUS: 15,
+		BF16TFLOPS: 500, FP8TFLOPS: 1000, FP4TFLOPS: 2000, HBMTBps: 1.597, MemoryGiB: 94.5, LinkGBps: 64, LinkLatUS: 6.5,
 		Eff: defaultEff(), Source: "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet"},
 }
 

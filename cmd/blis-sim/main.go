@@ -1,10 +1,264 @@
 // Command blis-sim simulates a cluster of LLM serving replicas on a requests
-// table and writes the results table.
+// table and writes the results table. Flags and wiring only: the simulator
+// is lib/engine.
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/blis-sim/blis/lib/cliutil"
-	"github.com/blis-sim/blis/lib/engine/simcli"
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/trace"
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
-func main() { cliutil.Run(simcli.App()) }
+func main() { cliutil.Run(app()) }
+
+func app() *cli.App {
+	return &cli.App{
+		Name:      "blis-sim",
+		Usage:     "simulate LLM serving replicas behind a router on a requests table",
+		UsageText: "blis-sim [--cluster cluster.yaml] [flags] [FILE|-] > results.arrow",
+		Description: "Reads a requests table (Arrow IPC stream, .arrow file or stdin), simulates the cluster and\n" +
+			"writes the results table (one row per request) to stdout or -o. Flags override the YAML.\n" +
+			"See docs/engine.md and docs/policies.md.",
+		HideHelpCommand: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML (see examples/cluster.yaml)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "results output (`FILE`, - for stdout)"},
+			&cli.IntFlag{Name: "replicas", Aliases: []string{"n"}, Usage: "number of replicas"},
+			&cli.StringFlag{Name: "model", Usage: "model name (e.g. llama-3.1-8b)"},
+			&cli.StringFlag{Name: "gpu", Usage: "GPU name (e.g. h100)"},
+			&cli.IntFlag{Name: "tp", Usage: "tensor-parallel degree per replica"},
+			&cli.StringFlag{Name: "weight-dtype", Usage: "weight dtype (default: the model's)"},
+			&cli.StringFlag{Name: "kv-dtype", Usage: "KV cache dtype (default: activation dtype)"},
+			&cli.StringFlag{Name: "latency", Usage: "latency model: auto, roofline, fitted or linear"},
+			&cli.StringFlag{Name: "coefficients", Usage: "fitted coefficients `FILE`"},
+			&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(engine.RoutingNames, ", ")},
+			&cli.StringFlag{Name: "seed", Usage: "master seed"},
+			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m; 0 = run to the end)"},
+			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)"},
+			&cli.IntFlag{Name: "max-num-seqs", Usage: "running requests per replica"},
+			&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "token budget per step"},
+			&cli.Int64Flag{Name: "kv-blocks", Usage: "KV blocks per replica (default: from GPU memory)"},
+			&cli.StringFlag{Name: "steps", Usage: "write the per-step table to `FILE`"},
+			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
+			&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
+		},
+		Action: run,
+	}
+}
+
+func config(c *cli.Context) (engine.Config, error) {
+	cfg := engine.DefaultConfig()
+	if p := c.String("cluster"); p != "" {
+		var err error
+		if cfg, err = engine.LoadConfig(p); err != nil {
+			return cfg, cliutil.BadInput(err)
+		}
+	}
+	set := c.IsSet
+	if set("replicas") {
+		cfg.Replicas = c.Int("replicas")
+	}
+	if set("model") {
+		cfg.Model = c.String("model")
+	}
+	if set("gpu") {
+		cfg.GPU = c.String("gpu")
+	}
+	if set("tp") {
+		cfg.TP = c.Int("tp")
+	}
+	if set("weight-dtype") {
+		cfg.WeightDtype = c.String("weight-dtype")
+	}
+	if set("kv-dtype") {
+		cfg.KVDtype = c.String("kv-dtype")
+	}
+	if set("latency") {
+		cfg.Latency.Mode = c.String("latency")
+	}
+	if set("coefficients") {
+		cfg.Latency.Coefficients = c.String("coefficients")
+	}
+	if set("router") {
+		cfg.Router.Routing = c.String("router")
+	}
+	if set("seed") {
+		v, err := strconv.ParseUint(c.String("seed"), 10, 64)
+		if err != nil {
+			return cfg, cliutil.Usage("--seed: expected a non-negative integer, found %q", c.String("seed"))
+		}
+		cfg.Seed = v
+	}
+	for _, d := range []struct {
+		flag string
+		dst  *engine.Duration
+	}{{"horizon", &cfg.Horizon}, {"snapshot-interval", &cfg.SnapshotInterval}} {
+		if set(d.flag) {
+			v, err := engine.ParseDuration(c.String(d.flag))
+			if err != nil {
+				return cfg, cliutil.Usage("--%s: %v", d.flag, err)
+			}
+			*d.dst = v
+		}
+	}
+	if set("max-num-seqs") {
+		cfg.Engine.MaxNumSeqs = c.Int("max-num-seqs")
+	}
+	if set("max-num-batched-tokens") {
+		cfg.Engine.MaxNumBatchedTokens = c.Int("max-num-batched-tokens")
+	}
+	if set("kv-blocks") {
+		cfg.Engine.KVBlocks = c.Int64("kv-blocks")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, cliutil.Usage("%v", err)
+	}
+	return cfg, nil
+}
+
+func run(c *cli.Context) error {
+	cfg, err := config(c)
+	if err != nil {
+		return err
+	}
+	model, why, err := engine.Prepare(&cfg)
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	if c.Bool("print-config") {
+		fmt.Fprint(c.App.Writer, cfg.YAML())
+		return nil
+	}
+	stderr := c.App.ErrWriter
+	quiet := c.Bool("quiet")
+	if !quiet {
+		fmt.Fprintln(stderr, why)
+	}
+	in, err := cliutil.Input(c)
+	if err != nil {
+		return err
+	}
+	src, err := trace.Open(in, os.Stdin)
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	defer src.Close()
+	rr, err := trace.NewRequestReader(src)
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	md := src.Meta()
+	opts := engine.Options{CheckInvariants: c.Bool("check-invariants"), Path: src.Path}
+	if v := md.Get(trace.MetaPrefixBlockSize); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return cliutil.Usage("%s: schema metadata %s: expected a positive integer, found %q", src.Path, trace.MetaPrefixBlockSize, v)
+		}
+		opts.PrefixBlockSize = n
+	}
+	var source engine.Source = rr
+	if md.Get(trace.MetaSorted) != "arrival" {
+		all, err := readAll(rr)
+		if err != nil {
+			return cliutil.BadInput(err)
+		}
+		if !quiet {
+			fmt.Fprintf(stderr, "blis-sim: %s is not marked %s=arrival: read %d rows into memory to sort them\n", src.Path, trace.MetaSorted, len(all))
+		}
+		source = engine.SliceSource(all)
+	}
+
+	seed := cfg.Seed
+	stage := trace.Stage{Tool: "blis-sim", Version: trace.Version, Args: os.Args[1:], Seed: &seed}
+	if inp, err := trace.DescribeInput(in); err == nil {
+		stage.Inputs = []trace.Input{inp}
+	}
+	outMeta := md.With(stage)
+	outMeta.Set("blis.sim.model", model.Name())
+	out, err := trace.Create(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
+	if err != nil {
+		return cliutil.Usage("%v", err)
+	}
+	rw := trace.NewResultWriter(out, trace.ResultsSchema(outMeta))
+	var sw *trace.StepWriter
+	if p := c.String("steps"); p != "" {
+		sm := trace.NewMeta().With(stage)
+		ss, err := trace.Create(p, nil, trace.StepsSchema(sm))
+		if err != nil {
+			rw.Close()
+			return cliutil.Usage("--steps: %v", err)
+		}
+		sw = trace.NewStepWriter(ss, trace.StepsSchema(sm))
+		opts.Steps = sw
+	}
+
+	var bar *progressbar.ProgressBar
+	start := time.Now()
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !quiet {
+		opts.Progress = func(simUS, done int64) {
+			if bar == nil {
+				if time.Since(start) < 2*time.Second {
+					return
+				}
+				bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr),
+					progressbar.OptionSetDescription("simulating"), progressbar.OptionShowCount(),
+					progressbar.OptionSetItsString("req"), progressbar.OptionShowIts(), progressbar.OptionThrottle(200*time.Millisecond))
+			}
+			bar.Set64(done)
+			bar.Describe(fmt.Sprintf("simulated %s", time.Duration(simUS)*time.Microsecond))
+		}
+	}
+	sum, runErr := engine.Run(cfg, model, source, rw, opts)
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	wall := time.Since(start)
+	closeErr := rw.Close()
+	if sw != nil {
+		if err := sw.Close(); closeErr == nil {
+			closeErr = err
+		}
+	}
+	if runErr != nil {
+		var re *trace.RowError
+		if errors.As(runErr, &re) {
+			return cliutil.BadInput(runErr)
+		}
+		return runErr
+	}
+	if closeErr != nil {
+		return closeErr
+	}
+	if !quiet {
+		sum.Print(stderr, &cfg, wall)
+	}
+	return nil
+}
+
+func readAll(rr *trace.RequestReader) ([]trace.Request, error) {
+	var all, buf []trace.Request
+	for {
+		var err error
+		buf, err = rr.Next(buf)
+		all = append(all, buf...)
+		if err == io.EOF {
+			return all, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}

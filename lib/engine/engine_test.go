@@ -433,3 +433,90 @@ func TestRNGStreamsIndependent(t *testing.T) {
 		t.Fatal("streams with different seeds or names coincide")
 	}
 }
+
+func TestRoutingPolicies(t *testing.T) {
+	// Two prefix groups alternating; after warm-up, prefix-affinity keeps each
+	// group on one instance, round-robin alternates instances.
+	var reqs []trace.Request
+	for i := 0; i < 40; i++ {
+		r := req(fmt.Sprint("p", i), int64(i)*200_000, 160, 2)
+		g := uint64(i % 2)
+		for j := uint64(0); j < 10; j++ {
+			r.PrefixHashes = append(r.PrefixHashes, g<<32|j)
+		}
+		reqs = append(reqs, r)
+	}
+	for _, tc := range []struct {
+		routing   string
+		minCached int64
+	}{
+		{"prefix-affinity", 38 * 144},
+		{"weighted", 38 * 144},
+		{"round-robin", 0},
+	} {
+		t.Run(tc.routing, func(t *testing.T) {
+			c := testConfig()
+			c.Replicas = 4
+			c.Router.Routing = tc.routing
+			if tc.routing == "weighted" {
+				c.Router.Weights = map[string]float64{"prefix": 10, "load": 1}
+			}
+			_, sum := run(t, c, reqs, Options{})
+			if sum.CachedTokens < tc.minCached {
+				t.Fatalf("cached %d tokens, want >= %d", sum.CachedTokens, tc.minCached)
+			}
+		})
+	}
+	t.Run("least-loaded spreads a burst", func(t *testing.T) {
+		c := testConfig()
+		c.Replicas = 4
+		c.Router.Routing = "least-loaded"
+		var burst []trace.Request
+		for i := 0; i < 8; i++ {
+			burst = append(burst, req(fmt.Sprint("b", i), 0, 100, 10))
+		}
+		sink, _ := run(t, c, burst, Options{})
+		per := map[int32]int{}
+		for _, r := range sink.rs {
+			per[r.InstanceID]++
+		}
+		for i := int32(0); i < 4; i++ {
+			if per[i] != 2 {
+				t.Fatalf("per instance %v, want 2 each", per)
+			}
+		}
+	})
+}
+
+func TestKVCacheLRU(t *testing.T) {
+	c := newKVCache(4, 16)
+	a, b, x := &reqState{}, &reqState{}, &reqState{}
+	a.keys, b.keys = []uint64{1, 2}, []uint64{3, 4}
+	c.alloc(a, 2, 2)
+	c.register(a, a.keys, 0, 2)
+	c.alloc(b, 2, 2)
+	c.register(b, b.keys, 0, 2)
+	c.release(a) // freed first: evicted first
+	c.release(b)
+	if c.free != 4 || c.lookup([]uint64{1, 2}, 2) != 2 || c.lookup([]uint64{3, 4}, 2) != 2 {
+		t.Fatal("freed blocks should stay cached")
+	}
+	c.alloc(x, 1, 0) // evicts a's last block (freed in reverse order), not a's first
+	if c.lookup([]uint64{1, 2}, 2) != 1 || c.lookup([]uint64{3, 4}, 2) != 2 {
+		t.Fatalf("after one allocation: a keeps %d, b keeps %d", c.lookup([]uint64{1, 2}, 2), c.lookup([]uint64{3, 4}, 2))
+	}
+	y := &reqState{keys: []uint64{3, 4}}
+	c.touch(y, y.keys, 2) // b's blocks are taken back from the free queue
+	c.alloc(x, 1, 0)      // so the next eviction is a's first block
+	if c.lookup([]uint64{1}, 1) != 0 || c.free != 0 {
+		t.Fatalf("free %d, a's first block cached: %d", c.free, c.lookup([]uint64{1}, 1))
+	}
+	if err := c.check(); err != nil {
+		t.Fatal(err)
+	}
+	c.release(x)
+	c.release(y)
+	if err := c.check(); err != nil || c.free != 4 {
+		t.Fatalf("%v, free %d", err, c.free)
+	}
+}

@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string // want: "" = ok, else a substring of the error
+	}{
+		{"empty", "", ""},
+		{"full", `model: llama-3.1-8b
+gpu: h100
+tp: 2
+replicas: 4
+seed: 7
+horizon: 10m
+snapshot_interval: 50ms
+engine:
+  block_size: 16
+  max_num_batched_tokens: 4096
+  max_num_seqs: 128
+  long_prefill_token_threshold: 512
+  kv_blocks: 20000
+  gpu_memory_utilization: 0.85
+  enable_prefix_caching: false
+  scheduling_policy: priority
+router:
+  admission: queue-limit
+  queue_limit: 100
+  priority: request
+  routing: weighted
+  weights: {load: 1, prefix: 2}
+latency:
+  mode: linear
+  beta: [6000, 0.05, 30]
+  alpha: [1000, 0.1, 20]
+`, ""},
+		{"unknown key", "replicas: 2\nengine:\n  kv_blokcs: 5\n", "c.yaml:3: field kv_blokcs not found"},
+		{"bad type", "replicas: many\n", "c.yaml:1:"},
+		{"bad duration", "horizon: soon\n", "c.yaml:1: expected a duration"},
+		{"seconds duration", "horizon: 90\n", ""},
+		{"zero replicas", "replicas: 0\n", "replicas: expected >= 1"},
+		{"budget below seqs", "engine: {max_num_seqs: 512, max_num_batched_tokens: 256}\n", "must be >= engine.max_num_seqs"},
+		{"bad router", "router: {routing: random}\n", "router.routing: expected one of round-robin"},
+		{"bad weight", "router: {routing: weighted, weights: {speed: 1}}\n", `unknown scorer "speed"`},
+		{"weights without weighted", "router: {weights: {load: 1}}\n", "only used by weighted routing"},
+		{"bad beta", "latency: {beta: [1, 2]}\n", "latency.beta: expected 3"},
+		{"negative beta", "latency: {beta: [1, -2, 3]}\n", "coefficients must be >= 0"},
+		{"linear without beta", "latency: {mode: linear}\n", "needs latency.beta"},
+		{"bad util", "engine: {gpu_memory_utilization: 1.5}\n", "gpu_memory_utilization"},
+		{"bad policy", "engine: {scheduling_policy: lifo}\n", "scheduling_policy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig("c.yaml", []byte(tc.yaml))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The printed config reads back to the same config.
+				c2, err := ParseConfig("printed", []byte(c.YAML()))
+				if err != nil || c2.YAML() != c.YAML() {
+					t.Fatalf("round trip: %v\n%s\n%s", err, c.YAML(), c2.YAML())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultsAreVLLMs(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := c.Engine
+	if e.BlockSize != 16 || e.MaxNumBatchedTokens != 8192 || e.MaxNumSeqs != 256 || !e.PrefixCaching || e.GPUMemoryUtilization != 0.9 {
+		t.Fatalf("%+v", e)
+	}
+}
+
+func TestPrepareFillsKVBlocks(t *testing.T) {
+	c := DefaultConfig()
+	m, why, err := Prepare(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Engine.KVBlocks < 1000 || m == nil || !strings.Contains(why, "KV:") {
+		t.Fatalf("kv blocks %d, why %q", c.Engine.KVBlocks, why)
+	}
+	c = testConfig()
+	if _, why, err := Prepare(&c); err != nil || c.Engine.KVBlocks != 1000 || !strings.Contains(why, "linear") {
+		t.Fatalf("explicit kv_blocks and beta: %v %d %q", err, c.Engine.KVBlocks, why)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{"", "replicas: 3\n", "engine: {kv_blocks: 10}\n", "router: {routing: weighted, weights: {kv: 2}}\n",
+		"horizon: 1h\nsnapshot_interval: 0\n", "latency: {beta: [1,2,3], alpha: [4,5,6]}\n", "engine:\n  - 1\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig("fuzz.yaml", b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("accepted config fails validation: %v", err)
+		}
+	})
+}

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// fuzzRequests decodes bytes into a small workload: 7 bytes per request
+// (arrival step, input, output, dependency, kind, prefix group, priority).
+func fuzzRequests(b []byte) []trace.Request {
+	var reqs []trace.Request
+	t := int64(0)
+	for i := 0; i+7 <= len(b) && len(reqs) < 64; i += 7 {
+		x := b[i : i+7]
+		id := fmt.Sprint("q", len(reqs))
+		r := trace.NewRequest(id)
+		r.InputTokens = int32(x[1])%200 + 1
+		r.OutputTokens = int32(x[2]) % 120
+		r.Priority = int32(x[6] % 3)
+		if d := int(x[3]); d%4 == 0 && len(reqs) > 0 {
+			r.DependsOn = []string{reqs[d/4%len(reqs)].ID}
+			r.DelayUS = int64(x[0]) * 100
+			if x[4]%5 == 0 {
+				r.Kind = trace.KindTool
+			}
+		} else {
+			t += int64(x[0]) * 300
+			r.ArrivalUS = t
+		}
+		if x[4]%7 == 1 {
+			r.SourceStatus = trace.SourceFailed
+		}
+		g := uint64(x[5] % 4)
+		for j := int32(0); j < r.InputTokens/16; j++ {
+			h := g<<32 | uint64(j)
+			if j >= int32(x[5]%8) {
+				h |= uint64(len(reqs)+1) << 40
+			}
+			r.PrefixHashes = append(r.PrefixHashes, h)
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs
+}
+
+func FuzzRun(f *testing.F) {
+	f.Add([]byte("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02"), uint8(30), uint8(0))
+	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00"), uint8(12), uint8(1))
+	f.Fuzz(func(t *testing.T, b []byte, kv uint8, routing uint8) {
+		reqs := fuzzRequests(b)
+		c := testConfig()
+		c.Replicas = 2
+		c.Engine.KVBlocks = int64(kv%64) + 2
+		c.Engine.MaxNumSeqs = 4
+		c.Engine.MaxNumBatchedTokens = 64
+		c.Engine.LongPrefillThreshold = int(kv % 3 * 16)
+		c.Engine.SchedulingPolicy = "priority"
+		c.Router.Priority = "request"
+		c.Router.Routing = RoutingNames[int(routing)%len(RoutingNames)]
+		c.Latency.Alpha = []float64{10, 0.5, 2}
+		sink := &memSink{}
+		sum, err := Run(c, testModel(c), SliceSource(reqs), sink, Options{CheckInvariants: true})
+		var re *trace.RowError
+		if errors.As(err, &re) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sink.rs) != len(reqs) || sum.Injected != int64(len(reqs)) {
+			t.Fatalf("%d rows, %d results, summary %+v", len(reqs), len(sink.rs), sum)
+		}
+		if sum.Unfinished != 0 {
+			t.Fatalf("no horizon but %d unfinished", sum.Unfinished)
+		}
+	})
+}

@@ -1,0 +1,28 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Print writes the one-screen run summary blis-sim shows on stderr.
+func (s *Summary) Print(w io.Writer, cfg *Config, wall time.Duration) {
+	sim := time.Duration(s.SimEndUS) * time.Microsecond
+	fmt.Fprintf(w, "blis-sim: %d requests: %d completed, %d dropped, %d rejected, %d unfinished, %d source_failed\n",
+		s.Injected, s.Completed, s.Dropped, s.Rejected, s.Unfinished, s.SourceFailed)
+	fmt.Fprintf(w, "  %d replicas × %s on %s tp%d, router %s, %d KV blocks of %d tokens each\n",
+		cfg.Replicas, cfg.Model, cfg.GPU, cfg.TP, cfg.Router.Routing, s.KVBlocks, cfg.Engine.BlockSize)
+	var busy int64
+	for _, b := range s.BusyUS {
+		busy += b
+	}
+	util := 0.0
+	if s.SimEndUS > 0 && len(s.BusyUS) > 0 {
+		util = float64(busy) / float64(s.SimEndUS) / float64(len(s.BusyUS))
+	}
+	fmt.Fprintf(w, "  simulated %s in %s wall (%.0f× real time); %d events (%.1f M/s), %d steps, busy %.0f%%\n",
+		sim.Round(time.Millisecond), wall.Round(time.Millisecond), sim.Seconds()/max(wall.Seconds(), 1e-9),
+		s.Events, float64(s.Events)/max(wall.Seconds(), 1e-9)/1e6, s.Steps, 100*util)
+	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted\n", s.Preemptions, s.CachedTokens, s.Evictions)
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# blis-sim throughput benchmark (issue #3): N requests (default 100,000),
+# 8 replicas of llama-3.1-8b on H100 TP1, Poisson arrivals at 96 req/s,
+# input and output lengths normal(512, 256) clamped to [2, 7000].
+# Prints wall time and peak RSS of the simulation alone (the workload is
+# generated beforehand by bench/gen into a temporary Arrow file).
+#
+#   bench/sim.sh            # 100,000 requests
+#   bench/sim.sh 1000000    # 1,000,000 requests
+#   LATENCY=roofline bench/sim.sh   # pass --latency (default: auto)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-100000}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/" ./cmd/blis-sim ./bench/gen
+"$work/gen" -n "$n" -rate 96 -mean 512 -sd 256 -min 2 -max 7000 -seed 1 -o "$work/requests.arrows"
+/usr/bin/time -v "$work/blis-sim" --replicas 8 --model llama-3.1-8b --gpu h100 --tp 1 \
+  --latency "${LATENCY:-auto}" -o "$work/results.arrows" "$work/requests.arrows" 2>"$work/stderr" || {
+  cat "$work/stderr"; exit 1; }
+grep -v '^\s' "$work/stderr" | grep -v -e 'Command being timed' -e '^$' | head -3 || true
+grep -E '^  (simulated|[0-9]+ replicas)' "$work/stderr" || true
+wall=$(grep 'Elapsed (wall clock)' "$work/stderr" | awk '{print $NF}')
+rss=$(grep 'Maximum resident set size' "$work/stderr" | awk '{print $NF}')
+user=$(grep 'User time' "$work/stderr" | awk '{print $NF}')
+sys=$(grep 'System time' "$work/stderr" | awk '{print $NF}')
+# CPU time is the steadier figure on a shared machine.
+echo "bench/sim.sh: $n requests: wall $wall, CPU ${user}s user + ${sys}s sys, peak RSS $((rss / 1024)) MB ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"

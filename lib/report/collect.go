@@ -67,11 +67,11 @@ type acc struct {
 	sloAll          int64
 }
 
-func newAcc(limit int, light bool) *acc {
+func newAcc(limit int, light bool, b *budget) *acc {
 	a := &acc{}
 	if !light {
 		for m := range a.d {
-			a.d[m] = newDist(limit)
+			a.d[m] = newDistBudget(limit, b)
 		}
 	}
 	return a
@@ -168,6 +168,7 @@ type instLoad struct {
 type run struct {
 	path       string
 	rows       int64
+	budget     *budget
 	all        *acc
 	groupCol   string
 	groupKey   *strKey
@@ -245,7 +246,8 @@ func readRun(path string, opt *Options) (*run, error) {
 			return nil, err
 		}
 	}
-	r := &run{path: src.Path, all: newAcc(opt.ExactLimit, false), inst: map[int64]*instLoad{},
+	bud := &budget{max: int64(opt.RunBudget)}
+	r := &run{path: src.Path, budget: bud, all: newAcc(opt.ExactLimit, false, bud), inst: map[int64]*instLoad{},
 		start: math.MaxInt64, end: math.MinInt64, done: newSeries(), toks: newSeries()}
 	if opt.By != "" {
 		r.groupCol = GroupColumns[opt.By]
@@ -275,7 +277,7 @@ func readRun(path string, opt *Options) (*run, error) {
 	r.hasRec = colIndex(s, trace.ColRecordedTTFTUS) >= 0 || colIndex(s, trace.ColRecordedE2EUS) >= 0 || colIndex(s, trace.ColRecordedITLUS) >= 0
 	if r.hasRec {
 		for i := range r.rec {
-			r.rec[i] = [2]*Dist{newDist(opt.ExactLimit), newDist(opt.ExactLimit)}
+			r.rec[i] = [2]*Dist{newDistBudget(opt.ExactLimit, bud), newDistBudget(opt.ExactLimit, bud)}
 		}
 	}
 	if colIndex(s, trace.ColSessionID) >= 0 {
@@ -495,7 +497,7 @@ func (r *run) llmRow(rd *reader, i int, v *rowv, fin int64, hasFin bool) {
 
 func grow(s []*acc, c int32) []*acc {
 	for int(c) >= len(s) {
-		s = append(s, newAcc(0, true))
+		s = append(s, newAcc(0, true, nil))
 	}
 	return s
 }
@@ -519,12 +521,12 @@ func (r *run) group(rd *reader, i int, opt *Options) *acc {
 	}
 	if c < 0 {
 		if r.noGroup == nil {
-			r.noGroup = newAcc(opt.ExactLimit, false)
+			r.noGroup = newAcc(opt.ExactLimit, false, r.budget)
 		}
 		return r.noGroup
 	}
 	for int(c) >= len(r.groups) {
-		r.groups = append(r.groups, newAcc(opt.ExactLimit, false))
+		r.groups = append(r.groups, newAcc(opt.ExactLimit, false, r.budget))
 	}
 	return r.groups[c]
 }

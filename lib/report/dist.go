@@ -12,6 +12,18 @@ import (
 // carry at most hdrRelErr relative error and memory stays flat.
 const ExactLimit = 1 << 20
 
+// RunBudget bounds the exact values all distributions of one run hold
+// together (8 bytes each, so about 64 MiB). Past it, any distribution holding
+// at least minSpill values moves to a histogram on its next value; smaller
+// ones stay exact.
+const (
+	RunBudget = 8 << 20
+	minSpill  = 1 << 16
+)
+
+// budget counts the exact values held by the distributions of one run.
+type budget struct{ used, max int64 }
+
 const (
 	hdrSigFigs = 3
 	hdrMax     = int64(1) << 40 // µs, about 12.7 days; larger values are clamped into the top bucket
@@ -23,6 +35,7 @@ const (
 // min and max are always exact.
 type Dist struct {
 	limit    int
+	b        *budget
 	vals     []int64
 	sorted   bool
 	h        *hdrhistogram.Histogram
@@ -31,11 +44,13 @@ type Dist struct {
 	min, max int64
 }
 
-func newDist(limit int) *Dist {
+func newDist(limit int) *Dist { return newDistBudget(limit, nil) }
+
+func newDistBudget(limit int, b *budget) *Dist {
 	if limit <= 0 {
 		limit = ExactLimit
 	}
-	return &Dist{limit: limit, min: math.MaxInt64, max: math.MinInt64}
+	return &Dist{limit: limit, b: b, min: math.MaxInt64, max: math.MinInt64}
 }
 
 // Add records v (negative values are recorded as 0 in the histogram but kept
@@ -55,10 +70,18 @@ func (d *Dist) Add(v int64) {
 	}
 	d.vals = append(d.vals, v)
 	d.sorted = false
-	if len(d.vals) > d.limit {
+	over := false
+	if d.b != nil {
+		d.b.used++
+		over = d.b.used > d.b.max && len(d.vals) >= minSpill
+	}
+	if len(d.vals) > d.limit || over {
 		d.h = hdrhistogram.New(1, hdrMax, hdrSigFigs)
 		for _, x := range d.vals {
 			d.record(x)
+		}
+		if d.b != nil {
+			d.b.used -= int64(len(d.vals))
 		}
 		d.vals = nil
 	}

@@ -190,13 +190,19 @@ func cdfLine(name string, d *Dist) line {
 }
 
 // seriesLine turns a binned sum into a rate per second (or, with div, a ratio of two sums).
-func seriesLine(name string, s *series, scale float64) line {
+// The last bin is divided by the part of it inside the run (up to end µs), so
+// a partial bin does not read as a drop or a spike.
+func seriesLine(name string, s *series, scale float64, end int64) line {
 	l := line{name: name}
 	s = s.coarsen(chartBins)
-	w := float64(s.width)
 	for i, v := range s.sum {
-		l.xs = append(l.xs, (float64(i)+0.5)*w/1e6)
-		l.ys = append(l.ys, v*scale/w)
+		lo := int64(i) * s.width
+		w := s.width
+		if end > lo && end-lo < w {
+			w = end - lo
+		}
+		l.xs = append(l.xs, (float64(lo)+float64(w)/2)/1e6)
+		l.ys = append(l.ys, v*scale/float64(w))
 	}
 	return l
 }
@@ -275,14 +281,14 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	b.WriteString("</div>\n<h2>Over time</h2>\n<div class=\"charts\">\n")
 	var reqs, toks []line
 	for i, r := range rep.runs {
-		reqs = append(reqs, seriesLine(rep.Inputs[i].Label, r.done, 1e6))
-		toks = append(toks, seriesLine(rep.Inputs[i].Label, r.toks, 1e6))
+		reqs = append(reqs, seriesLine(rep.Inputs[i].Label, r.done, 1e6, r.end))
+		toks = append(toks, seriesLine(rep.Inputs[i].Label, r.toks, 1e6, r.end))
 	}
 	b.WriteString(lineChart("throughput-req", "Completed requests per second", "simulated time (s)", "requests/s", reqs, 0, false))
 	b.WriteString(lineChart("throughput-tok", "Output tokens per second (completed requests)", "simulated time (s)", "tokens/s", toks, 0, false))
 	if st := rep.steps; st != nil {
 		b.WriteString(lineChart("queue-depth", "Queue depth (time-averaged, all instances)", "simulated time (s)", "requests",
-			[]line{seriesLine("waiting", st.waiting, 1), seriesLine("running", st.running, 1)}, 0, false))
+			[]line{seriesLine("waiting", st.waiting, 1, st.end), seriesLine("running", st.running, 1, st.end)}, 0, false))
 		kv := line{name: "kv used"}
 		cu, ct := st.kvU.coarsen(chartBins), st.kvT.coarsen(chartBins)
 		u, t := cu.rebin(ct.width), ct.rebin(cu.width)

@@ -18,6 +18,7 @@ type Options struct {
 	Compare    string  // a reference results table (--compare)
 	Steps      string  // a steps table for the time-series charts
 	ExactLimit int     // values kept exactly per distribution (0: ExactLimit)
+	RunBudget  int     // exact values kept per run over all distributions (0: RunBudget)
 	Stdin      io.Reader
 }
 
@@ -47,6 +48,9 @@ var quantiles = []struct {
 func Build(paths []string, opt Options) (*Report, error) {
 	if opt.ExactLimit <= 0 {
 		opt.ExactLimit = ExactLimit
+	}
+	if opt.RunBudget <= 0 {
+		opt.RunBudget = RunBudget
 	}
 	if len(paths) == 0 {
 		paths = []string{"-"}
@@ -190,8 +194,8 @@ func (rep *Report) build(opt *Options) {
 	rows := rep.groupRows(opt)
 	kc := rep.keyCols(opt)
 	for _, r := range rep.runs {
-		if !r.all.d[0].Exact() || anyInexact(r.all) {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: more than %d values in a distribution: percentiles from an HDR histogram (3 significant digits, relative error <= 0.1%%); mean and max stay exact", r.path, opt.ExactLimit))
+		if r.inexact() {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: too many values to keep exactly: some percentiles come from an HDR histogram (3 significant digits, relative error <= 0.1%%); counts, means and maxima stay exact", r.path))
 			break
 		}
 	}
@@ -250,10 +254,23 @@ func (rep *Report) build(opt *Options) {
 	}
 }
 
-func anyInexact(a *acc) bool {
-	for _, d := range a.d {
-		if d != nil && !d.Exact() {
-			return true
+func (r *run) inexact() bool {
+	accs := append([]*acc{r.all, r.noGroup}, r.groups...)
+	for _, a := range accs {
+		if a == nil {
+			continue
+		}
+		for _, d := range a.d {
+			if d != nil && !d.Exact() {
+				return true
+			}
+		}
+	}
+	for _, p := range r.rec {
+		for _, d := range p {
+			if d != nil && !d.Exact() {
+				return true
+			}
 		}
 	}
 	return false

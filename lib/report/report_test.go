@@ -179,6 +179,24 @@ func TestDistHDRError(t *testing.T) {
 	}
 }
 
+func TestRunBudget(t *testing.T) {
+	b := &budget{max: 100_000}
+	small, big1, big2 := newDistBudget(0, b), newDistBudget(0, b), newDistBudget(0, b)
+	for i := int64(0); i < 70_000; i++ {
+		big1.Add(i)
+		big2.Add(i)
+		if i < 1000 {
+			small.Add(i)
+		}
+	}
+	if !small.Exact() || big1.Exact() == big2.Exact() || b.used > b.max {
+		t.Errorf("small exact %v, big1 %v, big2 %v, used %d", small.Exact(), big1.Exact(), big2.Exact(), b.used)
+	}
+	if q := big2.Quantile(0.5); math.Abs(q-34999)/34999 > hdrRelErr {
+		t.Errorf("p50 after spill %v", q)
+	}
+}
+
 func TestSeriesConserves(t *testing.T) {
 	s := newSeries()
 	var want float64

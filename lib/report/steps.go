@@ -22,6 +22,7 @@ type instSteps struct {
 type stepStats struct {
 	path                       string
 	rows                       int64
+	end                        int64 // latest step end, µs
 	waiting, running, kvU, kvT *series
 	inst                       map[int64]*instSteps
 }
@@ -77,6 +78,7 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 				in = &instSteps{}
 				st.inst[id] = in
 			}
+			st.end = max(st.end, start+dur)
 			in.steps++
 			in.busy += dur
 			in.batch += v[3]

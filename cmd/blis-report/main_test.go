@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/lib/trace"
 )
 
 // TestExitCodes runs the real entry point: bad usage and bad input exit 2
@@ -38,5 +40,51 @@ func TestExitCodes(t *testing.T) {
 	b, err := os.ReadFile(out)
 	if err != nil || !bytes.Contains(b, []byte("## Latency (ms)")) {
 		t.Errorf("markdown output missing: %v\n%s", err, b)
+	}
+}
+
+// TestParquetInput converts the fixture to Parquet and checks the report is
+// the same as from the Arrow stream (the binary links lib/trace/parquetio).
+func TestParquetInput(t *testing.T) {
+	small := filepath.Join("..", "..", "lib", "report", "testdata", "small.results.arrows")
+	pq := filepath.Join(t.TempDir(), "small.parquet")
+	src, err := trace.Open(small, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := trace.Create(pq, nil, src.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		rec, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.Close()
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var outs []string
+	for _, in := range []string{small, pq} {
+		out := filepath.Join(dir, filepath.Base(in)+".json")
+		var stderr bytes.Buffer
+		if code := cliutil.RunArgs(app(), []string{"blis-report", "--format", "json", "-o", out, in}, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d: %s", in, code, stderr.String())
+		}
+		b, _ := os.ReadFile(out)
+		// Paths differ; everything after the inputs list must not.
+		outs = append(outs, string(b[bytes.Index(b, []byte(`"notes"`)):]))
+	}
+	if outs[0] != outs[1] {
+		t.Errorf("parquet report differs from arrow report:\n%s\n---\n%s", outs[0], outs[1])
 	}
 }

@@ -56,3 +56,31 @@ func PriorFromModel(m latency.Model, fs FeatureSet, batches []latency.Batch) ([]
 	}
 	return f.Values, nil
 }
+
+// FloorStart lifts every coefficient of a warm start so that its term
+// contributes at least 2% of the mean predicted step over batches. Nelder–Mead
+// on log-coefficients cannot leave 0 and crawls up from 1e-9; a prior that
+// gave a term no weight (the roofline has no constant, say) must not decide
+// that the real engine has none.
+func FloorStart(fs FeatureSet, start []float64, batches []latency.Batch) []float64 {
+	n := len(fs.Names)
+	mean := make([]float64, n)
+	row := make([]float64, n)
+	pred := 0.0
+	for i := range batches {
+		fs.Eval(&batches[i], row)
+		for j := range row {
+			mean[j] += row[j] / float64(len(batches))
+			pred += start[j] * row[j] / float64(len(batches))
+		}
+	}
+	out := append([]float64(nil), start...)
+	for j := range out {
+		if mean[j] > 0 {
+			if lo := 0.02 * pred / mean[j]; out[j] < lo {
+				out[j] = lo
+			}
+		}
+	}
+	return out
+}

@@ -33,7 +33,6 @@ type Residual struct {
 	Cols  []Pair // one per statistic, same order as ResidualNames
 }
 
-
 func newTable(w io.Writer, header []string, rightFrom int) *tablewriter.Table {
 	align := make(tw.Alignment, len(header))
 	for j := range header {

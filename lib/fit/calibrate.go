@@ -1,0 +1,180 @@
+package fit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/latency/fitted"
+	"github.com/blis-sim/blis/lib/latency/resolve"
+	"github.com/blis-sim/blis/lib/roofline"
+)
+
+// Deployment is what the coefficients describe.
+type Deployment struct {
+	Model, GPU          string
+	TP                  int
+	WeightDtype         string
+	KVDtype             string
+	Engine, Version     string
+	MaxNumSeqs          int   // 0: vLLM's server default (1024 on ≥70 GB GPUs)
+	MaxNumBatchedTokens int   // 0: 8192
+	KVBlocks            int64 // 0: from GPU memory via the roofline
+	BlockSize           int   // 0: 16
+	GPUMemUtil          float64
+	PrefixCaching       bool
+}
+
+// Setup is the roofline and engine configuration of a deployment.
+type Setup struct {
+	Dep      Deployment
+	Resolved *resolve.Resolved // roofline (for roofline features and the warm start)
+	Engine   engine.Config
+}
+
+// NewSetup resolves the roofline of dep and an engine config with one
+// replica; KV blocks come from GPU memory unless dep gives them.
+func NewSetup(dep Deployment) (*Setup, error) {
+	if dep.TP == 0 {
+		dep.TP = 1
+	}
+	r, err := resolve.Resolve(resolve.Spec{Mode: resolve.Roofline, Model: dep.Model, GPU: dep.GPU, TP: dep.TP, WeightDtype: dep.WeightDtype, KVDtype: dep.KVDtype})
+	if err != nil {
+		return nil, err
+	}
+	cfg := engine.DefaultConfig()
+	cfg.Model, cfg.GPU, cfg.TP, cfg.Replicas = dep.Model, dep.GPU, dep.TP, 1
+	cfg.WeightDtype, cfg.KVDtype = dep.WeightDtype, dep.KVDtype
+	cfg.Engine.MaxNumSeqs = 1024
+	if dep.MaxNumSeqs > 0 {
+		cfg.Engine.MaxNumSeqs = dep.MaxNumSeqs
+	}
+	if dep.MaxNumBatchedTokens > 0 {
+		cfg.Engine.MaxNumBatchedTokens = dep.MaxNumBatchedTokens
+	}
+	if cfg.Engine.MaxNumBatchedTokens < cfg.Engine.MaxNumSeqs {
+		cfg.Engine.MaxNumSeqs = cfg.Engine.MaxNumBatchedTokens
+	}
+	if dep.BlockSize > 0 {
+		cfg.Engine.BlockSize = dep.BlockSize
+	}
+	if dep.GPUMemUtil > 0 {
+		cfg.Engine.GPUMemoryUtilization = dep.GPUMemUtil
+	}
+	cfg.Engine.PrefixCaching = dep.PrefixCaching
+	cfg.Engine.KVBlocks = dep.KVBlocks
+	if cfg.Engine.KVBlocks == 0 {
+		tok, err := r.KVCapacityTokens(cfg.Engine.GPUMemoryUtilization)
+		if err != nil {
+			return nil, fmt.Errorf("KV cache of %s on %s tp%d: %w (pass --kv-blocks)", dep.Model, dep.GPU, dep.TP, err)
+		}
+		cfg.Engine.KVBlocks = tok / int64(cfg.Engine.BlockSize)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Setup{Dep: dep, Resolved: r, Engine: cfg}, nil
+}
+
+// FeatureNames expands a feature-set name (plain, tokens, roofline,
+// roofline-scale) or a comma-separated list of lib/latency/fitted features.
+func FeatureNames(set string, tp int) ([]string, error) {
+	switch set {
+	case "plain":
+		return []string{fitted.Const, fitted.PrefillTokens, fitted.DecodeTokens}, nil
+	case "tokens":
+		return []string{fitted.Const, fitted.PrefillTokens, fitted.PrefillAttn, fitted.DecodeTokens, fitted.DecodeCtx}, nil
+	case "roofline", "":
+		n := []string{fitted.Const, fitted.RoofCompute, fitted.RoofMemory}
+		if tp > 1 {
+			n = append(n, fitted.RoofComm)
+		}
+		return append(n, fitted.BatchSize), nil
+	case "roofline-scale":
+		return []string{fitted.Const, fitted.Roof, fitted.BatchSize}, nil
+	}
+	names := strings.Split(set, ",")
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
+	if _, err := fitted.NewEvaluator(names, nil); err != nil && !strings.Contains(err.Error(), "needs the model") {
+		return nil, fmt.Errorf("--features: %w (or one of plain, tokens, roofline, roofline-scale)", err)
+	}
+	return names, nil
+}
+
+// Features builds the FeatureSet for names, bound to the setup's roofline.
+func (s *Setup) Features(names []string) (FeatureSet, error) {
+	var rf *roofline.Roofline
+	if s != nil && s.Resolved != nil {
+		rf = s.Resolved.Roofline
+	}
+	ev, err := fitted.NewEvaluator(names, rf)
+	if err != nil {
+		return FeatureSet{}, err
+	}
+	return FromFeaturizer(ev), nil
+}
+
+// RooflinePrior fits fs to the roofline's step times over the batches this
+// engine produces for inputs up to maxIn and outputs up to maxOut.
+func (s *Setup) RooflinePrior(fs FeatureSet, maxIn, maxOut int) ([]float64, error) {
+	return PriorFromModel(s.Resolved.Roofline, fs, PriorBatches(PriorShape{
+		MaxBatchedTokens: s.Engine.Engine.MaxNumBatchedTokens, MaxSeqs: s.Engine.Engine.MaxNumSeqs,
+		MaxInput: maxIn, MaxOutput: maxOut}))
+}
+
+// Coefficients packs a fit into the coefficients file format.
+func (s *Setup) Coefficients(names []string, values []float64, a latency.Alpha) *fitted.Coefficients {
+	c := &fitted.Coefficients{Model: s.Resolved.Roofline.A.Name, GPU: s.Resolved.Roofline.G.Name, TP: s.Dep.TP,
+		Engine: s.Dep.Engine, Version: s.Dep.Version, WeightDtype: s.Dep.WeightDtype, KVDtype: s.Dep.KVDtype, Alpha: roundAlpha(a)}
+	if c.Model == "" {
+		c.Model = s.Dep.Model
+	}
+	if c.Engine == "" {
+		c.Engine = "vllm"
+	}
+	if c.Version == "" {
+		c.Version = "unknown"
+	}
+	for j, n := range names {
+		c.Terms = append(c.Terms, fitted.Term{Feature: n, Value: round6(values[j])})
+	}
+	return c
+}
+
+// round6 keeps 6 significant digits so files are readable and stable.
+func round6(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	e := math.Pow(10, 5-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*e) / e
+}
+
+func roundAlpha(a latency.Alpha) latency.Alpha {
+	return latency.Alpha{QueueBase: round6(a.QueueBase), QueuePerInputToken: round6(a.QueuePerInputToken), PerOutputToken: round6(a.PerOutputToken)}
+}
+
+// FileSource records an input file with its digest.
+func FileSource(path, display string, rows int, filter string) (fitted.Source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fitted.Source{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fitted.Source{}, err
+	}
+	if display == "" {
+		display = path
+	}
+	return fitted.Source{Path: display, SHA256: hex.EncodeToString(h.Sum(nil)), Rows: rows, Filter: filter}, nil
+}

@@ -399,3 +399,35 @@ func TestHTMLInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeTables: an empty table and a table of tool calls only still give
+// every format without NaN leaking as text other than "-"/null.
+func TestEdgeTables(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.arrows")
+	writeResults(t, empty, nil)
+	tools := filepath.Join(dir, "tools.arrows")
+	writeResults(t, tools, []res{{id: "t1", status: "completed", kind: "tool", sess: "s", arr: 5, inst: -1, enq: N, sched: N, first: N, fin: 10, tpot: N, delay: 5, recT: N, recE: N, recI: N}})
+	for _, p := range []string{empty, tools} {
+		rep, err := Build([]string{p}, Options{SLOs: mustSLOs(t, "ttft=1s"), By: "tenant"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []Format{FormatTable, FormatMarkdown, FormatCSV, FormatJSON} {
+			var buf bytes.Buffer
+			if err := rep.Write(&buf, f); err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(buf.Bytes(), []byte("NaN")) || bytes.Contains(buf.Bytes(), []byte("Inf")) {
+				t.Errorf("%s %s: NaN/Inf in output:\n%s", p, f, buf.String())
+			}
+		}
+		var buf bytes.Buffer
+		if err := rep.WriteHTML(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(buf.Bytes(), []byte("NaN")) || bytes.Contains(buf.Bytes(), []byte("Inf")) {
+			t.Errorf("%s: NaN/Inf in HTML", p)
+		}
+	}
+}

@@ -82,7 +82,9 @@ func create(path string, schema *arrow.Schema) (trace.Sink, error) {
 	}
 	plain := trace.PlainSchema(schema)
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(true))
-	fw, err := pqarrow.NewFileWriter(plain, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	// Hide f's Close: pqarrow closes a Closer sink itself, and finish must be
+	// the one to close (and rename) the temporary file.
+	fw, err := pqarrow.NewFileWriter(plain, struct{ io.Writer }{f}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, finish(err)
 	}

@@ -16,7 +16,47 @@ import (
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
 )
 
-func main() { cliutil.Run(app()) }
+func main() {
+	a := app()
+	os.Args = append(os.Args[:1], permute(a.Flags, os.Args[1:])...)
+	cliutil.Run(a)
+}
+
+// permute moves flags in front of positional arguments, so that
+// `blis-convert trace.csv -o out.arrow` works (urfave/cli stops parsing
+// flags at the first positional argument).
+func permute(flags []cli.Flag, args []string) []string {
+	boolean := map[string]bool{"help": true, "h": true, "version": true, "v": true}
+	for _, f := range flags {
+		if _, ok := f.(*cli.BoolFlag); ok {
+			for _, n := range f.Names() {
+				boolean[n] = true
+			}
+		}
+	}
+	var fl, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			pos = append(pos, args[i+1:]...)
+			return append(append(fl, "--"), pos...)
+		case a == "-" || !strings.HasPrefix(a, "-"):
+			pos = append(pos, a)
+		default:
+			fl = append(fl, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && !boolean[name] && i+1 < len(args) {
+				i++
+				fl = append(fl, args[i])
+			}
+		}
+	}
+	if len(pos) > 0 {
+		fl = append(fl, "--")
+	}
+	return append(fl, pos...)
+}
 
 func app() *cli.App {
 	return &cli.App{

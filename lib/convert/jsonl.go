@@ -63,8 +63,10 @@ func jsonBad(path string, line int64, text []byte, err error) *BadRowError {
 
 func jsonKind(k string) string {
 	switch k {
-	case "int", "int32", "int64", "uint64", "float64":
-		return "number (" + k + ")"
+	case "float64":
+		return "number"
+	case "int", "int32", "int64", "uint64":
+		return "integer"
 	case "slice":
 		return "array"
 	case "struct", "map":
@@ -82,8 +84,11 @@ func (n *num) UnmarshalJSON(b []byte) error {
 		*n = nil
 		return nil
 	}
-	if len(b) > 0 && (b[0] == '"' || b[0] == '{' || b[0] == '[' || b[0] == 't' || b[0] == 'f') {
-		return &json.UnmarshalTypeError{Value: string(b[:1]) + "…", Type: numType}
+	if len(b) > 0 {
+		kind := map[byte]string{'"': "string", '{': "object", '[': "array", 't': "boolean", 'f': "boolean"}[b[0]]
+		if kind != "" {
+			return &json.UnmarshalTypeError{Value: kind, Type: numType}
+		}
 	}
 	*n = append((*n)[:0], b...)
 	return nil

@@ -627,4 +627,3 @@ func RelPath(base string) func(string) string {
 		return filepath.ToSlash(rel)
 	}
 }
-

@@ -31,9 +31,17 @@ func main() {
 	data := flag.String("data", "../shared/data", "shared data directory")
 	calibrate := flag.Bool("calibrate", false, "grid-search efficiency factors on the training shapes and print them")
 	catalog := flag.Bool("catalog", false, "print the model and GPU catalogue tables and exit")
+	serving := flag.Bool("serving", false, "only the serving-level comparison (simulates silicon_sample.csv H100 vLLM points)")
 	flag.Parse()
 	if *catalog {
 		printCatalog(os.Stdout)
+		return
+	}
+	if *serving {
+		if err := servingLevel(*data, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "accuracy:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if err := run(*data, *calibrate, os.Stdout); err != nil {

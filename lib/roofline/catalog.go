@@ -36,6 +36,7 @@ var Models = []CatalogModel{
 	{"deepseek-ai/DeepSeek-V2-Lite", "deepseek-v2-lite", []string{"deepseek-v2-lite"}},
 	{"RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", "llama-4-scout-17b-16e-instruct-fp8-dynamic", []string{"llama-4-scout-fp8", "llama-4-scout"}},
 	{"01-ai/Yi-34B", "yi-34b", []string{"yi-34b"}},
+	{"openai/gpt-oss-120b", "gpt-oss-120b", []string{"gpt-oss-120b"}},
 	{"zai-org/GLM-5.2-FP8", "glm-5.2-fp8", []string{"glm-5.2-fp8"}},
 }
 

@@ -36,6 +36,8 @@ type Roofline struct {
 	attnPairFLOPsD  float64 // same, decode (MLA decodes in the absorbed latent form)
 	ctxUpFLOPs      float64 // MLA prefill: FLOPs per cached context token to up-project its latent
 	qoElemsRank     float64 // query + output elements per token per layer per rank
+	elemDense       float64 // elementwise elements read+written per token in a dense layer (norms, rope, SiLU·mul)
+	elemMoE         float64 // same for a MoE layer
 	name            string
 	expertsPerLayer float64
 }
@@ -85,6 +87,14 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 		r.attnPairFLOPsD = r.attnPairFLOPsP
 		r.qoElemsRank = 2 * nh / t * hd
 	}
+	// Elementwise kernels per token: two RMSNorms (read + write hidden),
+	// rotary on q and k, SiLU·mul (read gate and up, write one).
+	rope := 2 * (nh/t + a.kvHeadsPerRank(tp)) * float64(a.HeadDim)
+	if a.MLA() {
+		rope = 2 * (nh/t + 1) * float64(a.QKRopeDim)
+	}
+	r.elemDense = 4*h + rope + 3*float64(a.Intermediate)/t
+	r.elemMoE = 4*h + rope + 3*(float64(a.ExpertsPerTok*a.ExpertIntermediate)+float64(a.SharedIntermediate))/t
 	if a.DenseLayers() > 0 {
 		i := float64(a.Intermediate)
 		r.mlpGemms = []gemm{{2 * i / t, h}, {h, i / t}}
@@ -110,6 +120,7 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 type Terms struct {
 	GEMMFLOPs, GEMMBytes float64 // all weight GEMMs incl. experts and LM head
 	AttnFLOPs, AttnBytes float64 // attention kernels (KV read + write, Q/O)
+	ElemBytes            float64 // elementwise kernels (norms, rope, activation)
 	CommBytes            float64 // all-reduce payload per rank
 	ComputeUS            float64 // Σ over kernels of FLOPs / achieved FLOP/s
 	MemoryUS             float64 // Σ over kernels of bytes / achieved bandwidth
@@ -224,6 +235,12 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 	t.ComputeUS += c * L
 	t.MemoryUS += m * L
 	t.RoofUS += math.Max(c, m) * L
+
+	// Elementwise kernels: memory bound; their launch floor is layer_overhead_us.
+	t.ElemBytes = T * (float64(a.DenseLayers())*r.elemDense + float64(a.MoELayers)*r.elemMoE) * r.ab
+	em := t.ElemBytes / r.bw * 1e6
+	t.MemoryUS += em
+	t.RoofUS += em
 
 	if r.TP > 1 {
 		msg := T * float64(a.Hidden) * r.ab

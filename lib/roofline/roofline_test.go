@@ -66,7 +66,9 @@ func TestDenseDecodeByHand(t *testing.T) {
 	// attention per layer: KV read 100 + written 1 token · 1,024 B, q+o 4,096 B; 4·8·128·100 FLOPs
 	near(t, "AttnBytes", tr.AttnBytes, 2*(101*1024+4096))
 	near(t, "AttnFLOPs", tr.AttnFLOPs, 2*4*8*128*100)
-	near(t, "TotalUS", tr.TotalUS, 62.945232+0.21504)
+	// elementwise per layer per token: norms 4·1024 + rope 2·(8+2)·128 + SiLU·mul 3·4096 = 18,944 elements
+	near(t, "ElemBytes", tr.ElemBytes, 2*18944*2)
+	near(t, "TotalUS", tr.TotalUS, 62.945232+0.21504+0.075776)
 	if got := rf.StepTime(b); got != 63 {
 		t.Errorf("StepTime = %d, want 63", got)
 	}
@@ -84,7 +86,8 @@ func TestDensePrefillByHand(t *testing.T) {
 	near(t, "GEMMFLOPs", tr.GEMMFLOPs, 2*1000*2*15204352+2*1000*1024)
 	// 2·1000·30,408,704 / 1e14 s = 608.17408 µs; LM head 2,052,048 B / 1e12 = 2.052048 µs
 	// attention 2 layers · 4·8·128·500,500 / 1e14 = 41.00096 µs
-	near(t, "TotalUS", tr.TotalUS, 608.17408+2.052048+41.00096)
+	// elementwise: 1000 tokens · 75,776 B = 75.776 µs
+	near(t, "TotalUS", tr.TotalUS, 608.17408+2.052048+41.00096+75.776)
 	near(t, "ComputeUS", tr.ComputeUS, 608.17408+0.02048+41.00096)
 }
 
@@ -123,7 +126,9 @@ func TestTPDecodeByHand(t *testing.T) {
 	// 4 all-reduces of 2,048 B: ring moves 2·(1/2)·2,048 B each at 100 GB/s + 10 µs
 	near(t, "CommBytes", tr.CommBytes, 4*2048)
 	near(t, "CommUS", tr.CommUS, 4*(10+2048/100e9*1e6))
-	near(t, "TotalUS", tr.TotalUS, 31.481832+0.10752+40.08192)
+	// elementwise per rank: 4·1024 + 2·(4+1)·128 + 3·2048 = 11,520 elements per layer
+	near(t, "ElemBytes", tr.ElemBytes, 2*11520*2)
+	near(t, "TotalUS", tr.TotalUS, 31.481832+0.10752+40.08192+0.04608)
 }
 
 func TestKVCapacity(t *testing.T) {

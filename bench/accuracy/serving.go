@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/fit"
+
+	"github.com/blis-sim/blis/lib/latency/resolve"
+	"github.com/blis-sim/blis/lib/roofline"
+)
+
+// servingLevel simulates every H100 vLLM closed-loop point of
+// silicon_sample.csv whose model is in the catalogue with the roofline (no
+// fitted coefficients, --latency roofline) on the blis-sim engine with
+// vLLM defaults, and compares mean TTFT and TPOT.
+func servingLevel(data string, w io.Writer) error {
+	path := filepath.Join(data, "measurements/aiconfigurator/silicon_sample.csv")
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	pts, _, err := fit.ReadServingPoints(path, f, fit.ServingFilter{GPU: "h100_sxm", Engine: "vllm"})
+	if err != nil {
+		return err
+	}
+	type acc struct{ ttft, tpot, ttftB, tpotB []float64 }
+	res := map[string]*acc{}
+	skipped := map[string]int{}
+	var allTTFT, allTPOT []float64
+	for _, p := range pts {
+		if _, ok := roofline.LookupModel(p.Model); !ok {
+			skipped[p.Model+" (not in catalogue)"]++
+			continue
+		}
+		cfg := engine.DefaultConfig()
+		cfg.Model, cfg.GPU, cfg.TP = p.Model, "h100", p.TP
+		cfg.Latency.Mode = resolve.Roofline
+		if prec := strings.ToLower(p.Precision); prec != "" && prec != "bf16" && prec != "fp16" {
+			cfg.WeightDtype = prec
+		}
+		model, _, err := engine.Prepare(&cfg)
+		if err != nil {
+			skipped[fmt.Sprintf("%s tp%d: %v", p.Model, p.TP, err)]++
+			continue
+		}
+		ttft, tpot, err := fit.SimulateServingPoint(model, cfg, p)
+		if err != nil {
+			skipped[fmt.Sprintf("%s tp%d: %v", p.Model, p.TP, err)]++
+			continue
+		}
+		k := p.Group()
+		if res[k] == nil {
+			res[k] = &acc{}
+		}
+		a := res[k]
+		e1, e2 := math.Abs(ttft-p.TTFTus)/p.TTFTus*100, math.Abs(tpot-p.TPOTus)/p.TPOTus*100
+		a.ttft, a.tpot = append(a.ttft, e1), append(a.tpot, e2)
+		a.ttftB, a.tpotB = append(a.ttftB, math.Log(ttft/p.TTFTus)), append(a.tpotB, math.Log(tpot/p.TPOTus))
+		allTTFT, allTPOT = append(allTTFT, e1), append(allTPOT, e2)
+	}
+	keys := make([]string, 0, len(res))
+	for k := range res {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintln(w, "### Serving level (silicon_sample.csv, H100 vLLM closed loop, roofline on the blis-sim engine, vLLM defaults)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| deployment | points | mean-TTFT MdAPE | TTFT bias | mean-TPOT MdAPE | TPOT bias |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	for _, k := range keys {
+		a := res[k]
+		fmt.Fprintf(w, "| %s | %d | %.1f%% | %+.1f%% | %.1f%% | %+.1f%% |\n", k, len(a.ttft), median(a.ttft),
+			(math.Exp(median(a.ttftB))-1)*100, median(a.tpot), (math.Exp(median(a.tpotB))-1)*100)
+	}
+	fmt.Fprintf(w, "| all | %d | %.1f%% | | %.1f%% | |\n", len(allTTFT), median(allTTFT), median(allTPOT))
+	fmt.Fprintln(w)
+	sk := make([]string, 0, len(skipped))
+	for k := range skipped {
+		sk = append(sk, k)
+	}
+	sort.Strings(sk)
+	for _, k := range sk {
+		fmt.Fprintf(w, "- skipped %d points: %s\n", skipped[k], k)
+	}
+	fmt.Fprintln(w)
+	return nil
+}

@@ -162,8 +162,21 @@ func (p *Profile) piece(t float64) (m, end float64) {
 // advance returns the time reached from t after rem seconds of operational
 // time (∫ multiplier dt = rem), or +Inf when the multiplier stays 0.
 func (p *Profile) advance(t, rem float64) float64 {
-	for {
+	if p.Type == "diurnal" {
+		// A whole period integrates to its mean multiplier times the period
+		// (the midpoint pieces of the cosine sum to zero), so skip whole periods.
+		per := p.Period.Seconds()
+		if full := (*p.Max + *p.Min) / 2 * per; rem > full {
+			n := math.Floor(rem / full)
+			t += n * per
+			rem -= n * full
+		}
+	}
+	for i := 0; ; i++ {
 		m, end := p.piece(t)
+		if !(end > t) || i > 1e6 { // float resolution exhausted: treat as constant
+			return t + rem/math.Max(m, 1e-9)
+		}
 		if m <= 0 {
 			if math.IsInf(end, 1) {
 				return end

@@ -494,8 +494,11 @@ func (d *Dist) micros(g rng) int64 {
 	if x <= 0 {
 		return 0
 	}
-	return int64(math.Round(x * 1e6))
+	return int64(math.Round(math.Min(x, maxSeconds) * 1e6))
 }
+
+// maxSeconds caps a sampled time (about 31 years) so a heavy tail cannot overflow µs.
+const maxSeconds = 1e9
 
 // count draws a positive integer count, clamped to [1, max].
 func (d *Dist) count(g rng, max int) int {

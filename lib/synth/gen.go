@@ -2,6 +2,7 @@ package synth
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 	"strconv"
 
@@ -472,18 +473,24 @@ func isEntry(pl *plan, si int) bool {
 	return false
 }
 
+// MaxPromptTokens bounds a synthesised prompt (accumulated context included).
+const MaxPromptTokens = 1 << 24
+
 // row fills the reused request from the current prompt segments and emits it.
 func (g *Generator) row(cg *clientGen, id string, arrival int64, deps []string, delay int64, kind string, out int32, step string, iter int32, streaming bool, session string) error {
 	c := cg.c
 	r := &g.req
-	var in int32
+	var in int64
 	for _, sg := range g.segs {
-		in += sg.n
+		in += int64(sg.n)
+	}
+	if in > MaxPromptTokens {
+		return fmt.Errorf("client %q: request %s: its prompt grew to %d tokens, above the limit of %d (fewer turns or iterations, or bounded lengths with max:, keep prompts realistic)", c.Name, id, in, MaxPromptTokens)
 	}
 	hashes := g.hs.hash(g.segs)
 	*r = trace.Request{
 		ID: id, ArrivalUS: arrival, DependsOn: deps, DelayUS: delay, Kind: kind,
-		InputTokens: in, OutputTokens: out, PrefixHashes: hashes, SessionID: session,
+		InputTokens: int32(in), OutputTokens: out, PrefixHashes: hashes, SessionID: session,
 		TenantID: c.TenantID, SLOClass: c.SLOClass, Model: c.Model, Priority: c.Priority,
 		StepID: step, LoopIteration: iter, Streaming: streaming,
 		RecordedTTFTUS: trace.Null, RecordedE2EUS: trace.Null, RecordedITLUS: trace.Null,

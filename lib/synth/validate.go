@@ -45,8 +45,8 @@ func (s *Spec) compile() error {
 	if s.PrefixBlockSize == 0 {
 		s.PrefixBlockSize = 16
 	}
-	if s.PrefixBlockSize < 1 {
-		return s.errAt(path{"prefix_block_size"}, "prefix_block_size: expected > 0, found %d", s.PrefixBlockSize)
+	if s.PrefixBlockSize < 1 || s.PrefixBlockSize > 1<<20 {
+		return s.errAt(path{"prefix_block_size"}, "prefix_block_size: expected tokens per block in 1..1048576, found %d", s.PrefixBlockSize)
 	}
 	if s.NumRequests < 0 {
 		return s.errAt(path{"num_requests"}, "num_requests: expected > 0, found %d", s.NumRequests)
@@ -91,8 +91,8 @@ func (s *Spec) compile() error {
 			return s.errAt(path{"concurrency"}, "concurrency and think_time apply to mode: concurrency only")
 		}
 		if s.Mode == ModeConcurrency {
-			if s.Concurrency < 1 {
-				return s.errAt(path{"concurrency"}, "concurrency: mode concurrency needs the number of virtual users (>= 1), found %d", s.Concurrency)
+			if s.Concurrency < 1 || s.Concurrency > 1000000 {
+				return s.errAt(path{"concurrency"}, "concurrency: mode concurrency needs the number of virtual users (1 to 1000000), found %d", s.Concurrency)
 			}
 			if err := s.compileTime(s.ThinkTime, path{"think_time"}, "think_time"); err != nil {
 				return err
@@ -110,8 +110,8 @@ func (s *Spec) compile() error {
 			return s.errAt(p.add("name"), "prefix group %q is defined twice", g.Name)
 		}
 		groups[g.Name] = i
-		if g.Length < 1 {
-			return s.errAt(p.add("length"), "prefix group %q: length: expected tokens > 0, found %d", g.Name, g.Length)
+		if g.Length < 1 || g.Length > MaxPromptTokens {
+			return s.errAt(p.add("length"), "prefix group %q: length: expected tokens in 1..%d, found %d", g.Name, MaxPromptTokens, g.Length)
 		}
 		if g.Weight == 0 {
 			g.Weight = 1
@@ -295,8 +295,8 @@ func (s *Spec) compileArrival(c *Client, p path, cn string) error {
 		if a.CV == nil || *a.CV <= 0 || !finite(*a.CV) {
 			return s.errAt(ap, "%s: arrival process %s needs cv > 0 (coefficient of variation of the gaps; 1 is Poisson-like)", cn, a.Process)
 		}
-		if a.Process == "weibull" && (*a.CV > 20) {
-			return s.errAt(ap.add("cv"), "%s: weibull cv: expected <= 20, found %s", cn, fmtFloat(*a.CV))
+		if *a.CV > 20 {
+			return s.errAt(ap.add("cv"), "%s: %s cv: expected <= 20, found %s", cn, a.Process, fmtFloat(*a.CV))
 		}
 	case "constant":
 		if a.Jitter < 0 || a.Jitter >= 1 {
@@ -379,8 +379,8 @@ func (s *Spec) compileProfile(c *Client, p path, cn string) error {
 		if err := nonneg(lp.Max, "max", true); err != nil {
 			return err
 		}
-		if *lp.Max < *lp.Min {
-			return s.errAt(p.add("max"), "%s: load_profile diurnal: max is below min", cn)
+		if *lp.Max < *lp.Min || *lp.Max <= 0 {
+			return s.errAt(p.add("max"), "%s: load_profile diurnal: max must be > 0 and >= min", cn)
 		}
 	case "spike":
 		if lp.Duration <= 0 {
@@ -488,8 +488,8 @@ func (s *Spec) compileAgentic(c *Client, p path, cn string) error {
 			}
 			inLoop[i] = true
 		}
-		if l.MaxIterations < 1 {
-			return s.errAt(lp, "%s: loop needs max_iterations >= 1 (loops must end)", cn)
+		if l.MaxIterations < 1 || l.MaxIterations > 100000 {
+			return s.errAt(lp, "%s: loop needs max_iterations in 1..100000 (loops must end)", cn)
 		}
 		if err := s.compileDist(l.Iterations, lp.add("iterations"), cn+" loop iterations"); err != nil {
 			return err
@@ -531,8 +531,8 @@ func (s *Spec) compileAgentic(c *Client, p path, cn string) error {
 		default:
 			return s.errAt(sp.add("type"), "%s: type: expected llm_call or tool_call, found %q", sn, st.Type)
 		}
-		if st.FanOut != nil && *st.FanOut < 2 {
-			return s.errAt(sp.add("fan_out"), "%s: fan_out: expected >= 2 parallel instances, found %d", sn, *st.FanOut)
+		if st.FanOut != nil && (*st.FanOut < 2 || *st.FanOut > 10000) {
+			return s.errAt(sp.add("fan_out"), "%s: fan_out: expected 2 to 10000 parallel instances, found %d", sn, *st.FanOut)
 		}
 		switch st.ContextGrowth {
 		case "", "none":

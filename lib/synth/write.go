@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,10 +82,16 @@ func Write(s *Spec, out string, stdout io.Writer, md trace.Meta) (Stats, error) 
 	}
 	w := trace.NewRequestWriter(sink, schema)
 	st, err := Generate(s, w.Write)
-	if cerr := w.Close(); err == nil {
-		err = cerr
+	if err != nil {
+		// On stdout, leave the stream without its end marker so the next
+		// stage reports it as truncated; a file is not left behind.
+		if out != "" && out != "-" {
+			w.Close()
+			os.Remove(out)
+		}
+		return st, err
 	}
-	return st, err
+	return st, w.Close()
 }
 
 // Summary is a one-line account of a run for stderr.

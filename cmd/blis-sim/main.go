@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
 			&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the run to `FILE`", Hidden: true},
 		},
 		Action: run,
 	}
@@ -219,6 +221,17 @@ func run(c *cli.Context) error {
 			bar.Set64(done)
 			bar.Describe(fmt.Sprintf("simulated %s", time.Duration(simUS)*time.Microsecond))
 		}
+	}
+	if p := c.String("cpuprofile"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	sum, runErr := engine.Run(cfg, model, source, rw, opts)
 	if bar != nil {

@@ -520,3 +520,19 @@ func TestKVCacheLRU(t *testing.T) {
 		t.Fatalf("%v, free %d", err, c.free)
 	}
 }
+
+func TestFailedAdmissionShortcutIsExact(t *testing.T) {
+	c := testConfig()
+	c.Replicas = 2
+	c.Engine.KVBlocks = 120
+	c.Engine.MaxNumBatchedTokens = 512
+	c.Engine.LongPrefillThreshold = 128
+	reqs := workload(5, 400)
+	a := resultsBytes(t, c, reqs, false)
+	skipFailed = false
+	defer func() { skipFailed = true }()
+	b := resultsBytes(t, c, reqs, false)
+	if !bytes.Equal(a, b) {
+		t.Fatal("skipping re-checks of failed admissions changed the results")
+	}
+}

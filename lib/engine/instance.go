@@ -147,6 +147,10 @@ func (s *sim) ensureKeys(r *reqState) {
 	}
 }
 
+// skipFailed enables the failed-admission shortcut; a test turns it off to
+// check that it never changes a result.
+var skipFailed = true
+
 // startStep forms and launches step in.step at s.now, following vLLM v1's
 // Scheduler.schedule: running requests first, then admissions.
 func (s *sim) startStep(in *instance) {
@@ -206,6 +210,9 @@ func (s *sim) startStep(in *instance) {
 			break
 		}
 		r := in.waiting.peek()
+		if skipFailed && r.failed && in.kv.free <= r.failFree && left >= r.failLeft && in.kv.evictions == r.failEvict && !in.kv.has(r.keys, r.failHits) {
+			break
+		}
 		s.ensureKeys(r)
 		hits := 0
 		if r.computed == 0 && len(r.keys) > 0 {
@@ -221,9 +228,11 @@ func (s *sim) startStep(in *instance) {
 			n = left
 		}
 		need := in.blocksFor(comp+n) - int32(hits)
-		if in.kv.free < need+in.kv.hitCost(r.keys, hits) {
+		if in.kv.free < need || (in.kv.free < need+int32(hits) && in.kv.free < need+in.kv.hitCost(r.keys, hits)) {
+			r.failed, r.failFree, r.failLeft, r.failHits, r.failEvict = true, in.kv.free, left, hits, in.kv.evictions
 			break
 		}
+		r.failed = false
 		in.waiting.pop()
 		if hits > 0 {
 			in.kv.touch(r, r.keys, hits)

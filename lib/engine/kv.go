@@ -172,6 +172,15 @@ func (c *kvCache) lookup(keys []uint64, max int) int {
 	return max
 }
 
+// has reports whether keys[i] exists and is cached.
+func (c *kvCache) has(keys []uint64, i int) bool {
+	if i >= len(keys) {
+		return false
+	}
+	_, ok := c.cached[keys[i]]
+	return ok
+}
+
 // hitCost is the number of free-queue blocks that taking the first n cached
 // blocks of keys would remove from the free queue.
 func (c *kvCache) hitCost(keys []uint64, n int) int32 {

@@ -51,7 +51,17 @@ type reqState struct {
 	prio     int64
 	order    int64 // waiting-queue order: enqueue counter, or negative after preemption
 	widx     int32 // index in the waiting heap
-	epoch    uint32
+	// A failed admission stays failed until a block is freed or evicted
+	// (a shorter hit takes fewer blocks out of the free queue), the next
+	// prompt block becomes cached, or the step has less token budget left (a
+	// smaller chunk needs fewer blocks); cache hits taken by others never turn
+	// a failure into a success. Skip re-checking it until then.
+	failed    bool
+	failFree  int32
+	failLeft  int32
+	failHits  int
+	failEvict int64
+	epoch     uint32
 
 	rprev, rnext *reqState // running list (admission order)
 	lprev, lnext *reqState // live list (registration order)

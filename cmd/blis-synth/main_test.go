@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	a := app()
+	a.Writer = &stdout
+	code := cliutil.RunArgs(a, append([]string{"blis-synth"}, args...), &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestCLI(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "react.arrow")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("version: 1\nhorizon: 1s\naggregate_rate: 1\nclients:\n  - {name: a, input: 10}\n"), 0o644)
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"--list-examples"}, 0, "react ", ""},
+		{[]string{"--example", "react", "--print-example"}, 0, "agentic:", ""},
+		{[]string{"--example", "react", "-o", out, "--seed", "3"}, 0, "", "blis-synth: 3"},
+		{[]string{"--example", "nope"}, 2, "", `no built-in example "nope"`},
+		{[]string{bad}, 2, "", bad + `:5: client "a": missing output (a token length distribution)`},
+		{[]string{}, 2, "", "expected one spec file"},
+		{[]string{"--example", "react", "--check"}, 0, "", "spec is valid"},
+		{[]string{"--example", "closed-loop", "--num-requests", "0"}, 2, "", "--num-requests"},
+	} {
+		code, stdout, stderr := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
+			t.Errorf("%v: exit %d, stdout %.80q, stderr %q", tc.args, code, stdout, stderr)
+		}
+	}
+	src, err := trace.Open(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	md := src.Meta()
+	if md.Get(trace.MetaSorted) != "arrival" || md.Get(trace.MetaPrefixBlockSize) != "16" || len(md.Provenance) != 1 || *md.Provenance[0].Seed != 3 {
+		t.Fatalf("metadata %+v", md)
+	}
+	rows, err := trace.ReadAllRequests(src)
+	if err != nil || len(rows) < 100 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+}

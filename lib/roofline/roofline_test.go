@@ -181,3 +181,26 @@ func TestTPHeadsMustDivide(t *testing.T) {
 		t.Errorf("tp 3: error = %v", err)
 	}
 }
+
+// BenchmarkStepTime: the simulator calls this once per engine step.
+func BenchmarkStepTime(b *testing.B) {
+	for _, name := range []string{"llama-3.1-70b", "qwen3-30b-a3b", "deepseek-v2-lite"} {
+		a, err := LoadModel(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		g, _ := LookupGPU("h100")
+		rf, err := New(a, g, 2)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := &latency.Batch{PrefillSeqs: 1, PrefillTokens: 512, PrefillAttn: 512 * 513 / 2, DecodeSeqs: 100, DecodeCtx: 100_000}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				batch.DecodeCtx++
+				_ = rf.StepTime(batch)
+			}
+		})
+	}
+}

@@ -116,3 +116,13 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestExampleClusterYAML(t *testing.T) {
+	c, err := LoadConfig("../../examples/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Replicas != 4 || c.Router.Routing != "least-loaded" || c.Engine.KVBlocks != 0 {
+		t.Fatalf("%+v", c)
+	}
+}

@@ -431,3 +431,15 @@ func TestEdgeTables(t *testing.T) {
 		}
 	}
 }
+
+func TestFixedNoNegativeZero(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		prec int
+		want string
+	}{{-0.0001, 2, "0.00"}, {-0.004, 2, "0.00"}, {-0.005001, 2, "-0.01"}, {-3, 0, "-3"}, {math.Copysign(0, -1), 3, "0.000"}, {12.5, 1, "12.5"}} {
+		if got := fixed(c.v, c.prec); got != c.want {
+			t.Errorf("fixed(%v, %d) = %q, want %q", c.v, c.prec, got, c.want)
+		}
+	}
+}

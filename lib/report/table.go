@@ -43,7 +43,17 @@ func (c Cell) String() string {
 	if math.IsNaN(c.Num) || math.IsInf(c.Num, 0) {
 		return "-"
 	}
-	return strconv.FormatFloat(c.Num, 'f', c.Prec, 64)
+	return fixed(c.Num, c.Prec)
+}
+
+// fixed formats v with prec decimals, never as "-0.00": a tiny negative
+// difference that rounds to zero is zero.
+func fixed(v float64, prec int) string {
+	s := strconv.FormatFloat(v, 'f', prec, 64)
+	if s[0] == '-' && strings.Trim(s[1:], "0.") == "" {
+		return s[1:]
+	}
+	return s
 }
 
 func (c Cell) json() string {
@@ -53,7 +63,7 @@ func (c Cell) json() string {
 	if math.IsNaN(c.Num) || math.IsInf(c.Num, 0) {
 		return "null"
 	}
-	return strconv.FormatFloat(c.Num, 'f', c.Prec, 64)
+	return fixed(c.Num, c.Prec)
 }
 
 // Table is one titled table of the report. Name is a stable machine key.

@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/blis-sim/blis/lib/trace"
 	"golang.org/x/term"
@@ -236,14 +238,25 @@ func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writ
 	}
 	in := src.Meta()
 	ap := &arrowParser{rr: rr, name: src.Path, in: in}
+	if st, err := time.Parse(time.RFC3339Nano, in.Get(trace.MetaStartTime)); err == nil {
+		// Times become absolute again so that --start/--end and the new
+		// blis.start_time account for the source's origin.
+		ap.origin, ap.epoch = st.UnixMicro(), true
+	}
 	var fo *fileOut
 	open := func(md trace.Meta) (rowSink, error) {
 		// Keep the source's metadata and provenance chain, then ours.
 		full := in.With(md.Provenance[len(md.Provenance)-1])
-		for _, k := range []string{trace.MetaStartTime, trace.MetaTimeScale} {
-			if v := md.Get(k); v != "" {
-				full.Set(k, v)
+		if v := md.Get(trace.MetaStartTime); v != "" {
+			full.Set(trace.MetaStartTime, v)
+		}
+		if v := md.Get(trace.MetaTimeScale); v != "" {
+			scale := opts.Speedup
+			var old float64
+			if _, err := fmt.Sscan(in.Get(trace.MetaTimeScale), &old); err == nil && old > 0 {
+				scale *= old // scaling an already scaled table compounds
 			}
+			full.Set(trace.MetaTimeScale, strconv.FormatFloat(scale, 'g', -1, 64))
 		}
 		schema := trace.RequestsSchema(full)
 		path := out
@@ -267,17 +280,19 @@ func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writ
 // arrowParser reads rows of an existing requests table back as Rows. Times
 // are already relative µs; dependents take their session's last root time.
 type arrowParser struct {
-	rr    *trace.RequestReader
-	name  string
-	in    trace.Meta
-	buf   []trace.Request
-	i     int
-	lastT int64
-	eof   bool
+	rr     *trace.RequestReader
+	name   string
+	in     trace.Meta
+	buf    []trace.Request
+	i      int
+	lastT  int64
+	eof    bool
+	origin int64 // µs since the epoch of arrival_us = 0, when known
+	epoch  bool
 }
 
 func (a *arrowParser) meta() formatMeta {
-	fm := formatMeta{name: a.in.Get(trace.MetaSourceFormat)}
+	fm := formatMeta{name: a.in.Get(trace.MetaSourceFormat), epoch: a.epoch}
 	if fm.name == "" {
 		fm.name = "arrow"
 	}
@@ -306,7 +321,7 @@ func (a *arrowParser) next(r *Row) error {
 	r.Request = a.buf[a.i]
 	a.i++
 	if r.ArrivalUS != trace.Null {
-		a.lastT = r.ArrivalUS
+		a.lastT = a.origin + r.ArrivalUS
 	}
 	r.T = a.lastT
 	return nil

@@ -350,18 +350,10 @@ func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta)
 	return st, p.finish()
 }
 
-// closeOnError abandons the output: a file sink is removed by its Close
-// failing; a stream is ended so the reader sees a complete (short) table
-// only if we return nil, which we do not.
-func (p *pipeline) closeOnError() {
-	if p.sink != nil {
-		if a, ok := p.sink.(interface{ Abort() }); ok {
-			a.Abort()
-			return
-		}
-		p.sink.Close()
-	}
-}
+// closeOnError abandons the output. A stream is deliberately left without
+// its end-of-stream marker so that the reader reports a truncated table
+// instead of accepting a short one; a file output is removed by the caller.
+func (p *pipeline) closeOnError() {}
 
 // validationError restates a trace.Request.Validate error ("column c:
 // expected x, found y") with the source file and line.

@@ -392,3 +392,38 @@ func TestSharedTraces(t *testing.T) {
 		t.Errorf("only %d shared traces converted", converted)
 	}
 }
+
+func TestReencodeWindowKeepsOrigin(t *testing.T) {
+	data, _, err := convertFiles(t, Options{Inputs: []string{"testdata/azure2023_code.head12.csv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := Convert(Options{Inputs: []string{"-"}, Start: "2023-11-16T18:17:04.1Z", Speedup: 2}, "-", bytes.NewReader(data), &out); err != nil {
+		t.Fatal(err)
+	}
+	d := dump(t, out.Bytes())
+	for _, want := range []string{"blis.start_time = 2023-11-16T18:17:04.120644Z", "blis.time_scale = 2", "head12.csv:5 arr=0 ", "head12.csv:6 arr=152155 "} {
+		if !strings.Contains(d, want) {
+			t.Errorf("missing %q in\n%s", want, d)
+		}
+	}
+}
+
+func TestTruncatedStreamOnError(t *testing.T) {
+	// A bad row after output began must not leave a stream that reads as complete.
+	var b strings.Builder
+	b.WriteString("arrived_at,num_prefill_tokens,num_decode_tokens\n")
+	for i := 0; i < 3*window; i++ {
+		fmt.Fprintf(&b, "%d,1,1\n", i)
+	}
+	b.WriteString("x,1,1\n")
+	p := writeTemp(t, "in.csv", b.String())
+	data, _, err := convertFiles(t, Options{Inputs: []string{p}})
+	if err == nil {
+		t.Fatal("expected an error")
+	}
+	if n, _, err := Count(Options{Inputs: []string{"-"}}, bytes.NewReader(data)); err == nil {
+		t.Fatalf("partial output read as a complete table of %d rows", n)
+	}
+}

@@ -27,6 +27,11 @@ type Coefficients struct {
 	WeightDtype string        `yaml:"weight_dtype,omitempty"` // deployment dtype the data was measured with ("" = config default)
 	KVDtype     string        `yaml:"kv_dtype,omitempty"`
 	Terms       []Term        `yaml:"terms"` // step µs = Σ value·feature
+	// RooflineEfficiency is the GPU efficiency profile the roofline_*
+	// features were computed with. When set, the simulator evaluates those
+	// features with it, so later changes to the built-in profiles do not
+	// silently change what the coefficients multiply.
+	RooflineEfficiency *roofline.Efficiency `yaml:"roofline_efficiency,omitempty"`
 	Alpha       latency.Alpha `yaml:"alpha"`
 	Sources     []Source      `yaml:"sources,omitempty"`
 	Fit         FitInfo       `yaml:"fit"`
@@ -294,8 +299,19 @@ type Model struct {
 }
 
 // NewModel binds coefficients to a roofline (needed only for roofline_* and
-// layers features; may be nil otherwise). label names the source file.
+// layers features; may be nil otherwise). When the file records the
+// roofline efficiency profile it was fitted with, features use that
+// profile instead of rf's. label names the source file.
 func NewModel(c *Coefficients, rf *roofline.Roofline, label string) (*Model, error) {
+	if rf != nil && c.RooflineEfficiency != nil && rf.G.Eff != *c.RooflineEfficiency {
+		g := rf.G
+		g.Eff = *c.RooflineEfficiency
+		r2, err := roofline.New(rf.A, g, rf.TP)
+		if err != nil {
+			return nil, fmt.Errorf("%s: field roofline_efficiency: %w", label, err)
+		}
+		rf = r2
+	}
 	ev, err := NewEvaluator(c.Features(), rf)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)

@@ -189,3 +189,37 @@ func TestFind(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordedRooflineEfficiency(t *testing.T) {
+	a, err := roofline.LoadModel("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := roofline.LookupGPU("h100")
+	rf, err := roofline.New(a, g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Coefficients{Model: "llama-3.1-8b", GPU: "h100", TP: 1, Terms: []Term{{Roof, 1}}}
+	b := &latency.Batch{DecodeSeqs: 16, DecodeCtx: 16000}
+	m1, err := NewModel(c, rf, "now")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file fitted when memory efficiency was half as good predicts slower steps.
+	old := g.Eff
+	old.Memory /= 2
+	c.RooflineEfficiency = &old
+	m2, err := NewModel(c, rf, "recorded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.StepTime(b) <= m1.StepTime(b) {
+		t.Errorf("recorded profile ignored: %d vs %d", m2.StepTime(b), m1.StepTime(b))
+	}
+	data, _ := c.Marshal()
+	back, err := Parse("c.yaml", data)
+	if err != nil || back.RooflineEfficiency == nil || *back.RooflineEfficiency != old {
+		t.Errorf("round trip of roofline_efficiency: %v %v", back, err)
+	}
+}

@@ -19,23 +19,23 @@ import (
 
 // Coefficients is one coefficients/<model>/<gpu>-tp<N>-<engine>-<version>.yaml file.
 type Coefficients struct {
-	Model       string        `yaml:"model"`                  // catalogue short name or HF id
-	GPU         string        `yaml:"gpu"`                    // catalogue GPU name
-	TP          int           `yaml:"tp"`                     // tensor-parallel ranks
-	Engine      string        `yaml:"engine"`                 // vllm, sglang, trtllm, ...
-	Version     string        `yaml:"version"`                // engine version, e.g. 0.8.4
-	WeightDtype string        `yaml:"weight_dtype,omitempty"` // deployment dtype the data was measured with ("" = config default)
-	KVDtype     string        `yaml:"kv_dtype,omitempty"`
-	Terms       []Term        `yaml:"terms"` // step µs = Σ value·feature
+	Model       string `yaml:"model"`                  // catalogue short name or HF id
+	GPU         string `yaml:"gpu"`                    // catalogue GPU name
+	TP          int    `yaml:"tp"`                     // tensor-parallel ranks
+	Engine      string `yaml:"engine"`                 // vllm, sglang, trtllm, ...
+	Version     string `yaml:"version"`                // engine version, e.g. 0.8.4
+	WeightDtype string `yaml:"weight_dtype,omitempty"` // deployment dtype the data was measured with ("" = config default)
+	KVDtype     string `yaml:"kv_dtype,omitempty"`
+	Terms       []Term `yaml:"terms"` // step µs = Σ value·feature
 	// RooflineEfficiency is the GPU efficiency profile the roofline_*
 	// features were computed with. When set, the simulator evaluates those
 	// features with it, so later changes to the built-in profiles do not
 	// silently change what the coefficients multiply.
 	RooflineEfficiency *roofline.Efficiency `yaml:"roofline_efficiency,omitempty"`
-	Alpha       latency.Alpha `yaml:"alpha"`
-	Sources     []Source      `yaml:"sources,omitempty"`
-	Fit         FitInfo       `yaml:"fit"`
-	Notes       string        `yaml:"notes,omitempty"`
+	Alpha              latency.Alpha        `yaml:"alpha"`
+	Sources            []Source             `yaml:"sources,omitempty"`
+	Fit                FitInfo              `yaml:"fit"`
+	Notes              string               `yaml:"notes,omitempty"`
 }
 
 // Term is one feature and its non-negative coefficient (µs per feature unit).

@@ -36,6 +36,7 @@ type Setup struct {
 	Dep      Deployment
 	Resolved *resolve.Resolved // roofline (for roofline features and the warm start)
 	Engine   engine.Config
+	PerChain int // closed-loop requests per chain (0: ChainLength)
 }
 
 // NewSetup resolves the roofline of dep and an engine config with one

@@ -29,6 +29,7 @@ type Command struct {
 	Holdout   float64
 	KFold     int
 	Seed      uint64
+	PerChain  int // closed-loop requests per chain (0: max(3, ⌈24/C⌉))
 	MaxEvals  int
 	Workers   int
 
@@ -288,7 +289,11 @@ func (c *Command) servingSetup(p ServingPoint) (*Setup, error) {
 	if dep.WeightDtype == "" && p.Precision != "" {
 		dep.WeightDtype = p.Precision
 	}
-	return NewSetup(dep)
+	s, err := NewSetup(dep)
+	if err == nil {
+		s.PerChain = c.PerChain
+	}
+	return s, err
 }
 
 func (c *Command) runServing(progress io.Writer) (*Report, *fitted.Coefficients, []string, error) {
@@ -338,7 +343,7 @@ func (c *Command) runServing(progress io.Writer) (*Report, *fitted.Coefficients,
 		fmt.Sprintf("%s: %d rows read, %d kept (%s); %d filtered out, %d not aggregated, %d without tp_size", c.ServingPoints, st.Rows, st.Kept, g, st.Filtered, st.NotAgg, st.MissingTP),
 		fmt.Sprintf("split: %d train, %d test (holdout %.2g, seed %d); engine: max_num_seqs %d, max_num_batched_tokens %d, kv_blocks %d × %d tokens",
 			len(train), len(test), c.Holdout, c.Seed, setup.Engine.Engine.MaxNumSeqs, setup.Engine.Engine.MaxNumBatchedTokens, setup.Engine.Engine.KVBlocks, setup.Engine.Engine.BlockSize),
-		fmt.Sprintf("closed loop: C chains × %s requests each; fit took %s", "max(3, ⌈24/C⌉)", time.Since(t0).Round(time.Millisecond)),
+		fmt.Sprintf("closed loop: C chains × %s requests each; fit took %s", chainDesc(c.PerChain), time.Since(t0).Round(time.Millisecond)),
 	}, res.Report.Notes...)
 	src, err := c.source(c.ServingPoints, len(pts), "group="+g)
 	if err != nil {
@@ -626,4 +631,11 @@ func RelPath(base string) func(string) string {
 		}
 		return filepath.ToSlash(rel)
 	}
+}
+
+func chainDesc(n int) string {
+	if n > 0 {
+		return fmt.Sprint(n)
+	}
+	return "max(10, ⌈24/C⌉)"
 }

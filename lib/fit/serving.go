@@ -162,7 +162,7 @@ func (s *Setup) ServingTargets(pts []ServingPoint) []Target {
 	run := EngineRunner(s.Engine)
 	out := make([]Target, len(pts))
 	for i := range pts {
-		out[i] = &ServingTarget{P: pts[i], Run: run}
+		out[i] = &ServingTarget{P: pts[i], Run: run, PerChain: s.PerChain}
 	}
 	return out
 }

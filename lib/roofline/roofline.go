@@ -181,6 +181,23 @@ func DecodeAttention(batch, kv, nh, nkv, headDim, eb float64) (flops, bytes floa
 	return 4 * nh * headDim * batch * ctx, batch * (ctx*2*nkv*headDim + 2*nkv*headDim + 2*nh*headDim) * eb
 }
 
+// DenseLayerUS is the predicted time of one dense layer's non-attention
+// work for T tokens on one rank: its GEMMs (QKV, O, gate+up, down, each with
+// the kernel floor) and its elementwise kernels (with the per-layer floor).
+// It is the step model restricted to one layer, for layer-level checks.
+func (r *Roofline) DenseLayerUS(T float64) (gemmUS, elemUS float64) {
+	var t Terms
+	for _, g := range r.attnGemms {
+		r.gemmCost(&t, T, g, 1, 1)
+	}
+	for _, g := range r.mlpGemms {
+		r.gemmCost(&t, T, g, 1, 1)
+	}
+	gemmUS = t.RoofUS + t.Kernels*r.G.Eff.KernelUS
+	elemUS = T*r.elemDense*r.ab/r.bw*1e6 + r.G.Eff.LayerUS
+	return gemmUS, elemUS
+}
+
 // ExpectedExperts is the expected number of distinct experts a layer's
 // router picks for tokens tokens, each choosing k of E uniformly:
 // E·(1 − (1 − k/E)^tokens).

@@ -28,6 +28,7 @@ func TestCatalogue(t *testing.T) {
 		{"llama-4-scout-fp8", 48, 48, false, FP8, 107.8, 17, 0.07},
 		{"glm-5.2-fp8", 78, 75, true, FP8, 0, 0, 0},
 		{"qwen3-32b", 64, 0, false, BF16, 32.8, 0, 0.01},
+		{"gpt-oss-120b", 36, 36, false, FP4, 116.8, 5.1, 0.01},
 	}
 	for _, c := range cases {
 		a, err := LoadModel(c.name)

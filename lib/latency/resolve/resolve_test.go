@@ -118,3 +118,30 @@ func TestEnvDir(t *testing.T) {
 		t.Errorf("Why = %q", r.Why)
 	}
 }
+
+func TestDtypeOverrides(t *testing.T) {
+	withFS(t, fstest.MapFS{})
+	base, err := Resolve(Spec{Mode: "roofline", Model: "llama-3.1-70b", GPU: "h100", TP: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp8, err := Resolve(Spec{Mode: "roofline", Model: "llama-3.1-70b", GPU: "h100", TP: 4, WeightDtype: "fp8", KVDtype: "fp8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fp8.Roofline.KVBytesPerToken(), base.Roofline.KVBytesPerToken()/2; got != want {
+		t.Errorf("fp8 KV bytes/token = %v, want %v", got, want)
+	}
+	if got, want := fp8.Roofline.WeightBytesPerRank(), base.Roofline.WeightBytesPerRank()/2; got != want {
+		t.Errorf("fp8 weight bytes = %v, want %v", got, want)
+	}
+	kb, _ := base.KVCapacityTokens(0.9)
+	kf, _ := fp8.KVCapacityTokens(0.9)
+	if kf <= 2*kb {
+		t.Errorf("fp8 weights and KV should more than double KV tokens: %d vs %d", kf, kb)
+	}
+	b := &latency.Batch{DecodeSeqs: 8, DecodeCtx: 8000}
+	if fp8.Model.StepTime(b) >= base.Model.StepTime(b) {
+		t.Error("fp8 decode should be faster than bf16 (half the weight bytes)")
+	}
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -442,4 +443,33 @@ func TestFixedNoNegativeZero(t *testing.T) {
 			t.Errorf("fixed(%v, %d) = %q, want %q", c.v, c.prec, got, c.want)
 		}
 	}
+}
+
+// FuzzReportValues feeds odd but well-typed values (negative, huge, out of
+// order) through every view: the report must never panic.
+func FuzzReportValues(f *testing.F) {
+	f.Add("completed", "llm", int64(0), int64(100), int64(1000), int64(5000), int64(9000), int32(3), int32(1), int64(2000), "s", "x")
+	f.Add("unfinished", "tool", int64(-5), int64(math.MaxInt64-1), int64(-1), int64(math.MinInt64+1), int64(1), int32(-4), int32(-1), int64(-7), "", "x")
+	f.Add("completed", "llm", int64(1)<<62, int64(1)<<62, int64(1)<<62, int64(1)<<62, int64(1)<<62, int32(math.MaxInt32), int32(math.MaxInt32), int64(1)<<62, "s", "s")
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, status, kind string, arr, enq, sched, first, fin int64, gen, cached int32, tpot int64, sess, dep string) {
+		x := res{id: "a", status: status, kind: kind, tenant: "t", class: "c", sess: sess, arr: arr, inst: 0, enq: enq, sched: sched,
+			first: first, fin: fin, gen: gen, in: gen, cached: cached, tpot: tpot, recT: first, recE: fin, recI: tpot}
+		y := x
+		y.id, y.arr, y.deps = "b", N, []string{dep, "a"}
+		p := filepath.Join(dir, "f.arrows")
+		writeResults(t, p, []res{x, y})
+		rep, err := Build([]string{p}, Options{SLOs: mustSLOs(t, "ttft=1s", "c:e2e=2s"), By: "session"})
+		if err != nil {
+			return // bad status or kind: reported as an error, which is fine
+		}
+		for _, fm := range []Format{FormatTable, FormatJSON} {
+			if err := rep.Write(io.Discard, fm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rep.WriteHTML(io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

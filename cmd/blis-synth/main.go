@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -62,6 +63,11 @@ func run(c *cli.Context) error {
 		spec, err = synth.LoadExample(name)
 		inputs = []trace.Input{{Path: "example:" + name}}
 	} else {
+		for _, a := range c.Args().Tail() {
+			if strings.HasPrefix(a, "-") {
+				return cliutil.Usage("flag %s after the spec file: flags go first (blis-synth -o out.arrow spec.yaml)", a)
+			}
+		}
 		if c.NArg() != 1 {
 			return cliutil.Usage("expected one spec file (or --example NAME; --list-examples shows them)")
 		}

@@ -37,6 +37,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"--example", "nope"}, 2, "", `no built-in example "nope"`},
 		{[]string{bad}, 2, "", bad + `:5: client "a": missing output (a token length distribution)`},
 		{[]string{}, 2, "", "expected one spec file"},
+		{[]string{bad, "-o", out}, 2, "", "flag -o after the spec file"},
 		{[]string{"--example", "react", "--check"}, 0, "", "spec is valid"},
 		{[]string{"--example", "closed-loop", "--num-requests", "0"}, 2, "", "--num-requests"},
 	} {

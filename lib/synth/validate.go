@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +31,8 @@ type pstep struct {
 }
 
 const maxTurns = 100000
+
+var stepIDRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.]*$`)
 
 func (s *Spec) compile() error {
 	if s.Version != 1 {
@@ -161,6 +164,13 @@ func (s *Spec) compile() error {
 	}
 	if fractions > 1+1e-9 {
 		return s.errAt(path{"clients"}, "clients: rate_fraction values sum to %s, expected <= 1", fmtFloat(fractions))
+	}
+	for i, c := range s.Clients {
+		for _, o := range s.Clients {
+			if strings.HasPrefix(c.Name, o.Name+"-") {
+				return s.errAt(path{"clients", i, "name"}, "client %q: its name starts with another client's name %q and a '-', so request ids could collide; rename one", c.Name, o.Name)
+			}
+		}
 	}
 	for i, c := range s.Clients {
 		if c.RateFraction == nil && c.replay == nil && fractions >= 1-1e-9 {
@@ -466,6 +476,9 @@ func (s *Spec) compileAgentic(c *Client, p path, cn string) error {
 		sp := p.add("steps", i)
 		if st == nil || st.ID == "" {
 			return s.errAt(sp, "%s: steps[%d]: missing id", cn, i)
+		}
+		if !stepIDRE.MatchString(st.ID) {
+			return s.errAt(sp.add("id"), "%s: step id %q: expected a letter then letters, digits, '_' or '.' (ids become part of request_id)", cn, st.ID)
 		}
 		if _, dup := idx[st.ID]; dup {
 			return s.errAt(sp.add("id"), "%s: step %q is defined twice", cn, st.ID)

@@ -131,6 +131,8 @@ func action(c *cli.Context) error {
 		st.Report(c.App.Name, c.App.ErrWriter)
 		if st.Reordered {
 			fmt.Fprintf(c.App.ErrWriter, "%s: note: the trace was not in arrival order; it was buffered and sorted in memory\n", c.App.Name)
+		} else if st.Regrouped {
+			fmt.Fprintf(c.App.ErrWriter, "%s: note: session turns were interleaved with other sessions; the trace was buffered in memory to write each session after its first request\n", c.App.Name)
 		}
 	}
 	return classify(err)

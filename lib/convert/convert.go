@@ -71,6 +71,7 @@ type formatMeta struct {
 	name      string
 	blockSize int  // tokens per prefix hash; 0 = no prefix hashes
 	epoch     bool // T is µs since the Unix epoch
+	buffer    bool // dependents arrive far from their roots: sort the whole input
 }
 
 // window is the reorder window: rows are held this long before emission so
@@ -120,7 +121,11 @@ func (p *pipeline) push(r *Row) error {
 	n := len(p.pend) - p.head
 	if n > 0 && r.T < p.lastT && !p.bufferAll {
 		p.bufferAll = true
-		p.stats.Reordered = true
+		if r.ArrivalUS != trace.Null {
+			p.stats.Reordered = true
+		} else {
+			p.stats.Regrouped = true
+		}
 	}
 	if p.emitted && r.T < p.emittedT {
 		return fmt.Errorf("%s: request %s arrives %s before requests already written: the trace is out of arrival order by more than the %d-row reorder window; rerun with --sort (buffers the whole trace in memory)",
@@ -301,7 +306,7 @@ func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta)
 		md.Set(trace.MetaTimeScale, strconv.FormatFloat(opts.Speedup, 'g', -1, 64))
 	}
 	stage := trace.Stage{Tool: opts.Tool, Version: trace.Version, Args: opts.Args, Inputs: inputs}
-	p := &pipeline{opts: opts, fm: fm, stats: st, open: open, startS: opts.Start, endS: opts.End, bufferAll: opts.Sort}
+	p := &pipeline{opts: opts, fm: fm, stats: st, open: open, startS: opts.Start, endS: opts.End, bufferAll: opts.Sort || fm.buffer}
 	if opts.Sample > 0 && opts.Sample < 1 {
 		seed := opts.Seed
 		stage.Seed = &seed

@@ -62,6 +62,7 @@ type Stats struct {
 	Skipped   map[string]int64 // bad rows skipped by --skip-bad, per reason
 	Filtered  int64            // rows removed by --start/--end/--sample/--filter-model/--limit
 	Reordered bool             // input was out of arrival order and was sorted in memory
+	Regrouped bool             // session turns were far from their roots and were buffered to regroup them
 }
 
 func (s *Stats) skip(e *BadRowError) {

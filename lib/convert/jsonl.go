@@ -248,7 +248,7 @@ type qwenParser struct {
 }
 
 func newQwen(in *input, o *Options) (parser, error) {
-	return &qwenParser{jsonlBase: newJSONLBase(in, formatMeta{name: "qwen", blockSize: 16}),
+	return &qwenParser{jsonlBase: newJSONLBase(in, formatMeta{name: "qwen", blockSize: 16, buffer: o.Sessions == "closed"}),
 		closed: o.Sessions == "closed", chats: map[string]qwenChat{}}, nil
 }
 

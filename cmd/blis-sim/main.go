@@ -148,6 +148,13 @@ func run(c *cli.Context) error {
 	if !quiet {
 		fmt.Fprintln(stderr, why)
 	}
+	if c.NArg() > 1 {
+		for _, a := range c.Args().Slice()[1:] {
+			if strings.HasPrefix(a, "-") && a != "-" {
+				return cliutil.Usage("flags go before the input path: blis-sim [flags] FILE (found %s after %s)", a, c.Args().First())
+			}
+		}
+	}
 	in, err := cliutil.Input(c)
 	if err != nil {
 		return err

@@ -7,7 +7,7 @@ package engine
 const (
 	evStepEnd uint8 = iota
 	evToolDone
-	evSnapshot
+	evSnapshot // not an event: the rank at which a periodic router snapshot is taken
 	evArrival
 	evEnqueue
 	evStepStart

@@ -87,6 +87,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad dtype", `{"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4,"torch_dtype":"int3"}`, `field torch_dtype: expected bfloat16, float16 or float32, found "int3"`},
 		{"bad quant", `{"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4,"quantization_config":{"quant_method":"magic"}}`, `field quantization_config.quant_method`},
 		{"first_k too big", `{"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4,"n_routed_experts":4,"num_experts_per_tok":1,"first_k_dense_replace":3}`, "field first_k_dense_replace: expected 0..2, found 3"},
+		{"absurd layers", `{"hidden_size":64,"num_hidden_layers":2000000000,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4}`, "field num_hidden_layers: expected at most 16777216, found 2000000000"},
 		{"mlp_only out of range", `{"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4,"num_experts":4,"num_experts_per_tok":1,"mlp_only_layers":[5]}`, "field mlp_only_layers"},
 	}
 	for _, c := range cases {

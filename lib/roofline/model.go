@@ -109,6 +109,10 @@ type quantConfig struct {
 	} `json:"config_groups"`
 }
 
+// maxDim bounds every size read from a config: far above any real model,
+// low enough that products stay exact in float64 and loops over layers stay short.
+const maxDim = 1 << 24
+
 // ParseConfig reads a HuggingFace config.json. path is only used in errors.
 func ParseConfig(path string, data []byte) (*Arch, error) {
 	var c hfConfig
@@ -145,6 +149,9 @@ func ParseConfig(path string, data []byte) (*Arch, error) {
 		if *p <= 0 {
 			return bad(field, "a positive integer", fmt.Sprint(*p))
 		}
+		if *p > maxDim {
+			return bad(field, fmt.Sprintf("at most %d", maxDim), fmt.Sprint(*p))
+		}
 		*dst = *p
 		return nil
 	}
@@ -155,6 +162,9 @@ func ParseConfig(path string, data []byte) (*Arch, error) {
 		}
 		if *p < 0 {
 			return bad(field, "a non-negative integer", fmt.Sprint(*p))
+		}
+		if *p > maxDim {
+			return bad(field, fmt.Sprintf("at most %d", maxDim), fmt.Sprint(*p))
 		}
 		*dst = *p
 		return nil
@@ -227,8 +237,8 @@ func ParseConfig(path string, data []byte) (*Arch, error) {
 		p    *int
 	}{{"num_local_experts", c.NumLocalExperts}, {"num_experts", c.NumExperts}, {"n_routed_experts", c.NRoutedExperts}} {
 		if f.p != nil && *f.p != 0 {
-			if *f.p < 0 {
-				return nil, bad(f.name, "a non-negative integer", fmt.Sprint(*f.p))
+			if *f.p < 0 || *f.p > maxDim {
+				return nil, bad(f.name, fmt.Sprintf("an integer in 0..%d", maxDim), fmt.Sprint(*f.p))
 			}
 			experts, expField = *f.p, f.name
 			break
@@ -253,8 +263,8 @@ func ParseConfig(path string, data []byte) (*Arch, error) {
 		}
 		switch {
 		case c.NSharedExperts != nil:
-			if *c.NSharedExperts < 0 {
-				return nil, bad("n_shared_experts", "a non-negative integer", fmt.Sprint(*c.NSharedExperts))
+			if *c.NSharedExperts < 0 || *c.NSharedExperts > 1024 {
+				return nil, bad("n_shared_experts", "an integer in 0..1024", fmt.Sprint(*c.NSharedExperts))
 			}
 			a.SharedIntermediate = *c.NSharedExperts * a.ExpertIntermediate
 		case c.SharedExpertInter != nil:

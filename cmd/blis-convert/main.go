@@ -78,7 +78,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "filter-model", Usage: "keep only requests (sessions) whose model is exactly this"},
 			&cli.BoolFlag{Name: "skip-bad", Usage: "skip malformed rows, printing the count per reason on stderr (default: stop at the first, exit 2)"},
 			&cli.BoolFlag{Name: "sort", Usage: "buffer the whole trace and sort it by arrival (for traces out of order beyond the reorder window)"},
-			&cli.StringFlag{Name: "sessions", Value: "open", Usage: "qwen: open (a child turn keeps its recorded arrival) or closed (it depends on its parent turn)"},
+			&cli.StringFlag{Name: "sessions", Value: "open", Usage: "qwen: open (a child turn keeps its recorded arrival) or closed (it depends on its parent turn); otel: closed rebuilds each session's call DAG from timing"},
 			&cli.DurationFlag{Name: "session-gap", Usage: "weka: start each further conversation file this long after the previous one"},
 			&cli.StringFlag{Name: "time-col", Usage: "generic csv/jsonl: arrival time column"},
 			&cli.StringFlag{Name: "input-col", Usage: "generic csv/jsonl: prompt token count column"},

@@ -87,6 +87,7 @@ func TestGolden(t *testing.T) {
 		{"vidur", Options{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}}},
 		{"splitwise", Options{Inputs: []string{"testdata/splitwise_test_trace.csv"}}},
 		{"otel_usage", Options{Inputs: []string{"testdata/otel_usage.handwritten.json"}}},
+		{"otel_dag", Options{Inputs: []string{"testdata/otel_fanout.handwritten.json"}, Sessions: "closed"}},
 		{"generic_csv", Options{Inputs: []string{"testdata/generic.handwritten.csv"}, Generic: Generic{TimeCol: "when_ms", TimeUnit: "ms", InputCol: "prompt", OutputCol: "completion", IDCol: "req", ModelCol: "model", TenantCol: "tenant"}}},
 		{"generic_jsonl", Options{Inputs: []string{"testdata/generic.handwritten.jsonl"}, Generic: Generic{TimeCol: "ts", TimeUnit: "iso", InputCol: "in", OutputCol: "out", IDCol: "id", SessionCol: "user"}}},
 		{"window_speedup", Options{Inputs: []string{"testdata/azure2023_code.head12.csv"}, Start: "100ms", End: "400ms", Speedup: 2}},

@@ -65,7 +65,7 @@ func FuzzSplitwise(f *testing.F) {
 	fuzzFormat(f, "splitwise", []string{"splitwise_test_trace.csv"}, Options{})
 }
 func FuzzOTel(f *testing.F) {
-	fuzzFormat(f, "otel", []string{"otel_usage.handwritten.json"}, Options{})
+	fuzzFormat(f, "otel", []string{"otel_usage.handwritten.json", "otel_fanout.handwritten.json"}, Options{Sessions: "closed"})
 }
 func FuzzGenericCSV(f *testing.F) {
 	fuzzFormat(f, "csv", []string{"generic.handwritten.csv"}, Options{Generic: Generic{TimeCol: "when_ms", TimeUnit: "ms", InputCol: "prompt", OutputCol: "completion", IDCol: "req", ModelCol: "model"}})

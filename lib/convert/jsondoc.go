@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/blis-sim/blis/lib/trace"
@@ -158,13 +159,14 @@ type otelSpan struct {
 	Attributes map[string]json.RawMessage `json:"attributes"`
 }
 
-func newOTel(in *input, _ *Options) (parser, error) {
+func newOTel(in *input, o *Options) (parser, error) {
 	var d otelDoc
 	if err := json.NewDecoder(in.br).Decode(&d); err != nil {
 		return nil, jsonBad(in.name, 0, nil, err)
 	}
 	l := &rowList{in: in, fm: formatMeta{name: "otel", epoch: true}}
 	withoutUsage := 0
+	var ends []int64
 	for i, s := range d.Spans {
 		inTok, okIn := attrNum(s.Attributes, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
 		outTok, okOut := attrNum(s.Attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
@@ -188,10 +190,13 @@ func newOTel(in *input, _ *Options) (parser, error) {
 		if r.SessionID == "" {
 			r.SessionID = s.TraceID
 		}
+		end := st
 		if et, ok := parseTimestamp([]byte(s.End)); ok && et >= st {
 			r.RecordedE2EUS = et - st
+			end = et
 		}
 		l.rows = append(l.rows, r)
+		ends = append(ends, end)
 	}
 	if len(l.rows) == 0 && withoutUsage > 0 {
 		return nil, &NotTraceError{Path: in.name, What: "an OpenTelemetry GenAI span export without token counts",
@@ -201,7 +206,68 @@ func newOTel(in *input, _ *Options) (parser, error) {
 		return nil, &BadRowError{Path: in.name, Column: "spans", Expected: "gen_ai.usage token counts on every span",
 			Found: fmt.Sprintf("%d span(s) without them", withoutUsage)}
 	}
+	if o.Sessions == "closed" {
+		otelDAG(l.rows, ends)
+		l.fm.buffer = true
+	}
 	return l, nil
+}
+
+// otelDAG rebuilds the happens-before graph of each session's LLM calls
+// from their timing: a call depends on the calls of its session that had
+// ended when it started and that no other such call started after. A fan-out
+// (calls started after one call ended) and a fan-in (a call started after
+// all of them ended) come out as such. Span parents are not used: an OTel
+// parent encloses its children rather than preceding them.
+func otelDAG(rows []Row, ends []int64) {
+	idx := make([]int, len(rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return rows[idx[a]].T < rows[idx[b]].T })
+	start := make([]int64, len(rows))
+	for i := range rows {
+		start[i] = rows[i].T
+	}
+	bySession := map[string][]int{}
+	for _, i := range idx {
+		r := &rows[i]
+		prev := bySession[r.SessionID]
+		var deps []int
+		for _, c := range prev {
+			if ends[c] > start[i] {
+				continue
+			}
+			frontier := true
+			for _, d := range prev {
+				if d != c && ends[d] <= start[i] && start[d] >= ends[c] {
+					frontier = false
+					break
+				}
+			}
+			if frontier {
+				deps = append(deps, c)
+			}
+		}
+		if len(deps) > 0 {
+			var ready, t int64
+			for _, d := range deps {
+				r.DependsOn = append(r.DependsOn, rows[d].ID)
+				ready = max(ready, ends[d])
+				t = max(t, rows[d].T)
+			}
+			r.ArrivalUS = trace.Null
+			r.DelayUS = start[i] - ready
+			r.T = t // sorts after every root it descends from
+		}
+		bySession[r.SessionID] = append(prev, i)
+	}
+	// Write in start order so that every dependency precedes its dependents.
+	sorted := make([]Row, len(rows))
+	for k, i := range idx {
+		sorted[k] = rows[i]
+	}
+	copy(rows, sorted)
 }
 
 func attrNum(a map[string]json.RawMessage, keys ...string) (int64, bool) {

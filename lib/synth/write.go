@@ -2,6 +2,7 @@ package synth
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -81,7 +83,7 @@ func Write(s *Spec, out string, stdout io.Writer, md trace.Meta) (Stats, error) 
 		return Stats{}, err
 	}
 	w := trace.NewRequestWriter(sink, schema)
-	st, err := Generate(s, w.Write)
+	st, err := pipeline(s, w)
 	if err != nil {
 		// On stdout, leave the stream without its end marker so the next
 		// stage reports it as truncated; a file is not left behind.
@@ -104,3 +106,74 @@ func (st Stats) Summary(s *Spec) string {
 	b.WriteString(" (sessions/rows)")
 	return b.String()
 }
+
+// rowBatch carries rows from the generator to the Arrow encoder; the rows'
+// slices point into its arenas.
+type rowBatch struct {
+	rows   []trace.Request
+	hashes []uint64
+	deps   []string
+}
+
+const pipeRows = 4096
+
+// pipeline overlaps synthesis and Arrow encoding on two goroutines. Rows keep
+// their order (one producer, one consumer), so the output is unchanged; the
+// three batches are reused, so memory stays flat.
+func pipeline(s *Spec, w *trace.RequestWriter) (Stats, error) {
+	full := make(chan *rowBatch, 2)
+	free := make(chan *rowBatch, 3)
+	for range 3 {
+		free <- &rowBatch{rows: make([]trace.Request, 0, pipeRows)}
+	}
+	var failed atomic.Bool
+	werr := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range full {
+			for i := range b.rows {
+				if err != nil {
+					break
+				}
+				err = w.Write(&b.rows[i])
+			}
+			if err != nil {
+				failed.Store(true)
+			}
+			b.rows, b.hashes, b.deps = b.rows[:0], b.hashes[:0], b.deps[:0]
+			free <- b
+		}
+		werr <- err
+	}()
+	cur := <-free
+	st, err := Generate(s, func(r *trace.Request) error {
+		if failed.Load() {
+			return errWriterFailed
+		}
+		c := *r
+		if len(r.PrefixHashes) > 0 {
+			n := len(cur.hashes)
+			cur.hashes = append(cur.hashes, r.PrefixHashes...)
+			c.PrefixHashes = cur.hashes[n:len(cur.hashes):len(cur.hashes)]
+		}
+		if len(r.DependsOn) > 0 {
+			n := len(cur.deps)
+			cur.deps = append(cur.deps, r.DependsOn...)
+			c.DependsOn = cur.deps[n:len(cur.deps):len(cur.deps)]
+		}
+		cur.rows = append(cur.rows, c)
+		if len(cur.rows) == pipeRows {
+			full <- cur
+			cur = <-free
+		}
+		return nil
+	})
+	full <- cur
+	close(full)
+	if e := <-werr; e != nil {
+		return st, e // the writer's error explains errWriterFailed
+	}
+	return st, err
+}
+
+var errWriterFailed = errors.New("output failed")

@@ -136,7 +136,7 @@ func TestQuantAndInterleave(t *testing.T) {
 }
 
 func TestGPUCatalogue(t *testing.T) {
-	for _, n := range []string{"h100", "H100", "h100_sxm", "h200", "b200", "a100-80gb", "A100-80", "l40s", "rtx4090", "rtxpro6000"} {
+	for _, n := range []string{"h100", "H100", "h100_sxm", "h200", "b200", "gb200", "a100-80gb", "A100-80", "l40s", "rtx4090", "rtxpro6000"} {
 		g, ok := LookupGPU(n)
 		if !ok {
 			t.Errorf("LookupGPU(%q) missing", n)

@@ -66,6 +66,13 @@ var GPUs = []GPU{
 	{Name: "b200", Aliases: []string{"b200-sxm", "b200_sxm", "B200"},
 		BF16TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, HBMTBps: 8, MemoryGiB: 167.6, LinkGBps: 900, LinkLatUS: 4.5,
 		Eff: defaultEff(), Source: "NVIDIA HGX B200 datasheet (per-GPU share)"},
+	// NVIDIA GB200 NVL72 specifications, per GPU (72-GPU totals / 72): FP4
+	// 1,440 PFLOPS sparse → 10,000 dense; FP8 720 → 5,000 dense; BF16 360 →
+	// 2,500 dense; HBM3e 576 TB/s → 8 TB/s; 13.4 TB → 186 GB (173.2 GiB);
+	// NVLink 5 1.8 TB/s bidirectional → 900. Latency assumed as NVLink 4.
+	{Name: "gb200", Aliases: []string{"GB200", "gb200-nvl72"},
+		BF16TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000, HBMTBps: 8, MemoryGiB: 173.2, LinkGBps: 900, LinkLatUS: 4.5,
+		Eff: defaultEff(), Source: "NVIDIA GB200 NVL72 specifications (per-GPU share)"},
 	// NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): BF16 312 dense; no
 	// FP8; HBM2e 2,039 GB/s; 80 GB (driver 81,920 MiB); NVLink 3 600 GB/s
 	// bidirectional → 300. Latency: aiconfigurator a100 vLLM custom

@@ -23,7 +23,7 @@ type kvCache struct {
 	q         []qent  // free queue from q[qh]; a cached entry is valid iff its block's qpos matches
 	qh        int
 	qoff      int64 // absolute position of q[0]
-	cached    map[uint64]int32
+	cached    keyTable
 	evictions int64
 }
 
@@ -44,7 +44,7 @@ type block struct {
 func newKVCache(blocks int32, blockSize int32) *kvCache {
 	c := &kvCache{
 		blockSize: blockSize, total: blocks, free: blocks, b: make([]block, blocks),
-		idFree: make([]int32, blocks), cached: map[uint64]int32{},
+		idFree: make([]int32, blocks), cached: newKeyTable(blocks),
 	}
 	for i := range c.idFree {
 		c.idFree[i] = blocks - 1 - int32(i)
@@ -113,9 +113,7 @@ func (c *kvCache) alloc(r *reqState, n, k int32) {
 		}
 		bl.qpos = 0
 		if bl.hashed {
-			if c.cached[bl.key] == id {
-				delete(c.cached, bl.key)
-			}
+			c.cached.del(bl.key, id)
 			bl.hashed = false
 			c.evictions++
 		}
@@ -165,7 +163,7 @@ func (c *kvCache) lookup(keys []uint64, max int) int {
 		max = len(keys)
 	}
 	for i := 0; i < max; i++ {
-		if _, ok := c.cached[keys[i]]; !ok {
+		if _, ok := c.cached.get(keys[i]); !ok {
 			return i
 		}
 	}
@@ -177,7 +175,7 @@ func (c *kvCache) has(keys []uint64, i int) bool {
 	if i >= len(keys) {
 		return false
 	}
-	_, ok := c.cached[keys[i]]
+	_, ok := c.cached.get(keys[i])
 	return ok
 }
 
@@ -186,7 +184,7 @@ func (c *kvCache) has(keys []uint64, i int) bool {
 func (c *kvCache) hitCost(keys []uint64, n int) int32 {
 	var k int32
 	for i := 0; i < n; i++ {
-		if c.b[c.cached[keys[i]]].refcnt == 0 {
+		if id, _ := c.cached.get(keys[i]); c.b[id].refcnt == 0 {
 			k++
 		}
 	}
@@ -196,7 +194,7 @@ func (c *kvCache) hitCost(keys []uint64, n int) int32 {
 // touch gives r a reference to the first n cached blocks of keys.
 func (c *kvCache) touch(r *reqState, keys []uint64, n int) {
 	for i := 0; i < n; i++ {
-		id := c.cached[keys[i]]
+		id, _ := c.cached.get(keys[i])
 		bl := &c.b[id]
 		if bl.refcnt == 0 {
 			bl.qpos = 0 // its queue entry is now stale
@@ -217,10 +215,10 @@ func (c *kvCache) register(r *reqState, keys []uint64, from, to int) {
 			continue
 		}
 		k := keys[j]
-		if _, ok := c.cached[k]; ok {
+		if _, ok := c.cached.get(k); ok {
 			continue
 		}
-		c.cached[k] = id
+		c.cached.put(k, id)
 		bl.key = k
 		bl.hashed = true
 	}
@@ -266,10 +264,17 @@ func (c *kvCache) check() error {
 	if held+cachedFree+int32(len(c.idFree)) != c.total {
 		return fmt.Errorf("KV block ids: %d held + %d cached free + %d idle != %d", held, cachedFree, len(c.idFree), c.total)
 	}
-	for k, id := range c.cached {
-		if !c.b[id].hashed || c.b[id].key != k {
-			return fmt.Errorf("KV cache index maps a key to block %d, which holds another key", id)
+	var hashed int
+	for id := range c.b {
+		if c.b[id].hashed {
+			hashed++
+			if got, ok := c.cached.get(c.b[id].key); !ok || got != int32(id) {
+				return fmt.Errorf("KV block %d holds a key the cache index does not map to it", id)
+			}
 		}
+	}
+	if hashed != c.cached.n {
+		return fmt.Errorf("KV cache index holds %d keys, %d blocks are hashed", c.cached.n, hashed)
 	}
 	return nil
 }

@@ -1,0 +1,72 @@
+package engine
+
+// keyTable maps prefix-cache keys to block ids: open addressing with linear
+// probing and backward-shift deletion (no tombstones, so heavy eviction churn
+// does not lengthen probes). Keys are already mixed (mix64), so their low
+// bits index the table directly. Capacity is fixed at twice the blocks, the
+// most keys it can hold.
+type keyTable struct {
+	keys []uint64
+	vals []int32 // block id + 1; 0 = empty slot
+	mask uint64
+	n    int
+}
+
+func newKeyTable(blocks int32) keyTable {
+	size := uint64(16)
+	for size < 2*uint64(blocks) {
+		size <<= 1
+	}
+	return keyTable{keys: make([]uint64, size), vals: make([]int32, size), mask: size - 1}
+}
+
+func (t *keyTable) get(k uint64) (int32, bool) {
+	for i := k & t.mask; ; i = (i + 1) & t.mask {
+		v := t.vals[i]
+		if v == 0 {
+			return 0, false
+		}
+		if t.keys[i] == k {
+			return v - 1, true
+		}
+	}
+}
+
+// put inserts k (which must be absent).
+func (t *keyTable) put(k uint64, id int32) {
+	i := k & t.mask
+	for t.vals[i] != 0 {
+		i = (i + 1) & t.mask
+	}
+	t.keys[i], t.vals[i] = k, id+1
+	t.n++
+}
+
+// del removes k if it maps to id.
+func (t *keyTable) del(k uint64, id int32) {
+	i := k & t.mask
+	for {
+		v := t.vals[i]
+		if v == 0 {
+			return
+		}
+		if t.keys[i] == k {
+			if v-1 != id {
+				return
+			}
+			break
+		}
+		i = (i + 1) & t.mask
+	}
+	// Backward shift: move later entries of the probe run into the hole
+	// when their home slot is at or before it.
+	for j := (i + 1) & t.mask; t.vals[j] != 0; j = (j + 1) & t.mask {
+		home := t.keys[j] & t.mask
+		if (j-home)&t.mask >= (j-i)&t.mask {
+			t.keys[i], t.vals[i] = t.keys[j], t.vals[j]
+			i = j
+		}
+	}
+	t.vals[i] = 0
+	t.n--
+}

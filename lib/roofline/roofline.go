@@ -27,19 +27,18 @@ type Roofline struct {
 	shGemms   []gemm // MoE layers: shared experts and router
 	expGemms  []gemm // one routed expert (sharded)
 
-	wb, ab, kvb     float64 // bytes per weight, activation, KV element
-	gemmFLOPs       float64 // achieved FLOP/s for GEMMs (weight dtype)
-	attnFLOPs       float64 // achieved FLOP/s for attention (bf16)
-	bw              float64 // achieved B/s
-	kvLayerRank     float64 // KV elements per token per layer on one rank
-	attnPairFLOPsP  float64 // FLOPs per causal query-key pair per layer per rank (prefill)
-	attnPairFLOPsD  float64 // same, decode (MLA decodes in the absorbed latent form)
-	ctxUpFLOPs      float64 // MLA prefill: FLOPs per cached context token to up-project its latent
-	qoElemsRank     float64 // query + output elements per token per layer per rank
-	elemDense       float64 // elementwise elements read+written per token in a dense layer (norms, rope, SiLU·mul)
-	elemMoE         float64 // same for a MoE layer
-	name            string
-	expertsPerLayer float64
+	wb, ab, kvb    float64 // bytes per weight, activation, KV element
+	gemmFLOPs      float64 // achieved FLOP/s for GEMMs (weight dtype)
+	attnFLOPs      float64 // achieved FLOP/s for attention (bf16)
+	bw             float64 // achieved B/s
+	kvLayerRank    float64 // KV elements per token per layer on one rank
+	attnPairFLOPsP float64 // FLOPs per causal query-key pair per layer per rank (prefill)
+	attnPairFLOPsD float64 // same, decode (MLA decodes in the absorbed latent form)
+	ctxUpFLOPs     float64 // MLA prefill: FLOPs per cached context token to up-project its latent
+	qoElemsRank    float64 // query + output elements per token per layer per rank
+	elemDense      float64 // elementwise elements read+written per token in a dense layer (norms, rope, SiLU·mul)
+	elemMoE        float64 // same for a MoE layer
+	name           string
 }
 
 // New builds the roofline for an architecture on a GPU with TP ranks.
@@ -107,7 +106,6 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 		}
 		e := float64(a.ExpertIntermediate)
 		r.expGemms = []gemm{{2 * e / t, h}, {h, e / t}}
-		r.expertsPerLayer = float64(a.Experts)
 	}
 	r.wb, r.ab, r.kvb = a.WeightDtype.Bytes(), a.ActDtype.Bytes(), a.KVDtype.Bytes()
 	r.gemmFLOPs = g.PeakTFLOPS(a.WeightDtype) * 1e12 * g.Eff.GEMM

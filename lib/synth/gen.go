@@ -74,6 +74,14 @@ type Generator struct {
 	users   []user
 	userRNG rng
 	nsess   int64
+	segBase uint64 // content ids of the current session's segments
+	nseg    uint64
+}
+
+// newSeg returns a fresh prompt segment of n tokens, unique to its session.
+func (g *Generator) newSeg(n int32) seg {
+	g.nseg++
+	return seg{id: mix(g.segBase + 0x9e3779b97f4a7c15*g.nseg), n: n}
 }
 
 // Generate writes every row of the spec to emit and returns what it wrote.
@@ -257,15 +265,11 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 			sys.id = mix(cg.nameHash ^ mix(uint64(seq)) ^ 0x5157)
 		}
 	}
-	var nseg uint64
-	newSeg := func(n int32) seg {
-		nseg++
-		return seg{id: mix(cg.nameHash + mix(uint64(seq)+0x9e3779b97f4a7c15*nseg)), n: n}
-	}
+	g.segBase, g.nseg = cg.nameHash+mix(uint64(seq)), 0
 	g.term = g.term[:0]
 	switch {
 	case c.Agentic != nil:
-		if err := g.workflow(cg, rt, sys, streaming, newSeg, base); err != nil {
+		if err := g.workflow(cg, rt, sys, streaming, base); err != nil {
 			return err
 		}
 	case c.Conversation != nil:
@@ -275,7 +279,7 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 		g.ctx = g.ctx[:0]
 		var prev string
 		for k := 0; k < turns; k++ {
-			in := newSeg(g.inputTokens(cg, c.Input))
+			in := g.newSeg(g.inputTokens(cg, c.Input))
 			out := c.Output.tokens(cg.lens)
 			g.segs = g.segs[:0]
 			if sys.n > 0 {
@@ -303,7 +307,7 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 				return err
 			}
 			if acc {
-				g.ctx = append(g.ctx, in, newSeg(out))
+				g.ctx = append(g.ctx, in, g.newSeg(out))
 			}
 			prev = id
 		}
@@ -312,7 +316,7 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 		if sys.n > 0 {
 			g.segs = append(g.segs, sys)
 		}
-		g.segs = append(g.segs, newSeg(g.inputTokens(cg, c.Input)))
+		g.segs = append(g.segs, g.newSeg(g.inputTokens(cg, c.Input)))
 		id := string(cg.idBuf)
 		if err := g.row(cg, id, rt.arrival, rt.deps, rt.delay, trace.KindLLM, c.Output.tokens(cg.lens), "", 0, streaming, rt.session); err != nil {
 			return err
@@ -337,7 +341,7 @@ func (g *Generator) inputTokens(cg *clientGen, d *Dist) int32 {
 // workflow expands an agentic plan into rows: steps before the loop, the loop
 // body per iteration (its entries wait for the previous iteration's exits),
 // then the steps after it.
-func (g *Generator) workflow(cg *clientGen, rt root, sys seg, streaming bool, newSeg func(int32) seg, base int) error {
+func (g *Generator) workflow(cg *clientGen, rt root, sys seg, streaming bool, base int) error {
 	pl := cg.c.plan
 	for i := range cg.cur {
 		cg.cur[i] = cg.cur[i][:0]
@@ -407,14 +411,14 @@ func (g *Generator) workflow(cg *clientGen, rt root, sys seg, streaming bool, ne
 				if st.tool.OutputTokens != nil {
 					n = int32(math.Round(math.Max(0, st.tool.OutputTokens.Sample(cg.lens))))
 				}
-				out = newSeg(n)
+				out = g.newSeg(n)
 				g.segs = g.segs[:0]
 				err = g.row(cg, id, arrival, deps, delay+lat, trace.KindTool, 0, st.id, int32(it), false, rt.session)
 			} else {
-				in := newSeg(g.inputTokens(cg, st.in))
+				in := g.newSeg(g.inputTokens(cg, st.in))
 				g.segs = append(g.segs, in)
 				n := st.out.tokens(cg.lens)
-				out = newSeg(n)
+				out = g.newSeg(n)
 				if st.accumulate {
 					g.ctx = append(g.ctx, g.segs[ctxStart:]...)
 					g.ctx = append(g.ctx, out)

@@ -111,8 +111,6 @@ func checkInvariants(t testing.TB, s *Spec, rows []trace.Request) {
 				t.Fatalf("row %d (%s): output_tokens %d", i, r.ID, r.OutputTokens)
 			}
 		}
-		client := r.ID[:strings.LastIndexByte(strings.SplitN(r.ID, "-t", 2)[0], '-')]
-		_ = client
 		if r.LoopIteration < 0 {
 			t.Fatalf("row %d: negative loop_iteration", i)
 		}

@@ -95,8 +95,10 @@ type pipeline struct {
 	startS string
 	endS   string
 
-	pend      []Row
-	head      int
+	ring      []Row // streaming reorder window (a ring of up to window rows)
+	rhead     int
+	rlen      int
+	pend      []Row // everything, once buffering (sorted at the end)
 	bufferAll bool
 	lastT     int64 // T of the last pushed row (sortedness check)
 	emittedT  int64 // T of the last emitted row
@@ -118,9 +120,9 @@ func (p *pipeline) push(r *Row) error {
 	if p.done {
 		return errStop
 	}
-	n := len(p.pend) - p.head
+	n := p.rlen + len(p.pend)
 	if n > 0 && r.T < p.lastT && !p.bufferAll {
-		p.bufferAll = true
+		p.startBuffering()
 		if r.ArrivalUS != trace.Null {
 			p.stats.Reordered = true
 		} else {
@@ -132,37 +134,52 @@ func (p *pipeline) push(r *Row) error {
 			p.fm.name, r.ID, time.Duration(p.emittedT-r.T)*time.Microsecond, window)
 	}
 	p.lastT = r.T
-	p.pend = append(p.pend, *r)
-	if !p.bufferAll && len(p.pend)-p.head > window {
-		if err := p.emit(&p.pend[p.head]); err != nil {
-			return err
-		}
-		p.pend[p.head] = Row{}
-		p.head++
-		if p.head >= window {
-			m := copy(p.pend, p.pend[p.head:])
-			clear(p.pend[m:])
-			p.pend = p.pend[:m]
-			p.head = 0
-		}
+	if p.bufferAll {
+		p.pend = append(p.pend, *r)
+		return nil
 	}
+	// Streaming: a ring of the last rows, the oldest written when it is full.
+	if p.ring == nil {
+		p.ring = make([]Row, window)
+	}
+	if p.rlen < window {
+		p.ring[(p.rhead+p.rlen)%window] = *r
+		p.rlen++
+		return nil
+	}
+	slot := &p.ring[p.rhead]
+	if err := p.emit(slot); err != nil {
+		return err
+	}
+	*slot = *r
+	p.rhead = (p.rhead + 1) % window
 	return nil
+}
+
+// startBuffering moves the ring into the buffer that is sorted at the end.
+func (p *pipeline) startBuffering() {
+	p.bufferAll = true
+	for i := 0; i < p.rlen; i++ {
+		p.pend = append(p.pend, p.ring[(p.rhead+i)%window])
+	}
+	p.ring, p.rlen, p.rhead = nil, 0, 0
 }
 
 // finish emits what is pending (sorted when the input was not) and closes the sink.
 func (p *pipeline) finish() error {
-	rest := p.pend[p.head:]
-	if p.bufferAll {
-		slices.SortStableFunc(rest, func(a, b Row) int {
-			switch {
-			case a.T < b.T:
-				return -1
-			case a.T > b.T:
-				return 1
-			}
-			return 0
-		})
+	if !p.bufferAll {
+		p.startBuffering() // in order already: the stable sort below is a no-op pass
 	}
+	rest := p.pend
+	slices.SortStableFunc(rest, func(a, b Row) int {
+		switch {
+		case a.T < b.T:
+			return -1
+		case a.T > b.T:
+			return 1
+		}
+		return 0
+	})
 	for i := range rest {
 		if p.done {
 			p.stats.Filtered += int64(len(rest) - i)
@@ -176,7 +193,7 @@ func (p *pipeline) finish() error {
 			return err
 		}
 	}
-	p.pend, p.head = nil, 0
+	p.pend = nil
 	if p.sink == nil {
 		if err := p.openSink(); err != nil {
 			return err
@@ -316,8 +333,7 @@ func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta)
 	var r Row
 	for _, ps := range ps {
 		for {
-			r = Row{}
-			err := ps.next(&r)
+			err := ps.next(&r) // parsers overwrite every field of r
 			if err == io.EOF {
 				break
 			}

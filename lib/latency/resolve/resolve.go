@@ -156,11 +156,16 @@ func Resolve(s Spec) (*Resolved, error) {
 			}
 			return out, nil
 		}
+		// Say so when coefficients exist for another weight dtype only.
+		other := ""
+		if p2, c2, err := fitted.Find(fsys, fitted.Query{Model: s.Model, GPU: gpu.Name, TP: s.TP, Engine: s.Engine, Version: s.Version}); err == nil && c2 != nil {
+			other = fmt.Sprintf("; %s/%s is for weight dtype %s", where, p2, c2.WeightDtype)
+		}
 		if mode == Fitted {
-			return nil, fmt.Errorf("--latency fitted: no coefficients for %s in %s/%s/ (run blis-calibrate, pass --coefficients FILE, or use --latency roofline)", desc, where, roofline.ModelKey(s.Model))
+			return nil, fmt.Errorf("--latency fitted: no coefficients for %s in %s/%s/%s (run blis-calibrate, pass --coefficients FILE, or use --latency roofline)", desc, where, roofline.ModelKey(s.Model), other)
 		}
 		out.Model = rf
-		out.Why = fmt.Sprintf("latency: roofline (no coefficients for %s)", desc)
+		out.Why = fmt.Sprintf("latency: roofline (no coefficients for %s%s)", desc, other)
 		return out, nil
 	}
 	out.Model = rf

@@ -41,7 +41,7 @@ func TestSelection(t *testing.T) {
 		{Spec{Mode: "auto", Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100"}, "latency: fitted coefficients", false, true},
 		{Spec{Mode: "roofline", Model: "llama-3.1-8b", GPU: "h100", TP: 1}, "latency: roofline for llama-3.1-8b on h100 tp1 (--latency roofline)", false, false},
 		{Spec{Model: "llama-3.1-8b", GPU: "h100", TP: 2}, "latency: roofline (no coefficients for llama-3.1-8b on h100 tp2)", false, false},
-		{Spec{Model: "llama-3.1-8b", GPU: "h100", TP: 1, WeightDtype: "fp8"}, "latency: roofline (no coefficients for llama-3.1-8b on h100 tp1 fp8)", false, false},
+		{Spec{Model: "llama-3.1-8b", GPU: "h100", TP: 1, WeightDtype: "fp8"}, "latency: roofline (no coefficients for llama-3.1-8b on h100 tp1 fp8; coefficients/llama-3.1-8b/h100-tp1-vllm-0.8.4.yaml is for weight dtype bf16)", false, false},
 		{Spec{Mode: "fitted", Model: "qwen3-14b", GPU: "h100", TP: 1}, "--latency fitted: no coefficients for qwen3-14b on h100 tp1", true, false},
 		{Spec{Mode: "fast", Model: "qwen3-14b", GPU: "h100"}, `--latency: expected auto, roofline or fitted, found "fast"`, true, false},
 		{Spec{Model: "qwen3-14b", GPU: "tpu"}, `--gpu: gpu "tpu": not built in`, true, false},

@@ -129,6 +129,8 @@ type sim struct {
 	liveH   *reqState
 	liveT   *reqState
 	work    []*reqState
+	kids    []*reqState
+	scratch []uint64
 
 	res     trace.Result
 	stepRow trace.Step
@@ -208,14 +210,15 @@ func (s *sim) run(src Source) (Summary, error) {
 		s.sum.Events++
 		switch ev.kind() {
 		case evArrival:
-			isNext := ev.r == s.nextRoot
-			s.arrive(ev.r)
-			if isNext {
+			if ev.r == s.nextRoot {
+				// Read this root's dependents before routing it: the
+				// router and the prefix cache look at them (ensureKeys).
 				s.nextRoot = nil
 				if err := s.readNextRoot(); err != nil {
 					return s.sum, err
 				}
 			}
+			s.arrive(ev.r)
 		case evEnqueue:
 			s.enqueue(ev.r)
 		case evStepStart:

@@ -536,3 +536,33 @@ func TestFailedAdmissionShortcutIsExact(t *testing.T) {
 		t.Fatal("skipping re-checks of failed admissions changed the results")
 	}
 }
+
+func TestConversationReusesAnswerBlocks(t *testing.T) {
+	// Turn 2's prompt is turn 1's prompt (64 tokens), its answer (40) and a
+	// new message (20). Turn 1 held 64+40-1 = 103 tokens of KV: 6 full blocks,
+	// which turn 2 finds cached (4 of prompt, 2 holding the answer).
+	t1 := req("t1", 0, 64, 40)
+	t1.PrefixHashes = hashes(1, 2, 3, 4)
+	tool := trace.NewRequest("tool")
+	tool.Kind, tool.DependsOn, tool.DelayUS = trace.KindTool, []string{"t1"}, 100
+	t2 := trace.NewRequest("t2")
+	t2.InputTokens, t2.OutputTokens, t2.DependsOn, t2.DelayUS = 124, 5, []string{"tool"}, 1000
+	t2.PrefixHashes = hashes(1, 2, 3, 4, 50, 60, 70, 80)
+	other := trace.NewRequest("other") // same prompt start, different continuation: not used for t1's answer
+	other.InputTokens, other.OutputTokens, other.DependsOn = 124, 1, []string{"t1"}
+	other.PrefixHashes = hashes(9, 9, 9, 9, 9, 9, 9, 9)
+	for _, stream := range []bool{false, true} {
+		c := testConfig()
+		var src Source = SliceSource([]trace.Request{t1, other, tool, t2})
+		if stream {
+			src = &chunkSource{reqs: []trace.Request{t1, other, tool, t2}, n: 1}
+		}
+		sink := &memSink{}
+		if _, err := Run(c, testModel(c), src, sink, Options{CheckInvariants: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := sink.byID()["t2"].CachedTokens; got != 96 {
+			t.Fatalf("stream=%v: turn 2 found %d cached tokens, want 96", stream, got)
+		}
+	}
+}

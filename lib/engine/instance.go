@@ -105,6 +105,7 @@ func (in *instance) hasWork() bool { return in.nrun > 0 || in.waiting.len() > 0 
 func (s *sim) preempt(in *instance, r *reqState) {
 	if r.decoding {
 		r.generated = r.gen0 + int32(in.step-1-r.s0)
+		s.registerHeld(in, r, r.c0+int32(in.step-1-r.s0))
 		in.nDecode--
 		in.decA -= int64(r.c0) - r.s0
 		r.decoding = false
@@ -142,8 +143,58 @@ func (s *sim) ensureKeys(r *reqState) {
 		return
 	}
 	r.keysOK = true
-	if s.cfg.Engine.PrefixCaching {
-		r.keys = engineKeys(r.keys, r.req.PrefixHashes, r.req.InputTokens, s.prefixBlock, int32(s.cfg.Engine.BlockSize))
+	if !s.cfg.Engine.PrefixCaching {
+		return
+	}
+	B := int32(s.cfg.Engine.BlockSize)
+	r.keys = engineKeys(r.keys, r.req.PrefixHashes, r.req.InputTokens, s.prefixBlock, B)
+	if len(r.keys) == 0 || int32(len(r.keys)) != r.req.InputTokens/B {
+		return
+	}
+	// The blocks this request's answer fills have no hashes of their own.
+	// A later request of the same conversation (a dependent whose prompt
+	// starts with this whole prompt) names them: its keys past this prompt
+	// cover this prompt's tail and the answer, so use them, as vLLM would
+	// hash the generated blocks. Tool calls in between are looked through.
+	full := (r.req.InputTokens + max(r.req.OutputTokens, 1) - 1) / B
+	if full <= int32(len(r.keys)) {
+		return
+	}
+	s.kids = append(s.kids[:0], r.children...)
+	for i := 0; i < len(s.kids) && i < 64; i++ {
+		c := s.kids[i]
+		if c.req.Kind == trace.KindTool {
+			s.kids = append(s.kids, c.children...)
+			continue
+		}
+		if len(c.req.PrefixHashes) == 0 {
+			continue
+		}
+		s.scratch = engineKeys(s.scratch, c.req.PrefixHashes, c.req.InputTokens, s.prefixBlock, B)
+		if len(s.scratch) <= len(r.keys) || !equalKeys(s.scratch[:len(r.keys)], r.keys) {
+			continue
+		}
+		r.keys = append(r.keys, s.scratch[len(r.keys):min(int32(len(s.scratch)), full)]...)
+		return
+	}
+}
+
+func equalKeys(a, b []uint64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// registerHeld records the full blocks r holds in the prefix cache before
+// they are released (generated blocks named by a dependent, see ensureKeys).
+func (s *sim) registerHeld(in *instance, r *reqState, kvTokens int32) {
+	to := min(int(kvTokens/in.kv.blockSize), len(r.keys), len(r.ids))
+	if to > int(r.nreg) {
+		in.kv.register(r, r.keys, int(r.nreg), to)
+		r.nreg = int32(to)
 	}
 }
 
@@ -371,6 +422,7 @@ func (s *sim) kick(in *instance) {
 // per-token overhead α2 of every token it streamed.
 func (s *sim) finishRun(in *instance, r *reqState) {
 	if r.decoding {
+		s.registerHeld(in, r, r.c0+r.generated-r.gen0)
 		in.nDecode--
 		in.decA -= int64(r.c0) - r.s0
 		r.decoding = false

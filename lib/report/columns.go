@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 )
 
 func colIndex(s *arrow.Schema, name string) int {
@@ -47,17 +48,22 @@ func checkStr(path string, s *arrow.Schema, name string) error {
 
 // icol reads one integer column of a batch without copying int64 data.
 type icol struct {
-	arr  arrow.Array
-	vals []int64
-	buf  []int64
+	arr   arrow.Array
+	vals  []int64
+	buf   []int64
+	valid []byte // validity bitmap, nil when the batch has no nulls in this column
+	off   int
 }
 
 func (c *icol) bind(rec arrow.RecordBatch, idx int) {
-	c.arr, c.vals = nil, nil
+	c.arr, c.vals, c.valid = nil, nil, nil
 	if idx < 0 {
 		return
 	}
 	c.arr = rec.Column(idx)
+	if c.arr.NullN() > 0 {
+		c.valid, c.off = c.arr.NullBitmapBytes(), c.arr.Data().Offset()
+	}
 	n := int(rec.NumRows())
 	conv := func(get func(int) int64) {
 		if cap(c.buf) < n {
@@ -86,13 +92,13 @@ func (c *icol) bind(rec arrow.RecordBatch, idx int) {
 	case *array.Uint8:
 		conv(func(i int) int64 { return int64(a.Value(i)) })
 	default:
-		c.arr = nil
+		c.arr, c.valid = nil, nil
 	}
 }
 
 // get returns the value at row i and whether it is present.
 func (c *icol) get(i int) (int64, bool) {
-	if c.arr == nil || c.arr.IsNull(i) {
+	if c.vals == nil || (c.valid != nil && !bitutil.BitIsSet(c.valid, c.off+i)) {
 		return 0, false
 	}
 	return c.vals[i], true

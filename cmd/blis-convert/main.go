@@ -60,10 +60,11 @@ func permute(flags []cli.Flag, args []string) []string {
 
 func app() *cli.App {
 	return &cli.App{
-		Name:      "blis-convert",
-		Usage:     "convert a real LLM request trace into the BLIS requests table",
-		UsageText: "blis-convert [--format F] [options] [FILE...|-] [-o OUT]\n\nformats (detected from content when --format is omitted):\n  " + strings.Join(convert.Formats, ", ") + "\nsee docs/convert.md",
-		Version:   trace.Version,
+		Name:            "blis-convert",
+		Usage:           "convert a real LLM request trace into the BLIS requests table",
+		UsageText:       "blis-convert [--format F] [options] [FILE...|-] [-o OUT]\n\nformats (detected from content when --format is omitted):\n  " + strings.Join(convert.Formats, ", ") + "\nsee docs/convert.md",
+		Version:         trace.Version,
+		HideHelpCommand: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Usage: "input format (default: detect from the header or first JSON keys)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "output: - for an Arrow stream on stdout, or FILE.arrow / FILE.parquet"},

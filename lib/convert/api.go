@@ -145,6 +145,9 @@ func Convert(opts Options, out string, stdin io.Reader, stdout io.Writer) (*Stat
 		}
 		sink, err := trace.Create(path, stdout, schema)
 		if err != nil {
+			if path == "" || path == "-" {
+				return nil, &UsageError{err.Error()} // refused a terminal
+			}
 			return nil, err
 		}
 		return trace.NewRequestWriter(sink, schema), nil

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/blis-sim/blis/lib/trace"
@@ -91,7 +92,7 @@ func (c *csvBase) row() ([][]byte, error) {
 	}
 }
 
-func itoa(n int) string { return requestID("", int64(n))[1:] }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 func (c *csvBase) tokens(f [][]byte, i int, r *Row) (int32, error) {
 	v, ok := parseTokens(f[i])

@@ -566,3 +566,27 @@ func TestConversationReusesAnswerBlocks(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamingMemoryFollowsRequestsInFlight(t *testing.T) {
+	// 20,000 sessions of two turns, one session every 50 ms, each lasting
+	// well under a second: a streamed run holds a few dozen at a time.
+	var reqs []trace.Request
+	for i := 0; i < 20000; i++ {
+		a := req(fmt.Sprint("a", i), int64(i)*50_000, 100, 10)
+		b := trace.NewRequest(fmt.Sprint("b", i))
+		b.InputTokens, b.OutputTokens, b.DependsOn, b.DelayUS = 150, 10, []string{a.ID}, 20_000
+		reqs = append(reqs, a, b)
+	}
+	c := testConfig()
+	sum, err := Run(c, testModel(c), &chunkSource{reqs: reqs, n: 4096}, &nullSink{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Completed != 40000 || sum.PeakHeld > 200 {
+		t.Fatalf("completed %d, peak held %d", sum.Completed, sum.PeakHeld)
+	}
+	sum, err = Run(c, testModel(c), SliceSource(reqs), &nullSink{}, Options{})
+	if err != nil || sum.PeakHeld != 40000 {
+		t.Fatalf("in memory: %v, peak held %d (everything, by design)", err, sum.PeakHeld)
+	}
+}

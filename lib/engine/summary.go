@@ -24,5 +24,6 @@ func (s *Summary) Print(w io.Writer, cfg *Config, wall time.Duration) {
 	fmt.Fprintf(w, "  simulated %s in %s wall (%.0f× real time); %d events (%.1f M/s), %d steps, busy %.0f%%\n",
 		sim.Round(time.Millisecond), wall.Round(time.Millisecond), sim.Seconds()/max(wall.Seconds(), 1e-9),
 		s.Events, float64(s.Events)/max(wall.Seconds(), 1e-9)/1e6, s.Steps, 100*util)
-	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted\n", s.Preemptions, s.CachedTokens, s.Evictions)
+	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted; at most %d requests held in memory\n",
+		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
 }

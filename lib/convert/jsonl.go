@@ -96,6 +96,27 @@ func (n *num) UnmarshalJSON(b []byte) error {
 
 var numType = reflect.TypeOf(float64(0))
 
+// jsonID is an identifier written as a JSON number or string.
+type jsonID []byte
+
+func (id *jsonID) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		*id = nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*id = jsonID(s)
+	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
+		*id = append((*id)[:0], b...)
+	default:
+		return &json.UnmarshalTypeError{Value: "non-id value", Type: reflect.TypeOf("")}
+	}
+	return nil
+}
+
 func (j *jsonlBase) tokens(field string, n num) (int32, error) {
 	if n == nil {
 		return 0, &BadRowError{Path: j.in.name, Line: j.lr.line, Column: field, Expected: "a token count", Found: "nothing"}
@@ -225,8 +246,8 @@ func (p *mooncakeParser) next(r *Row) error {
 // --- Qwen-Bailian JSONL ---
 
 type qwenLine struct {
-	ChatID       num     `json:"chat_id"`
-	ParentChatID num     `json:"parent_chat_id"`
+	ChatID       jsonID  `json:"chat_id"`
+	ParentChatID jsonID  `json:"parent_chat_id"`
 	Timestamp    num     `json:"timestamp"`
 	InputLength  num     `json:"input_length"`
 	OutputLength num     `json:"output_length"`
@@ -260,7 +281,7 @@ func (p *qwenParser) next(r *Row) error {
 	if l.ChatID == nil {
 		return &BadRowError{Path: p.in.name, Line: p.lr.line, Column: "chat_id", Expected: "a chat id", Found: "nothing"}
 	}
-	id := string(bytes.Trim(l.ChatID, `"`))
+	id := string(l.ChatID)
 	p.start(r, id)
 	var err error
 	if r.T, err = p.time("timestamp", l.Timestamp, 1_000_000); err != nil {
@@ -284,7 +305,7 @@ func (p *qwenParser) next(r *Row) error {
 	}
 	r.TenantID = l.Type
 	own := r.T
-	parent := string(bytes.Trim(l.ParentChatID, `"`))
+	parent := string(l.ParentChatID)
 	pc, hasParent := p.chats[parent]
 	if parent == "" || parent == "-1" || !hasParent {
 		// A root, or a child whose parent is outside the file (a cut trace):

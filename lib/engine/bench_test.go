@@ -54,3 +54,6 @@ func benchRun(b *testing.B, n int, linear bool) {
 
 func BenchmarkRun20kRoofline(b *testing.B) { benchRun(b, 20000, false) }
 func BenchmarkRun20kLinear(b *testing.B)   { benchRun(b, 20000, true) }
+
+// BenchmarkRun100kRoofline is the benchmark in process (no Arrow IO).
+func BenchmarkRun100kRoofline(b *testing.B) { benchRun(b, 100000, false) }

@@ -6,21 +6,21 @@ package engine
 // bits index the table directly. Capacity is fixed at twice the blocks, the
 // most keys it can hold.
 type keyTable struct {
-	keys []uint64
-	vals []int32 // block id + 1; 0 = empty slot
-	mask uint64
-	n    int
+	keys   []uint64
+	vals   []int32 // block id + 1; 0 = empty slot
+	mask   uint64
+	n      int
+	blocks int32
 }
 
-func newKeyTable(blocks int32) keyTable {
-	size := uint64(16)
-	for size < 2*uint64(blocks) {
-		size <<= 1
-	}
-	return keyTable{keys: make([]uint64, size), vals: make([]int32, size), mask: size - 1}
-}
+// newKeyTable sizes a table for blocks keys; the slots are allocated on the
+// first insertion, so runs without prefix hashes never pay for them.
+func newKeyTable(blocks int32) keyTable { return keyTable{blocks: blocks} }
 
 func (t *keyTable) get(k uint64) (int32, bool) {
+	if t.vals == nil {
+		return 0, false
+	}
 	for i := k & t.mask; ; i = (i + 1) & t.mask {
 		v := t.vals[i]
 		if v == 0 {
@@ -34,6 +34,13 @@ func (t *keyTable) get(k uint64) (int32, bool) {
 
 // put inserts k (which must be absent).
 func (t *keyTable) put(k uint64, id int32) {
+	if t.vals == nil {
+		size := uint64(16)
+		for size < 2*uint64(t.blocks) {
+			size <<= 1
+		}
+		t.keys, t.vals, t.mask = make([]uint64, size), make([]int32, size), size-1
+	}
 	i := k & t.mask
 	for t.vals[i] != 0 {
 		i = (i + 1) & t.mask
@@ -44,6 +51,9 @@ func (t *keyTable) put(k uint64, id int32) {
 
 // del removes k if it maps to id.
 func (t *keyTable) del(k uint64, id int32) {
+	if t.vals == nil {
+		return
+	}
 	i := k & t.mask
 	for {
 		v := t.vals[i]

@@ -253,6 +253,13 @@ func run(c *cli.Context) error {
 		}
 	}
 	if runErr != nil {
+		// A failed run leaves no output file behind (the writers rename a
+		// finished temporary file into place on Close).
+		for _, p := range []string{c.String("output"), c.String("steps")} {
+			if p != "" && p != "-" {
+				os.Remove(p)
+			}
+		}
 		var re *trace.RowError
 		if errors.As(runErr, &re) {
 			return cliutil.BadInput(runErr)

@@ -28,6 +28,7 @@ type frameReader struct {
 const (
 	maxMetadataBytes = 64 << 20
 	maxBodyBytes     = 8 << 30
+	trustedBodyBytes = 64 << 20
 	contToken        = 0xFFFFFFFF
 )
 
@@ -75,8 +76,9 @@ func (f *frameReader) Message() (*ipc.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corrupt Arrow stream: %w", err)
 	}
-	// Grow the body as bytes arrive rather than trusting the declared length.
-	body := bytes.NewBuffer(make([]byte, 0, min(bodyLen, 1<<20)))
+	// Trust the declared length up to a size no real batch reaches; beyond
+	// it, grow as bytes arrive so a forged header cannot exhaust memory.
+	body := bytes.NewBuffer(make([]byte, 0, min(bodyLen, trustedBodyBytes)))
 	if n, err := io.CopyN(body, f.r, bodyLen); err != nil {
 		if err == io.EOF && n < bodyLen {
 			return nil, ErrTruncated

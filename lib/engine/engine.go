@@ -55,6 +55,11 @@ type Options struct {
 	PrefixBlockSize int
 	// Path names the input in error messages.
 	Path string
+	// Admission, Priority and Routing, when set, replace the router stages
+	// the config names (for policies written in Go by library users).
+	Admission Admission
+	Priority  Priority
+	Routing   Routing
 }
 
 // Summary counts what happened. Injected = Completed + Dropped + Rejected +
@@ -158,6 +163,15 @@ func newSim(cfg Config, model latency.Model, sink Sink, opts Options) (*sim, err
 	}
 	if s.routing, err = newRouting(cfg.Router); err != nil {
 		return nil, err
+	}
+	if opts.Admission != nil {
+		s.admission = opts.Admission
+	}
+	if opts.Priority != nil && cfg.Engine.SchedulingPolicy == "priority" {
+		s.priority = opts.Priority
+	}
+	if opts.Routing != nil {
+		s.routing = opts.Routing
 	}
 	s.prefixBlock = int32(opts.PrefixBlockSize)
 	if s.prefixBlock <= 0 {

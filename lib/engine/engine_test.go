@@ -590,3 +590,34 @@ func TestStreamingMemoryFollowsRequestsInFlight(t *testing.T) {
 		t.Fatalf("in memory: %v, peak held %d (everything, by design)", err, sum.PeakHeld)
 	}
 }
+
+// lastInstance routes everything to the last replica; rejectOdd rejects
+// every other request.
+type lastInstance struct{}
+
+func (lastInstance) Route(_ *trace.Request, c *ClusterView) int { return len(c.Instances) - 1 }
+
+type rejectOdd struct{ n int }
+
+func (p *rejectOdd) Admit(*trace.Request, *ClusterView) (bool, string) {
+	p.n++
+	return p.n%2 == 1, "odd one out"
+}
+
+func TestCustomPolicies(t *testing.T) {
+	c := testConfig()
+	c.Replicas = 3
+	var reqs []trace.Request
+	for i := 0; i < 6; i++ {
+		reqs = append(reqs, req(fmt.Sprint("c", i), int64(i)*1000, 10, 2))
+	}
+	sink, sum := run(t, c, reqs, Options{Routing: lastInstance{}, Admission: &rejectOdd{}})
+	if sum.Rejected != 3 || sum.Completed != 3 {
+		t.Fatalf("%+v", sum)
+	}
+	for _, r := range sink.rs {
+		if r.Status == trace.StatusCompleted && r.InstanceID != 2 || r.Status == trace.StatusRejected && r.DropReason != "odd one out" {
+			t.Fatalf("%+v", r)
+		}
+	}
+}

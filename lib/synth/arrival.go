@@ -215,11 +215,15 @@ func (s *Spec) readTimes(a *Arrival, p path, cn string) ([]int64, error) {
 	}
 	ts, err := readCSVColumn(full, a.Column, func(v string, line int) (int64, error) {
 		v = strings.TrimSpace(v)
+		// Within ±1e17 µs (about 3,000 years) so differences cannot overflow.
 		if f, err := strconv.ParseFloat(v, 64); err == nil && finite(f) {
+			if math.Abs(f*mult) > 1e17 {
+				return 0, fmt.Errorf("%s:%d: column %s: timestamp %q is out of range", full, line, a.Column, v)
+			}
 			return int64(math.Round(f * mult)), nil
 		}
 		for _, l := range timeLayouts {
-			if t, err := time.Parse(l, v); err == nil {
+			if t, err := time.Parse(l, v); err == nil && t.Year() > 0 && t.Year() < 5000 {
 				return t.UnixMicro(), nil
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -169,6 +171,35 @@ func FuzzParse(f *testing.F) {
 		}
 		if err == nil {
 			checkInvariants(t, s, rows)
+		}
+	})
+}
+
+// FuzzReplayColumn: the CSV readers behind empirical columns and replayed
+// timestamps return errors, never panic, on any file.
+func FuzzReplayColumn(f *testing.F) {
+	f.Add([]byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n2023-11-16 18:17:04.0319600,3180,8\n"))
+	f.Add([]byte("t,x\n1.5,2\n0.5,3\n"))
+	f.Add([]byte("t\n\"2024-05-12T00:00:01Z\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "trace.csv")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := &Spec{file: "fuzz.yaml", dir: dir}
+		for _, col := range []string{"TIMESTAMP", "t", "ContextTokens", "x"} {
+			if ts, err := s.readTimes(&Arrival{Path: "trace.csv", Column: col, Speedup: 1}, nil, "client"); err == nil {
+				for i := 1; i < len(ts); i++ {
+					if ts[i] < ts[i-1] || ts[0] != 0 {
+						t.Fatalf("replayed times not sorted from 0: %v", ts[:i+1])
+					}
+				}
+			}
+			d := &Dist{Kind: "empirical", Path: "trace.csv", Column: col}
+			if err := s.compileDist(d, nil, "input"); err == nil {
+				d.Sample(newRNG(1, "x"))
+			}
 		}
 	})
 }

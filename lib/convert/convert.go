@@ -72,6 +72,7 @@ type formatMeta struct {
 	blockSize int  // tokens per prefix hash; 0 = no prefix hashes
 	epoch     bool // T is µs since the Unix epoch
 	buffer    bool // dependents arrive far from their roots: sort the whole input
+	ownIDs    bool // request ids come from the source, so they must be checked for duplicates
 }
 
 // window is the reorder window: rows are held this long before emission so
@@ -330,7 +331,13 @@ func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta)
 		p.rng = streamFor(seed, "sample")
 	}
 	p.md = md.With(stage)
-	var r Row
+	var (
+		r    Row
+		seen map[string]int64
+	)
+	if fm.ownIDs {
+		seen = map[string]int64{}
+	}
 	for _, ps := range ps {
 		for {
 			err := ps.next(&r) // parsers overwrite every field of r
@@ -354,6 +361,18 @@ func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta)
 				}
 				p.closeOnError()
 				return st, be
+			}
+			if fm.ownIDs {
+				if first, dup := seen[r.ID]; dup {
+					be := &BadRowError{Path: ps.path(), Line: r.SourceRow, Column: trace.ColRequestID,
+						Expected: "a unique id", Found: fmt.Sprintf("%q again (first at row %d)", r.ID, first)}
+					if opts.SkipBad {
+						st.skip(be)
+						continue
+					}
+					return st, be
+				}
+				seen[r.ID] = r.SourceRow
 			}
 			st.Read++
 			if err := p.push(&r); err != nil {

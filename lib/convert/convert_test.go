@@ -197,6 +197,8 @@ func TestBadRows(t *testing.T) {
 		{"json syntax", "mooncake", `{"timestamp": 0, "input_length": 5,` + "\n", ":1: line: expected one JSON object per line"},
 		{"json missing", "mooncake", `{"timestamp": 0, "output_length": 1}` + "\n", ":1: input_length: expected a token count, found nothing"},
 		{"burst time", "burstgpt", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\nabc,ChatGPT,1,2,3,x\n", ":2: Timestamp: expected seconds, found \"abc\""},
+		{"duplicate id", "splitwise", "request_id,arrival_timestamp,prompt_size,token_size\n7,1,10,1\n7,2,10,1\n", ":3: request_id: expected a unique id, found \"in.txt:7\" again (first at row 2)"},
+		{"empty id", "splitwise", "request_id,arrival_timestamp,prompt_size,token_size\n,1,10,1\n", ":2: request_id: expected a request id, found \"\""},
 		{"weka tokens", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,"type":"n","in":-4,"out":1}]}`, ": requests[0].in: expected a token count, found \"-4\""},
 	}
 	for _, c := range cases {

@@ -282,6 +282,7 @@ func newSplitwise(in *input, _ *Options) (parser, error) {
 		return nil, err
 	}
 	p := &splitwiseParser{csvBase: c, id: c.col("request_id"), app: c.col("application_id")}
+	c.fm.ownIDs = p.id >= 0
 	if p.ts, err = c.need("arrival_timestamp"); err != nil {
 		return nil, err
 	}
@@ -304,8 +305,12 @@ func (p *splitwiseParser) next(r *Row) error {
 		return bad(p.in.name, p.lr.line, p.header[p.ts], "seconds", f[p.ts])
 	}
 	id := requestID(p.base, p.lr.line)
-	if p.id >= 0 && len(trimSpace(f[p.id])) > 0 {
-		id = p.base + ":" + string(trimSpace(f[p.id]))
+	if p.id >= 0 {
+		v := trimSpace(f[p.id])
+		if len(v) == 0 {
+			return bad(p.in.name, p.lr.line, p.header[p.id], "a request id", v)
+		}
+		id = p.base + ":" + string(v)
 	}
 	p.start(r, id)
 	r.T = t
@@ -386,6 +391,7 @@ func newGenericCSV(in *input, o *Options) (parser, error) {
 		return nil, err
 	}
 	p := &genericCSV{csvBase: c, mult: mult, iso: iso, id: -1, model: -1, tenant: -1, session: -1}
+	c.fm.ownIDs = g.IDCol != ""
 	for _, x := range []struct {
 		dst  *int
 		name string

@@ -175,7 +175,7 @@ func parseScaled(b []byte, mult int64) (int64, bool) {
 	var ip int64
 	i, digits := 0, 0
 	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		if ip > math.MaxInt64/10/mult {
+		if ip > (math.MaxInt64/mult-10)/10 { // keeps ip*mult + fraction within int64
 			return 0, false
 		}
 		ip = ip*10 + int64(b[i]-'0')

@@ -164,7 +164,7 @@ func newOTel(in *input, o *Options) (parser, error) {
 	if err := json.NewDecoder(in.br).Decode(&d); err != nil {
 		return nil, jsonBad(in.name, 0, nil, err)
 	}
-	l := &rowList{in: in, fm: formatMeta{name: "otel", epoch: true}}
+	l := &rowList{in: in, fm: formatMeta{name: "otel", epoch: true, ownIDs: true}}
 	withoutUsage := 0
 	var ends []int64
 	for i, s := range d.Spans {

@@ -269,7 +269,7 @@ type qwenParser struct {
 }
 
 func newQwen(in *input, o *Options) (parser, error) {
-	return &qwenParser{jsonlBase: newJSONLBase(in, formatMeta{name: "qwen", blockSize: 16, buffer: o.Sessions == "closed"}),
+	return &qwenParser{jsonlBase: newJSONLBase(in, formatMeta{name: "qwen", blockSize: 16, buffer: o.Sessions == "closed", ownIDs: true}),
 		closed: o.Sessions == "closed", chats: map[string]qwenChat{}}, nil
 }
 
@@ -343,7 +343,7 @@ type servingSimLine struct {
 type servingSimParser struct{ *jsonlBase }
 
 func newLLMServingSim(in *input, _ *Options) (parser, error) {
-	return &servingSimParser{newJSONLBase(in, formatMeta{name: "llmservingsim"})}, nil
+	return &servingSimParser{newJSONLBase(in, formatMeta{name: "llmservingsim", ownIDs: true})}, nil
 }
 
 func (p *servingSimParser) next(r *Row) error {
@@ -412,7 +412,7 @@ func newGenericJSONL(in *input, o *Options) (parser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &genericJSONL{jsonlBase: newJSONLBase(in, formatMeta{name: "jsonl", epoch: iso}), g: g, mult: mult, iso: iso}, nil
+	return &genericJSONL{jsonlBase: newJSONLBase(in, formatMeta{name: "jsonl", epoch: iso, ownIDs: o.Generic.IDCol != ""}), g: g, mult: mult, iso: iso}, nil
 }
 
 func (p *genericJSONL) str(m map[string]json.RawMessage, key string) (string, error) {

@@ -59,7 +59,7 @@ func newWeka(in *input, o *Options) (parser, error) {
 		b := jsonBad(in.name, 0, nil, err)
 		return nil, b
 	}
-	p := &wekaParser{in: in, conv: f.ID, fm: formatMeta{name: "weka", blockSize: 64}}
+	p := &wekaParser{in: in, conv: f.ID, fm: formatMeta{name: "weka", blockSize: 64, ownIDs: true}}
 	if p.conv == "" {
 		p.conv = baseName(in.path)
 	}

@@ -103,7 +103,16 @@ func (c *Command) Run(stdout, stderr io.Writer) error {
 		return nil
 	}
 	if c.Output != "" && c.Output != "-" {
-		return coef.Save(c.Output)
+		out := c.Output
+		if strings.HasSuffix(out, "/") {
+			// A directory: the canonical <model>/<gpu>-tp<N>-<engine>-<version>.yaml under it.
+			out = filepath.Join(out, coef.FileName())
+		}
+		if err := coef.Save(out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", out)
+		return nil
 	}
 	b, err := coef.Marshal()
 	if err != nil {

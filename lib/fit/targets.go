@@ -122,7 +122,7 @@ type RunTarget struct {
 }
 
 // RunStatNames are the statistics a replayed run is fitted and judged on.
-var RunStatNames = []string{"mean TTFT", "p50 TTFT", "p90 TTFT", "mean TPOT", "p90 TPOT", "mean E2E"}
+var RunStatNames = []string{"mean TTFT", "p50 TTFT", "p90 TTFT", "p99 TTFT", "mean TPOT", "p50 TPOT", "p90 TPOT", "mean E2E", "p90 E2E"}
 
 // NewRunTarget checks that every request has recorded latencies.
 func NewRunTarget(name string, reqs []trace.Request, run Runner) (*RunTarget, error) {
@@ -170,7 +170,8 @@ func RunStats(out []Outcome) ([]float64, error) {
 	if len(ttft) == 0 || len(tpot) == 0 {
 		return nil, fmt.Errorf("no request completed with more than one output token (%d requests)", len(out))
 	}
-	return []float64{mean(ttft), quantile(ttft, 0.5), quantile(ttft, 0.9), mean(tpot), quantile(tpot, 0.9), mean(e2e)}, nil
+	return []float64{mean(ttft), quantile(ttft, 0.5), quantile(ttft, 0.9), quantile(ttft, 0.99),
+		mean(tpot), quantile(tpot, 0.5), quantile(tpot, 0.9), mean(e2e), quantile(e2e, 0.9)}, nil
 }
 
 func mean(v []float64) float64 {

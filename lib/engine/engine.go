@@ -139,6 +139,7 @@ type sim struct {
 	liveT   *reqState
 	work    []*reqState
 	kids    []*reqState
+	drainR  reqState
 	scratch []uint64
 
 	res     trace.Result
@@ -262,13 +263,11 @@ func (s *sim) run(src Source) (Summary, error) {
 		return s.sum, s.err
 	}
 	s.sum.SimEndUS = s.now
-	// Rows not read yet arrive after the horizon: read them so that every
-	// row gets a result and input errors are still reported.
-	for !s.eof {
-		if err := s.readNextRoot(); err != nil {
-			return s.sum, err
-		}
-		s.nextRoot = nil
+	// Rows not read yet belong to sessions rooted after the horizon (the
+	// next root, already read, arrives after it): each is written as
+	// unfinished at once, in constant memory, and still checked.
+	if err := s.drain(); err != nil {
+		return s.sum, err
 	}
 	for r := s.liveH; r != nil; {
 		next := r.lnext
@@ -745,6 +744,47 @@ func (s *sim) readNextRoot() error {
 		}
 	}
 	return nil
+}
+
+func (s *sim) drain() error {
+	for !s.eof {
+		if s.bufPos >= len(s.buf) {
+			var err error
+			s.buf, err = s.src.Next(s.buf)
+			s.bufPos = 0
+			if err == io.EOF {
+				s.eof = true
+			} else if err != nil {
+				return err
+			}
+			continue
+		}
+		req := &s.buf[s.bufPos]
+		s.bufPos++
+		s.rows++
+		if err := req.Validate(); err != nil {
+			return s.rowErr(req, s.rows, "%v", err)
+		}
+		if len(req.DependsOn) == 0 {
+			if req.ArrivalUS < s.lastRoot {
+				return s.rowErr(req, s.rows, "column %s: the table promises %s=arrival but %d comes after %d", trace.ColArrivalUS, trace.MetaSorted, req.ArrivalUS, s.lastRoot)
+			}
+			s.lastRoot = req.ArrivalUS
+		}
+		r := &s.drainR
+		r.reset()
+		r.req = *req
+		r.status, r.reason = trace.StatusUnfinished, "arrives after horizon"
+		if req.SourceStatus == trace.SourceFailed {
+			r.status, r.reason = trace.StatusSourceFailed, ""
+			s.sum.SourceFailed++
+		} else {
+			s.sum.Unfinished++
+		}
+		s.sum.Injected++
+		s.writeResult(r)
+	}
+	return s.err
 }
 
 // retireHeap orders finished requests by the root arrival they hang off.

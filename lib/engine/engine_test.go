@@ -297,14 +297,36 @@ func TestHorizonLeavesUnfinished(t *testing.T) {
 	later := req("later", 10_000, 10, 1)
 	child := trace.NewRequest("child")
 	child.InputTokens, child.OutputTokens, child.DependsOn = 10, 1, []string{"long"}
-	sink, sum := run(t, c, []trace.Request{req("long", 0, 100, 50), req("short", 0, 10, 1), later, child}, Options{})
+	for _, stream := range []bool{false, true} {
+		rows := []trace.Request{req("long", 0, 100, 50), req("short", 0, 10, 1), later, child, req("last", 20_000, 10, 1)}
+		laterChild := trace.NewRequest("laterChild")
+		laterChild.InputTokens, laterChild.OutputTokens, laterChild.DependsOn = 10, 1, []string{"last"}
+		rows = append(rows, laterChild)
+		var src Source = SliceSource(rows)
+		if stream {
+			src = &chunkSource{reqs: rows, n: 1}
+		}
+		sink := &memSink{}
+		sum, err := Run(c, testModel(c), src, sink, Options{CheckInvariants: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkHorizon(t, sink, sum)
+	}
+}
+
+func checkHorizon(t *testing.T, sink *memSink, sum Summary) {
+	t.Helper()
 	got := sink.byID()
+	if got["last"].DropReason != "arrives after horizon" || got["laterChild"].Status != trace.StatusUnfinished || len(sink.rs) != 6 {
+		t.Fatalf("%+v", sink.rs)
+	}
 	if got["short"].Status != trace.StatusCompleted || got["long"].Status != trace.StatusUnfinished ||
 		got["later"].Status != trace.StatusUnfinished || got["later"].DropReason != "arrives after horizon" ||
 		got["child"].Status != trace.StatusUnfinished {
 		t.Fatalf("%+v", sink.rs)
 	}
-	if sum.Unfinished != 3 || sum.Completed != 1 {
+	if sum.Unfinished != 5 || sum.Completed != 1 {
 		t.Fatalf("%+v", sum)
 	}
 }

@@ -21,7 +21,11 @@ func app() *cli.App {
 	return &cli.App{
 		Name:      "blis-synth",
 		Usage:     "synthesise a requests table from a workload spec",
-		UsageText: "blis-synth [options] SPEC.yaml | blis-sim ...\n   blis-synth --example react | blis-sim ...",
+		UsageText: "blis-synth [options] SPEC.yaml | blis-sim ...\nblis-synth [options] --example NAME | blis-sim ...",
+		Description: "Reads a workload spec (YAML: clients, arrival processes, load profiles, conversations,\n" +
+			"shared system prompts, tenant behaviour, agentic workflows) and writes the requests table.\n" +
+			"Flags go before the spec file. See docs/workload.md.",
+		HideHelpCommand: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "output `FILE` (.arrow/.feather IPC file, .parquet, anything else an Arrow IPC stream; - for stdout)"},
 			&cli.StringFlag{Name: "example", Usage: "use the built-in example `NAME` instead of a spec file (see --list-examples)"},

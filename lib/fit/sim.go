@@ -41,8 +41,13 @@ func EngineRunner(cfg engine.Config) Runner {
 // replica of cfg with model, and returns the mean TTFT and mean TPOT, µs.
 // Any latency model can be judged this way, fitted or roofline.
 func SimulateServingPoint(model latency.Model, cfg engine.Config, p ServingPoint) (meanTTFTus, meanTPOTus float64, err error) {
+	return SimulateServingPointN(model, cfg, p, ChainLength(p.Concurrency))
+}
+
+// SimulateServingPointN is SimulateServingPoint with perChain requests per client.
+func SimulateServingPointN(model latency.Model, cfg engine.Config, p ServingPoint, perChain int) (meanTTFTus, meanTPOTus float64, err error) {
 	cfg.Replicas = 1
-	out, err := EngineRunner(cfg)(model, ClosedLoopRequests(p, ChainLength(p.Concurrency)))
+	out, err := EngineRunner(cfg)(model, ClosedLoopRequests(p, perChain))
 	if err != nil {
 		return 0, 0, err
 	}

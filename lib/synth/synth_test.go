@@ -580,3 +580,30 @@ func TestHasherIncremental(t *testing.T) {
 		}
 	}
 }
+
+// The pipelined writer hands the encoder exactly the generated rows, in order.
+func TestWriteMatchesGenerate(t *testing.T) {
+	s := parse(t, benchSpec)
+	s.NumRequests = 3*pipeRows + 17
+	want, _ := collect(t, s)
+	src, err := trace.Open("-", bytes.NewReader(writeBytes(t, s)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if src.Meta().Get(trace.MetaSorted) != "arrival" {
+		t.Fatal("blis.sorted missing")
+	}
+	got, err := trace.ReadAllRequests(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d rows written, %d generated", len(got), len(want))
+	}
+	for i := range want {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+			t.Fatalf("row %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+}

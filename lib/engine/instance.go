@@ -394,9 +394,13 @@ func (s *sim) endStep(in *instance) {
 	}
 	in.step++
 	in.busy = false
-	if s.checks && in.steps%1024 == 0 {
-		if err := in.kv.check(); err != nil {
-			s.fail(fmt.Errorf("instance %d: %w", in.id, err))
+	if s.checks {
+		err := in.kv.quickCheck()
+		if err == nil && in.steps%1024 == 0 {
+			err = in.kv.check()
+		}
+		if err != nil {
+			s.fail(fmt.Errorf("invariant violated: instance %d step %d: %w", in.id, step, err))
 		}
 	}
 	s.kick(in)

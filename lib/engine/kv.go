@@ -18,6 +18,7 @@ type kvCache struct {
 	total     int32
 	free      int32 // blocks in the free queue
 	anonUsed  int32 // anonymous blocks held by requests
+	idsHeld   int32 // identified blocks with references
 	b         []block
 	idFree    []int32 // ids holding nothing
 	q         []qent  // free queue from q[qh]; a cached entry is valid iff its block's qpos matches
@@ -100,6 +101,7 @@ func (c *kvCache) alloc(r *reqState, n, k int32) {
 			for ; t > 0 && k > 0; t, k = t-1, k-1 {
 				id := c.newID()
 				c.b[id].refcnt = 1
+				c.idsHeld++
 				r.ids = append(r.ids, id)
 			}
 			continue
@@ -121,6 +123,7 @@ func (c *kvCache) alloc(r *reqState, n, k int32) {
 		if k > 0 {
 			k--
 			bl.refcnt = 1
+			c.idsHeld++
 			r.ids = append(r.ids, id)
 		} else {
 			c.idFree = append(c.idFree, id)
@@ -147,6 +150,7 @@ func (c *kvCache) release(r *reqState) {
 		if bl.refcnt > 0 {
 			continue
 		}
+		c.idsHeld--
 		if bl.hashed {
 			c.pushCached(id)
 		} else {
@@ -199,6 +203,7 @@ func (c *kvCache) touch(r *reqState, keys []uint64, n int) {
 		if bl.refcnt == 0 {
 			bl.qpos = 0 // its queue entry is now stale
 			c.free--
+			c.idsHeld++
 		}
 		bl.refcnt++
 		r.ids = append(r.ids, id)
@@ -222,6 +227,14 @@ func (c *kvCache) register(r *reqState, keys []uint64, from, to int) {
 		bl.key = k
 		bl.hashed = true
 	}
+}
+
+// quickCheck is the O(1) part of check, run after every step.
+func (c *kvCache) quickCheck() error {
+	if c.free < 0 || c.anonUsed < 0 || c.idsHeld < 0 || c.free+c.anonUsed+c.idsHeld != c.total {
+		return fmt.Errorf("KV blocks: %d free + %d anonymous + %d identified in use != %d total", c.free, c.anonUsed, c.idsHeld, c.total)
+	}
+	return nil
 }
 
 // check verifies block conservation: the free queue, the blocks requests
@@ -257,6 +270,9 @@ func (c *kvCache) check() error {
 		if c.b[id].refcnt > 0 {
 			held++
 		}
+	}
+	if held != c.idsHeld {
+		return fmt.Errorf("KV blocks: %d identified blocks referenced, counter says %d", held, c.idsHeld)
 	}
 	if held+c.anonUsed+c.free != c.total {
 		return fmt.Errorf("KV blocks: %d identified + %d anonymous in use + %d free != %d total", held, c.anonUsed, c.free, c.total)

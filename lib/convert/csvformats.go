@@ -94,7 +94,7 @@ func (c *csvBase) row() ([][]byte, error) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func (c *csvBase) tokens(f [][]byte, i int, r *Row) (int32, error) {
+func (c *csvBase) tokens(f [][]byte, i int) (int32, error) {
 	v, ok := parseTokens(f[i])
 	if !ok {
 		return 0, bad(c.in.name, c.lr.line, c.header[i], "a token count (integer >= 0)", f[i])
@@ -144,10 +144,10 @@ func (p *azureParser) next(r *Row) error {
 	}
 	p.start(r, requestID(p.base, p.lr.line))
 	r.T = t
-	if r.InputTokens, err = p.tokens(f, p.ctx, r); err != nil {
+	if r.InputTokens, err = p.tokens(f, p.ctx); err != nil {
 		return err
 	}
-	if r.OutputTokens, err = p.tokens(f, p.gen, r); err != nil {
+	if r.OutputTokens, err = p.tokens(f, p.gen); err != nil {
 		return err
 	}
 	return nil
@@ -190,10 +190,10 @@ func (p *burstParser) next(r *Row) error {
 	}
 	p.start(r, requestID(p.base, p.lr.line))
 	r.T = t
-	if r.InputTokens, err = p.tokens(f, p.req, r); err != nil {
+	if r.InputTokens, err = p.tokens(f, p.req); err != nil {
 		return err
 	}
-	if r.OutputTokens, err = p.tokens(f, p.resp, r); err != nil {
+	if r.OutputTokens, err = p.tokens(f, p.resp); err != nil {
 		return err
 	}
 	if r.OutputTokens == 0 {
@@ -262,10 +262,10 @@ func (p *vidurParser) next(r *Row) error {
 	}
 	p.start(r, requestID(p.base, p.lr.line))
 	r.T = t
-	if r.InputTokens, err = p.tokens(f, p.in, r); err != nil {
+	if r.InputTokens, err = p.tokens(f, p.in); err != nil {
 		return err
 	}
-	r.OutputTokens, err = p.tokens(f, p.out, r)
+	r.OutputTokens, err = p.tokens(f, p.out)
 	return err
 }
 
@@ -317,10 +317,10 @@ func (p *splitwiseParser) next(r *Row) error {
 	if p.app >= 0 {
 		r.TenantID = string(trimSpace(f[p.app]))
 	}
-	if r.InputTokens, err = p.tokens(f, p.prompt, r); err != nil {
+	if r.InputTokens, err = p.tokens(f, p.prompt); err != nil {
 		return err
 	}
-	r.OutputTokens, err = p.tokens(f, p.toks, r)
+	r.OutputTokens, err = p.tokens(f, p.toks)
 	return err
 }
 
@@ -426,10 +426,10 @@ func (p *genericCSV) next(r *Row) error {
 	}
 	p.start(r, id)
 	r.T = t
-	if r.InputTokens, err = p.tokens(f, p.inCol, r); err != nil {
+	if r.InputTokens, err = p.tokens(f, p.inCol); err != nil {
 		return err
 	}
-	if r.OutputTokens, err = p.tokens(f, p.out, r); err != nil {
+	if r.OutputTokens, err = p.tokens(f, p.out); err != nil {
 		return err
 	}
 	if p.model >= 0 {

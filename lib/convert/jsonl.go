@@ -145,11 +145,11 @@ func (j *jsonlBase) start(r *Row, id string) {
 	r.SourceRow = j.lr.line
 }
 
-func hashes(dst []uint64, ids []int64, path string, line int64) ([]uint64, error) {
+func hashes(ids []int64, path string, line int64) ([]uint64, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	dst = make([]uint64, len(ids))
+	dst := make([]uint64, len(ids))
 	for i, h := range ids {
 		if h < 0 {
 			return nil, &BadRowError{Path: path, Line: line, Column: "hash_ids", Expected: "non-negative block ids", Found: strconv.FormatInt(h, 10)}
@@ -201,7 +201,7 @@ func (p *mooncakeParser) next(r *Row) error {
 	if r.OutputTokens, err = p.tokens("output_length", l.OutputLength); err != nil {
 		return err
 	}
-	if r.PrefixHashes, err = hashes(nil, l.HashIDs, p.in.name, p.lr.line); err != nil {
+	if r.PrefixHashes, err = hashes(l.HashIDs, p.in.name, p.lr.line); err != nil {
 		return err
 	}
 	if l.SessionID == "" {
@@ -293,7 +293,7 @@ func (p *qwenParser) next(r *Row) error {
 	if r.OutputTokens, err = p.tokens("output_length", l.OutputLength); err != nil {
 		return err
 	}
-	if r.PrefixHashes, err = hashes(nil, l.HashIDs, p.in.name, p.lr.line); err != nil {
+	if r.PrefixHashes, err = hashes(l.HashIDs, p.in.name, p.lr.line); err != nil {
 		return err
 	}
 	if l.Turn != nil {

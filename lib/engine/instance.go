@@ -323,6 +323,15 @@ func (s *sim) startStep(in *instance) {
 	in.busy = true
 	in.stepStart = s.now
 	s.h.push(s.now+dur, evStepEnd, in.id, nil)
+	if s.checks && e.LongPrefillThreshold == 0 {
+		// Without a threshold only the newest running request can be left
+		// mid-prefill, which is what makes decode-first equal vLLM's order.
+		for i := 0; i+1 < len(in.prefilling); i++ {
+			if r := in.prefilling[i]; r.computed+r.chunk != r.numTokens() {
+				s.fail(fmt.Errorf("invariant violated: instance %d step %d: request %s left mid-prefill behind a newer one", in.id, step, r.req.ID))
+			}
+		}
+	}
 	if s.checks && in.nrun > e.MaxNumSeqs {
 		s.fail(fmt.Errorf("instance %d step %d: %d running > max_num_seqs %d", in.id, step, in.nrun, e.MaxNumSeqs))
 	}

@@ -223,10 +223,11 @@ func run(c *cli.Context) error {
 				}
 				bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr),
 					progressbar.OptionSetDescription("simulating"), progressbar.OptionShowCount(),
-					progressbar.OptionSetItsString("req"), progressbar.OptionShowIts(), progressbar.OptionThrottle(200*time.Millisecond))
+					progressbar.OptionSetElapsedTime(false), progressbar.OptionThrottle(200*time.Millisecond))
 			}
 			bar.Set64(done)
-			bar.Describe(fmt.Sprintf("simulated %s", time.Duration(simUS)*time.Microsecond))
+			bar.Describe(fmt.Sprintf("simulated %s, %s wall; requests done:",
+				time.Duration(simUS/1e6)*time.Second, time.Since(start).Round(time.Second)))
 		}
 	}
 	if p := c.String("cpuprofile"); p != "" {

@@ -643,3 +643,50 @@ func TestCustomPolicies(t *testing.T) {
 		}
 	}
 }
+
+// recorder is a latency model that records every batch it is asked about.
+type recorder struct {
+	latency.Linear
+	batches []latency.Batch
+}
+
+func (m *recorder) StepTime(b *latency.Batch) int64 {
+	m.batches = append(m.batches, *b)
+	return m.Linear.StepTime(b)
+}
+
+func TestChunkedPrefillAggregates(t *testing.T) {
+	c := testConfig()
+	c.Engine.MaxNumBatchedTokens = 128
+	c.Engine.MaxNumSeqs = 128
+	m := &recorder{Linear: latency.Linear{Beta0: 1000, Beta1: 1, Beta2: 10}}
+	// a: 300-token prompt in chunks of 128, 128, 44, then 2 decodes.
+	// b arrives during a's second chunk and is admitted with the budget
+	// left after a's last chunk (128 − 44 = 84 of its 100 tokens).
+	a, b := req("a", 0, 300, 3), req("b", 1500, 100, 1)
+	sink := &memSink{}
+	if _, err := Run(c, m, SliceSource([]trace.Request{a, b}), sink, Options{CheckInvariants: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := []latency.Batch{
+		{PrefillSeqs: 1, PrefillTokens: 128, PrefillCtx: 0, PrefillAttn: 128 * 64},
+		{PrefillSeqs: 1, PrefillTokens: 128, PrefillCtx: 128, PrefillAttn: 128 * (128 + 64)},
+		{PrefillSeqs: 2, PrefillTokens: 128, PrefillCtx: 256, PrefillAttn: 44*(256+22) + 84*42},
+		// a decodes its 2nd token with 301 tokens of context; b finishes its prefill.
+		{PrefillSeqs: 1, PrefillTokens: 16, PrefillCtx: 84, PrefillAttn: 16 * (84 + 8), DecodeSeqs: 1, DecodeCtx: 301},
+		{DecodeSeqs: 1, DecodeCtx: 302},
+	}
+	if len(m.batches) != len(want) {
+		t.Fatalf("%d steps: %+v", len(m.batches), m.batches)
+	}
+	for i := range want {
+		if m.batches[i] != want[i] {
+			t.Fatalf("step %d: got %+v, want %+v", i, m.batches[i], want[i])
+		}
+	}
+	got := sink.byID()
+	// a's first token comes with its third step: 1128 + 1128 + 1128.
+	if got["a"].TTFTUS != 3384 || got["b"].FirstScheduledUS != 2256 || got["b"].TTFTUS != 3384+1026-1500 {
+		t.Fatalf("a %+v\nb %+v", got["a"], got["b"])
+	}
+}

@@ -295,6 +295,10 @@ func newTempFile(dest string) (*tempFile, error) {
 func (t *tempFile) File() *os.File { return t.f }
 
 func (t *tempFile) finish(err error) error {
+	// CreateTemp makes 0600 files; outputs are ordinary files (0644).
+	if cerr := t.f.Chmod(0o644); err == nil {
+		err = cerr
+	}
 	if cerr := t.f.Close(); err == nil {
 		err = cerr
 	}

@@ -85,37 +85,38 @@ type requestBuilder struct {
 	deps      *array.ListBuilder
 	depsV     *array.StringBuilder
 	delay     *array.Int64Builder
-	kind      *array.BinaryDictionaryBuilder
+	kind      *dictCol
 	in, out   *array.Int32Builder
 	hashes    *array.ListBuilder
 	hashesV   *array.Uint64Builder
 	session   *array.StringBuilder
-	tenant    *array.BinaryDictionaryBuilder
-	slo       *array.BinaryDictionaryBuilder
-	model     *array.BinaryDictionaryBuilder
+	tenant    *dictCol
+	slo       *dictCol
+	model     *dictCol
 	prio      *array.Int32Builder
-	step      *array.BinaryDictionaryBuilder
+	step      *dictCol
 	loop      *array.Int32Builder
 	stream    *array.BooleanBuilder
-	srcStatus *array.BinaryDictionaryBuilder
+	srcStatus *dictCol
 	rTTFT     *array.Int64Builder
 	rE2E      *array.Int64Builder
 	rITL      *array.Int64Builder
 	srcRow    *array.Int64Builder
 }
 
-func newRequestBuilder(b *array.RecordBuilder) requestBuilder {
+func newRequestBuilder(w *batchWriter) requestBuilder {
+	b := w.b
 	f := b.Field
 	rb := requestBuilder{
 		id: f(0).(*array.StringBuilder), arrival: f(1).(*array.Int64Builder),
 		deps: f(2).(*array.ListBuilder), delay: f(3).(*array.Int64Builder),
-		kind: f(4).(*array.BinaryDictionaryBuilder), in: f(5).(*array.Int32Builder),
+		kind: w.dicts[4], in: f(5).(*array.Int32Builder),
 		out: f(6).(*array.Int32Builder), hashes: f(7).(*array.ListBuilder),
-		session: f(8).(*array.StringBuilder), tenant: f(9).(*array.BinaryDictionaryBuilder),
-		slo: f(10).(*array.BinaryDictionaryBuilder), model: f(11).(*array.BinaryDictionaryBuilder),
-		prio: f(12).(*array.Int32Builder), step: f(13).(*array.BinaryDictionaryBuilder),
+		session: f(8).(*array.StringBuilder), tenant: w.dicts[9],
+		slo: w.dicts[10], model: w.dicts[11],
+		prio: f(12).(*array.Int32Builder), step: w.dicts[13],
 		loop: f(14).(*array.Int32Builder), stream: f(15).(*array.BooleanBuilder),
-		srcStatus: f(16).(*array.BinaryDictionaryBuilder), rTTFT: f(17).(*array.Int64Builder),
+		srcStatus: w.dicts[16], rTTFT: f(17).(*array.Int64Builder),
 		rE2E: f(18).(*array.Int64Builder), rITL: f(19).(*array.Int64Builder),
 		srcRow: f(20).(*array.Int64Builder),
 	}
@@ -132,15 +133,6 @@ func appendNullable64(b *array.Int64Builder, v int64) {
 	}
 }
 
-func appendDict(b *array.BinaryDictionaryBuilder, v string, nullable bool) {
-	if v == "" && nullable {
-		b.AppendNull()
-		return
-	}
-	// Appending a string to a string dictionary cannot fail.
-	_ = b.AppendString(v)
-}
-
 func (b *requestBuilder) append(r *Request) {
 	b.id.Append(r.ID)
 	appendNullable64(b.arrival, r.ArrivalUS)
@@ -153,7 +145,7 @@ func (b *requestBuilder) append(r *Request) {
 		}
 	}
 	b.delay.Append(r.DelayUS)
-	appendDict(b.kind, r.Kind, false)
+	b.kind.append(r.Kind)
 	b.in.Append(r.InputTokens)
 	b.out.Append(r.OutputTokens)
 	if len(r.PrefixHashes) == 0 {
@@ -167,56 +159,18 @@ func (b *requestBuilder) append(r *Request) {
 	} else {
 		b.session.Append(r.SessionID)
 	}
-	appendDict(b.tenant, r.TenantID, true)
-	appendDict(b.slo, r.SLOClass, true)
-	appendDict(b.model, r.Model, true)
+	b.tenant.append(r.TenantID)
+	b.slo.append(r.SLOClass)
+	b.model.append(r.Model)
 	b.prio.Append(r.Priority)
-	appendDict(b.step, r.StepID, true)
+	b.step.append(r.StepID)
 	b.loop.Append(r.LoopIteration)
 	b.stream.Append(r.Streaming)
-	appendDict(b.srcStatus, r.SourceStatus, true)
+	b.srcStatus.append(r.SourceStatus)
 	appendNullable64(b.rTTFT, r.RecordedTTFTUS)
 	appendNullable64(b.rE2E, r.RecordedE2EUS)
 	appendNullable64(b.rITL, r.RecordedITLUS)
 	b.srcRow.Append(r.SourceRow)
-}
-
-// batchWriter owns a record builder and flushes it to a sink every BatchRows.
-type batchWriter struct {
-	sink Sink
-	b    *array.RecordBuilder
-	n    int
-	rows int64
-}
-
-func (w *batchWriter) flush() error {
-	if w.n == 0 {
-		return nil
-	}
-	rec := w.b.NewRecordBatch()
-	defer rec.Release()
-	w.n = 0
-	return w.sink.Write(rec)
-}
-
-func (w *batchWriter) added() error {
-	w.n++
-	w.rows++
-	if w.n >= BatchRows {
-		return w.flush()
-	}
-	return nil
-}
-
-// close flushes, closes the sink and releases the builder. It always writes
-// the schema, so an empty table is still a valid stream.
-func (w *batchWriter) close() error {
-	err := w.flush()
-	if cerr := w.sink.Close(); err == nil {
-		err = cerr
-	}
-	w.b.Release()
-	return err
 }
 
 // RequestWriter writes Request rows in batches.
@@ -228,8 +182,9 @@ type RequestWriter struct {
 // NewRequestWriter writes requests with metadata md to sink (see Create; the
 // sink must have been created with RequestsSchema(md)).
 func NewRequestWriter(sink Sink, schema *arrow.Schema) *RequestWriter {
-	b := array.NewRecordBuilder(Alloc, schema)
-	return &RequestWriter{batchWriter: batchWriter{sink: sink, b: b}, rb: newRequestBuilder(b)}
+	w := &RequestWriter{batchWriter: newBatchWriter(sink, schema)}
+	w.rb = newRequestBuilder(&w.batchWriter)
+	return w
 }
 
 // Write appends one request.

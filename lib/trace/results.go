@@ -40,7 +40,7 @@ func NewResult(req Request) Result {
 type ResultWriter struct {
 	batchWriter
 	rb                                                   requestBuilder
-	status, reason                                       *array.BinaryDictionaryBuilder
+	status, reason                                       *dictCol
 	inst                                                 *array.Int32Builder
 	adm, routed, enq, sched, first, fin, ttft, e2e, tpot *array.Int64Builder
 	preempt, cached, generated                           *array.Int32Builder
@@ -48,25 +48,28 @@ type ResultWriter struct {
 
 // NewResultWriter writes results to sink, created with ResultsSchema(md).
 func NewResultWriter(sink Sink, schema *arrow.Schema) *ResultWriter {
-	b := array.NewRecordBuilder(Alloc, schema)
+	bw := newBatchWriter(sink, schema)
+	b := bw.b
 	n := len(requestFields)
 	f := func(i int) array.Builder { return b.Field(n + i) }
-	return &ResultWriter{
-		batchWriter: batchWriter{sink: sink, b: b}, rb: newRequestBuilder(b),
-		status: f(0).(*array.BinaryDictionaryBuilder), reason: f(1).(*array.BinaryDictionaryBuilder),
+	w := &ResultWriter{
+		batchWriter: bw,
+		status:      bw.dicts[n], reason: bw.dicts[n+1],
 		inst: f(2).(*array.Int32Builder), adm: f(3).(*array.Int64Builder), routed: f(4).(*array.Int64Builder),
 		enq: f(5).(*array.Int64Builder), sched: f(6).(*array.Int64Builder), first: f(7).(*array.Int64Builder),
 		fin: f(8).(*array.Int64Builder), ttft: f(9).(*array.Int64Builder), e2e: f(10).(*array.Int64Builder),
 		tpot: f(11).(*array.Int64Builder), preempt: f(12).(*array.Int32Builder),
 		cached: f(13).(*array.Int32Builder), generated: f(14).(*array.Int32Builder),
 	}
+	w.rb = newRequestBuilder(&w.batchWriter)
+	return w
 }
 
 // Write appends one result.
 func (w *ResultWriter) Write(r *Result) error {
 	w.rb.append(&r.Request)
-	appendDict(w.status, r.Status, false)
-	appendDict(w.reason, r.DropReason, true)
+	w.status.append(r.Status)
+	w.reason.append(r.DropReason)
 	if r.InstanceID < 0 {
 		w.inst.AppendNull()
 	} else {
@@ -221,8 +224,8 @@ type StepWriter struct {
 
 // NewStepWriter writes steps to sink, created with StepsSchema(md).
 func NewStepWriter(sink Sink, schema *arrow.Schema) *StepWriter {
-	b := array.NewRecordBuilder(Alloc, schema)
-	w := &StepWriter{batchWriter: batchWriter{sink: sink, b: b}}
+	w := &StepWriter{batchWriter: newBatchWriter(sink, schema)}
+	b := w.b
 	w.i32[0] = b.Field(0).(*array.Int32Builder)
 	w.i64[0], w.i64[1], w.i64[2] = b.Field(1).(*array.Int64Builder), b.Field(2).(*array.Int64Builder), b.Field(3).(*array.Int64Builder)
 	for i := 4; i < 12; i++ {

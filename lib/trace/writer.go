@@ -1,0 +1,157 @@
+package trace
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// batchWriter turns appended rows into record batches of BatchRows rows.
+// Plain columns use arrow builders, re-reserved after each flush from the
+// previous batch's sizes so they do not grow from zero every batch.
+// Dictionary columns bypass arrow's dictionary builder, which allocates on
+// every append: they keep int32 indices and the cumulative value list, and
+// build the dictionary array once per batch (the same array while no new
+// value appears, which the IPC writer then does not resend).
+type batchWriter struct {
+	sink   Sink
+	schema *arrow.Schema
+	b      *array.RecordBuilder
+	dicts  []*dictCol // by field index; nil for plain columns
+	n      int
+	rows   int64
+}
+
+func newBatchWriter(sink Sink, schema *arrow.Schema) batchWriter {
+	w := batchWriter{sink: sink, schema: schema, b: array.NewRecordBuilder(Alloc, schema), dicts: make([]*dictCol, schema.NumFields())}
+	for i, f := range schema.Fields() {
+		if dt, ok := f.Type.(*arrow.DictionaryType); ok {
+			w.dicts[i] = &dictCol{dt: dt, index: map[string]int32{}, nullable: f.Nullable}
+		}
+	}
+	w.b.Reserve(BatchRows)
+	return w
+}
+
+func (w *batchWriter) flush() error {
+	if w.n == 0 {
+		return nil
+	}
+	cols := make([]arrow.Array, len(w.dicts))
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i, d := range w.dicts {
+		if d != nil {
+			cols[i] = d.build()
+			continue
+		}
+		fb := w.b.Field(i)
+		var data int
+		switch x := fb.(type) {
+		case *array.StringBuilder:
+			data = x.DataLen()
+		case *array.ListBuilder:
+			data = x.ValueBuilder().Len()
+		}
+		cols[i] = fb.NewArray()
+		fb.Reserve(BatchRows)
+		switch x := fb.(type) {
+		case *array.StringBuilder:
+			x.ReserveData(data)
+		case *array.ListBuilder:
+			x.ValueBuilder().Reserve(data)
+		}
+	}
+	rec := array.NewRecordBatch(w.schema, cols, int64(w.n))
+	defer rec.Release()
+	w.n = 0
+	return w.sink.Write(rec)
+}
+
+func (w *batchWriter) added() error {
+	w.n++
+	w.rows++
+	if w.n >= BatchRows {
+		return w.flush()
+	}
+	return nil
+}
+
+// close flushes, closes the sink and releases the builders. It always
+// writes the schema, so an empty table is still a valid stream.
+func (w *batchWriter) close() error {
+	err := w.flush()
+	if cerr := w.sink.Close(); err == nil {
+		err = cerr
+	}
+	w.b.Release()
+	for _, d := range w.dicts {
+		if d != nil && d.dict != nil {
+			d.dict.Release()
+		}
+	}
+	return err
+}
+
+// dictCol accumulates one dictionary<int32, string> column.
+type dictCol struct {
+	dt       *arrow.DictionaryType
+	nullable bool
+	index    map[string]int32
+	values   []string
+	idx      []int32
+	valid    []bool // nil until the batch's first null
+	dict     arrow.Array
+	dictLen  int
+}
+
+func (d *dictCol) append(v string) {
+	if v == "" && d.nullable {
+		if d.valid == nil {
+			d.valid = make([]bool, len(d.idx), BatchRows)
+			for i := range d.valid {
+				d.valid[i] = true
+			}
+		}
+		d.valid = append(d.valid, false)
+		d.idx = append(d.idx, 0)
+		return
+	}
+	i, ok := d.index[v]
+	if !ok {
+		i = int32(len(d.values))
+		d.values = append(d.values, v)
+		d.index[v] = i
+	}
+	d.idx = append(d.idx, i)
+	if d.valid != nil {
+		d.valid = append(d.valid, true)
+	}
+}
+
+func (d *dictCol) build() arrow.Array {
+	if d.dict == nil || d.dictLen != len(d.values) {
+		if d.dict != nil {
+			d.dict.Release()
+		}
+		sb := array.NewStringBuilder(Alloc)
+		sb.AppendValues(d.values, nil)
+		d.dict, d.dictLen = sb.NewArray(), len(d.values)
+		sb.Release()
+	}
+	ib := array.NewInt32Builder(Alloc)
+	ib.AppendValues(d.idx, d.valid)
+	indices := ib.NewArray()
+	ib.Release()
+	out := array.NewDictionaryArray(d.dt, indices, d.dict)
+	indices.Release()
+	d.idx, d.valid = d.idx[:0], nil
+	return out
+}
+
+var _ memory.Allocator = Alloc

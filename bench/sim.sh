@@ -8,13 +8,14 @@
 #   bench/sim.sh            # 100,000 requests
 #   bench/sim.sh 1000000    # 1,000,000 requests
 #   LATENCY=roofline bench/sim.sh   # pass --latency (default: auto)
+#   SORTED=false bench/sim.sh       # unsorted table: blis-sim reads it into memory
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/" ./cmd/blis-sim ./bench/gen
-"$work/gen" -n "$n" -rate 96 -mean 512 -sd 256 -min 2 -max 7000 -seed 1 -o "$work/requests.arrows"
+"$work/gen" -n "$n" -rate 96 -mean 512 -sd 256 -min 2 -max 7000 -seed 1 -sorted="${SORTED:-true}" -o "$work/requests.arrows"
 /usr/bin/time -v "$work/blis-sim" --replicas 8 --model llama-3.1-8b --gpu h100 --tp 1 \
   --latency "${LATENCY:-auto}" -o "$work/results.arrows" "$work/requests.arrows" 2>"$work/stderr" || {
   cat "$work/stderr"; exit 1; }

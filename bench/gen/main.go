@@ -23,16 +23,19 @@ func main() {
 	hi := flag.Int("max", 7000, "maximum tokens")
 	seed := flag.Uint64("seed", 1, "seed")
 	out := flag.String("o", "-", "output")
+	sorted := flag.Bool("sorted", true, "mark the table blis.sorted=arrival (false: blis-sim reads it into memory)")
 	flag.Parse()
-	if err := gen(*n, *rate, *mean, *sd, *lo, *hi, *seed, *out); err != nil {
+	if err := gen(*n, *rate, *mean, *sd, *lo, *hi, *seed, *sorted, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func gen(n int, rate, mean, sd float64, lo, hi int, seed uint64, out string) error {
+func gen(n int, rate, mean, sd float64, lo, hi int, seed uint64, sorted bool, out string) error {
 	md := trace.NewMeta().With(trace.Stage{Tool: "bench/gen", Version: trace.Version, Seed: &seed})
-	md.Set(trace.MetaSorted, "arrival")
+	if sorted {
+		md.Set(trace.MetaSorted, "arrival")
+	}
 	schema := trace.RequestsSchema(md)
 	sink, err := trace.Create(out, os.Stdout, schema)
 	if err != nil {

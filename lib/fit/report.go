@@ -88,7 +88,7 @@ func (r *Report) Write(w io.Writer, residualNames []string, maxResiduals int) er
 		t := newTable(w, []string{"statistic", "points", "MAPE %", "median APE %", "bias %", "Pearson r", "grade"}, 1)
 		for _, s := range part.stats {
 			if err := t.Append([]string{s.Name, fmt.Sprint(s.N), fmt.Sprintf("%.2f", s.MAPE), fmt.Sprintf("%.2f", s.MedAPE),
-				fmt.Sprintf("%+.2f", s.Bias), fmt.Sprintf("%.4f", s.Pearson), Grade(s.MAPE)}); err != nil {
+				fmt.Sprintf("%+.2f", s.Bias), pearson(s), Grade(s.MAPE)}); err != nil {
 				return err
 			}
 		}
@@ -138,4 +138,12 @@ func (r *Report) Write(w io.Writer, residualNames []string, maxResiduals int) er
 		}
 	}
 	return nil
+}
+
+// pearson is blank below 3 points, where a correlation means nothing.
+func pearson(s Stat) string {
+	if s.N < 3 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.4f", s.Pearson)
 }

@@ -5,8 +5,6 @@
 package convert
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/blis-sim/blis/lib/rng"
 
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -292,17 +292,6 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
-// streamFor derives a named PCG stream from the master seed.
-func streamFor(seed uint64, name string) *rand.Rand {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], seed)
-	h := sha256.New()
-	h.Write(b[:])
-	h.Write([]byte(name))
-	sum := h.Sum(nil)
-	return rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16])))
-}
-
 // run drives parsers through the pipeline. open creates the output once the
 // metadata (start time) is known.
 func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta) (rowSink, error)) (*Stats, error) {
@@ -328,7 +317,7 @@ func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta)
 	if opts.Sample > 0 && opts.Sample < 1 {
 		seed := opts.Seed
 		stage.Seed = &seed
-		p.rng = streamFor(seed, "sample")
+		p.rng = rng.New(seed, "sample")
 	}
 	p.md = md.With(stage)
 	var (

@@ -1,8 +1,6 @@
 package synth
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -13,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	blisrng "github.com/blis-sim/blis/lib/rng"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -408,16 +408,9 @@ type rng struct {
 	r   *rand.Rand
 }
 
-// newRNG seeds a PCG from SHA-256(master seed, name): streams never overlap
-// and adding a stream leaves the others unchanged.
+// newRNG returns stream name under the master seed (see lib/rng).
 func newRNG(seed uint64, name string) rng {
-	h := sha256.New()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], seed)
-	h.Write(b[:])
-	h.Write([]byte(name))
-	sum := h.Sum(nil)
-	src := rand.NewPCG(binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16]))
+	src := blisrng.PCG(seed, name)
 	return rng{src: src, r: rand.New(src)}
 }
 

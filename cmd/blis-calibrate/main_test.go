@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/lib/latency/fitted"
+)
+
+const td = "../../lib/fit/testdata/"
+
+func TestCLI(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("id,model_path,system,backend,backend_version,precision,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,silicon_tpot_ms\n"+
+		"a,m,h100_sxm,vllm,1,,agg,10,10,4,1,5,-3\n"), 0o644)
+	out := filepath.Join(dir, "c.yaml")
+	tests := []struct {
+		name   string
+		args   []string
+		status int
+		stderr string
+	}{
+		{"no input", []string{}, 2, "expected exactly one of --step-times, --requests, --serving-points"},
+		{"two inputs", []string{"--step-times", "a", "--requests", "b"}, 2, "found 2"},
+		{"missing file", []string{"--step-times", filepath.Join(dir, "nope.csv")}, 2, "nope.csv"},
+		{"bad row", []string{"--serving-points", bad, "--model", "m", "--gpu", "h100"}, 2, "bad.csv:2: field silicon_tpot_ms: expected a positive value, found -3"},
+		{"holdout range", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--holdout", "1.5"}, 2, "--holdout"},
+		{"kfold with holdout", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--kfold", "3", "--holdout", "0.2"}, 2, "--kfold cannot be combined"},
+		{"several deployments", []string{"--serving-points", td + "silicon_h100_qwen3_32b.csv", "--model", "Qwen/Qwen3-32B"}, 2, "span several deployments"},
+		{"unknown feature", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--model", "llama2-70b", "--gpu", "h100", "--tp", "4", "--features", "const,bogus"}, 2, "bogus"},
+		{"step fit", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--model", "llama2-70b", "--gpu", "h100", "--tp", "4", "--kfold", "3", "-o", out}, 0, "Test error"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			st := cliutil.RunArgs(app(), append([]string{"blis-calibrate", "-q"}, tc.args...), &stderr)
+			if st != tc.status || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Fatalf("status %d, want %d; stderr:\n%s\nwant it to contain %q", st, tc.status, stderr.String(), tc.stderr)
+			}
+		})
+	}
+	c, err := fitted.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model != "llama-2-70b" || c.GPU != "h100" || c.TP != 4 || c.Fit.Method != "nnls" || c.Fit.TestRows != 42 || len(c.Sources) != 1 || len(c.Sources[0].SHA256) != 64 {
+		t.Errorf("written file %+v", c)
+	}
+}

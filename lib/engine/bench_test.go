@@ -57,3 +57,29 @@ func BenchmarkRun20kLinear(b *testing.B)   { benchRun(b, 20000, true) }
 
 // BenchmarkRun100kRoofline is the benchmark in process (no Arrow IO).
 func BenchmarkRun100kRoofline(b *testing.B) { benchRun(b, 100000, false) }
+
+// BenchmarkRunSmall is the calibration use: a small closed-loop batch on one
+// replica, run thousands of times.
+func BenchmarkRunSmall(b *testing.B) {
+	cfg := testConfig()
+	cfg.Engine.KVBlocks = 28407
+	model := testModel(cfg)
+	var reqs []trace.Request
+	for c := 0; c < 8; c++ { // 8 chains of 10 requests
+		prev := ""
+		for i := 0; i < 10; i++ {
+			r := req(fmt.Sprint("c", c, "-", i), 0, 512, 64)
+			if prev != "" {
+				r.ArrivalUS, r.DependsOn = trace.Null, []string{prev}
+			}
+			prev = r.ID
+			reqs = append(reqs, r)
+		}
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := Run(cfg, model, SliceSource(reqs), &nullSink{}, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

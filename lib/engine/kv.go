@@ -20,7 +20,7 @@ type kvCache struct {
 	anonUsed  int32 // anonymous blocks held by requests
 	idsHeld   int32 // identified blocks with references
 	b         []block
-	idFree    []int32 // ids holding nothing
+	idFree    []int32 // created ids holding nothing
 	q         []qent  // free queue from q[qh]; a cached entry is valid iff its block's qpos matches
 	qh        int
 	qoff      int64 // absolute position of q[0]
@@ -43,13 +43,9 @@ type block struct {
 }
 
 func newKVCache(blocks int32, blockSize int32) *kvCache {
-	c := &kvCache{
-		blockSize: blockSize, total: blocks, free: blocks, b: make([]block, blocks),
-		idFree: make([]int32, blocks), cached: newKeyTable(blocks),
-	}
-	for i := range c.idFree {
-		c.idFree[i] = blocks - 1 - int32(i)
-	}
+	// Block structs are created as ids are first needed: a run without
+	// prefix hashes never allocates them.
+	c := &kvCache{blockSize: blockSize, total: blocks, free: blocks, cached: newKeyTable(blocks)}
 	if blocks > 0 {
 		c.q = append(c.q, qent{id: -1, n: blocks})
 	}
@@ -77,9 +73,13 @@ func (c *kvCache) pushCached(id int32) {
 }
 
 func (c *kvCache) newID() int32 {
-	id := c.idFree[len(c.idFree)-1]
-	c.idFree = c.idFree[:len(c.idFree)-1]
-	return id
+	if n := len(c.idFree); n > 0 {
+		id := c.idFree[n-1]
+		c.idFree = c.idFree[:n-1]
+		return id
+	}
+	c.b = append(c.b, block{})
+	return int32(len(c.b) - 1)
 }
 
 // alloc gives r n more blocks from the head of the free queue; the first k
@@ -277,8 +277,8 @@ func (c *kvCache) check() error {
 	if held+c.anonUsed+c.free != c.total {
 		return fmt.Errorf("KV blocks: %d identified + %d anonymous in use + %d free != %d total", held, c.anonUsed, c.free, c.total)
 	}
-	if held+cachedFree+int32(len(c.idFree)) != c.total {
-		return fmt.Errorf("KV block ids: %d held + %d cached free + %d idle != %d", held, cachedFree, len(c.idFree), c.total)
+	if held+cachedFree+int32(len(c.idFree)) != int32(len(c.b)) || int32(len(c.b)) > c.total {
+		return fmt.Errorf("KV block ids: %d held + %d cached free + %d idle != %d created (of at most %d)", held, cachedFree, len(c.idFree), len(c.b), c.total)
 	}
 	var hashed int
 	for id := range c.b {

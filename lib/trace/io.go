@@ -201,6 +201,11 @@ func openIPCFile(path string) (BatchReader, error) {
 	if err != nil {
 		return nil, err
 	}
+	// `tool > x.arrow` puts a stream under a file name: go by the content.
+	var magic [6]byte
+	if n, _ := f.ReadAt(magic[:], 0); n < len(magic) || string(magic[:]) != "ARROW1" {
+		return openStream(f)
+	}
 	fr, err := ipc.NewFileReader(f)
 	if err != nil {
 		f.Close()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -160,4 +161,29 @@ func TestResultsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("results differ:\n%+v\n%+v", got[0], want[0])
 	}
+}
+
+// A stream saved under a file-format name (`blis-sim > x.arrow`) still reads.
+func TestStreamUnderFileName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.arrow")
+	reqs := sampleRequests(3)
+	writeRequests(t, "-", writeFile(t, path), reqs)
+	src, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	got, err := ReadAllRequests(src)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("got %d rows, %v", len(got), err)
+	}
+}
+
+func writeFile(t *testing.T, path string) io.Writer {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

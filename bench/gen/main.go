@@ -10,7 +10,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/rng"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -42,8 +42,8 @@ func gen(n int, rate, mean, sd float64, lo, hi int, seed uint64, sorted bool, ou
 		return err
 	}
 	w := trace.NewRequestWriter(sink, schema)
-	arr := engine.NewStream(seed, "arrivals")
-	lens := engine.NewStream(seed, "lengths")
+	arr := rng.New(seed, "arrivals")
+	lens := rng.New(seed, "lengths")
 	clamp := func(x float64) int32 {
 		v := int(math.Round(x))
 		return int32(min(max(v, lo), hi))

@@ -5,13 +5,14 @@ import (
 	"math"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/rng"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
 // benchWorkload is the benchmark: Poisson at rate req/s, input and
 // output normal(512, 256) clamped to [2, 7000].
 func benchWorkload(n int, rate float64) []trace.Request {
-	arr, lens := NewStream(1, "arrivals"), NewStream(1, "lengths")
+	arr, lens := rng.New(1, "arrivals"), rng.New(1, "lengths")
 	clamp := func(x float64) int32 { return int32(min(max(math.Round(x), 2), 7000)) }
 	reqs := make([]trace.Request, n)
 	t := 0.0

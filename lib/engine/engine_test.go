@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/rng"
+
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -357,15 +359,15 @@ func resultsBytes(t *testing.T, c Config, reqs []trace.Request, stream bool) []b
 // workload is a mixed random workload: shared prefixes, sessions with tool
 // calls, priorities.
 func workload(seed uint64, n int) []trace.Request {
-	rng := NewStream(seed, "test-workload")
+	g := rng.New(seed, "test-workload")
 	var reqs []trace.Request
 	t := int64(0)
 	for i := 0; i < n; i++ {
-		t += int64(rng.ExpFloat64() * 20000)
-		in := int32(20 + rng.IntN(600))
-		r := req(fmt.Sprint("s", i), t, in, int32(1+rng.IntN(200)))
-		r.Priority = int32(rng.IntN(3))
-		group := uint64(rng.IntN(4))
+		t += int64(g.ExpFloat64() * 20000)
+		in := int32(20 + g.IntN(600))
+		r := req(fmt.Sprint("s", i), t, in, int32(1+g.IntN(200)))
+		r.Priority = int32(g.IntN(3))
+		group := uint64(g.IntN(4))
 		for j := int32(0); j < in/16; j++ {
 			h := group*1000 + uint64(j)
 			if j > 3 {
@@ -374,12 +376,12 @@ func workload(seed uint64, n int) []trace.Request {
 			r.PrefixHashes = append(r.PrefixHashes, h)
 		}
 		reqs = append(reqs, r)
-		if rng.IntN(3) == 0 { // a tool call then a follow-up turn
+		if g.IntN(3) == 0 { // a tool call then a follow-up turn
 			tool := trace.NewRequest(fmt.Sprint("s", i, "-tool"))
-			tool.Kind, tool.DependsOn, tool.DelayUS = trace.KindTool, []string{r.ID}, int64(rng.IntN(5000))
+			tool.Kind, tool.DependsOn, tool.DelayUS = trace.KindTool, []string{r.ID}, int64(g.IntN(5000))
 			next := trace.NewRequest(fmt.Sprint("s", i, "-next"))
-			next.InputTokens, next.OutputTokens = in+100, int32(1+rng.IntN(50))
-			next.DependsOn, next.DelayUS = []string{r.ID, tool.ID}, int64(rng.IntN(100000))
+			next.InputTokens, next.OutputTokens = in+100, int32(1+g.IntN(50))
+			next.DependsOn, next.DelayUS = []string{r.ID, tool.ID}, int64(g.IntN(100000))
 			next.PrefixHashes = r.PrefixHashes
 			reqs = append(reqs, tool, next)
 		}
@@ -439,10 +441,10 @@ func TestInvariantsUnderLoad(t *testing.T) {
 }
 
 func TestRNGStreamsIndependent(t *testing.T) {
-	a := NewStream(1, "arrivals")
+	a := rng.New(1, "arrivals")
 	want := []uint64{a.Uint64(), a.Uint64(), a.Uint64()}
-	a2 := NewStream(1, "arrivals")
-	b := NewStream(1, "lengths")
+	a2 := rng.New(1, "arrivals")
+	b := rng.New(1, "lengths")
 	for i := 0; i < 1000; i++ {
 		b.Uint64()
 	}
@@ -451,7 +453,7 @@ func TestRNGStreamsIndependent(t *testing.T) {
 			t.Fatalf("draw %d changed after drawing from another stream", i)
 		}
 	}
-	if NewStream(1, "x").Uint64() == NewStream(2, "x").Uint64() || NewStream(1, "x").Uint64() == NewStream(1, "y").Uint64() {
+	if rng.New(1, "x").Uint64() == rng.New(2, "x").Uint64() || rng.New(1, "x").Uint64() == rng.New(1, "y").Uint64() {
 		t.Fatal("streams with different seeds or names coincide")
 	}
 }

@@ -1,27 +1,31 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/blis-sim/blis/lib/rng"
+)
 
 // TestKeyTableMatchesMap drives the table and a Go map with the same random
 // operations, with keys crowded into few home slots so probe runs wrap and
 // deletions shift entries back.
 func TestKeyTableMatchesMap(t *testing.T) {
-	rng := NewStream(3, "keytable")
+	g := rng.New(3, "keytable")
 	for _, crowd := range []uint64{0, 7, 1 << 40} {
 		tab := newKeyTable(40)
 		ref := map[uint64]int32{}
 		for op := 0; op < 20000; op++ {
-			k := uint64(rng.IntN(120))
+			k := uint64(g.IntN(120))
 			if crowd != 0 {
-				k = k*crowd | uint64(rng.IntN(3)) // many keys share low bits
+				k = k*crowd | uint64(g.IntN(3)) // many keys share low bits
 			}
 			id, ok := ref[k]
 			switch {
 			case !ok && len(ref) < 80:
-				id = int32(rng.IntN(1000))
+				id = int32(g.IntN(1000))
 				tab.put(k, id)
 				ref[k] = id
-			case ok && rng.IntN(2) == 0:
+			case ok && g.IntN(2) == 0:
 				tab.del(k, id+1) // wrong id: no-op
 				tab.del(k, id)
 				delete(ref, k)

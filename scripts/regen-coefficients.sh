@@ -29,9 +29,9 @@ cal() {
 # gpt-oss-120b and MiniMax-M2.5 have no config.json here and are skipped.
 for tp in 2 4 8; do
 	cal qwen3-32b-h100-tp$tp --serving-points $S --model Qwen/Qwen3-32B --gpu h100 --tp $tp \
-		--engine vllm --engine-version 0.12.0 --precision native --holdout 0.2 --features tokens
+		--engine vllm --engine-version 0.12.0 --precision native --holdout 0.2 --features tokens --max-evals 600
 	cal llama-3.1-70b-fp8-h100-tp$tp --serving-points $S --model meta-llama/Llama-3.1-70B --gpu h100 --tp $tp \
-		--engine vllm --precision fp8 --holdout 0.2 --features tokens
+		--engine vllm --precision fp8 --holdout 0.2 --features tokens --max-evals 600
 done
 
 # Replayed real vLLM 0.19 runs (llmservingsim): fit on one run, test on the

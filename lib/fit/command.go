@@ -375,8 +375,16 @@ func (c *Command) evaluateServing(pts []ServingPoint, st ServingStats, progress 
 		byGroup[p.Group()] = append(byGroup[p.Group()], p)
 	}
 	var allPairs [2][]Pair
+	if c.Holdout > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("only the points a fit with --holdout %g --seed %d held out of each deployment are evaluated", c.Holdout, c.Seed))
+	}
 	for _, g := range st.Groups() {
 		gp := byGroup[g]
+		if c.Holdout > 0 {
+			// The same seeded split a fit of this deployment alone makes.
+			_, te := Split(len(gp), c.Holdout, c.Seed, "holdout")
+			gp = pick(gp, te)
+		}
 		setup, err := c.servingSetup(gp[0])
 		if err != nil {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s (%d points): %v", g, len(gp), err))

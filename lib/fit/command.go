@@ -384,6 +384,10 @@ func (c *Command) evaluateServing(pts []ServingPoint, st ServingStats, progress 
 			// The same seeded split a fit of this deployment alone makes.
 			_, te := Split(len(gp), c.Holdout, c.Seed, "holdout")
 			gp = pick(gp, te)
+			if len(gp) == 0 {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d point(s), none held out", g, len(byGroup[g])))
+				continue
+			}
 		}
 		setup, err := c.servingSetup(gp[0])
 		if err != nil {

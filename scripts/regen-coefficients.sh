@@ -25,13 +25,15 @@ cal() {
 }
 
 # Closed-loop serving points, H100 vLLM, fitted on 80% and tested on the
-# other 20%. The models of silicon_sample.csv that the catalogue knows:
-# gpt-oss-120b and MiniMax-M2.5 have no config.json here and are skipped.
+# other 20%: the three models of silicon_sample.csv with the most H100 vLLM
+# rows that the model catalogue knows (MiniMax-M2.5 has no config.json here).
 for tp in 2 4 8; do
 	cal qwen3-32b-h100-tp$tp --serving-points $S --model Qwen/Qwen3-32B --gpu h100 --tp $tp \
 		--engine vllm --engine-version 0.12.0 --precision native --holdout 0.2 --features tokens --max-evals 600
 	cal llama-3.1-70b-fp8-h100-tp$tp --serving-points $S --model meta-llama/Llama-3.1-70B --gpu h100 --tp $tp \
 		--engine vllm --precision fp8 --holdout 0.2 --features tokens --max-evals 600
+	cal gpt-oss-120b-fp4-h100-tp$tp --serving-points $S --model openai/gpt-oss-120b --gpu h100 --tp $tp \
+		--engine vllm --engine-version 0.18.0 --precision fp4 --holdout 0.2 --features tokens --max-evals 600
 done
 
 # Replayed real vLLM 0.19 runs (llmservingsim): fit on one run, test on the

@@ -3,6 +3,7 @@ package fit
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -134,5 +135,23 @@ func BenchmarkNNLS10k(b *testing.B) {
 		if _, err := NNLS(a, y); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestDegeneracyWarnings(t *testing.T) {
+	// Column 2 is 3 × column 1: the split between them is arbitrary.
+	a := mat.NewDense(4, 3, []float64{1, 2, 6, 1, 5, 15, 1, 9, 27, 1, 4, 12})
+	w := Degeneracy(a, []string{"const", "x", "3x"}, []bool{false, false, false})
+	if len(w) == 0 || !strings.Contains(w[0], "x and 3x are nearly collinear") {
+		t.Fatalf("warnings %q", w)
+	}
+	// Independent columns: no warning.
+	b := mat.NewDense(4, 2, []float64{1, 0, 1, 1, 1, 4, 1, 9})
+	if w := Degeneracy(b, []string{"const", "x²"}, []bool{false, false}); len(w) != 0 {
+		t.Fatalf("unexpected warnings %q", w)
+	}
+	// A column held at its bound is not trading off anything.
+	if w := Degeneracy(a, []string{"const", "x", "3x"}, []bool{false, false, true}); len(w) != 0 {
+		t.Fatalf("unexpected warnings with a bound column %q", w)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/fitted"
+	"gonum.org/v1/gonum/mat"
 )
 
 // EvalTargets simulates targets with fresh models from newModel and returns,
@@ -97,6 +98,21 @@ func (j *SimFitJob) Run() (*SimFitResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Degeneracy of the features over the step compositions this engine
+	// produces: the simulator fit cannot tell collinear terms apart either.
+	grid := PriorBatches(PriorShape{MaxBatchedTokens: j.Setup.Engine.Engine.MaxNumBatchedTokens,
+		MaxSeqs: j.Setup.Engine.Engine.MaxNumSeqs, MaxInput: j.MaxIn, MaxOutput: j.MaxOut})
+	dm := mat.NewDense(len(grid), len(j.Names), nil)
+	row := make([]float64, len(j.Names))
+	for i := range grid {
+		fs.Eval(&grid[i], row)
+		dm.SetRow(i, row)
+	}
+	atZero := make([]bool, len(f.Values))
+	for k, v := range f.Values {
+		atZero[k] = v == 0
+	}
+	f.Warnings = append(Degeneracy(dm, j.Names, atZero), f.Warnings...)
 	res := &SimFitResult{Fit: f}
 	workers := j.Options.Workers
 	newModel := func() latency.Model { return NewFeatureModel(fs, f.Values, f.Alpha, "") }

@@ -102,6 +102,13 @@ func action(c *cli.Context) error {
 	if s := c.String("sessions"); s != "open" && s != "closed" {
 		return cliutil.Usage("--sessions: expected open or closed, found %q", s)
 	}
+	// The library reads 0 as "not set"; an explicit 0 on the command line is a mistake.
+	if c.IsSet("speedup") && c.Float64("speedup") == 0 {
+		return cliutil.Usage("--speedup: expected a positive factor, found 0")
+	}
+	if c.IsSet("sample") && c.Float64("sample") == 0 {
+		return cliutil.Usage("--sample: expected a probability in (0, 1], found 0")
+	}
 	opts := convert.Options{
 		Format: c.String("format"), Inputs: inputs, BlockSize: c.Int("block-size"),
 		Start: c.String("start"), End: c.String("end"), Limit: c.Int64("limit"),

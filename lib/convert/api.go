@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -191,9 +192,9 @@ func describe(paths []string) ([]trace.Input, error) {
 
 func checkOptions(o *Options) error {
 	switch {
-	case o.Speedup < 0:
+	case !(o.Speedup >= 0) || math.IsInf(o.Speedup, 0): // also NaN
 		return usageErr("--speedup: expected a positive factor, found %g", o.Speedup)
-	case o.Sample < 0 || o.Sample > 1:
+	case !(o.Sample >= 0 && o.Sample <= 1):
 		return usageErr("--sample: expected a probability in (0, 1], found %g", o.Sample)
 	case o.Limit < 0:
 		return usageErr("--limit: expected a positive number of rows, found %d", o.Limit)

@@ -234,11 +234,17 @@ func (p *pipeline) parseBound(flag, v string, def int64) (int64, error) {
 	return t.UnixMicro() - p.t0, nil
 }
 
-func (p *pipeline) scale(v int64) int64 {
+func (p *pipeline) scale(v int64, r *Row, col string) (int64, error) {
 	if p.opts.Speedup == 0 || p.opts.Speedup == 1 {
-		return v
+		return v, nil
 	}
-	return int64(math.Round(float64(v) / p.opts.Speedup))
+	f := math.Round(float64(v) / p.opts.Speedup)
+	// float64 → int64 of an out-of-range value is undefined in Go (MinInt64 on amd64).
+	if !(f >= 0 && f < math.MaxInt64) {
+		return 0, usageErr("--speedup %g: request %s (source row %d): %s %d µs / %g does not fit in int64 µs",
+			p.opts.Speedup, r.ID, r.SourceRow, col, v, p.opts.Speedup)
+	}
+	return int64(f), nil
 }
 
 func (p *pipeline) emit(r *Row) error {
@@ -276,10 +282,15 @@ func (p *pipeline) emit(r *Row) error {
 			return err
 		}
 	}
+	var err error
 	if root {
-		r.ArrivalUS = p.scale(r.T - p.tOut)
+		if r.ArrivalUS, err = p.scale(r.T-p.tOut, r, trace.ColArrivalUS); err != nil {
+			return err
+		}
 	}
-	r.DelayUS = p.scale(r.DelayUS)
+	if r.DelayUS, err = p.scale(r.DelayUS, r, trace.ColDelayUS); err != nil {
+		return err
+	}
 	p.emittedT, p.emitted = r.T, true
 	p.stats.Written++
 	return p.sink.Write(&r.Request)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -276,6 +277,11 @@ func TestOptionErrors(t *testing.T) {
 		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Format: "nope"},
 		{Inputs: []string{"testdata/azure2024_code.csv", "testdata/azure2023_code.head12.csv"}},
 		{Inputs: []string{"testdata/generic.handwritten.csv"}, Format: "csv"},
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Speedup: math.NaN()},
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Speedup: math.Inf(1)},
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Sample: math.NaN()},
+		// Arrival times divided by a tiny factor overflow int64 µs.
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Speedup: 1e-300},
 	} {
 		_, _, err := convertFiles(t, o)
 		var ue *UsageError

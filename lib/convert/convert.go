@@ -83,6 +83,7 @@ const window = 16 * 1024
 type pipeline struct {
 	opts   *Options
 	fm     formatMeta
+	path   string // input named in errors found while emitting
 	stats  *Stats
 	open   func(md trace.Meta) (rowSink, error)
 	md     trace.Meta
@@ -260,6 +261,11 @@ func (p *pipeline) emit(r *Row) error {
 		}
 	}
 	rel := r.T - p.t0
+	if r.T >= p.t0 && rel < 0 { // the subtraction wrapped: times ±292,000 years apart
+		return &BadRowError{Path: p.path, Line: r.SourceRow, Column: trace.ColArrivalUS,
+			Expected: "a time less than 2^63 µs after the first request",
+			Found:    strconv.FormatUint(uint64(r.T)-uint64(p.t0), 10) + " µs after it"}
+	}
 	root := r.ArrivalUS != trace.Null
 	if root {
 		if rel >= p.end || (p.opts.Limit > 0 && p.stats.Written >= p.opts.Limit) {
@@ -324,7 +330,7 @@ func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta)
 		md.Set(trace.MetaTimeScale, strconv.FormatFloat(opts.Speedup, 'g', -1, 64))
 	}
 	stage := trace.Stage{Tool: opts.Tool, Version: trace.Version, Args: opts.Args, Inputs: inputs}
-	p := &pipeline{opts: opts, fm: fm, stats: st, open: open, startS: opts.Start, endS: opts.End, bufferAll: opts.Sort || fm.buffer}
+	p := &pipeline{opts: opts, fm: fm, path: ps[0].path(), stats: st, open: open, startS: opts.Start, endS: opts.End, bufferAll: opts.Sort || fm.buffer}
 	if opts.Sample > 0 && opts.Sample < 1 {
 		seed := opts.Seed
 		stage.Seed = &seed

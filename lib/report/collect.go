@@ -63,8 +63,11 @@ type acc struct {
 	preempt         int64
 	preempted       int64
 	sloN            int64
+	sloHas          [nSLO]int64 // subject rows whose SLO has a target for the metric
 	sloMet          [nSLO]int64
 	sloAll          int64
+	sloScope        *SLO // the SLO of the first subject row
+	sloMixed        bool // rows under different SLOs
 }
 
 func newAcc(limit int, light bool, b *budget) *acc {
@@ -132,11 +135,24 @@ func (a *acc) add(r *rowv) {
 		return
 	}
 	a.sloN++
+	if a.sloScope == nil {
+		a.sloScope = r.slo
+	} else if a.sloScope != r.slo {
+		a.sloMixed = true
+	}
+	for m, t := range r.slo.Target {
+		if t > 0 {
+			a.sloHas[m]++
+		}
+	}
 	if !completed {
 		return
 	}
 	all := true
 	for m, t := range r.slo.Target {
+		if t == 0 {
+			continue // not a target of this row's SLO: neither met nor missed
+		}
 		var ok bool
 		switch m {
 		case sloTTFT:
@@ -145,9 +161,6 @@ func (a *acc) add(r *rowv) {
 			ok = !r.hasTPOT || r.tpot <= t // no gap to measure with one output token
 		case sloE2E:
 			ok = r.hasE2E && r.e2e <= t
-		}
-		if t == 0 {
-			ok = true
 		}
 		if ok {
 			a.sloMet[m]++

@@ -305,24 +305,20 @@ func (rep *Report) sloTable(opt *Options, rows []groupRow, kc []string) {
 		t.Columns = append(t.Columns, n+"_met_pct")
 	}
 	t.Columns = append(t.Columns, "all_met_pct", "goodput_req_per_s")
-	line := func(key []Cell, scope string, a *acc, span float64, tg *SLO) {
+	// A metric's attainment is over the rows whose SLO targets it; "-" when none does.
+	line := func(key []Cell, scope string, a *acc, span float64) {
 		c := append(key, txt(scope), integer(a.sloN))
 		for m := range sloNames {
-			if tg != nil && tg.Target[m] == 0 {
-				c = append(c, txt("-"))
+			if a.sloHas[m] == 0 {
+				c = append(c, num(math.NaN(), 2)) // "-" in text, null in JSON
 				continue
 			}
-			c = append(c, pct(float64(a.sloMet[m]), float64(a.sloN)))
+			c = append(c, pct(float64(a.sloMet[m]), float64(a.sloHas[m])))
 		}
 		t.add(append(c, pct(float64(a.sloAll), float64(a.sloN)), num(float64(a.sloAll)/(span/1e6), 3))...)
 	}
 	for _, g := range rows {
-		scope := "mixed"
-		var tg *SLO
-		if len(opt.SLOs.ByClass) == 0 {
-			scope, tg = opt.SLOs.Global.String(), opt.SLOs.Global
-		}
-		line(rep.keyCells(g), scope, g.a, g.r.span(), tg)
+		line(rep.keyCells(g), sloScope(opt, g.a), g.a, g.r.span())
 		// Without --by, per-class SLOs get one row per class.
 		if opt.By != "" || len(opt.SLOs.ByClass) == 0 || g.name != "all" || g.r.classKey == nil {
 			continue
@@ -339,10 +335,24 @@ func (rep *Report) sloTable(opt *Options, rows []groupRow, kc []string) {
 				continue
 			}
 			key := rep.keyCells(groupRow{run: g.run, name: "slo_class=" + names[j]})
-			line(key, tg.String(), g.r.classes[j], g.r.span(), tg)
+			line(key, tg.String(), g.r.classes[j], g.r.span())
 		}
 	}
 	rep.Tables = append(rep.Tables, t)
+}
+
+// sloScope names the SLO a group's rows were judged by: "mixed" when
+// different rows fall under different SLOs, "-" when no row is subject.
+func sloScope(opt *Options, a *acc) string {
+	switch {
+	case a.sloMixed:
+		return "mixed"
+	case a.sloScope != nil:
+		return a.sloScope.String()
+	case len(opt.SLOs.ByClass) == 0:
+		return opt.SLOs.Global.String()
+	}
+	return "-"
 }
 
 // jain is Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one takes all.

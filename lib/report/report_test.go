@@ -473,3 +473,67 @@ func FuzzReportValues(f *testing.F) {
 		}
 	})
 }
+
+// TestSLOMixedScope: with per-class SLOs, a metric's attainment counts only
+// the rows that have a target for it, a metric no row targets is "-", and a
+// group whose rows all fall under one SLO is labelled with it, not "mixed".
+func TestSLOMixedScope(t *testing.T) {
+	rowsOf := func(opt Options) [][]string {
+		rep, err := Build([]string{smallResults}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range rep.Tables {
+			if tb.Name != "slo" {
+				continue
+			}
+			var out [][]string
+			for _, r := range tb.Rows {
+				var s []string
+				for _, c := range r {
+					s = append(s, c.String())
+				}
+				out = append(out, s)
+			}
+			return out
+		}
+		t.Fatal("no slo table")
+		return nil
+	}
+	slos := mustSLOs(t, "interactive:ttft=100ms", "batch:e2e=1s")
+	// Interactive: r1 r3 r5 r7 s1-a s1-c (6), ttft <= 100 ms: r1, s1-a (2).
+	// Batch: r2 r4 r6 s2-a (4; r8 is source_failed), e2e <= 1 s: s2-a (1).
+	cases := []struct {
+		name string
+		opt  Options
+		want [][]string // leading key cells, slo, requests, ttft, tpot, e2e, all
+	}{
+		{"all and per class", Options{SLOs: slos}, [][]string{
+			{"all", "mixed", "10", "33.33", "-", "25.00", "30.00"},
+			{"slo_class=batch", "e2e<=1s", "4", "-", "-", "25.00", "25.00"},
+			{"slo_class=interactive", "ttft<=100ms", "6", "33.33", "-", "-", "33.33"},
+		}},
+		{"by tenant", Options{SLOs: slos, By: "tenant"}, [][]string{
+			{"all", "mixed", "10", "33.33", "-", "25.00", "30.00"},
+			{"a", "ttft<=100ms", "6", "33.33", "-", "-", "33.33"},
+			{"b", "e2e<=1s", "4", "-", "-", "25.00", "25.00"},
+		}},
+		{"global only", Options{SLOs: mustSLOs(t, "ttft=100ms")}, [][]string{
+			{"all", "ttft<=100ms", "10", "30.00", "-", "-", "30.00"},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := rowsOf(c.opt)
+			if len(got) != len(c.want) {
+				t.Fatalf("rows %v, want %v", got, c.want)
+			}
+			for i, w := range c.want {
+				g := got[i][:len(w)]
+				if strings.Join(g, "|") != strings.Join(w, "|") {
+					t.Errorf("row %d: %v, want %v", i, g, w)
+				}
+			}
+		})
+	}
+}

@@ -43,6 +43,12 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return cliutil.Usage("%v", err)
 	}
+	// urfave/cli stops at the first file name, so a later flag would be read as an input.
+	for _, a := range c.Args().Slice() {
+		if len(a) > 1 && strings.HasPrefix(a, "-") {
+			return cliutil.Usage("flag %s after the input files: flags go first (blis-report --html r.html results.arrow)", a)
+		}
+	}
 	by := c.String("by")
 	if by != "" && report.GroupColumns[by] == "" {
 		return cliutil.Usage("--by %q: expected one of %s", by, strings.Join(report.GroupNames, ", "))
@@ -58,16 +64,10 @@ func run(c *cli.Context) error {
 			return err
 		}
 	}
-	out := os.Stdout
 	if p := c.String("o"); p != "" && p != "-" {
-		fh, err := os.Create(p)
-		if err != nil {
-			return err
-		}
-		defer fh.Close()
-		out = fh
+		return rep.WriteFile(p, f) // via a temporary name: a failed write leaves nothing
 	}
-	if err := rep.Write(out, f); err != nil {
+	if err := rep.Write(os.Stdout, f); err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	return nil

@@ -30,6 +30,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--steps", small, small}, 2, "expected a steps table"},
 		{[]string{steps}, 2, "is a steps table, expected a results table"},
 		{[]string{"no-such-file.arrows"}, 2, "no-such-file.arrows"},
+		{[]string{small, "--html", out + ".html"}, 2, "flag --html after the input files: flags go first"},
 	} {
 		var stderr bytes.Buffer
 		code := cliutil.RunArgs(app(), append([]string{"blis-report"}, c.args...), &stderr)

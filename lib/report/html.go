@@ -6,10 +6,10 @@ import (
 	"html"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/blis-sim/blis/lib/trace"
 )
 
 // cdfPoints is how many quantiles a CDF line is drawn from: enough for a
@@ -209,23 +209,27 @@ func seriesLine(name string, s *series, scale float64, end int64) line {
 
 // WriteHTMLFile writes the HTML report to path via a temporary file.
 func (rep *Report) WriteHTMLFile(path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	return writeFile(path, rep.WriteHTML)
+}
+
+// WriteFile writes the text report in format f to path via a temporary file.
+func (rep *Report) WriteFile(path string, f Format) error {
+	return writeFile(path, func(w io.Writer) error { return rep.Write(w, f) })
+}
+
+// writeFile writes through trace.NewTempOutput: a failed run leaves nothing,
+// and the result is an ordinary 0644 file (os.CreateTemp alone makes 0600).
+func writeFile(path string, write func(io.Writer) error) error {
+	f, finish, err := trace.NewTempOutput(path)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriter(f)
-	err = rep.WriteHTML(bw)
+	err = write(bw)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.Rename(f.Name(), path)
+	return finish(err)
 }
 
 const css = `body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1200px}

@@ -537,3 +537,35 @@ func TestSLOMixedScope(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputFiles: the HTML and text reports are ordinary 0644 files written
+// through a temporary name (nothing is left beside them).
+func TestOutputFiles(t *testing.T) {
+	rep, err := Build([]string{smallResults}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		write func(string) error
+	}{
+		{"r.html", rep.WriteHTMLFile},
+		{"r.json", func(p string) error { return rep.WriteFile(p, FormatJSON) }},
+	} {
+		p := filepath.Join(dir, c.name)
+		if err := c.write(p); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o644 || fi.Size() == 0 {
+			t.Errorf("%s: mode %v size %d, want 0644 and content", c.name, fi.Mode().Perm(), fi.Size())
+		}
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 2 {
+		t.Errorf("files left: %v", es)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blis-sim/blis/lib/rng"
+
 	"github.com/blis-sim/blis/lib/latency"
 )
 
@@ -14,11 +16,11 @@ import (
 // exactly (up to rounding), including a coefficient that is truly 0.
 func TestFitStepsRecovers(t *testing.T) {
 	truth := []float64{5000, 12, 0.002, 80, 0}
-	rng := NewRand(7, "steps")
+	g := rng.New(7, "steps")
 	var s []StepSample
 	row := make([]float64, len(truth))
 	for i := 0; i < 400; i++ {
-		b := randomBatch(rng)
+		b := randomBatch(g)
 		TokenFeatures.Eval(&b, row)
 		y := 0.0
 		for j := range truth {
@@ -123,13 +125,13 @@ func TestFitSimDeterministic(t *testing.T) {
 }
 
 func BenchmarkFitSteps10k(b *testing.B) {
-	rng := NewRand(9, "bench")
+	g := rng.New(9, "bench")
 	s := make([]StepSample, 10000)
 	row := make([]float64, 5)
 	for i := range s {
-		s[i].Batch = randomBatch(rng)
+		s[i].Batch = randomBatch(g)
 		TokenFeatures.Eval(&s[i].Batch, row)
-		s[i].US = (5000 + 12*row[1] + 0.002*row[2] + 80*row[3] + 0.01*row[4]) * (1 + 0.05*rng.NormFloat64())
+		s[i].US = (5000 + 12*row[1] + 0.002*row[2] + 80*row[3] + 0.01*row[4]) * (1 + 0.05*g.NormFloat64())
 		if s[i].US <= 0 {
 			s[i].US = 1
 		}

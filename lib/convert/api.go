@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -474,11 +473,9 @@ func ValidateTable(src *trace.Source) (int64, error) {
 			return n, nil
 		}
 		if err != nil {
-			var re *trace.RowError
-			if errors.As(err, &re) {
-				return n, &UsageError{err.Error()}
-			}
-			return n, err
+			// A bad row, a truncated or corrupt stream: the input is bad (exit 2),
+			// as when the same table is re-encoded.
+			return n, &UsageError{err.Error()}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -435,5 +436,16 @@ func TestTruncatedStreamOnError(t *testing.T) {
 	}
 	if n, _, err := Count(Options{Inputs: []string{"-"}}, bytes.NewReader(data)); err == nil {
 		t.Fatalf("partial output read as a complete table of %d rows", n)
+	}
+	// A truncated table is bad input (exit 2), whether counted or re-encoded.
+	for _, opts := range []Options{{Inputs: []string{"-"}}, {Inputs: []string{"-"}, Format: "arrow"}} {
+		_, _, cerr := Count(opts, bytes.NewReader(data))
+		_, rerr := Convert(opts, "-", bytes.NewReader(data), io.Discard)
+		for _, err := range []error{cerr, rerr} {
+			var ue *UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), "end-of-stream marker") {
+				t.Errorf("%+v: %T %v, want a UsageError about the missing end-of-stream marker", opts, err, err)
+			}
+		}
 	}
 }

@@ -23,6 +23,7 @@ type input struct {
 	name string // for messages
 	br   *bufio.Reader
 	c    io.Closer
+	gz   bool // br is the decompressed content
 }
 
 const (
@@ -55,6 +56,7 @@ func openInput(path string, stdin io.Reader) (*input, error) {
 			return nil, &UsageError{fmt.Sprintf("%s: gzip: %v", in.name, err)}
 		}
 		in.br = bufio.NewReaderSize(zr, readBuffer)
+		in.gz = true
 	}
 	return in, nil
 }
@@ -124,11 +126,8 @@ func Convert(opts Options, out string, stdin io.Reader, stdout io.Writer) (*Stat
 			return &Stats{}, err
 		}
 		if isArrowBytes(in.head()) {
-			if in.path != "-" {
-				in.close()
-				return reencode(&opts, out, stdin, stdout)
-			}
-			return reencodeReader(&opts, out, in.br, stdout)
+			defer in.close()
+			return reencodeInput(&opts, in, out, stdout)
 		}
 		in.close()
 		if in.path == "-" {
@@ -214,19 +213,95 @@ func reencode(opts *Options, out string, stdin io.Reader, stdout io.Writer) (*St
 	if len(opts.Inputs) != 1 {
 		return &Stats{}, usageErr("--format arrow takes one input")
 	}
-	src, err := trace.Open(opts.Inputs[0], stdin)
+	in, err := openInput(opts.Inputs[0], stdin)
 	if err != nil {
-		return &Stats{}, &UsageError{err.Error()}
+		return &Stats{}, err
 	}
+	defer in.close()
+	return reencodeInput(opts, in, out, stdout)
+}
+
+func reencodeInput(opts *Options, in *input, out string, stdout io.Writer) (*Stats, error) {
+	src, cleanup, err := openTable(in)
+	if err != nil {
+		return &Stats{}, err
+	}
+	defer cleanup()
 	return reencodeSource(opts, src, out, stdout)
 }
 
-func reencodeReader(opts *Options, out string, stdin io.Reader, stdout io.Writer) (*Stats, error) {
-	src, err := trace.Open("-", stdin)
-	if err != nil {
-		return &Stats{}, &UsageError{err.Error()}
+// tableExt is the extension lib/trace opens a table's layout by: ".arrow"
+// for an IPC file, ".parquet" for Parquet, "" for an IPC stream.
+func tableExt(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte("ARROW1")):
+		return ".arrow"
+	case bytes.HasPrefix(head, []byte("PAR1")):
+		return ".parquet"
 	}
-	return reencodeSource(opts, src, out, stdout)
+	return ""
+}
+
+// openTable opens the Arrow/Parquet requests table of an opened input (gzip
+// undone, first bytes peeked). A stream is read straight from the input. IPC
+// files and Parquet need random access and are opened by extension, so stdin
+// or a gzipped file is spooled to a temporary file, and a file saved under
+// another extension is reached through a symlink that has the right one.
+func openTable(in *input) (*trace.Source, func(), error) {
+	noop := func() {}
+	ext := tableExt(in.head())
+	named := func(src *trace.Source, err error) (*trace.Source, func(), error) {
+		if err != nil {
+			msg := err.Error()
+			if i := strings.Index(msg, ": "); i >= 0 {
+				msg = in.name + msg[i:] // name the input, not a temporary file
+			}
+			return nil, noop, &UsageError{msg}
+		}
+		src.Path = in.name
+		return src, noop, nil
+	}
+	if ext == "" {
+		return named(trace.Open("-", in.br))
+	}
+	own := strings.ToLower(filepath.Ext(in.path))
+	if !in.gz && in.path != "-" && (own == ext || ext == ".arrow" && own == ".feather") {
+		return named(trace.Open(in.path, nil))
+	}
+	dir, err := os.MkdirTemp("", "blis-convert-")
+	if err != nil {
+		return nil, noop, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	tmp := filepath.Join(dir, "table"+ext)
+	if in.gz || in.path == "-" {
+		f, err := os.Create(tmp)
+		if err == nil {
+			_, err = io.Copy(f, in.br)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			cleanup()
+			return nil, noop, fmt.Errorf("%s: spooling the %s table to a temporary file: %w", in.name, ext[1:], err)
+		}
+	} else {
+		abs, err := filepath.Abs(in.path)
+		if err == nil {
+			err = os.Symlink(abs, tmp)
+		}
+		if err != nil {
+			cleanup()
+			return nil, noop, err
+		}
+	}
+	src, _, err := named(trace.Open(tmp, nil))
+	if err != nil {
+		cleanup()
+		return nil, noop, err
+	}
+	return src, cleanup, nil
 }
 
 func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writer) (*Stats, error) {
@@ -345,14 +420,23 @@ func Count(opts Options, stdin io.Reader) (int64, *Stats, error) {
 	if opts.Tool == "" {
 		opts.Tool = "blis-convert"
 	}
-	if len(opts.Inputs) == 1 && (opts.Format == "arrow" || opts.Format == "" && isArrowPath(opts.Inputs[0])) {
-		src, err := trace.Open(opts.Inputs[0], stdin)
+	count := func(in *input) (int64, *Stats, error) {
+		defer in.close()
+		src, cleanup, err := openTable(in)
 		if err != nil {
-			return 0, &Stats{}, &UsageError{err.Error()}
+			return 0, &Stats{}, err
 		}
+		defer cleanup()
 		defer src.Close()
 		n, err := ValidateTable(src)
 		return n, &Stats{Written: n}, err
+	}
+	if len(opts.Inputs) == 1 && (opts.Format == "arrow" || opts.Format == "" && isArrowPath(opts.Inputs[0])) {
+		in, err := openInput(opts.Inputs[0], stdin)
+		if err != nil {
+			return 0, &Stats{}, err
+		}
+		return count(in)
 	}
 	if len(opts.Inputs) == 1 && opts.Format == "" {
 		in, err := openInput(opts.Inputs[0], stdin)
@@ -360,13 +444,7 @@ func Count(opts Options, stdin io.Reader) (int64, *Stats, error) {
 			return 0, &Stats{}, err
 		}
 		if isArrowBytes(in.head()) {
-			src, err := trace.Open("-", in.br)
-			if err != nil {
-				return 0, &Stats{}, &UsageError{err.Error()}
-			}
-			defer src.Close()
-			n, err := ValidateTable(src)
-			return n, &Stats{Written: n}, err
+			return count(in)
 		}
 		in.close()
 		if opts.Inputs[0] == "-" {

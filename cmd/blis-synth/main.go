@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -107,6 +108,10 @@ func run(c *cli.Context) error {
 		return nil
 	}
 	st, err := synth.Write(spec, c.String("output"), c.App.Writer, synth.Meta(spec, os.Args[1:], inputs))
+	var le *synth.LimitError
+	if errors.As(err, &le) {
+		return cliutil.BadInput(err)
+	}
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,11 @@ func TestCLI(t *testing.T) {
 	out := filepath.Join(dir, "react.arrow")
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("version: 1\nhorizon: 1s\naggregate_rate: 1\nclients:\n  - {name: a, input: 10}\n"), 0o644)
+	// Valid, but its unbounded lengths break the prompt limit while generating.
+	huge := filepath.Join(dir, "huge.yaml")
+	os.WriteFile(huge, []byte("version: 1\nhorizon: 10s\naggregate_rate: 5\nclients:\n  - {name: a, input: {dist: lognormal, mu: 1000, sigma: 1}, output: 3}\n"), 0o644)
+	kept := filepath.Join(dir, "kept.arrow")
+	os.WriteFile(kept, []byte("an earlier output"), 0o644)
 	for _, tc := range []struct {
 		args   []string
 		code   int
@@ -40,11 +45,18 @@ func TestCLI(t *testing.T) {
 		{[]string{bad, "-o", out}, 2, "", "flag -o after the spec file"},
 		{[]string{"--example", "react", "--check"}, 0, "", "spec is valid"},
 		{[]string{"--example", "closed-loop", "--num-requests", "0"}, 2, "", "--num-requests"},
+		{[]string{"-o", kept, huge}, 2, "", huge + `:5: client "a": request a-0: its prompt grew to`},
 	} {
 		code, stdout, stderr := runCLI(t, tc.args...)
 		if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
 			t.Errorf("%v: exit %d, stdout %.80q, stderr %q", tc.args, code, stdout, stderr)
 		}
+	}
+	if b, err := os.ReadFile(kept); err != nil || string(b) != "an earlier output" {
+		t.Errorf("a failed run replaced or removed the existing output: %q, %v", b, err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 4 {
+		t.Errorf("files left behind: %v", es)
 	}
 	src, err := trace.Open(out, nil)
 	if err != nil {

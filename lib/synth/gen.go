@@ -2,7 +2,6 @@ package synth
 
 import (
 	"container/heap"
-	"fmt"
 	"math"
 	"strconv"
 
@@ -477,6 +476,13 @@ func isEntry(pl *plan, si int) bool {
 	return false
 }
 
+// LimitError is a spec that passed validation but whose samples broke a hard
+// limit while generating: bad input, like a validation error.
+type LimitError struct{ Err error }
+
+func (e *LimitError) Error() string { return e.Err.Error() }
+func (e *LimitError) Unwrap() error { return e.Err }
+
 // MaxPromptTokens bounds a synthesised prompt (accumulated context included).
 const MaxPromptTokens = 1 << 24
 
@@ -489,7 +495,8 @@ func (g *Generator) row(cg *clientGen, id string, arrival int64, deps []string, 
 		in += int64(sg.n)
 	}
 	if in > MaxPromptTokens {
-		return fmt.Errorf("client %q: request %s: its prompt grew to %d tokens, above the limit of %d (fewer turns or iterations, or bounded lengths with max:, keep prompts realistic)", c.Name, id, in, MaxPromptTokens)
+		return &LimitError{g.s.errAt(path{"clients", cg.idx},
+			"client %q: request %s: its prompt grew to %d tokens, above the limit of %d (fewer turns or iterations, or bounded lengths with max:, keep prompts realistic)", c.Name, id, in, MaxPromptTokens)}
 	}
 	hashes := g.hs.hash(g.segs)
 	*r = trace.Request{

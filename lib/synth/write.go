@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,7 +79,16 @@ func Meta(s *Spec, args []string, inputs []trace.Input) trace.Meta {
 // Write synthesises s into a requests table at out ("-" for stdout).
 func Write(s *Spec, out string, stdout io.Writer, md trace.Meta) (Stats, error) {
 	schema := trace.RequestsSchema(md)
-	sink, err := trace.Create(out, stdout, schema)
+	// A file is built under a private name and renamed when complete, so a
+	// failed run neither leaves a partial table nor removes an earlier one.
+	path, tmp := out, ""
+	if out != "" && out != "-" {
+		dir, base := filepath.Split(out)
+		ext := filepath.Ext(base)
+		tmp = filepath.Join(dir, fmt.Sprintf(".%s.partial-%d%s", strings.TrimSuffix(base, ext), os.Getpid(), ext))
+		path = tmp
+	}
+	sink, err := trace.Create(path, stdout, schema)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -86,14 +96,26 @@ func Write(s *Spec, out string, stdout io.Writer, md trace.Meta) (Stats, error) 
 	st, err := pipeline(s, w)
 	if err != nil {
 		// On stdout, leave the stream without its end marker so the next
-		// stage reports it as truncated; a file is not left behind.
-		if out != "" && out != "-" {
+		// stage reports it as truncated.
+		if tmp != "" {
 			w.Close()
-			os.Remove(out)
+			os.Remove(tmp)
 		}
 		return st, err
 	}
-	return st, w.Close()
+	if err := w.Close(); err != nil {
+		if tmp != "" {
+			os.Remove(tmp)
+		}
+		return st, err
+	}
+	if tmp != "" {
+		if err := os.Rename(tmp, out); err != nil {
+			os.Remove(tmp)
+			return st, err
+		}
+	}
+	return st, nil
 }
 
 // Summary is a one-line account of a run for stderr.

@@ -202,6 +202,9 @@ func TestBadRows(t *testing.T) {
 		{"duplicate id", "splitwise", "request_id,arrival_timestamp,prompt_size,token_size\n7,1,10,1\n7,2,10,1\n", ":3: request_id: expected a unique id, found \"in.txt:7\" again (first at row 2)"},
 		{"empty id", "splitwise", "request_id,arrival_timestamp,prompt_size,token_size\n,1,10,1\n", ":2: request_id: expected a request id, found \"\""},
 		{"time span overflows", "vidur", "arrived_at,num_prefill_tokens,num_decode_tokens\n-9000000000000,1,1\n9000000000000,2,2\n", ":3: arrival_us: expected a time less than 2^63 µs after the first request, found 18000000000000000000 µs after it"},
+		{"weka truncated", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,`, ": document: expected a complete JSON document, found unexpected EOF"},
+		{"weka syntax", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,}]}`, ": document: expected a complete JSON document, found invalid character '}' looking for beginning of object key string at byte 46"},
+		{"weka type", "weka", `{"id":"c","block_size":64,"requests":[{"t":"0","type":"n","in":4,"out":1}]}`, ": requests.t: expected a JSON number, found a JSON string"},
 		{"weka tokens", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,"type":"n","in":-4,"out":1}]}`, ": requests[0].in: expected a token count, found \"-4\""},
 	}
 	for _, c := range cases {

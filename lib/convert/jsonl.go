@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strconv"
@@ -44,21 +46,37 @@ func (j *jsonlBase) decode(v any) error {
 	}
 }
 
-// jsonBad turns a json error into file:line: field: expected, found.
+// jsonBad turns a json error into file:line: field: expected, found. Line 0
+// is a whole JSON document (no lines): the byte offset locates the problem.
 func jsonBad(path string, line int64, text []byte, err error) *BadRowError {
+	doc := line == 0
+	whole, expected := "line", "one JSON object per line"
+	if doc {
+		whole, expected = "document", "a complete JSON document"
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		col := te.Field
 		if col == "" {
-			col = "line"
+			col = whole
 		}
-		return &BadRowError{Path: path, Line: line, Column: col, Expected: "a JSON " + jsonKind(te.Type.Kind().String()), Found: "a JSON " + te.Value}
+		found := "a JSON " + te.Value
+		if doc && te.Offset > 0 { // custom unmarshalers (num) report no offset
+			found += fmt.Sprintf(" at byte %d", te.Offset)
+		}
+		return &BadRowError{Path: path, Line: line, Column: col, Expected: "a JSON " + jsonKind(te.Type.Kind().String()), Found: found}
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return &BadRowError{Path: path, Line: line, Column: "line", Expected: "one JSON object per line", Found: se.Error() + " in " + quoteFound(text)}
+		if doc {
+			return &BadRowError{Path: path, Column: whole, Expected: expected, Found: fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)}
+		}
+		return &BadRowError{Path: path, Line: line, Column: whole, Expected: expected, Found: se.Error() + " in " + quoteFound(text)}
 	}
-	return &BadRowError{Path: path, Line: line, Column: "line", Expected: "one JSON object per line", Found: err.Error()}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &BadRowError{Path: path, Line: line, Column: whole, Expected: expected, Found: "unexpected EOF (truncated)"}
+	}
+	return &BadRowError{Path: path, Line: line, Column: whole, Expected: expected, Found: err.Error()}
 }
 
 func jsonKind(k string) string {

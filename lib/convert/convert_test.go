@@ -174,6 +174,27 @@ func TestDetect(t *testing.T) {
 	}
 }
 
+// TestDetectUnreadable: compressed (other than gzip) and binary inputs get
+// a short message saying what they are, not a dump of their bytes.
+func TestDetectUnreadable(t *testing.T) {
+	long := "TIMESTAMP," + strings.Repeat("x", 500) + "\n1,2\n"
+	for _, c := range []struct {
+		name, head, want string
+	}{
+		{"zstd", "\x28\xb5\x2f\xfdrest", "t: zstd-compressed input: decompress it first (only gzip is read directly)"},
+		{"bzip2", "BZh91AY&SY", "t: bzip2-compressed input"},
+		{"xz", "\xfd7zXZ\x00\x00", "t: xz-compressed input"},
+		{"zip", "PK\x03\x04rest", "t: zip-compressed input"},
+		{"binary", "\x0e`\x05(\xc8\xaa$Q\x9e\x98\x00\x01,\x02\n", "t: unrecognised input: binary data, neither a CSV header nor JSON"},
+		{"long header", long, "t: unrecognised CSV header \"TIMESTAMP,xxx"},
+	} {
+		_, err := Detect("t", []byte(c.head), &Options{})
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || len(err.Error()) > 400 {
+			t.Errorf("%s: %v; want a short error starting %q", c.name, err, c.want)
+		}
+	}
+}
+
 func writeTemp(t *testing.T, name, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)

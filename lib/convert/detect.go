@@ -3,8 +3,10 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Detect names the format of an input from its first bytes (the header line
@@ -25,10 +27,35 @@ func Detect(name string, head []byte, o *Options) (string, error) {
 	if isArrowBytes(trimmed) {
 		return "arrow", nil
 	}
+	if what := compression(head); what != "" {
+		return "", usageErr("%s: %s-compressed input: decompress it first (only gzip is read directly)", name, what)
+	}
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		return detectJSON(name, trimmed)
 	}
 	return detectCSV(name, head)
+}
+
+// compression names a compressed format by its magic bytes (gzip is
+// undone before detection).
+func compression(b []byte) string {
+	for _, m := range []struct{ magic, name string }{
+		{"\x28\xb5\x2f\xfd", "zstd"}, {"BZh", "bzip2"}, {"\xfd7zXZ\x00", "xz"}, {"PK\x03\x04", "zip"},
+		{"\x04\x22\x4d\x18", "lz4"}, {"7z\xbc\xaf\x27\x1c", "7z"},
+	} {
+		if bytes.HasPrefix(b, []byte(m.magic)) {
+			return m.name
+		}
+	}
+	return ""
+}
+
+// shorten quotes a header line for a message, cut at n bytes.
+func shorten(b []byte, n int) string {
+	if len(b) > n {
+		return fmt.Sprintf("%q…", b[:n])
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 func keySet(keys []string) map[string]bool {
@@ -148,6 +175,9 @@ func detectCSV(name string, head []byte) (string, error) {
 		line = head[:i]
 	}
 	line = bytes.TrimRight(line, "\r")
+	if !utf8.Valid(line) || bytes.IndexByte(line, 0) >= 0 {
+		return "", usageErr("%s: unrecognised input: binary data, neither a CSV header nor JSON (starts %s)", name, shorten(line, 16))
+	}
 	fields, err := splitCSV(nil, line)
 	if err != nil {
 		return "", usageErr("%s: unrecognised input: the first line is neither JSON nor a CSV header", name)
@@ -173,7 +203,7 @@ func detectCSV(name string, head []byte) (string, error) {
 	case cols["arrival_time"] || cols["running"] && cols["waiting"]:
 		return "", &NotTraceError{Path: name, What: "an engine time series", Why: "it samples queue lengths over time rather than listing requests"}
 	}
-	return "", usageErr("%s: unrecognised CSV header %q; give --format, or map columns with --format csv --time-col C --input-col C --output-col C --time-unit s|ms|us|ns|iso", name, string(line))
+	return "", usageErr("%s: unrecognised CSV header %s; give --format, or map columns with --format csv --time-col C --input-col C --output-col C --time-unit s|ms|us|ns|iso", name, shorten(line, 200))
 }
 
 // isServeGenWindow recognises ServeGen's headerless

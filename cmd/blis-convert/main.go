@@ -137,6 +137,9 @@ func action(c *cli.Context) error {
 	}
 	if st != nil {
 		st.Report(c.App.Name, c.App.ErrWriter)
+		if err == nil && st.Written == 0 && st.Read > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "%s: note: no rows kept: all %d requests read were removed by --start/--end/--sample/--filter-model\n", c.App.Name, st.Read)
+		}
 		if st.Reordered {
 			fmt.Fprintf(c.App.ErrWriter, "%s: note: the trace was not in arrival order; it was buffered and sorted in memory\n", c.App.Name)
 		} else if st.Regrouped {

@@ -156,6 +156,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{bad, "-o", filepath.Join(dir, "o.arrow")}, 2, bad + ":3: ContextTokens: expected a token count (integer >= 0), found \"x\"", false},
 		{[]string{"--skip-bad", "--count", bad}, 0, "skipped 1 bad row(s)", true},
 		{[]string{"--format", "nope", bad}, 2, "unknown format", false},
+		{[]string{"--count", "--filter-model", "gpt-5", azure}, 0, "note: no rows kept: all 2000 requests read were removed by --start/--end/--sample/--filter-model", false},
 		{[]string{"--speedup", "0", bad}, 2, "--speedup: expected a positive factor, found 0", false},
 		{[]string{"--speedup", "NaN", bad}, 2, "--speedup: expected a positive factor, found NaN", false},
 		{[]string{"--sample", "0", bad}, 2, "--sample: expected a probability in (0, 1], found 0", false},

@@ -67,6 +67,9 @@ func Build(paths []string, opt Options) (*Report, error) {
 			stdinUsed++
 		}
 	}
+	if opt.Steps == "-" {
+		stdinUsed++
+	}
 	if stdinUsed > 1 {
 		return nil, fmt.Errorf("stdin (-) can be read only once, found it %d times among the inputs", stdinUsed)
 	}

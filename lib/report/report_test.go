@@ -350,6 +350,8 @@ func TestBadInput(t *testing.T) {
 		{"bad status", writeRaw(t, trace.TableResults, map[string][]string{trace.ColRequestID: {"a", "b"}, trace.ColStatus: {"completed", "finished"}}, all, 2), Options{},
 			`row 2 (request b): column status: expected one of`},
 		{"steps table is results", smallResults, Options{Steps: smallResults}, "is a results table, expected a steps table"},
+		{"stdin twice", "-", Options{Steps: "-"}, "stdin (-) can be read only once, found it 2 times among the inputs"},
+		{"stdin twice with compare", "-", Options{Compare: "-"}, "stdin (-) can be read only once, found it 2 times among the inputs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

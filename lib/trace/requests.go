@@ -379,9 +379,15 @@ func ReadAllRequests(src *Source) ([]Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	var all, buf []Request
+	return readAll(rr.Next)
+}
+
+// readAll drains a typed batch reader.
+func readAll[T any](next func([]T) ([]T, error)) ([]T, error) {
+	var all, buf []T
 	for {
-		buf, err = rr.Next(buf)
+		var err error
+		buf, err = next(buf)
 		all = append(all, buf...)
 		if err == io.EOF {
 			return all, nil

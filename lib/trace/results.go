@@ -2,7 +2,6 @@ package trace
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -186,17 +185,7 @@ func ReadAllResults(src *Source) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var all, buf []Result
-	for {
-		buf, err = rr.Next(buf)
-		all = append(all, buf...)
-		if err == io.EOF {
-			return all, nil
-		}
-		if err != nil {
-			return all, err
-		}
-	}
+	return readAll(rr.Next)
 }
 
 // Step is one row of the steps table: one engine iteration on one instance.

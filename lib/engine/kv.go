@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/blis-sim/blis/lib/rng"
+)
 
 // kvCache is one replica's paged KV cache with prefix caching, after vLLM
 // v1's block pool: blocks whose reference count drops to zero go to the tail
@@ -295,15 +299,6 @@ func (c *kvCache) check() error {
 	return nil
 }
 
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
 // engineKeys derives one cache key per full engine block of the prompt from
 // prefix_hashes given at another block size (prefix tokens per hash). Engine
 // block j (tokens [jB, (j+1)B)) is keyed by the hash of the source block that
@@ -324,7 +319,7 @@ func engineKeys(dst []uint64, hashes []uint64, inputTokens int32, prefix, block 
 		end := (j + 1) * int64(block)
 		i := (end - 1) / int64(prefix)
 		k := end - i*int64(prefix)
-		dst = append(dst, mix64(hashes[i]^uint64(k)*0x9E3779B97F4A7C15))
+		dst = append(dst, rng.Mix64(hashes[i]^uint64(k)*0x9E3779B97F4A7C15))
 	}
 	return dst
 }

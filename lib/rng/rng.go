@@ -23,3 +23,14 @@ func PCG(seed uint64, name string) *rand.PCG {
 
 // New returns stream name under the master seed.
 func New(seed uint64, name string) *rand.Rand { return rand.New(PCG(seed, name)) }
+
+// Mix64 is SplitMix64's finaliser: a fast bijective scramble of 64 bits,
+// used to derive hash keys (prefix blocks, cache slots) deterministically.
+func Mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

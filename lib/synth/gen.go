@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 
+	blisrng "github.com/blis-sim/blis/lib/rng"
+
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -80,7 +82,7 @@ type Generator struct {
 // newSeg returns a fresh prompt segment of n tokens, unique to its session.
 func (g *Generator) newSeg(n int32) seg {
 	g.nseg++
-	return seg{id: mix(g.segBase + 0x9e3779b97f4a7c15*g.nseg), n: n}
+	return seg{id: blisrng.Mix64(g.segBase + 0x9e3779b97f4a7c15*g.nseg), n: n}
 }
 
 // Generate writes every row of the spec to emit and returns what it wrote.
@@ -261,10 +263,10 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 		pg := &g.s.PrefixGroups[j]
 		sys = seg{id: hashString("group/" + pg.Name), n: int32(pg.Length)}
 		if cg.reuse < 1 && cg.pfx.r.Float64() >= cg.reuse {
-			sys.id = mix(cg.nameHash ^ mix(uint64(seq)) ^ 0x5157)
+			sys.id = blisrng.Mix64(cg.nameHash ^ blisrng.Mix64(uint64(seq)) ^ 0x5157)
 		}
 	}
-	g.segBase, g.nseg = cg.nameHash+mix(uint64(seq)), 0
+	g.segBase, g.nseg = cg.nameHash+blisrng.Mix64(uint64(seq)), 0
 	g.term = g.term[:0]
 	switch {
 	case c.Agentic != nil:
@@ -556,11 +558,11 @@ func (hs *hasher) hash(segs []seg) []uint64 {
 		sg := segs[si]
 		for n := int(sg.n); off < n; {
 			take := min(bs-filled, n-off)
-			c = mix(c ^ sg.id ^ (uint64(off)<<32|uint64(take))*0x9e3779b97f4a7c15)
+			c = blisrng.Mix64(c ^ sg.id ^ (uint64(off)<<32|uint64(take))*0x9e3779b97f4a7c15)
 			filled += take
 			off += take
 			if filled == bs {
-				h = mix(h*0x9e3779b97f4a7c15 ^ c)
+				h = blisrng.Mix64(h*0x9e3779b97f4a7c15 ^ c)
 				out = append(out, h)
 				c, filled = hashSeed, 0
 			}
@@ -568,22 +570,12 @@ func (hs *hasher) hash(segs []seg) []uint64 {
 		off = 0
 	}
 	if filled > 0 {
-		h = mix(h*0x9e3779b97f4a7c15 ^ c)
+		h = blisrng.Mix64(h*0x9e3779b97f4a7c15 ^ c)
 		out = append(out, h)
 	}
 	hs.segs = append(hs.segs[:0], segs...)
 	hs.hashes = out
 	return out
-}
-
-// mix is the SplitMix64 finaliser.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }
 
 // hashString is FNV-1a, mixed: stable across processes (unlike maphash).
@@ -593,7 +585,7 @@ func hashString(s string) uint64 {
 		h ^= uint64(s[i])
 		h *= 1099511628211
 	}
-	return mix(h)
+	return blisrng.Mix64(h)
 }
 
 type int64Heap []int64

@@ -226,6 +226,10 @@ func TestBadRows(t *testing.T) {
 		{"weka truncated", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,`, ": document: expected a complete JSON document, found unexpected EOF"},
 		{"weka syntax", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,}]}`, ": document: expected a complete JSON document, found invalid character '}' looking for beginning of object key string at byte 46"},
 		{"weka type", "weka", `{"id":"c","block_size":64,"requests":[{"t":"0","type":"n","in":4,"out":1}]}`, ": requests.t: expected a JSON number, found a JSON string"},
+		{"weka without requests", "weka", `{"timestamp": 0, "input_length": 5, "output_length": 1}` + "\n", ": requests: expected an array of calls, found nothing"},
+		{"weka trailing data", "weka", `{"id":"c","requests":[]}` + "\n" + `{"b":2}` + "\n", ": document: expected one JSON document, found more data after it at byte 26"},
+		{"otel without spans", "otel", `{"a":1}`, ": spans: expected an array of spans, found nothing"},
+		{"vllm-bench without input_lens", "vllm-bench", `{"timestamp": 0, "input_length": 5, "output_length": 1}`, ": input_lens: expected an array of prompt lengths, found nothing"},
 		{"weka tokens", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,"type":"n","in":-4,"out":1}]}`, ": requests[0].in: expected a token count, found \"-4\""},
 	}
 	for _, c := range cases {

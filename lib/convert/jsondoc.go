@@ -10,6 +10,21 @@ import (
 	"github.com/blis-sim/blis/lib/trace"
 )
 
+// decodeDoc decodes a whole JSON document into v. Anything after it but
+// white space is an error: it is not one document (e.g. JSON lines read
+// with a document --format).
+func decodeDoc(in *input, v any) error {
+	dec := json.NewDecoder(in.br)
+	if err := dec.Decode(v); err != nil {
+		return jsonBad(in.name, 0, nil, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &BadRowError{Path: in.name, Column: "document", Expected: "one JSON document",
+			Found: fmt.Sprintf("more data after it at byte %d", dec.InputOffset())}
+	}
+	return nil
+}
+
 // rowList serves rows built in memory from a whole JSON document.
 type rowList struct {
 	in   *input
@@ -47,8 +62,11 @@ type vllmBench struct {
 
 func newVLLMBench(in *input, _ *Options) (parser, error) {
 	var b vllmBench
-	if err := json.NewDecoder(in.br).Decode(&b); err != nil {
-		return nil, jsonBad(in.name, 0, nil, err)
+	if err := decodeDoc(in, &b); err != nil {
+		return nil, err
+	}
+	if b.InputLens == nil {
+		return nil, &BadRowError{Path: in.name, Column: "input_lens", Expected: "an array of prompt lengths", Found: "nothing"}
 	}
 	if len(b.RawITLs) > 0 && string(b.RawITLs) != "null" {
 		if err := json.Unmarshal(b.RawITLs, &b.ITLs); err != nil {
@@ -161,8 +179,11 @@ type otelSpan struct {
 
 func newOTel(in *input, o *Options) (parser, error) {
 	var d otelDoc
-	if err := json.NewDecoder(in.br).Decode(&d); err != nil {
-		return nil, jsonBad(in.name, 0, nil, err)
+	if err := decodeDoc(in, &d); err != nil {
+		return nil, err
+	}
+	if d.Spans == nil {
+		return nil, &BadRowError{Path: in.name, Column: "spans", Expected: "an array of spans", Found: "nothing"}
 	}
 	l := &rowList{in: in, fm: formatMeta{name: "otel", epoch: true, ownIDs: true}}
 	withoutUsage := 0

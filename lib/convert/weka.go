@@ -2,7 +2,6 @@ package convert
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -54,10 +53,11 @@ type wekaParser struct {
 
 func newWeka(in *input, o *Options) (parser, error) {
 	var f wekaFile
-	dec := json.NewDecoder(in.br)
-	if err := dec.Decode(&f); err != nil {
-		b := jsonBad(in.name, 0, nil, err)
-		return nil, b
+	if err := decodeDoc(in, &f); err != nil {
+		return nil, err
+	}
+	if f.Requests == nil {
+		return nil, &BadRowError{Path: in.name, Column: "requests", Expected: "an array of calls", Found: "nothing"}
 	}
 	p := &wekaParser{in: in, conv: f.ID, fm: formatMeta{name: "weka", blockSize: 64, ownIDs: true}}
 	if p.conv == "" {

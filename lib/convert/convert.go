@@ -223,6 +223,9 @@ func (p *pipeline) parseBound(flag, v string, def int64) (int64, error) {
 		return def, nil
 	}
 	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return 0, usageErr("--%s: expected a duration from the first request >= 0, found %q", flag, v)
+		}
 		return d.Microseconds(), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
@@ -258,6 +261,9 @@ func (p *pipeline) emit(r *Row) error {
 		}
 		if p.end, err = p.parseBound("end", p.endS, math.MaxInt64); err != nil {
 			return err
+		}
+		if p.start >= p.end {
+			return usageErr("--start %s --end %s: the window is empty (start must come before end)", p.startS, p.endS)
 		}
 	}
 	rel := r.T - p.t0

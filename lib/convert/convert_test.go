@@ -312,6 +312,10 @@ func TestOptionErrors(t *testing.T) {
 		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Sample: math.NaN()},
 		// Arrival times divided by a tiny factor overflow int64 µs.
 		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Speedup: 1e-300},
+		// An empty window is a mistake, not an empty table.
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Start: "30m", End: "10m"},
+		{Inputs: []string{"testdata/azure2023_code.head12.csv"}, Start: "2023-11-16T18:17:05Z", End: "1s"},
+		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Start: "-5m"},
 	} {
 		_, _, err := convertFiles(t, o)
 		var ue *UsageError

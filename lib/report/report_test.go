@@ -571,3 +571,30 @@ func TestOutputFiles(t *testing.T) {
 		t.Errorf("files left: %v", es)
 	}
 }
+
+// TestMarkdownCellEscaping: a group name with a pipe or a line break must
+// stay one cell of its Markdown row (and one line of the text table).
+func TestMarkdownCellEscaping(t *testing.T) {
+	all := append([]string(nil), summaryColumns[1:]...)
+	p := writeRaw(t, trace.TableResults, map[string][]string{
+		trace.ColRequestID: {"a", "b"}, trace.ColStatus: {"completed", "completed"}, trace.ColTenantID: {"x|y", "two\nlines"},
+	}, all, 2)
+	rep, err := Build([]string{p}, Options{By: "tenant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []Format{FormatMarkdown, FormatTable} {
+		var b bytes.Buffer
+		if err := rep.Write(&b, f); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.Contains(l, "lines") && !strings.Contains(l, "two") {
+				t.Errorf("%s: a line break split the cell: %q", f, l)
+			}
+			if f == FormatMarkdown && strings.HasPrefix(l, "| x") && !strings.HasPrefix(l, `| x\|y `) {
+				t.Errorf("markdown: pipe not escaped: %q", l)
+			}
+		}
+	}
+}

@@ -167,6 +167,12 @@ func (r *Report) writeText(w io.Writer, md bool) error {
 	return nil
 }
 
+// A cell is one line; in Markdown a pipe would also end it.
+var (
+	textCell = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
+	mdCell   = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", `\|`)
+)
+
 func renderTable(w io.Writer, t *Table, md bool) error {
 	align := make(tw.Alignment, len(t.Columns))
 	for j := range align {
@@ -191,10 +197,14 @@ func renderTable(w io.Writer, t *Table, md bool) error {
 		hdr[i] = c
 	}
 	tbl.Header(hdr...)
+	esc := textCell
+	if md {
+		esc = mdCell
+	}
 	for _, row := range t.Rows {
 		s := make([]string, len(row))
 		for j, c := range row {
-			s[j] = c.String()
+			s[j] = esc.Replace(c.String())
 		}
 		if err := tbl.Append(s); err != nil {
 			return err

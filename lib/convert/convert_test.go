@@ -230,6 +230,7 @@ func TestBadRows(t *testing.T) {
 		{"weka trailing data", "weka", `{"id":"c","requests":[]}` + "\n" + `{"b":2}` + "\n", ": document: expected one JSON document, found more data after it at byte 26"},
 		{"otel without spans", "otel", `{"a":1}`, ": spans: expected an array of spans, found nothing"},
 		{"vllm-bench without input_lens", "vllm-bench", `{"timestamp": 0, "input_length": 5, "output_length": 1}`, ": input_lens: expected an array of prompt lengths, found nothing"},
+		{"multi-line field", "burstgpt", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,\"Chat\nGPT\",472,18,490,x\n", ":2: row: expected a CSV line, found an unterminated quoted field (a field may not span lines)"},
 		{"weka tokens", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,"type":"n","in":-4,"out":1}]}`, ": requests[0].in: expected a token count, found \"-4\""},
 	}
 	for _, c := range cases {

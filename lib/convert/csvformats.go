@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"io"
 	"strconv"
 	"strings"
@@ -82,7 +83,11 @@ func (c *csvBase) row() ([][]byte, error) {
 		}
 		c.fields, err = splitCSV(c.fields, line)
 		if err != nil {
-			return nil, &BadRowError{Path: c.in.name, Line: c.lr.line, Column: "row", Expected: "a CSV line", Found: err.Error()}
+			found := err.Error()
+			if bytes.Count(line, []byte{'"'})%2 == 1 {
+				found = "an unterminated quoted field (a field may not span lines)"
+			}
+			return nil, &BadRowError{Path: c.in.name, Line: c.lr.line, Column: "row", Expected: "a CSV line", Found: found}
 		}
 		if len(c.fields) != len(c.header) {
 			return nil, &BadRowError{Path: c.in.name, Line: c.lr.line, Column: "row",

@@ -21,6 +21,9 @@ func app() *cli.App {
 		Name:      "blis-report",
 		Usage:     "summarise blis-sim results: latency, throughput, SLOs, sessions, sim vs real",
 		UsageText: "blis-report [flags] [results.arrow ...]   (stdin when no file is given)",
+		// --slo values contain commas ("interactive:ttft=200ms,tpot=50ms"): splitting
+		// them would make the second target global.
+		DisableSliceFlagSeparator: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, markdown, csv or json"},
 			&cli.StringFlag{Name: "by", Usage: "also group by " + strings.Join(report.GroupNames, "|")},

@@ -89,3 +89,25 @@ func TestParquetInput(t *testing.T) {
 		t.Errorf("parquet report differs from arrow report:\n%s\n---\n%s", outs[0], outs[1])
 	}
 }
+
+// TestSLOFlagKeepsCommas: "CLASS:ttft=…,tpot=…" is one SLO of that class;
+// urfave/cli must not split the flag value at its commas (which made the
+// tpot target global).
+func TestSLOFlagKeepsCommas(t *testing.T) {
+	small := filepath.Join("..", "..", "lib", "report", "testdata", "small.results.arrows")
+	out := filepath.Join(t.TempDir(), "slo.csv")
+	var stderr bytes.Buffer
+	args := []string{"blis-report", "--format", "csv", "-o", out, "--slo", "interactive:ttft=100ms,tpot=40ms", "--slo", "batch:e2e=1s", small}
+	if code := cliutil.RunArgs(app(), args, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, _ := os.ReadFile(out)
+	for _, want := range []string{
+		`slo,"slo_class=interactive/ttft<=100ms,tpot<=40ms",requests,6`,
+		`slo,slo_class=batch/e2e<=1s,requests,4`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("missing %q in\n%s", want, b)
+		}
+	}
+}

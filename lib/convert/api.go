@@ -196,6 +196,8 @@ func checkOptions(o *Options) error {
 		return usageErr("--sample: expected a probability in (0, 1], found %g", o.Sample)
 	case o.Limit < 0:
 		return usageErr("--limit: expected a positive number of rows, found %d", o.Limit)
+	case o.SessionGap < 0:
+		return usageErr("--session-gap: expected a duration >= 0, found %s", time.Duration(o.SessionGap)*time.Microsecond)
 	case o.BlockSize < 0:
 		return usageErr("--block-size: expected a positive number of tokens, found %d", o.BlockSize)
 	}

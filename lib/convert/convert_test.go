@@ -317,6 +317,7 @@ func TestOptionErrors(t *testing.T) {
 		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Start: "30m", End: "10m"},
 		{Inputs: []string{"testdata/azure2023_code.head12.csv"}, Start: "2023-11-16T18:17:05Z", End: "1s"},
 		{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}, Start: "-5m"},
+		{Inputs: []string{"testdata/weka_trace_0187.json", "testdata/weka_trace_0277.json"}, SessionGap: -30_000_000},
 	} {
 		_, _, err := convertFiles(t, o)
 		var ue *UsageError

@@ -72,6 +72,12 @@ func Status(name string, err error, stderr io.Writer) int {
 	if errors.As(err, &ue) {
 		return ExitUsage
 	}
+	// Errors of other packages that know they describe bad input
+	// (lib/trace's InputError and RowError) carry a BadInput method.
+	var bi interface{ BadInput() bool }
+	if errors.As(err, &bi) && bi.BadInput() {
+		return ExitUsage
+	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
 		return ec.ExitCode()

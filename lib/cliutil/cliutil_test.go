@@ -50,3 +50,15 @@ func TestBadInputKeepsNil(t *testing.T) {
 		t.Fatal("BadInput(nil) must be nil")
 	}
 }
+
+type contentErr struct{}
+
+func (contentErr) Error() string  { return "x.arrows: corrupt" }
+func (contentErr) BadInput() bool { return true }
+
+func TestBadInputMethodMapsToUsage(t *testing.T) {
+	var stderr bytes.Buffer
+	if got := Status("tool", fmt.Errorf("reading: %w", contentErr{}), &stderr); got != ExitUsage {
+		t.Fatalf("status %d, want %d", got, ExitUsage)
+	}
+}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -105,9 +107,9 @@ func Open(path string, stdin io.Reader) (*Source, error) {
 		br, err = f.Open(path)
 	} else if path == "" || path == "-" {
 		if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			return nil, errors.New("no input: give a file, or pipe an Arrow stream into this command")
+			return nil, &InputError{Err: errors.New("no input: give a file, or pipe an Arrow stream into this command")}
 		}
-		br, err = openStream(io.NopCloser(stdin))
+		br, err = openStdin(stdin)
 	} else {
 		var fh *os.File
 		fh, err = os.Open(path)
@@ -116,15 +118,75 @@ func Open(path string, stdin io.Reader) (*Source, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, &InputError{Err: fmt.Errorf("%s: %w", name, err)}
 	}
 	md, err := MetaFromSchema(br.Schema())
 	if err != nil {
 		br.Close()
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, &InputError{Err: fmt.Errorf("%s: %w", name, err)}
 	}
 	return &Source{Path: name, r: br, meta: md}, nil
 }
+
+// openStdin reads an IPC stream from stdin; an IPC file or Parquet file
+// piped in (`blis-sim < results.arrow`) is spooled to a temporary file,
+// since both formats are read from their end.
+func openStdin(stdin io.Reader) (BatchReader, error) {
+	br := bufio.NewReaderSize(stdin, ioBuffer)
+	magic, _ := br.Peek(6)
+	var f Format
+	switch {
+	case string(magic) == "ARROW1":
+		f = Format{Name: "arrow-file", Open: openIPCFile}
+	case len(magic) >= 4 && string(magic[:4]) == "PAR1":
+		var ok bool
+		if f, ok = formatFor("x.parquet"); !ok || f.Open == nil {
+			return nil, errors.New("stdin holds Parquet, which this tool does not read: pipe it through blis-convert --format arrow")
+		}
+	default:
+		return openStream(io.NopCloser(br))
+	}
+	tmp, err := os.CreateTemp("", "blis-stdin-*")
+	if err != nil {
+		return nil, err
+	}
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, br); err != nil {
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	r, err := f.Open(tmp.Name())
+	if err != nil {
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	return &removeOnClose{BatchReader: r, path: tmp.Name()}, nil
+}
+
+type removeOnClose struct {
+	BatchReader
+	path string
+}
+
+func (r *removeOnClose) Close() error {
+	err := r.BatchReader.Close()
+	os.Remove(r.path)
+	return err
+}
+
+// InputError marks an error in the content of an input table (corrupt,
+// truncated, of the wrong kind or missing columns). Tools exit with status 2
+// for it: running again on the same input cannot help.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// BadInput marks the error for cliutil's exit status.
+func (e *InputError) BadInput() bool { return true }
+
+// BadInput marks a bad row as bad input for cliutil's exit status.
+func (e *RowError) BadInput() bool { return true }
 
 // Schema returns the table schema.
 func (s *Source) Schema() *arrow.Schema { return s.r.Schema() }
@@ -136,11 +198,17 @@ func (s *Source) Meta() Meta { return s.meta }
 func (s *Source) Next() (arrow.RecordBatch, error) {
 	rec, err := s.r.Next()
 	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("%s: %w", s.Path, err)
+		err = fmt.Errorf("%s: %w", s.Path, err)
+		var pe *fs.PathError
+		var errno syscall.Errno
+		if errors.As(err, &pe) || errors.As(err, &errno) {
+			return nil, err // the system failed, not the data
+		}
+		return nil, &InputError{Err: err}
 	}
 	if err == nil {
 		if verr := checkBatch(rec); verr != nil {
-			return nil, fmt.Errorf("%s: %w", s.Path, verr)
+			return nil, &InputError{Err: fmt.Errorf("%s: %w", s.Path, verr)}
 		}
 	}
 	return rec, err
@@ -154,7 +222,7 @@ func (s *Source) Close() error { return s.r.Close() }
 func (s *Source) Expect(table string) error {
 	got := s.meta.Table()
 	if got != "" && got != table {
-		return fmt.Errorf("%s: is a %s table, expected a %s table", s.Path, got, table)
+		return &InputError{Err: fmt.Errorf("%s: is a %s table, expected a %s table", s.Path, got, table)}
 	}
 	return nil
 }

@@ -345,7 +345,7 @@ func NewRequestReader(src *Source) (*RequestReader, error) {
 		return nil, err
 	}
 	if err := checkRequestSchema(src.Schema()); err != nil {
-		return nil, fmt.Errorf("%s: %w", src.Path, err)
+		return nil, &InputError{Err: fmt.Errorf("%s: %w", src.Path, err)}
 	}
 	return &RequestReader{src: src}, nil
 }

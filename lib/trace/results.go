@@ -135,11 +135,11 @@ func NewResultReader(src *Source) (*ResultReader, error) {
 	}
 	for _, c := range RequiredResultColumns {
 		if colIndex(src.Schema(), c) < 0 {
-			return nil, fmt.Errorf("%s: not a results table: missing column %s", src.Path, c)
+			return nil, &InputError{Err: fmt.Errorf("%s: not a results table: missing column %s", src.Path, c)}
 		}
 	}
 	if err := checkRequestSchema(src.Schema()); err != nil {
-		return nil, fmt.Errorf("%s: %w", src.Path, err)
+		return nil, &InputError{Err: fmt.Errorf("%s: %w", src.Path, err)}
 	}
 	return &ResultReader{src: src}, nil
 }

@@ -187,3 +187,46 @@ func writeFile(t *testing.T, path string) io.Writer {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// An IPC file piped into a tool (`blis-sim < results.arrow`) reads like a stream.
+func TestStdinCarriesIPCFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.arrow")
+	writeRequests(t, path, nil, sampleRequests(5))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open("-", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadAllRequests(src)
+	src.Close()
+	if err != nil || len(got) != 5 {
+		t.Fatalf("got %d rows, %v", len(got), err)
+	}
+}
+
+// Content errors are marked as bad input (exit status 2 in every tool).
+func TestContentErrorsAreBadInput(t *testing.T) {
+	var buf bytes.Buffer
+	writeRequests(t, "-", &buf, sampleRequests(BatchRows+5))
+	for name, data := range map[string][]byte{
+		"truncated": buf.Bytes()[:buf.Len()-8],
+		"garbage":   []byte("TIMESTAMP,ContextTokens\n1,2\n"),
+		"empty":     nil,
+	} {
+		_, err := func() ([]Request, error) {
+			src, err := Open("-", bytes.NewReader(data))
+			if err != nil {
+				return nil, err
+			}
+			defer src.Close()
+			return ReadAllRequests(src)
+		}()
+		var bi interface{ BadInput() bool }
+		if !errors.As(err, &bi) {
+			t.Errorf("%s: %v is not marked as bad input", name, err)
+		}
+	}
+}

@@ -88,6 +88,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad quant", `{"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4,"quantization_config":{"quant_method":"magic"}}`, `field quantization_config.quant_method`},
 		{"first_k too big", `{"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4,"n_routed_experts":4,"num_experts_per_tok":1,"first_k_dense_replace":3}`, "field first_k_dense_replace: expected 0..2, found 3"},
 		{"absurd layers", `{"hidden_size":64,"num_hidden_layers":2000000000,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4}`, "field num_hidden_layers: expected at most 16777216, found 2000000000"},
+		{"explicit zero head_dim", `{"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"head_dim":0,"intermediate_size":4,"vocab_size":4}`, "field head_dim: expected a positive integer, found 0"},
 		{"mlp_only out of range", `{"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4,"num_experts":4,"num_experts_per_tok":1,"mlp_only_layers":[5]}`, "field mlp_only_layers"},
 	}
 	for _, c := range cases {
@@ -174,6 +175,8 @@ func TestGPUYAML(t *testing.T) {
 		{strings.Replace(good, "hbm_tb_s: 5.3", "hbm_tb_s: 0", 1), "field hbm_tb_s: expected a positive number, found 0"},
 		{good + "efficiency:\n  gemm: 1.5\n", "field efficiency.gemm: expected a fraction in (0,1], found 1.5"},
 		{strings.Replace(good, "name: mi300x", "", 1), "field name"},
+		{"", "bad.yaml: empty file, expected a GPU YAML document"},
+		{"# only a comment\n", "bad.yaml: empty file, expected a GPU YAML document"},
 	} {
 		if _, err := ParseGPU("bad.yaml", []byte(c.doc)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error = %v, want %q", err, c.want)

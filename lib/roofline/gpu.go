@@ -2,7 +2,9 @@ package roofline
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -164,6 +166,9 @@ func ParseGPU(path string, data []byte) (GPU, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&g); err != nil {
+		if errors.Is(err, io.EOF) {
+			return GPU{}, fmt.Errorf("%s: empty file, expected a GPU YAML document", path)
+		}
 		return GPU{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return g, g.Validate(path)

@@ -226,6 +226,8 @@ func ParseConfig(path string, data []byte) (*Arch, error) {
 				return nil, err
 			}
 		}
+	} else if a.HeadDim <= 0 && c.HeadDim != nil {
+		return nil, bad("head_dim", "a positive integer", "0")
 	} else if a.HeadDim <= 0 {
 		return nil, bad("head_dim", "a positive integer (hidden_size is not a multiple of num_attention_heads)", "nothing (field missing)")
 	}

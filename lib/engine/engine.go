@@ -269,6 +269,11 @@ func (s *sim) run(src Source) (Summary, error) {
 	if err := s.drain(); err != nil {
 		return s.sum, err
 	}
+	// With no event left, nothing can still be waiting: a request left
+	// here would be a silent stall, not a horizon cut.
+	if s.h.len() == 0 && s.liveH != nil {
+		return s.sum, fmt.Errorf("internal error: request %s stalled in state %d with no event left at %d µs", s.liveH.req.ID, s.liveH.state, s.now)
+	}
 	for r := s.liveH; r != nil; {
 		next := r.lnext
 		r.status = trace.StatusUnfinished
@@ -585,10 +590,18 @@ func (s *sim) arrive(r *reqState) {
 	in := s.inst[i]
 	r.inst = in.id
 	r.routed = s.now
-	need := in.blocksFor(r.req.InputTokens + max(r.req.OutputTokens, 1) - 1)
-	if need > in.kv.total {
+	// In int64: input+output can overflow the int32 token counters, and a
+	// request's KV must stay within them (blocksFor rounds up by B−1).
+	B := int64(in.kv.blockSize)
+	tokens := int64(r.req.InputTokens) + int64(max(r.req.OutputTokens, 1)) - 1
+	need := (tokens + B - 1) / B
+	if need > int64(in.kv.total) || tokens > math.MaxInt32-B {
 		r.status = trace.StatusDropped
-		r.reason = fmt.Sprintf("needs %d KV blocks (%d tokens), an instance has %d", need, r.req.InputTokens+r.req.OutputTokens, in.kv.total)
+		if need > int64(in.kv.total) {
+			r.reason = fmt.Sprintf("needs %d KV blocks (%d tokens), an instance has %d", need, tokens, in.kv.total)
+		} else {
+			r.reason = fmt.Sprintf("needs %d KV blocks (%d tokens): more than %d tokens per request", need, tokens, math.MaxInt32-B)
+		}
 		s.terminal(r)
 		return
 	}

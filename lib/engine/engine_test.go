@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -182,15 +183,35 @@ func TestKVStarvedPreemptsAndFinishes(t *testing.T) {
 }
 
 func TestNeverFitsIsDropped(t *testing.T) {
-	c := testConfig()
-	c.Engine.KVBlocks = 4
-	sink, sum := run(t, c, []trace.Request{req("big", 0, 100, 10), req("small", 0, 10, 10)}, Options{})
-	got := sink.byID()
-	if got["big"].Status != trace.StatusDropped || !strings.Contains(got["big"].DropReason, "KV blocks") {
-		t.Fatalf("big: %s %q", got["big"].Status, got["big"].DropReason)
-	}
-	if got["small"].Status != trace.StatusCompleted || sum.Dropped != 1 || sum.Completed != 1 {
-		t.Fatalf("small %s, summary %+v", got["small"].Status, sum)
+	const maxI = math.MaxInt32
+	for _, tc := range []struct {
+		name   string
+		blocks int64
+		big    trace.Request
+		reason string
+	}{
+		// 100+10−1 = 109 tokens held at most: 7 blocks of 16.
+		{"plain", 4, req("big", 0, 100, 10), "needs 7 KV blocks (109 tokens), an instance has 4"},
+		{"exactly one block too many", 1, req("big", 0, 16, 2), "needs 2 KV blocks (17 tokens), an instance has 1"},
+		// input+output overflowed int32 and the request was admitted, then stalled.
+		{"input overflows int32", 100, req("big", 0, maxI, 10), "needs 134217729 KV blocks (2147483656 tokens), an instance has 100"},
+		{"output overflows int32", 100, req("big", 0, 10, maxI), "needs 134217729 KV blocks (2147483656 tokens), an instance has 100"},
+		{"both near int32", 100, req("big", 0, 2_000_000_000, 2_000_000_000), "needs 250000000 KV blocks (3999999999 tokens), an instance has 100"},
+		// Enough blocks, but more tokens than one request's int32 counters hold.
+		{"beyond int32 with a huge cache", maxI, req("big", 0, maxI-8, 10), "needs 134217728 KV blocks (2147483648 tokens): more than 2147483631 tokens per request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig()
+			c.Engine.KVBlocks = tc.blocks
+			sink, sum := run(t, c, []trace.Request{tc.big, req("small", 0, 10, 5)}, Options{})
+			got := sink.byID()
+			if got["big"].Status != trace.StatusDropped || got["big"].DropReason != tc.reason {
+				t.Fatalf("big: %s %q, want dropped %q", got["big"].Status, got["big"].DropReason, tc.reason)
+			}
+			if got["small"].Status != trace.StatusCompleted || sum.Dropped != 1 || sum.Completed != 1 {
+				t.Fatalf("small %s, summary %+v", got["small"].Status, sum)
+			}
+		})
 	}
 }
 

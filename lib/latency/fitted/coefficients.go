@@ -2,7 +2,9 @@ package fitted
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -72,6 +74,11 @@ func (c *Coefficients) Features() []string {
 	return out
 }
 
+// maxValue bounds every coefficient: larger ones are corrupt files, and
+// would overflow the int64 µs step time (Go's float→int conversion of an
+// out-of-range value is undefined, on amd64 a negative number).
+const maxValue = 1e12
+
 // Validate names the first bad field; path is for the message.
 func (c *Coefficients) Validate(p string) error {
 	bad := func(field, exp, found string) error {
@@ -91,6 +98,9 @@ func (c *Coefficients) Validate(p string) error {
 		if !(t.Value >= 0) || math.IsInf(t.Value, 0) {
 			return bad(fmt.Sprintf("terms[%d].value", i), "a finite non-negative number", fmt.Sprint(t.Value))
 		}
+		if t.Value > maxValue {
+			return bad(fmt.Sprintf("terms[%d].value", i), fmt.Sprintf("at most %g", maxValue), fmt.Sprint(t.Value))
+		}
 	}
 	if _, err := NewEvaluator(c.Features(), nil); err != nil && !strings.Contains(err.Error(), "needs the model") {
 		return fmt.Errorf("%s: field terms: %w", p, err)
@@ -101,6 +111,9 @@ func (c *Coefficients) Validate(p string) error {
 	}{{"alpha.queue_base_us", c.Alpha.QueueBase}, {"alpha.queue_per_input_token_us", c.Alpha.QueuePerInputToken}, {"alpha.per_output_token_us", c.Alpha.PerOutputToken}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return bad(f.n, "a finite non-negative number", fmt.Sprint(f.v))
+		}
+		if f.v > maxValue {
+			return bad(f.n, fmt.Sprintf("at most %g", maxValue), fmt.Sprint(f.v))
 		}
 	}
 	for _, d := range []struct{ n, v string }{{"weight_dtype", c.WeightDtype}, {"kv_dtype", c.KVDtype}} {
@@ -119,6 +132,9 @@ func Parse(p string, data []byte) (*Coefficients, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty file, expected a coefficients YAML document", p)
+		}
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	if err := c.Validate(p); err != nil {
@@ -330,12 +346,19 @@ func (m *Model) StepTime(b *latency.Batch) int64 {
 	for i, v := range f {
 		s += m.beta[i] * v
 	}
+	if !(s < maxStepUS) { // huge features times large coefficients
+		return maxStepUS
+	}
 	us := int64(s + 0.5)
 	if us < 1 {
 		return 1
 	}
 	return us
 }
+
+// maxStepUS caps a step at about 285 years, far below int64 overflow of
+// the engine clock.
+const maxStepUS = 1 << 53
 
 // Alpha implements latency.Model.
 func (m *Model) Alpha() latency.Alpha { return m.C.Alpha }

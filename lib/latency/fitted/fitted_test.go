@@ -113,6 +113,8 @@ func TestParseErrors(t *testing.T) {
 		{strings.Replace(string(good), "feature: const", "feature: konst", 1), `feature "konst": unknown`},
 		{strings.Replace(string(good), "value: 5000", "value: -5", 1), "field terms[0].value: expected a finite non-negative number, found -5"},
 		{strings.Replace(string(good), "weight_dtype: bf16", "weight_dtype: fp7", 1), "field weight_dtype"},
+		{"", "c.yaml: empty file, expected a coefficients YAML document"},
+		{strings.Replace(string(good), "value: 5000", "value: 1e300", 1), "field terms[0].value: expected at most 1e+12, found 1e+300"},
 	} {
 		_, err := Parse("c.yaml", []byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

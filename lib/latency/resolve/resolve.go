@@ -135,6 +135,9 @@ func Resolve(s Spec) (*Resolved, error) {
 		return nil
 	}
 	if explicit != nil {
+		if err := sameDeployment(explicit, s.CoefficientsFile, s.Model, arch, gpu); err != nil {
+			return nil, fmt.Errorf("--coefficients: %w", err)
+		}
 		if err := useFitted(explicit, s.CoefficientsFile); err != nil {
 			return nil, fmt.Errorf("--coefficients: %w", err)
 		}
@@ -171,6 +174,26 @@ func Resolve(s Spec) (*Resolved, error) {
 	out.Model = rf
 	out.Why = fmt.Sprintf("latency: roofline for %s (--latency roofline)", desc)
 	return out, nil
+}
+
+// sameDeployment refuses coefficients fitted for another catalogued model
+// or GPU: their roofline features and constant would silently time a
+// different deployment. A model given as a config.json path cannot be
+// matched by name and is accepted.
+func sameDeployment(c *fitted.Coefficients, p, model string, arch *roofline.Arch, gpu roofline.GPU) error {
+	if cm, ok := roofline.LookupModel(c.Model); ok {
+		if _, ok := roofline.LookupModel(model); ok && cm.ShortName() != arch.Name {
+			return fmt.Errorf("%s: field model: coefficients are for %s, deployment runs %s (pass --model %s, or refit with blis-calibrate)", p, cm.ShortName(), arch.Name, cm.ShortName())
+		}
+	}
+	want := c.GPU
+	if g, ok := roofline.LookupGPU(c.GPU); ok {
+		want = g.Name
+	}
+	if !strings.EqualFold(want, gpu.Name) {
+		return fmt.Errorf("%s: field gpu: coefficients are for %s, deployment is on %s (pass --gpu %s, or refit with blis-calibrate)", p, want, gpu.Name, want)
+	}
+	return nil
 }
 
 func errText(c *fitted.Coefficients) string {

@@ -101,6 +101,29 @@ func TestExplicitFile(t *testing.T) {
 	}
 }
 
+// Coefficients fitted for one model or GPU must not silently time another.
+func TestExplicitFileMismatch(t *testing.T) {
+	withFS(t, fstest.MapFS{})
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, coeffs("llama-3.1-8b", "rtx4090", 1, "", 4), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		spec Spec
+		want string // "" = no error
+	}{
+		{"same", Spec{CoefficientsFile: p, Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "RTX4090"}, ""},
+		{"other gpu", Spec{CoefficientsFile: p, Model: "llama-3.1-8b", GPU: "h100"}, p + ": field gpu: coefficients are for rtx4090, deployment is on h100"},
+		{"other model", Spec{CoefficientsFile: p, Model: "qwen3-32b", GPU: "rtx4090", TP: 1}, p + ": field model: coefficients are for llama-3.1-8b, deployment runs qwen3-32b"},
+	} {
+		_, err := Resolve(c.spec)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: error = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
 func TestEnvDir(t *testing.T) {
 	d := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(d, "qwen3-14b"), 0o755); err != nil {

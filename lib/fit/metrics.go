@@ -25,7 +25,7 @@ type Stat struct {
 	MAPE    float64 // mean |relative error|, in %
 	MedAPE  float64 // median |relative error|, in %
 	Bias    float64 // mean signed relative error, in % (positive: the model is slow)
-	Pearson float64 // correlation of predicted and measured
+	Pearson float64 // correlation of predicted and measured; NaN when undefined
 	Worst   []Pair  // largest |relative error| first
 }
 
@@ -49,12 +49,13 @@ func Summarise(name string, pairs []Pair, k int) Stat {
 	s.Bias /= float64(len(pairs))
 	sorted := append([]float64(nil), abs...)
 	sort.Float64s(sorted)
-	s.MedAPE = stat.Quantile(0.5, stat.Empirical, sorted, nil)
+	// The usual median: the mean of the middle two for an even count
+	// (stat.Quantile's Empirical kind returns the lower one).
+	n := len(sorted)
+	s.MedAPE = (sorted[(n-1)/2] + sorted[n/2]) / 2
+	s.Pearson = math.NaN() // undefined for one point or a constant series
 	if len(pairs) > 1 {
 		s.Pearson = stat.Correlation(meas, pred, nil)
-		if math.IsNaN(s.Pearson) {
-			s.Pearson = 0
-		}
 	}
 	idx := make([]int, len(pairs))
 	for i := range idx {

@@ -3,6 +3,7 @@ package fit
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
@@ -140,9 +141,10 @@ func (r *Report) Write(w io.Writer, residualNames []string, maxResiduals int) er
 	return nil
 }
 
-// pearson is blank below 3 points, where a correlation means nothing.
+// pearson is blank below 3 points, where a correlation means nothing, and
+// when either series is constant (undefined).
 func pearson(s Stat) string {
-	if s.N < 3 {
+	if s.N < 3 || math.IsNaN(s.Pearson) {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.4f", s.Pearson)

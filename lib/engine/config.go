@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -161,16 +162,36 @@ func ParseConfig(name string, b []byte) (Config, error) {
 	return c, nil
 }
 
+// Upper bounds of the config: far above real deployments (vLLM's largest
+// block sizes are in the low thousands), low enough to stay in memory.
+const (
+	MaxReplicas  = 100000
+	MaxBlockSize = 4096
+)
+
 // Validate checks values that decoding cannot.
 func (c *Config) Validate() error {
 	e := &c.Engine
 	switch {
 	case c.Replicas < 1:
 		return fmt.Errorf("replicas: expected >= 1, found %d", c.Replicas)
+	case c.Replicas > MaxReplicas:
+		// About 1 KB each before any work: 10^8 replicas exhausted memory.
+		return fmt.Errorf("replicas: expected <= %d, found %d", MaxReplicas, c.Replicas)
 	case c.TP < 1:
 		return fmt.Errorf("tp: expected >= 1, found %d", c.TP)
 	case e.BlockSize < 1:
 		return fmt.Errorf("engine.block_size: expected >= 1, found %d", e.BlockSize)
+	case e.BlockSize > MaxBlockSize:
+		// Each replica keeps one decode bucket per block offset.
+		return fmt.Errorf("engine.block_size: expected <= %d, found %d", MaxBlockSize, e.BlockSize)
+	case e.MaxNumSeqs > math.MaxInt32:
+		return fmt.Errorf("engine.max_num_seqs: expected <= %d, found %d", math.MaxInt32, e.MaxNumSeqs)
+	case e.MaxNumBatchedTokens > math.MaxInt32:
+		// Token counts are int32 in the scheduler: larger values wrapped.
+		return fmt.Errorf("engine.max_num_batched_tokens: expected <= %d, found %d", math.MaxInt32, e.MaxNumBatchedTokens)
+	case e.LongPrefillThreshold > math.MaxInt32:
+		return fmt.Errorf("engine.long_prefill_token_threshold: expected <= %d, found %d", math.MaxInt32, e.LongPrefillThreshold)
 	case e.MaxNumSeqs < 1:
 		return fmt.Errorf("engine.max_num_seqs: expected >= 1, found %d", e.MaxNumSeqs)
 	case e.MaxNumBatchedTokens < e.MaxNumSeqs:

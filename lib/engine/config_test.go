@@ -51,6 +51,15 @@ latency:
 		{"linear without beta", "latency: {mode: linear}\n", "needs latency.beta"},
 		{"bad util", "engine: {gpu_memory_utilization: 1.5}\n", "gpu_memory_utilization"},
 		{"bad policy", "engine: {scheduling_policy: lifo}\n", "scheduling_policy"},
+		// Values beyond the engine's int32 counters wrapped (a threshold of
+		// 2^32 became 0-token chunks: a hang) or exhausted memory.
+		{"threshold beyond int32", "engine: {long_prefill_token_threshold: 4294967296}\n", "engine.long_prefill_token_threshold: expected <= 2147483647, found 4294967296"},
+		{"budget beyond int32", "engine: {max_num_batched_tokens: 4294967297}\n", "engine.max_num_batched_tokens: expected <= 2147483647, found 4294967297"},
+		{"seqs beyond int32", "engine: {max_num_seqs: 4294967296, max_num_batched_tokens: 4294967296}\n", "engine.max_num_seqs: expected <= 2147483647, found 4294967296"},
+		{"huge block", "engine: {block_size: 1073741824}\n", "engine.block_size: expected <= 4096, found 1073741824"},
+		{"largest block", "engine: {block_size: 4096}\n", ""},
+		{"huge cluster", "replicas: 100000000\n", "replicas: expected <= 100000, found 100000000"},
+		{"largest cluster", "replicas: 100000\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := ParseConfig("c.yaml", []byte(tc.yaml))

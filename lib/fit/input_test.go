@@ -94,6 +94,9 @@ func TestReadStepTimes(t *testing.T) {
 		{"generic missing col", "step_us,prefill_seqs\n1,2\n", "field prefill_tokens: expected this column"},
 		{"generic empty step", "prefill_seqs,prefill_tokens,prefill_ctx,decode_seqs,decode_ctx,step_us\n0,0,0,0,0,5\n", "x.csv:2: field prefill_seqs: expected a step with at least one request"},
 		{"generic negative", "prefill_seqs,prefill_tokens,prefill_ctx,decode_seqs,decode_ctx,step_us\n1,10,0,0,0,-5\n", "x.csv:2: field step_us: expected a positive value"},
+		{"generic step in ms", "prefill_seqs,prefill_tokens,prefill_ctx,decode_seqs,decode_ctx,step_us\n0,0,0,8,800,1.7\n", "x.csv:2: field step_us: expected microseconds (10 µs to 1 h per step), found 1.7 (inconsistent units: milliseconds?)"},
+		{"generic step in ns", "prefill_seqs,prefill_tokens,prefill_ctx,decode_seqs,decode_ctx,step_us\n0,0,0,8,800,5e10\n", "x.csv:2: field step_us: expected microseconds (10 µs to 1 h per step), found 5e+10 (inconsistent units: nanoseconds?)"},
+		{"splitwise time in s", "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,tensor_parallel\nm,h,10,1,10,0.2,0.005,1\n", "x.csv:2: field token_time: expected milliseconds (0.01 ms to 1 h per step), found 0.005 (inconsistent units: seconds?)"},
 		{"splitwise bad time", "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,tensor_parallel\nm,h,10,1,10,,3,1\n", "x.csv:2: field prompt_time"},
 	}
 	for _, tc := range bad {

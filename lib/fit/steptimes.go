@@ -106,6 +106,14 @@ func readSplitwise(t *csvTable, f StepFilter) ([]StepSample, StepStats, error) {
 		if err != nil {
 			return nil, st, err
 		}
+		for _, f := range []struct {
+			name string
+			ms   float64
+		}{{"prompt_time", pt}, {"token_time", tt}} {
+			if err := stepUnits(t, f.name, f.ms*1000, "milliseconds (0.01 ms to 1 h per step)", f.ms, "seconds", "microseconds"); err != nil {
+				return nil, st, err
+			}
+		}
 		src := fmt.Sprintf("%s:%d", t.path, t.line)
 		p64, b64 := int64(ps), int64(bs)
 		// Static batching: bs prompts prefilled together in one step.
@@ -173,8 +181,28 @@ func readGenericSteps(t *csvTable) ([]StepSample, StepStats, error) {
 		if err != nil {
 			return nil, st, err
 		}
+		if err := stepUnits(t, "step_us", us, "microseconds (10 µs to 1 h per step)", us, "milliseconds", "nanoseconds"); err != nil {
+			return nil, st, err
+		}
 		out = append(out, StepSample{Source: fmt.Sprintf("%s:%d", t.path, t.line), Batch: b, US: us})
 		st.Kept++
 	}
 	return out, st, nil
+}
+
+// Bounds on one engine step: below 10 µs is less than a forward pass's
+// kernel launches, above an hour is no step. Outside them the column is in
+// other units (ms written into step_us gives "1.7"), which a fit would
+// silently turn into coefficients 1000× off.
+const minStepUS, maxStepUS = 10, 3.6e9
+
+// stepUnits checks a step time of us µs read as found from column name.
+func stepUnits(t *csvTable, name string, us float64, expected string, found float64, ifSmall, ifLarge string) error {
+	switch {
+	case us < minStepUS:
+		return t.errf(name, "expected %s, found %g (inconsistent units: %s?)", expected, found, ifSmall)
+	case us > maxStepUS:
+		return t.errf(name, "expected %s, found %g (inconsistent units: %s?)", expected, found, ifLarge)
+	}
+	return nil
 }

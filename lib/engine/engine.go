@@ -277,6 +277,11 @@ func (s *sim) run(src Source) (Summary, error) {
 	for r := s.liveH; r != nil; {
 		next := r.lnext
 		r.status = trace.StatusUnfinished
+		if r.decoding {
+			// Decode progress is implicit (see instance): count the
+			// tokens of the steps completed before the horizon.
+			r.generated = r.gen0 + int32(s.inst[r.inst].step-1-r.s0)
+		}
 		switch r.state {
 		case stPending:
 			r.reason = "dependencies unfinished at horizon"

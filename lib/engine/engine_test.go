@@ -352,6 +352,11 @@ func checkHorizon(t *testing.T, sink *memSink, sum Summary) {
 	if sum.Unfinished != 5 || sum.Completed != 1 {
 		t.Fatalf("%+v", sum)
 	}
+	// long: prefill with short ends at 1110 µs (token 1), a decode at 2120
+	// (token 2); the next step would end at 3130, after the horizon.
+	if g := got["long"]; g.GeneratedTokens != 2 || g.FirstTokenUS != 1110 {
+		t.Fatalf("long at the horizon: generated %d, first token %d; want 2, 1110", g.GeneratedTokens, g.FirstTokenUS)
+	}
 }
 
 // resultsBytes runs the simulation into an Arrow stream.

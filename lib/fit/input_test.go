@@ -140,6 +140,8 @@ func TestReadRun(t *testing.T) {
 		{"zero input", "\n" + `{"request_id":"a","input_toks":0,"output_toks":2,"queued_ts":1,"first_token_ts":2,"last_token_ts":3}`, "r.jsonl:2: field input_toks"},
 		{"dup", `{"request_id":"a","input_toks":1,"output_toks":2,"queued_ts":1,"first_token_ts":2,"last_token_ts":3}` + "\n" + `{"request_id":"a","input_toks":1,"output_toks":2,"queued_ts":1,"first_token_ts":2,"last_token_ts":3}`, "r.jsonl:2: field request_id: expected a unique id"},
 		{"units", `{"request_id":"a","input_toks":1,"output_toks":2,"queued_ts":1,"first_token_ts":2,"last_token_ts":3e9}`, "inconsistent units"},
+		{"ms timestamps", `{"request_id":"a","input_toks":1,"output_toks":101,"queued_ts":1000,"first_token_ts":1500,"last_token_ts":4500}` + "\n" + `{"request_id":"b","input_toks":1,"output_toks":101,"queued_ts":1000,"first_token_ts":1600,"last_token_ts":4600}`,
+			"r.jsonl: field last_token_ts: expected seconds, found a median time per output token of 30 s over 2 requests (inconsistent units: milliseconds?)"},
 		{"empty", "", "expected at least one request"},
 	}
 	for _, tc := range bad {

@@ -155,6 +155,22 @@ func ReadRunRequests(path string, r io.Reader) ([]trace.Request, error) {
 	if len(rows) == 0 {
 		return nil, &InputError{Path: path, Msg: "expected at least one request, found none"}
 	}
+	// Per request a long stall can make any TPOT plausible; a run whose
+	// median time per output token exceeds maxMedianTPOT was written in
+	// other units (ms timestamps pass every per-row check).
+	var tpots []float64
+	for _, r := range rows {
+		if r.req.OutputTokens > 1 {
+			tpots = append(tpots, float64(r.req.RecordedITLUS)/1e6)
+		}
+	}
+	if len(tpots) > 0 {
+		sort.Float64s(tpots)
+		med := (tpots[(len(tpots)-1)/2] + tpots[len(tpots)/2]) / 2
+		if med > maxMedianTPOT {
+			return nil, &InputError{Path: path, Field: "last_token_ts", Msg: fmt.Sprintf("expected seconds, found a median time per output token of %.3g s over %d requests (inconsistent units: milliseconds?)", med, len(tpots))}
+		}
+	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].queued < rows[j].queued })
 	t0 := rows[0].queued
 	out := make([]trace.Request, len(rows))
@@ -164,3 +180,6 @@ func ReadRunRequests(path string, r io.Reader) ([]trace.Request, error) {
 	}
 	return out, nil
 }
+
+// maxMedianTPOT (s) is far above any real decode (tens of ms per token).
+const maxMedianTPOT = 10

@@ -57,6 +57,8 @@ func TestReadServingPointsBad(t *testing.T) {
 		{"zero ttft", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,0,3\n", "field silicon_ttft_ms: expected a positive value"},
 		{"fractional isl", "a,m,h100_sxm,vllm,1,,agg,10.5,10,1,1,5,3\n", "field isl: expected an integer, found \"10.5\""},
 		{"units", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,5,300000\n", "inconsistent units"},
+		{"one tpot in µs", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,500,30000\n", "s.csv:2: field silicon_tpot_ms: expected milliseconds (TPOT 0.1 ms to 10 s), found ttft 500 and tpot 30000 (inconsistent units?)"},
+		{"times in s", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,0.5,0.03\n", "s.csv:2: field silicon_tpot_ms: expected milliseconds (TPOT 0.1 ms to 10 s), found ttft 0.5 and tpot 0.03 (inconsistent units?)"},
 		{"third row", "a,m,h100_sxm,vllm,1,,agg,10,10,1,1,5,3\na,m,h100_sxm,vllm,1,,agg,10,10,1,1,5,3\na,m,h100_sxm,vllm,1,,agg,10,10,x,1,5,3\n", "s.csv:4: field batch_size"},
 		{"empty", "", "expected a CSV header"},
 	}

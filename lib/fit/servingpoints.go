@@ -145,10 +145,11 @@ func ReadServingPoints(path string, r io.Reader, f ServingFilter) ([]ServingPoin
 		if err != nil {
 			return nil, st, err
 		}
-		// Both columns are in ms; a TPOT above the TTFT of a long prompt by
-		// orders of magnitude means someone wrote µs or s into one of them.
-		if tpot > 60_000 || ttft > 3_600_000 {
-			return nil, st, t.errf("silicon_tpot_ms", "expected milliseconds, found ttft %g and tpot %g (inconsistent units?)", ttft, tpot)
+		// Both columns are in ms. Real decodes take 2–600 ms per token
+		// (silicon_sample.csv: 1.87–560); a TPOT outside 0.1 ms–10 s, or a
+		// TTFT over an hour, means µs or s were written into a column.
+		if tpot < 0.1 || tpot > 10_000 || ttft > 3_600_000 {
+			return nil, st, t.errf("silicon_tpot_ms", "expected milliseconds (TPOT 0.1 ms to 10 s), found ttft %g and tpot %g (inconsistent units?)", ttft, tpot)
 		}
 		p.TTFTus, p.TPOTus = ttft*1000, tpot*1000
 		st.Kept++

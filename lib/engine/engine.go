@@ -373,9 +373,6 @@ func (s *sim) register(req *trace.Request, row int64) error {
 	r.readyAt = math.MinInt64
 	if len(req.DependsOn) > 0 {
 		r.rootArr = math.MinInt64
-		if req.ArrivalUS != trace.Null {
-			r.readyAt = req.ArrivalUS // a dependent never starts before its own recorded arrival
-		}
 	}
 	failed := req.SourceStatus == trace.SourceFailed
 	var blocked *reqState
@@ -433,18 +430,18 @@ func (s *sim) register(req *trace.Request, row int64) error {
 
 // ready schedules a request whose dependencies have all finished.
 func (s *sim) ready(r *reqState) {
+	// A dependent never starts before its own recorded arrival, which
+	// already includes any think time: delay_us counts from the last
+	// dependency's finish only.
+	own := r.req.ArrivalUS // trace.Null (MinInt64) when absent
 	if r.req.Kind == trace.KindTool {
 		r.state = stTool
-		start := max(r.readyAt, s.now)
+		start := max(r.readyAt, own, s.now)
 		r.req.ArrivalUS = start
 		s.h.push(start+r.req.DelayUS, evToolDone, -1, r)
 		return
 	}
-	at := r.readyAt
-	if len(r.req.DependsOn) > 0 {
-		at += r.req.DelayUS
-	}
-	at = max(at, s.now)
+	at := max(r.readyAt+r.req.DelayUS, own, s.now)
 	// The dependent's simulated arrival is recorded in arrival_us.
 	r.req.ArrivalUS = at
 	r.state = stArriving

@@ -259,6 +259,53 @@ func TestDependencies(t *testing.T) {
 	}
 }
 
+func TestDependentArrival(t *testing.T) {
+	// a finishes at 1010 (prefill 10 tokens) + 1010 (one decode) = 2020 µs.
+	for _, tc := range []struct {
+		name          string
+		kind          string
+		arrival       int64 // the dependent's own arrival_us (trace.Null: none)
+		delay         int64
+		wantArr, want int64 // simulated arrival; finish (tool) or first token (llm)
+	}{
+		{"no own arrival", trace.KindLLM, trace.Null, 500, 2520, 2520 + 1010},
+		{"own arrival before the dependency's finish", trace.KindLLM, 100, 500, 2520, 2520 + 1010},
+		{"own arrival inside the delay", trace.KindLLM, 2300, 500, 2520, 2520 + 1010},
+		// The recorded arrival already includes the think time: not added twice.
+		{"own arrival after finish+delay", trace.KindLLM, 9000, 500, 9000, 9000 + 1010},
+		{"tool, no own arrival", trace.KindTool, trace.Null, 500, 2020, 2520},
+		{"tool starting at its own arrival", trace.KindTool, 9000, 500, 9000, 9500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := trace.NewRequest("d")
+			d.Kind, d.ArrivalUS, d.DelayUS, d.DependsOn = tc.kind, tc.arrival, tc.delay, []string{"a"}
+			if tc.kind == trace.KindLLM {
+				d.InputTokens, d.OutputTokens = 10, 1
+			}
+			for _, stream := range []bool{false, true} {
+				rows := []trace.Request{req("a", 0, 10, 2), d}
+				var src Source = SliceSource(rows)
+				if stream {
+					src = &chunkSource{reqs: rows, n: 1}
+				}
+				c := testConfig()
+				sink := &memSink{}
+				if _, err := Run(c, testModel(c), src, sink, Options{CheckInvariants: true}); err != nil {
+					t.Fatal(err)
+				}
+				g := sink.byID()["d"]
+				got := g.FirstTokenUS
+				if tc.kind == trace.KindTool {
+					got = g.FinishedUS
+				}
+				if g.Status != trace.StatusCompleted || g.ArrivalUS != tc.wantArr || got != tc.want {
+					t.Fatalf("stream %v: %s arrival %d, end %d; want arrival %d, end %d", stream, g.Status, g.ArrivalUS, got, tc.wantArr, tc.want)
+				}
+			}
+		})
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	dep := func(id string, deps ...string) trace.Request {
 		r := trace.NewRequest(id)

@@ -204,3 +204,92 @@ func BenchmarkStepTime(b *testing.B) {
 		})
 	}
 }
+
+// The worked example of docs/latency.md (Llama-3.1-8B, H100, one 512-token
+// chunk + 32 decodes at 1,024 context), plus a 2048-token prefill and a
+// 64-request decode batch checked by hand the same way; keep the doc and
+// the code in step.
+func TestDocsWorkedExample(t *testing.T) {
+	a, err := LoadModel("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := LoadGPU("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed := latency.Batch{PrefillSeqs: 1, PrefillTokens: 512, PrefillAttn: 512 * 513 / 2, DecodeSeqs: 32, DecodeCtx: 32 * 1024}
+	prefill := latency.Batch{PrefillSeqs: 1, PrefillTokens: 2048, PrefillAttn: 2048 * 2049 / 2}
+	decode := latency.Batch{DecodeSeqs: 64, DecodeCtx: 64 * 1024}
+	for _, c := range []struct {
+		name     string
+		tp       int
+		b        latency.Batch
+		step     int64
+		commUS   float64
+		kvTok    float64
+		capacity int64
+	}{
+		{"doc mixed tp1", 1, mixed, 13532, 0, 131072, 454516},
+		{"doc mixed tp2", 2, mixed, 9268, 1872.5, 65536, 1031560},
+		// 32 layers × (1128.6 GEMM + 66.8 attention + 100.2 elementwise) µs
+		// + LM head 369.1 µs + floors 1058.5 µs
+		{"2048 prefill tp1", 1, prefill, 42884, 0, 131072, 454516},
+		// memory bound: (15.31 GB weights + 8.63 GB KV + 0.29 GB elementwise)
+		// / 2.8475 TB/s + floors 1058.5 µs
+		{"64 decodes at 1k tp1", 1, decode, 9567, 0, 131072, 454516},
+	} {
+		r, err := New(a, g, c.tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.StepTime(&c.b); got != c.step {
+			t.Errorf("%s: step %d µs, want %d", c.name, got, c.step)
+		}
+		if got := r.Terms(&c.b).CommUS; math.Abs(got-c.commUS) > 0.1 {
+			t.Errorf("%s: all-reduce %.2f µs, want %.1f", c.name, got, c.commUS)
+		}
+		if got := r.KVBytesPerToken(); got != c.kvTok {
+			t.Errorf("%s: KV %v B/token, want %v", c.name, got, c.kvTok)
+		}
+		if got, err := r.KVCapacityTokens(0.9); err != nil || got != c.capacity {
+			t.Errorf("%s: capacity %d (%v), want %d", c.name, got, err, c.capacity)
+		}
+	}
+}
+
+// KV bytes per token per rank worked out by hand: layers·2·kv_heads·hd·2 B
+// for GQA (divided by TP), layers·(kv_lora+rope)·2 B for MLA (every rank
+// holds the whole latent), and Mixtral's 93 GB of BF16 weights do not fit
+// one H100.
+func TestMoEMLAKVByHand(t *testing.T) {
+	g, _ := LoadGPU("h100")
+	for _, c := range []struct {
+		model  string
+		tp     int
+		kvTok  float64
+		fitErr bool
+	}{
+		{"qwen3-30b-a3b", 1, 48 * 2 * 4 * 128 * 2, false},
+		{"qwen3-30b-a3b", 2, 48 * 2 * 2 * 128 * 2, false},
+		{"mixtral-8x7b", 1, 32 * 2 * 8 * 128 * 2, true},
+		{"mixtral-8x7b", 2, 32 * 2 * 4 * 128 * 2, false},
+		{"deepseek-v2-lite", 1, 27 * (512 + 64) * 2, false},
+		{"deepseek-v2-lite", 2, 27 * (512 + 64) * 2, false},
+	} {
+		a, err := LoadModel(c.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := New(a, g, c.tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.KVBytesPerToken(); got != c.kvTok {
+			t.Errorf("%s tp%d: KV %v B/token, want %v", c.model, c.tp, got, c.kvTok)
+		}
+		if _, err := r.KVCapacityTokens(0.9); (err != nil) != c.fitErr {
+			t.Errorf("%s tp%d: capacity error %v, want error %v", c.model, c.tp, err, c.fitErr)
+		}
+	}
+}

@@ -41,10 +41,11 @@ type Roofline struct {
 	name           string
 }
 
-// New builds the roofline for an architecture on a GPU with TP ranks.
+// New builds the roofline for an architecture on a GPU with TP ranks. Its
+// errors about tp carry no prefix: callers name their flag or field.
 func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 	if tp < 1 {
-		return nil, fmt.Errorf("tp: expected a positive integer, found %d", tp)
+		return nil, fmt.Errorf("expected a positive integer, found %d", tp)
 	}
 	if err := a.Validate(); err != nil {
 		return nil, err
@@ -53,7 +54,7 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 		return nil, err
 	}
 	if a.Heads%tp != 0 {
-		return nil, fmt.Errorf("tp: %s has %d attention heads, not divisible by tp %d", a.Name, a.Heads, tp)
+		return nil, fmt.Errorf("%s has %d attention heads, not divisible by tp %d", a.Name, a.Heads, tp)
 	}
 	t := float64(tp)
 	r := &Roofline{A: a, G: g, TP: tp, name: fmt.Sprintf("roofline:%s/%s/tp%d", a.Name, g.Name, tp)}

@@ -168,3 +168,19 @@ func TestDtypeOverrides(t *testing.T) {
 		t.Error("fp8 decode should be faster than bf16 (half the weight bytes)")
 	}
 }
+
+func TestTPErrors(t *testing.T) {
+	withFS(t, fstest.MapFS{})
+	for _, c := range []struct {
+		tp   int
+		want string
+	}{
+		{3, "--tp: llama-3.1-8b has 32 attention heads, not divisible by tp 3"},
+		{-1, "--tp: expected a positive integer, found -1"},
+	} {
+		_, err := Resolve(Spec{Mode: "roofline", Model: "llama-3.1-8b", GPU: "h100", TP: c.tp})
+		if err == nil || err.Error() != c.want {
+			t.Errorf("tp %d: error = %v, want %q", c.tp, err, c.want)
+		}
+	}
+}

@@ -193,3 +193,25 @@ func TestTooFew(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// An engine setting written as 0 or negative is an error naming the field,
+// not the default (tp 0 used to run as tp 1, block_size 0 as 16).
+func TestReadRunMetaBad(t *testing.T) {
+	for _, c := range []struct{ name, body, want string }{
+		{"tp 0", `{"model":"m","engine_kwargs":{"tensor_parallel_size":0}}`, "m.json: field engine_kwargs.tensor_parallel_size: expected a positive integer, found 0"},
+		{"negative seqs", `{"model":"m","engine_kwargs":{"max_num_seqs":-4}}`, "m.json: field engine_kwargs.max_num_seqs: expected a positive integer, found -4"},
+		{"block size 0", `{"model":"m","kv_cache":{"block_size":0}}`, "m.json: field kv_cache.block_size: expected a positive integer, found 0"},
+		{"blocks 0", `{"model":"m","kv_cache":{"num_gpu_blocks":0}}`, "m.json: field kv_cache.num_gpu_blocks: expected a positive integer, found 0"},
+		{"not json", `{"model":`, "m.json: expected an llmservingsim meta.json object"},
+	} {
+		_, err := ReadRunMeta("m.json", strings.NewReader(c.body))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error = %v, want %q", c.name, err, c.want)
+		}
+	}
+	// Absent and null settings keep their defaults.
+	cfg, err := ReadRunMeta("m.json", strings.NewReader(`{"model":"m","kv_cache":{"num_gpu_blocks":null,"block_size":16}}`))
+	if err != nil || cfg.KVBlocks != 0 || cfg.BlockSize != 16 || cfg.TP != 0 {
+		t.Errorf("defaults: %+v, %v", cfg, err)
+	}
+}

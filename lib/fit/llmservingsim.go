@@ -31,13 +31,13 @@ type llmssMeta struct {
 	Model        string `json:"model"`
 	VLLMVersion  string `json:"vllm_version"`
 	EngineKwargs struct {
-		TP                  int `json:"tensor_parallel_size"`
-		MaxNumSeqs          int `json:"max_num_seqs"`
-		MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
+		TP                  *int `json:"tensor_parallel_size"`
+		MaxNumSeqs          *int `json:"max_num_seqs"`
+		MaxNumBatchedTokens *int `json:"max_num_batched_tokens"`
 	} `json:"engine_kwargs"`
 	KVCache *struct {
-		NumGPUBlocks        int  `json:"num_gpu_blocks"`
-		BlockSize           int  `json:"block_size"`
+		NumGPUBlocks        *int `json:"num_gpu_blocks"`
+		BlockSize           *int `json:"block_size"`
 		EnablePrefixCaching bool `json:"enable_prefix_caching"`
 	} `json:"kv_cache"`
 	Hardware *struct {
@@ -52,17 +52,34 @@ func ReadRunMeta(path string, r io.Reader) (RunConfig, error) {
 	if err := json.NewDecoder(r).Decode(&m); err != nil {
 		return RunConfig{}, &InputError{Path: path, Msg: "expected an llmservingsim meta.json object: " + err.Error()}
 	}
-	c := RunConfig{Model: m.Model, Engine: "vllm", Version: m.VLLMVersion, TP: m.EngineKwargs.TP,
-		MaxNumSeqs: m.EngineKwargs.MaxNumSeqs, MaxNumBatchedTokens: m.EngineKwargs.MaxNumBatchedTokens}
+	c := RunConfig{Model: m.Model, Engine: "vllm", Version: m.VLLMVersion}
+	// Absent (or null) settings stay 0, the caller's default; a value
+	// present must be positive.
+	type setting struct {
+		field  string
+		v, dst *int
+	}
+	set := []setting{
+		{"engine_kwargs.tensor_parallel_size", m.EngineKwargs.TP, &c.TP},
+		{"engine_kwargs.max_num_seqs", m.EngineKwargs.MaxNumSeqs, &c.MaxNumSeqs},
+		{"engine_kwargs.max_num_batched_tokens", m.EngineKwargs.MaxNumBatchedTokens, &c.MaxNumBatchedTokens},
+	}
 	if m.KVCache != nil {
-		c.KVBlocks, c.BlockSize, c.PrefixCaching = m.KVCache.NumGPUBlocks, m.KVCache.BlockSize, m.KVCache.EnablePrefixCaching
+		c.PrefixCaching = m.KVCache.EnablePrefixCaching
+		set = append(set, setting{"kv_cache.num_gpu_blocks", m.KVCache.NumGPUBlocks, &c.KVBlocks},
+			setting{"kv_cache.block_size", m.KVCache.BlockSize, &c.BlockSize})
+	}
+	for _, f := range set {
+		if f.v == nil {
+			continue
+		}
+		if *f.v <= 0 {
+			return c, &InputError{Path: path, Field: f.field, Msg: fmt.Sprintf("expected a positive integer, found %d", *f.v)}
+		}
+		*f.dst = *f.v
 	}
 	if m.Hardware != nil {
 		c.Device = m.Hardware.DeviceName
-	}
-	if c.TP < 0 || c.MaxNumSeqs < 0 || c.MaxNumBatchedTokens < 0 || c.KVBlocks < 0 || c.BlockSize < 0 {
-		return c, &InputError{Path: path, Msg: fmt.Sprintf("expected non-negative engine settings, found tp=%d max_num_seqs=%d max_num_batched_tokens=%d num_gpu_blocks=%d block_size=%d",
-			c.TP, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.KVBlocks, c.BlockSize)}
 	}
 	return c, nil
 }

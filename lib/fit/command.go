@@ -12,6 +12,7 @@ import (
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/fitted"
 	"github.com/blis-sim/blis/lib/latency/resolve"
+	"github.com/blis-sim/blis/lib/roofline"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -496,6 +497,9 @@ func (c *Command) loadRun(path, metaPath, model, gpu string, tp int) (*run, erro
 		dep.MaxNumSeqs = 256 // vLLM's default when the run does not say
 	}
 	dep.PrefixCaching = dep.PrefixCaching || r.cfg.PrefixCaching
+	if dep.GPU == "" && r.cfg.Device != "" {
+		return nil, usageErr("%s: field hardware.device_name: %q is not a catalogued GPU (%s); pass --gpu NAME or --gpu FILE.yaml", metaPath, r.cfg.Device, strings.Join(roofline.GPUNames(), ", "))
+	}
 	if dep.Model == "" || dep.GPU == "" {
 		return nil, usageErr("%s: the model and GPU are needed (from --engine-config or --model/--gpu), found model %q gpu %q", path, dep.Model, dep.GPU)
 	}
@@ -516,9 +520,13 @@ func firstNonEmpty(a, b string) string {
 // catalogue GPU name; "" when unknown (then --gpu is required).
 func deviceGPU(dev string) string {
 	d := strings.ToLower(dev)
+	if strings.Contains(d, "a100") && strings.Contains(d, "40gb") {
+		return "" // the catalogue's A100 is the 80 GB card: KV capacity would be wrong
+	}
+	// gb200 before b200, which it contains.
 	for _, m := range []struct{ sub, gpu string }{
 		{"rtx 4090", "rtx4090"}, {"rtx pro 6000", "rtxpro6000"}, {"h100", "h100"}, {"h200", "h200"},
-		{"b200", "b200"}, {"a100", "a100-80gb"}, {"l40s", "l40s"},
+		{"gb200", "gb200"}, {"b200", "b200"}, {"a100", "a100-80gb"}, {"l40s", "l40s"},
 	} {
 		if strings.Contains(d, m.sub) {
 			return m.gpu

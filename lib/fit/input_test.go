@@ -215,3 +215,20 @@ func TestReadRunMetaBad(t *testing.T) {
 		t.Errorf("defaults: %+v, %v", cfg, err)
 	}
 }
+
+func TestDeviceGPU(t *testing.T) {
+	for _, c := range []struct{ dev, want string }{
+		{"NVIDIA GeForce RTX 4090", "rtx4090"},
+		{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtxpro6000"},
+		{"NVIDIA H100 80GB HBM3", "h100"},
+		{"NVIDIA GB200", "gb200"}, // contains "b200"
+		{"NVIDIA B200", "b200"},
+		{"NVIDIA A100-SXM4-80GB", "a100-80gb"},
+		{"NVIDIA A100-SXM4-40GB", ""}, // not the 80 GB card: the KV capacity would be wrong
+		{"NVIDIA Quantum 9000", ""},
+	} {
+		if got := deviceGPU(c.dev); got != c.want {
+			t.Errorf("deviceGPU(%q) = %q, want %q", c.dev, got, c.want)
+		}
+	}
+}

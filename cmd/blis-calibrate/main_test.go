@@ -18,6 +18,10 @@ func TestCLI(t *testing.T) {
 	bad := filepath.Join(dir, "bad.csv")
 	os.WriteFile(bad, []byte("id,model_path,system,backend,backend_version,precision,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,silicon_tpot_ms\n"+
 		"a,m,h100_sxm,vllm,1,,agg,10,10,4,1,5,-3\n"), 0o644)
+	// A test point of another engine version: not the trained deployment.
+	otherVer := filepath.Join(dir, "other.csv")
+	os.WriteFile(otherVer, []byte("id,model_path,system,backend,backend_version,precision,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,silicon_tpot_ms\n"+
+		"a,Qwen/Qwen3-32B,h100_sxm,vllm,0.99.0,,agg,1024,128,8,4,120,11\n"), 0o644)
 	out := filepath.Join(dir, "c.yaml")
 	tests := []struct {
 		name   string
@@ -32,6 +36,8 @@ func TestCLI(t *testing.T) {
 		{"holdout range", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--holdout", "1.5"}, 2, "--holdout"},
 		{"kfold with holdout", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--kfold", "3", "--holdout", "0.2"}, 2, "--kfold cannot be combined"},
 		{"several deployments", []string{"--serving-points", td + "silicon_h100_qwen3_32b.csv", "--model", "Qwen/Qwen3-32B"}, 2, "span several deployments"},
+		{"test of another deployment", []string{"--serving-points", td + "silicon_h100_qwen3_32b.csv", "--model", "Qwen/Qwen3-32B", "--tp", "4", "--engine", "vllm", "--test", otherVer, "--max-evals", "5"}, 2,
+			"other.csv: expected test points of the trained deployment Qwen/Qwen3-32B h100_sxm tp4 vllm-0.12.0 native, found Qwen/Qwen3-32B h100_sxm tp4 vllm-0.99.0 native"},
 		{"unknown feature", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--model", "llama2-70b", "--gpu", "h100", "--tp", "4", "--features", "const,bogus"}, 2, "bogus"},
 		{"step fit", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--model", "llama2-70b", "--gpu", "h100", "--tp", "4", "--kfold", "3", "-o", out}, 0, "Test error"},
 	}

@@ -330,8 +330,17 @@ func (c *Command) runServing(progress io.Writer) (*Report, *fitted.Coefficients,
 	var train, test []ServingPoint
 	if c.Test != "" {
 		train = pts
-		if test, _, err = c.readServing(c.Test); err != nil {
+		var tst ServingStats
+		if test, tst, err = c.readServing(c.Test); err != nil {
 			return nil, nil, nil, err
+		}
+		// Test points are simulated with the trained deployment's setup, so
+		// points of another deployment would give a meaningless error.
+		if err := SingleGroup(c.Test, test, tst); err != nil {
+			return nil, nil, nil, err
+		}
+		if g, want := test[0].Group(), pts[0].Group(); g != want {
+			return nil, nil, nil, &InputError{Path: c.Test, Msg: fmt.Sprintf("expected test points of the trained deployment %s, found %s (narrow --test with the same flags, or fit that deployment separately)", want, g)}
 		}
 	} else if c.KFold > 0 {
 		return nil, nil, nil, usageErr("--kfold is for --step-times (a simulator-in-the-loop fit per fold is too slow); use --holdout or --test")

@@ -196,20 +196,22 @@ func run(c *cli.Context) error {
 	}
 	outMeta := md.With(stage)
 	outMeta.Set("blis.sim.model", model.Name())
-	out, err := trace.Create(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
+	out, err := createOutput(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
 	if err != nil {
 		return cliutil.Usage("%v", err)
 	}
 	rw := trace.NewResultWriter(out, trace.ResultsSchema(outMeta))
 	var sw *trace.StepWriter
+	var stepsOut *output
 	if p := c.String("steps"); p != "" {
 		sm := trace.NewMeta().With(stage)
-		ss, err := trace.Create(p, nil, trace.StepsSchema(sm))
+		stepsOut, err = createOutput(p, nil, trace.StepsSchema(sm))
 		if err != nil {
 			rw.Close()
+			out.commit(false)
 			return cliutil.Usage("--steps: %v", err)
 		}
-		sw = trace.NewStepWriter(ss, trace.StepsSchema(sm))
+		sw = trace.NewStepWriter(stepsOut, trace.StepsSchema(sm))
 		opts.Steps = sw
 	}
 
@@ -253,14 +255,18 @@ func run(c *cli.Context) error {
 			closeErr = err
 		}
 	}
-	if runErr != nil {
-		// A failed run leaves no output file behind (the writers rename a
-		// finished temporary file into place on Close).
-		for _, p := range []string{c.String("output"), c.String("steps")} {
-			if p != "" && p != "-" {
-				os.Remove(p)
-			}
+	// A failed run leaves no new output file behind and existing ones as
+	// they were.
+	ok := runErr == nil && closeErr == nil
+	if err := out.commit(ok); closeErr == nil && runErr == nil {
+		closeErr = err
+	}
+	if stepsOut != nil {
+		if err := stepsOut.commit(ok); closeErr == nil && runErr == nil {
+			closeErr = err
 		}
+	}
+	if runErr != nil {
 		var re *trace.RowError
 		if errors.As(runErr, &re) {
 			return cliutil.BadInput(runErr)

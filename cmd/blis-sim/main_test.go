@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/csv"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -106,5 +110,80 @@ func dumpresults(ts *testscript.TestScript, neg bool, args []string) {
 	for _, r := range rs {
 		fmt.Fprintf(ts.Stdout(), "%s %s inst=%d arrival=%s enq=%s first=%s fin=%s ttft=%s e2e=%s gen=%d %q\n", r.ID, r.Status, r.InstanceID,
 			n(r.ArrivalUS), n(r.EnqueuedUS), n(r.FirstTokenUS), n(r.FinishedUS), n(r.TTFTUS), n(r.E2EUS), r.GeneratedTokens, r.DropReason)
+	}
+}
+
+// TestOutputToSpecialFile writes -o and --steps to named pipes: they are
+// written in place, never replaced by a regular file (a temporary file
+// renamed over /dev/null replaced the device).
+func TestOutputToSpecialFile(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.arrows")
+	md := trace.NewMeta()
+	md.Set(trace.MetaSorted, "arrival")
+	schema := trace.RequestsSchema(md)
+	sink, err := trace.Create(in, nil, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := trace.NewRequestWriter(sink, schema)
+	r := trace.NewRequest("a")
+	r.ArrivalUS, r.InputTokens, r.OutputTokens = 0, 10, 2
+	if err := w.Write(&r); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"results", []string{"-o", "PIPE"}},
+		{"steps", []string{"-o", filepath.Join(dir, "res.arrows"), "--steps", "PIPE"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pipe := filepath.Join(dir, tc.name+".pipe.arrow")
+			if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+				t.Skip("no named pipes:", err)
+			}
+			got := make(chan int64, 1)
+			go func() {
+				f, err := os.Open(pipe)
+				if err != nil {
+					got <- -1
+					return
+				}
+				n, _ := io.Copy(io.Discard, f)
+				f.Close()
+				got <- n
+			}()
+			args := []string{"blis-sim", "-q", "--kv-blocks", "10", "--latency", "linear", "--cluster", filepath.Join(dir, "lin.yaml")}
+			if err := os.WriteFile(filepath.Join(dir, "lin.yaml"), []byte("latency: {beta: [1000, 1, 10]}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range tc.args {
+				if a == "PIPE" {
+					a = pipe
+				}
+				args = append(args, a)
+			}
+			var stderr strings.Builder
+			if code := cliutil.RunArgs(app(), append(args, in), &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			select {
+			case n := <-got:
+				if n <= 0 {
+					t.Fatalf("read %d bytes from the pipe", n)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("nothing was written to the pipe")
+			}
+			fi, err := os.Lstat(pipe)
+			if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+				t.Fatalf("%s is no longer a named pipe: %v %v", pipe, fi.Mode(), err)
+			}
+		})
 	}
 }

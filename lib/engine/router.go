@@ -231,6 +231,9 @@ func newRouting(rc RouterConfig) (Routing, error) {
 					return nil, fmt.Errorf("router.weights: unknown scorer %q (expected load, kv or prefix)", k)
 				}
 			}
+			if w.load == 0 && w.kv == 0 && w.prefix == 0 {
+				return nil, fmt.Errorf("router.weights: expected at least one weight > 0 (all zero sends everything to replica 0)")
+			}
 		}
 		return w, nil
 	}

@@ -172,7 +172,8 @@ func TestGPUYAML(t *testing.T) {
 	}
 	for _, c := range []struct{ doc, want string }{
 		{good + "hbm_tbs: 3\n", "field hbm_tbs not found"},
-		{strings.Replace(good, "hbm_tb_s: 5.3", "hbm_tb_s: 0", 1), "field hbm_tb_s: expected a positive number, found 0"},
+		{strings.Replace(good, "hbm_tb_s: 5.3", "hbm_tb_s: 0", 1), "field hbm_tb_s: expected a finite positive number, found 0"},
+		{good + "efficiency:\n  kernel_us: .inf\n", "field efficiency.kernel_us: expected a finite non-negative number, found +Inf"},
 		{good + "efficiency:\n  gemm: 1.5\n", "field efficiency.gemm: expected a fraction in (0,1], found 1.5"},
 		{strings.Replace(good, "name: mi300x", "", 1), "field name"},
 		{"", "bad.yaml: empty file, expected a GPU YAML document"},
@@ -217,4 +218,21 @@ func FuzzParseConfig(f *testing.F) {
 		_ = a.TotalParams()
 		_ = a.KVBytesPerTokenRank(3)
 	})
+}
+
+func TestGPURanges(t *testing.T) {
+	good := "name: x\nbf16_tflops: 100\nhbm_tb_s: 2\nmemory_gib: 80\nlink_gb_s: 50\nlink_latency_us: 5\n"
+	for _, c := range []struct{ doc, want string }{
+		{strings.Replace(good, "hbm_tb_s: 2", "hbm_tb_s: 1e-300", 1), "x.yaml: field hbm_tb_s: expected 0.01 to 10000, found 1e-300"},
+		{strings.Replace(good, "hbm_tb_s: 2", "hbm_tb_s: 2000000", 1), "x.yaml: field hbm_tb_s: expected 0.01 to 10000, found 2e+06"},
+		{strings.Replace(good, "bf16_tflops: 100", "bf16_tflops: 0.001", 1), "x.yaml: field bf16_tflops: expected 0.1 to 1e+06, found 0.001"},
+		{strings.Replace(good, "memory_gib: 80", "memory_gib: 1e15", 1), "x.yaml: field memory_gib: expected 0.1 to 1e+06, found 1e+15"},
+	} {
+		if _, err := ParseGPU("x.yaml", []byte(c.doc)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error = %v, want %q", err, c.want)
+		}
+	}
+	if _, err := ParseGPU("x.yaml", []byte(good)); err != nil {
+		t.Errorf("good GPU: %v", err)
+	}
 }

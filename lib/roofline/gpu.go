@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -188,8 +189,19 @@ func (g *GPU) Validate(path string) error {
 		return fmt.Errorf("%s: field name: expected a GPU name, found nothing", path)
 	}
 	for _, p := range pos {
-		if !(p.v > 0) {
-			return fmt.Errorf("%s: field %s: expected a positive number, found %v", path, p.f, p.v)
+		if !(p.v > 0) || math.IsInf(p.v, 0) {
+			return fmt.Errorf("%s: field %s: expected a finite positive number, found %v", path, p.f, p.v)
+		}
+	}
+	// Peaks outside these ranges are typos or unit mix-ups (TB/s written as
+	// GB/s), and would make steps of days.
+	for _, p := range []struct {
+		f      string
+		v      float64
+		lo, hi float64
+	}{{"bf16_tflops", g.BF16TFLOPS, 0.1, 1e6}, {"hbm_tb_s", g.HBMTBps, 0.01, 1e4}, {"memory_gib", g.MemoryGiB, 0.1, 1e6}} {
+		if p.v < p.lo || p.v > p.hi {
+			return fmt.Errorf("%s: field %s: expected %g to %g, found %v", path, p.f, p.lo, p.hi, p.v)
 		}
 	}
 	for _, p := range []struct {
@@ -206,8 +218,8 @@ func (g *GPU) Validate(path string) error {
 	}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}, {"link_gb_s", g.LinkGBps}, {"link_latency_us", g.LinkLatUS},
 		{"efficiency.kernel_us", g.Eff.KernelUS}, {"efficiency.attention_kernel_us", g.Eff.AttnUS}, {"efficiency.layer_overhead_us", g.Eff.LayerUS},
 		{"efficiency.step_overhead_us", g.Eff.StepUS}, {"efficiency.reserved_gib", g.Eff.ReserveGiB}} {
-		if p.v < 0 {
-			return fmt.Errorf("%s: field %s: expected a non-negative number, found %v", path, p.f, p.v)
+		if !(p.v >= 0) || math.IsInf(p.v, 0) {
+			return fmt.Errorf("%s: field %s: expected a finite non-negative number, found %v", path, p.f, p.v)
 		}
 	}
 	return nil

@@ -53,6 +53,9 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 	if err := g.Validate(g.Name); err != nil {
 		return nil, err
 	}
+	if tp > 1 && !(g.LinkGBps > 0) {
+		return nil, fmt.Errorf("%s: field link_gb_s: expected a positive number for tp > 1, found %v", g.Name, g.LinkGBps)
+	}
 	if a.Heads%tp != 0 {
 		return nil, fmt.Errorf("%s has %d attention heads, not divisible by tp %d", a.Name, a.Heads, tp)
 	}
@@ -270,9 +273,18 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 	return t
 }
 
+// MaxStepUS caps a step at 10⁶ s (11.6 days): an absurd GPU file must
+// neither overflow the int64 µs conversion (Go's out-of-range float
+// conversion gives a negative number) nor, summed over millions of steps,
+// the engine clock.
+const MaxStepUS = 1e12
+
 // StepTime implements latency.Model.
 func (r *Roofline) StepTime(b *latency.Batch) int64 {
 	t := r.Terms(b)
+	if !(t.TotalUS < MaxStepUS) {
+		return MaxStepUS
+	}
 	us := int64(t.TotalUS + 0.5)
 	if us < 1 {
 		return 1

@@ -293,3 +293,29 @@ func TestMoEMLAKVByHand(t *testing.T) {
 		}
 	}
 }
+
+// Absurd GPU files must not wrap the int64 step time to 1 µs (Go's
+// conversion of an out-of-range float is undefined; on amd64 it is
+// negative), and a TP all-reduce needs a link.
+func TestAbsurdGPU(t *testing.T) {
+	a := mustArch(t, denseJSON)
+	r, err := New(a, unitGPU(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.bw = 1e-300 // below what Validate admits: only the cap can catch it here
+	b := &latency.Batch{DecodeSeqs: 1, DecodeCtx: 100}
+	if got := r.StepTime(b); got != int64(MaxStepUS) {
+		t.Errorf("step at 1e-300 B/s = %d µs, want the cap %d", got, int64(MaxStepUS))
+	}
+	noLink := unitGPU()
+	noLink.LinkGBps = 0
+	if _, err := New(a, noLink, 2); err == nil || !strings.Contains(err.Error(), "field link_gb_s: expected a positive number for tp > 1, found 0") {
+		t.Errorf("tp2 without a link: error = %v", err)
+	}
+	inf := unitGPU()
+	inf.Eff.KernelUS = math.Inf(1)
+	if err := inf.Validate("g.yaml"); err == nil || !strings.Contains(err.Error(), "g.yaml: field efficiency.kernel_us: expected a finite non-negative number, found +Inf") {
+		t.Errorf("infinite kernel floor: error = %v", err)
+	}
+}

@@ -647,12 +647,30 @@ func (s *sim) refreshSnapshot() {
 
 // preloadAll registers an in-memory table: graph checks on the whole table,
 // then every row in dependency order.
+// MaxTimeUS bounds arrival_us and delay_us (about 36,000 years), so that
+// adding delays, alpha and step times to them cannot overflow int64.
+const MaxTimeUS = 1 << 60
+
+// validateRow is trace's row check plus the engine's time bounds.
+func validateRow(r *trace.Request) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if r.ArrivalUS > MaxTimeUS {
+		return fmt.Errorf("column %s: expected <= %d (2^60 µs), found %d", trace.ColArrivalUS, int64(MaxTimeUS), r.ArrivalUS)
+	}
+	if r.DelayUS > MaxTimeUS {
+		return fmt.Errorf("column %s: expected <= %d (2^60 µs), found %d", trace.ColDelayUS, int64(MaxTimeUS), r.DelayUS)
+	}
+	return nil
+}
+
 func (s *sim) preloadAll(reqs []trace.Request) error {
 	s.preload = true
 	idx := make(map[string]int, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
-		if err := r.Validate(); err != nil {
+		if err := validateRow(r); err != nil {
 			return s.rowErr(r, int64(i+1), "%v", err)
 		}
 		if j, dup := idx[r.ID]; dup {
@@ -736,7 +754,7 @@ func (s *sim) readNextRoot() error {
 		req := &s.buf[s.bufPos]
 		s.bufPos++
 		s.rows++
-		if err := req.Validate(); err != nil {
+		if err := validateRow(req); err != nil {
 			return s.rowErr(req, s.rows, "%v", err)
 		}
 		root := len(req.DependsOn) == 0
@@ -777,7 +795,7 @@ func (s *sim) drain() error {
 		req := &s.buf[s.bufPos]
 		s.bufPos++
 		s.rows++
-		if err := req.Validate(); err != nil {
+		if err := validateRow(req); err != nil {
 			return s.rowErr(req, s.rows, "%v", err)
 		}
 		if len(req.DependsOn) == 0 {

@@ -328,6 +328,10 @@ func TestBadInput(t *testing.T) {
 		{"negative tokens", []trace.Request{req("a", 0, 10, 1), neg}, false, "row 2 (request neg): column output_tokens: expected >= 0, found -3"},
 		{"negative streamed", []trace.Request{req("a", 0, 10, 1), neg}, true, "row 2 (request neg): column output_tokens"},
 		{"forward ref streamed", []trace.Request{req("a", 0, 10, 1), dep("b", "c"), dep("c", "a")}, true, `row 2 (request b): column depends_on: "c" not found among earlier rows`},
+		// Times near MaxInt64 overflowed when delays and steps were added.
+		{"huge arrival", []trace.Request{req("a", math.MaxInt64-1000, 10, 1)}, false, "row 1 (request a): column arrival_us: expected <= 1152921504606846976 (2^60 µs), found 9223372036854774807"},
+		{"huge arrival streamed", []trace.Request{req("a", 0, 10, 1), req("b", 1<<61, 10, 1)}, true, "row 2 (request b): column arrival_us: expected <= 1152921504606846976"},
+		{"huge delay", []trace.Request{req("a", 0, 10, 1), func() trace.Request { r := dep("b", "a"); r.DelayUS = math.MaxInt64 - 10; return r }()}, true, "row 2 (request b): column delay_us: expected <= 1152921504606846976 (2^60 µs), found 9223372036854775797"},
 		{"unsorted streamed", []trace.Request{req("a", 50, 10, 1), req("b", 10, 10, 1)}, true, "row 2 (request b): column arrival_us: the table promises blis.sorted=arrival"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,9 +50,18 @@ type Linear struct {
 	Label               string
 }
 
+// MaxStepUS caps every model's step at 10⁶ s (11.6 days): a larger float
+// would wrap in the int64 conversion (negative on amd64, so a 1 µs step),
+// and millions of such steps would overflow the engine clock.
+const MaxStepUS = 1_000_000_000_000
+
 // StepTime implements Model.
 func (l *Linear) StepTime(b *Batch) int64 {
-	t := int64(l.Beta0 + l.Beta1*float64(b.PrefillTokens) + l.Beta2*float64(b.DecodeSeqs) + 0.5)
+	f := l.Beta0 + l.Beta1*float64(b.PrefillTokens) + l.Beta2*float64(b.DecodeSeqs)
+	if !(f < MaxStepUS) {
+		return MaxStepUS
+	}
+	t := int64(f + 0.5)
 	if t < 1 {
 		return 1
 	}

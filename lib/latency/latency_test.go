@@ -28,3 +28,17 @@ func TestLinearAndAlpha(t *testing.T) {
 		t.Error("Size counts prefill and decode requests")
 	}
 }
+
+// A huge β must not wrap the int64 step (Go's out-of-range float
+// conversion is negative on amd64, which became a 1 µs step).
+func TestLinearStepCap(t *testing.T) {
+	for _, c := range []struct {
+		beta0 float64
+		want  int64
+	}{{1e17, MaxStepUS}, {1e300, MaxStepUS}, {5, 5}, {-3, 1}} {
+		l := &Linear{Beta0: c.beta0}
+		if got := l.StepTime(&Batch{DecodeSeqs: 1}); got != c.want {
+			t.Errorf("β0 %g: step %d, want %d", c.beta0, got, c.want)
+		}
+	}
+}

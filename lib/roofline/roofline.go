@@ -273,11 +273,9 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 	return t
 }
 
-// MaxStepUS caps a step at 10⁶ s (11.6 days): an absurd GPU file must
-// neither overflow the int64 µs conversion (Go's out-of-range float
-// conversion gives a negative number) nor, summed over millions of steps,
-// the engine clock.
-const MaxStepUS = 1e12
+// MaxStepUS caps a step (latency.MaxStepUS): an absurd GPU file must not
+// wrap the int64 step or, summed over many steps, the engine clock.
+const MaxStepUS = latency.MaxStepUS
 
 // StepTime implements latency.Model.
 func (r *Roofline) StepTime(b *latency.Batch) int64 {

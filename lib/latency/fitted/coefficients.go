@@ -356,9 +356,8 @@ func (m *Model) StepTime(b *latency.Batch) int64 {
 	return us
 }
 
-// maxStepUS caps a step at 10⁶ s (11.6 days), as roofline.MaxStepUS, so
-// millions of steps stay far below int64 overflow of the engine clock.
-const maxStepUS = 1e12
+// maxStepUS caps a step, as every model does (latency.MaxStepUS).
+const maxStepUS = latency.MaxStepUS
 
 // Alpha implements latency.Model.
 func (m *Model) Alpha() latency.Alpha { return m.C.Alpha }

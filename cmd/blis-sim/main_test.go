@@ -113,6 +113,59 @@ func dumpresults(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// TestOutputThroughSymlink: -o through a symbolic link writes its target
+// and keeps the link (a temporary file renamed over the link replaced it,
+// and over /dev/stdout would have replaced the system's link).
+func TestOutputThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.arrows")
+	md := trace.NewMeta()
+	md.Set(trace.MetaSorted, "arrival")
+	schema := trace.RequestsSchema(md)
+	sink, err := trace.Create(in, nil, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := trace.NewRequestWriter(sink, schema)
+	r := trace.NewRequest("a")
+	r.ArrivalUS, r.InputTokens, r.OutputTokens = 0, 10, 2
+	if err := w.Write(&r); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	target, link := filepath.Join(dir, "sub", "res.arrow"), filepath.Join(dir, "link.arrow")
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lin.yaml"), []byte("latency: {beta: [1000, 1, 10]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if code := cliutil.RunArgs(app(), []string{"blis-sim", "-q", "--kv-blocks", "10", "--cluster", filepath.Join(dir, "lin.yaml"), "-o", link, in}, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("%s is no longer a symlink", link)
+	}
+	src, err := trace.Open(target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	rs, err := trace.ReadAllResults(src)
+	if err != nil || len(rs) != 1 || rs[0].Status != trace.StatusCompleted {
+		t.Fatalf("target: %v %+v", err, rs)
+	}
+}
+
 // TestOutputToSpecialFile writes -o and --steps to named pipes: they are
 // written in place, never replaced by a regular file (a temporary file
 // renamed over /dev/null replaced the device).

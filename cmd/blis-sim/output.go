@@ -31,7 +31,12 @@ func createOutput(path string, stdout io.Writer, schema *arrow.Schema) (*output,
 		o.Sink = s
 		return o, err
 	}
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+	// Through a symbolic link, replace its target, not the link.
+	dest := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		dest = r
+	}
+	if fi, err := os.Stat(dest); err == nil && !fi.Mode().IsRegular() {
 		if fi.IsDir() {
 			return nil, fmt.Errorf("%s: is a directory", path)
 		}
@@ -48,7 +53,8 @@ func createOutput(path string, stdout io.Writer, schema *arrow.Schema) (*output,
 		return o, nil
 	}
 	// Keep the extension: it selects the format.
-	o.tmp = filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.%d.partial%s", filepath.Base(path), os.Getpid(), filepath.Ext(path)))
+	o.dest = dest
+	o.tmp = filepath.Join(filepath.Dir(dest), fmt.Sprintf(".%s.%d.partial%s", filepath.Base(dest), os.Getpid(), filepath.Ext(path)))
 	s, err := trace.Create(o.tmp, nil, schema)
 	if err != nil {
 		// Name the path the user gave, not the temporary ones.

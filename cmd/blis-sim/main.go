@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -155,6 +156,9 @@ func run(c *cli.Context) error {
 			}
 		}
 	}
+	if o, st := c.String("output"), c.String("steps"); st != "" && o != "-" && o != "" && sameFile(o, st) {
+		return cliutil.Usage("-o and --steps name the same file %s", o)
+	}
 	in, err := cliutil.Input(c)
 	if err != nil {
 		return err
@@ -295,4 +299,15 @@ func readAll(rr *trace.RequestReader) ([]trace.Request, error) {
 			return nil, err
 		}
 	}
+}
+
+func sameFile(a, b string) bool {
+	if fa, err := os.Stat(a); err == nil {
+		if fb, err := os.Stat(b); err == nil {
+			return os.SameFile(fa, fb)
+		}
+	}
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
 }

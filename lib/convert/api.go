@@ -134,14 +134,9 @@ func Convert(opts Options, out string, stdin io.Reader, stdout io.Writer) (*Stat
 			stdin = in.br // detection peeked into stdin: hand the buffer on
 		}
 	}
-	var fo *fileOut
 	open := func(md trace.Meta) (rowSink, error) {
 		schema := trace.RequestsSchema(md)
 		path := out
-		if out != "" && out != "-" {
-			fo = newFileOut(out)
-			path = fo.tmp
-		}
 		sink, err := trace.Create(path, stdout, schema)
 		if err != nil {
 			if path == "" || path == "-" {
@@ -151,29 +146,7 @@ func Convert(opts Options, out string, stdin io.Reader, stdout io.Writer) (*Stat
 		}
 		return trace.NewRequestWriter(sink, schema), nil
 	}
-	st, err := convertWith(opts, stdin, open)
-	if fo != nil {
-		err = fo.finish(err)
-	}
-	return st, err
-}
-
-// fileOut writes through a private temporary name so that a failed
-// conversion never replaces or leaves behind the destination.
-type fileOut struct{ tmp, dest string }
-
-func newFileOut(dest string) *fileOut {
-	dir, base := filepath.Split(dest)
-	ext := filepath.Ext(base)
-	return &fileOut{dest: dest, tmp: filepath.Join(dir, fmt.Sprintf(".%s.partial-%d%s", strings.TrimSuffix(base, ext), os.Getpid(), ext))}
-}
-
-func (f *fileOut) finish(err error) error {
-	if err != nil {
-		os.Remove(f.tmp)
-		return err
-	}
-	return os.Rename(f.tmp, f.dest)
+	return convertWith(opts, stdin, open)
 }
 
 func describe(paths []string) ([]trace.Input, error) {
@@ -323,7 +296,6 @@ func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writ
 		// blis.start_time account for the source's origin.
 		ap.origin, ap.epoch = st.UnixMicro(), true
 	}
-	var fo *fileOut
 	open := func(md trace.Meta) (rowSink, error) {
 		// Keep the source's metadata and provenance chain, then ours.
 		full := in.With(md.Provenance[len(md.Provenance)-1])
@@ -339,22 +311,13 @@ func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writ
 			full.Set(trace.MetaTimeScale, strconv.FormatFloat(scale, 'g', -1, 64))
 		}
 		schema := trace.RequestsSchema(full)
-		path := out
-		if out != "" && out != "-" {
-			fo = newFileOut(out)
-			path = fo.tmp
-		}
-		sink, err := trace.Create(path, stdout, schema)
+		sink, err := trace.Create(out, stdout, schema)
 		if err != nil {
 			return nil, err
 		}
 		return trace.NewRequestWriter(sink, schema), nil
 	}
-	st, err := run(opts, []parser{ap}, descs, open)
-	if fo != nil {
-		err = fo.finish(err)
-	}
-	return st, err
+	return run(opts, []parser{ap}, descs, open)
 }
 
 // arrowParser reads rows of an existing requests table back as Rows. Times

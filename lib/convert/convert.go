@@ -382,6 +382,7 @@ func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta)
 						st.skip(be)
 						continue
 					}
+					p.closeOnError()
 					return st, be
 				}
 				seen[r.ID] = r.SourceRow
@@ -402,10 +403,15 @@ func run(opts *Options, ps []parser, inputs []trace.Input, open func(trace.Meta)
 	return st, p.finish()
 }
 
-// closeOnError abandons the output. A stream is deliberately left without
-// its end-of-stream marker so that the reader reports a truncated table
-// instead of accepting a short one; a file output is removed by the caller.
-func (p *pipeline) closeOnError() {}
+// closeOnError abandons the output: a file output is removed (an earlier
+// file at the path stays as it was) and a stream is left without its
+// end-of-stream marker, so the reader reports a truncated table instead of
+// accepting a short one (trace.Abort).
+func (p *pipeline) closeOnError() {
+	if a, ok := p.sink.(interface{ Abort() }); ok {
+		a.Abort()
+	}
+}
 
 // validationError restates a trace.Request.Validate error ("column c:
 // expected x, found y") with the source file and line.

@@ -217,19 +217,20 @@ func (rep *Report) WriteFile(path string, f Format) error {
 	return writeFile(path, func(w io.Writer) error { return rep.Write(w, f) })
 }
 
-// writeFile writes through trace.NewTempOutput: a failed run leaves nothing,
-// and the result is an ordinary 0644 file (os.CreateTemp alone makes 0600).
+// writeFile writes through trace.CreateFile: a failed run leaves nothing
+// (and an earlier file stays), the result is an ordinary 0644 file, and a
+// device or symbolic link is written through, not replaced.
 func writeFile(path string, write func(io.Writer) error) error {
-	f, finish, err := trace.NewTempOutput(path)
+	out, err := trace.CreateFile(path)
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriter(f)
+	bw := bufio.NewWriter(out.File())
 	err = write(bw)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
-	return finish(err)
+	return out.Commit(err)
 }
 
 const css = `body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1200px}

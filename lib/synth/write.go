@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,43 +77,21 @@ func Meta(s *Spec, args []string, inputs []trace.Input) trace.Meta {
 // Write synthesises s into a requests table at out ("-" for stdout).
 func Write(s *Spec, out string, stdout io.Writer, md trace.Meta) (Stats, error) {
 	schema := trace.RequestsSchema(md)
-	// A file is built under a private name and renamed when complete, so a
-	// failed run neither leaves a partial table nor removes an earlier one.
-	path, tmp := out, ""
-	if out != "" && out != "-" {
-		dir, base := filepath.Split(out)
-		ext := filepath.Ext(base)
-		tmp = filepath.Join(dir, fmt.Sprintf(".%s.partial-%d%s", strings.TrimSuffix(base, ext), os.Getpid(), ext))
-		path = tmp
-	}
-	sink, err := trace.Create(path, stdout, schema)
+	// A file is written under a temporary name and renamed when complete, so
+	// a failed run neither leaves a partial table nor removes an earlier one;
+	// on stdout the stream is left without its end marker, so the next stage
+	// reports it as truncated (trace.Abort).
+	sink, err := trace.Create(out, stdout, schema)
 	if err != nil {
 		return Stats{}, err
 	}
 	w := trace.NewRequestWriter(sink, schema)
 	st, err := pipeline(s, w)
 	if err != nil {
-		// On stdout, leave the stream without its end marker so the next
-		// stage reports it as truncated.
-		if tmp != "" {
-			w.Close()
-			os.Remove(tmp)
-		}
+		w.Abort()
 		return st, err
 	}
-	if err := w.Close(); err != nil {
-		if tmp != "" {
-			os.Remove(tmp)
-		}
-		return st, err
-	}
-	if tmp != "" {
-		if err := os.Rename(tmp, out); err != nil {
-			os.Remove(tmp)
-			return st, err
-		}
-	}
-	return st, nil
+	return st, w.Close()
 }
 
 // Summary is a one-line account of a run for stderr.

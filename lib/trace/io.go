@@ -32,9 +32,10 @@ var ErrTruncated = errors.New("Arrow stream ended without its end-of-stream mark
 
 // Format is a table file format chosen by file extension.
 type Format struct {
-	Name   string
-	Open   func(path string) (BatchReader, error)
-	Create func(path string, schema *arrow.Schema) (Sink, error)
+	Name string
+	Open func(path string) (BatchReader, error)
+	// Write encodes a table onto w; Create manages the file around it.
+	Write func(w io.Writer, schema *arrow.Schema) (Sink, error)
 }
 
 // BatchReader is the minimal reading interface every format provides.
@@ -71,7 +72,7 @@ func formatFor(path string) (Format, bool) {
 		if ext == ".arrows" {
 			return Format{}, false // explicit stream extension
 		}
-		return Format{Name: "arrow-file", Open: openIPCFile, Create: createIPCFile}, true
+		return Format{Name: "arrow-file", Open: openIPCFile, Write: writeIPCFile}, true
 	}
 	formatsMu.Lock()
 	defer formatsMu.Unlock()
@@ -308,34 +309,56 @@ func (r *fileReader) Close() error {
 }
 
 // Create opens an output: "-" or "" is an IPC stream on stdout (refused when
-// stdout is a terminal); a path is written by extension, via a temporary file
-// renamed into place on Close so a failed run never leaves a partial file.
+// stdout is a terminal); a path is written in the format its extension names
+// (a stream when none does). A regular file is written under a temporary
+// name beside it and renamed into place by Close, so a failed run (Abort)
+// neither leaves a partial table nor removes an earlier one; through a
+// symbolic link the target is replaced and the link kept; a device or FIFO
+// (-o /dev/null) is written in place.
 func Create(path string, stdout io.Writer, schema *arrow.Schema) (Sink, error) {
 	if path == "" || path == "-" {
 		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			return nil, errors.New("refusing to write binary Arrow to a terminal: pipe it into another blis tool (e.g. | blis-report) or use -o FILE")
 		}
-		bw := bufio.NewWriterSize(stdout, ioBuffer)
-		return &streamSink{w: ipc.NewWriter(bw, ipc.WithSchema(schema), ipc.WithDictionaryDeltas(true)), bw: bw}, nil
+		return writeStream(stdout, schema)
 	}
+	write := writeStream
 	if f, ok := formatFor(path); ok {
-		if f.Create == nil {
+		if f.Write == nil {
 			return nil, fmt.Errorf("%s: %s output is not supported by this tool; write .arrow and convert with blis-convert", path, f.Name)
 		}
-		return f.Create(path, schema)
+		write = f.Write
 	}
-	tf, err := newTempFile(path)
+	out, err := CreateFile(path)
 	if err != nil {
 		return nil, err
 	}
-	bw := bufio.NewWriterSize(tf.f, ioBuffer)
-	return &streamSink{w: ipc.NewWriter(bw, ipc.WithSchema(schema), ipc.WithDictionaryDeltas(true)), bw: bw, tf: tf}, nil
+	// Formats that close what they write to must not close the file.
+	inner, err := write(struct{ io.Writer }{out.f}, schema)
+	if err != nil {
+		out.Abort()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &fileOutput{Sink: inner, out: out}, nil
+}
+
+// Abort ends an output of a failed run: a file output is removed (an earlier
+// file at the path is left as it was); a stream is left without its
+// end-of-stream marker, so the next stage reports it as truncated.
+func Abort(s Sink) {
+	if a, ok := s.(interface{ Abort() }); ok {
+		a.Abort()
+	}
+}
+
+func writeStream(w io.Writer, schema *arrow.Schema) (Sink, error) {
+	bw := bufio.NewWriterSize(w, ioBuffer)
+	return &streamSink{w: ipc.NewWriter(bw, ipc.WithSchema(schema), ipc.WithDictionaryDeltas(true)), bw: bw}, nil
 }
 
 type streamSink struct {
 	w  *ipc.Writer
 	bw *bufio.Writer
-	tf *tempFile
 }
 
 func (s *streamSink) Write(rec arrow.RecordBatch) error { return s.w.Write(rec) }
@@ -344,76 +367,104 @@ func (s *streamSink) Close() error {
 	if ferr := s.bw.Flush(); err == nil {
 		err = ferr
 	}
-	if s.tf != nil {
-		return s.tf.finish(err)
-	}
 	return err
 }
 
-// tempFile is written beside its destination and renamed into place on success.
-type tempFile struct {
-	f    *os.File
-	dest string
+// Abort flushes what was written but no end-of-stream marker.
+func (s *streamSink) Abort() { s.bw.Flush() }
+
+type fileOutput struct {
+	Sink
+	out *OutputFile
 }
 
-func newTempFile(dest string) (*tempFile, error) {
+func (o *fileOutput) Close() error { return o.out.Commit(o.Sink.Close()) }
+func (o *fileOutput) Abort()       { o.out.Abort() }
+
+// OutputFile is a file being written for a path: a temporary file beside
+// the (symlink-resolved) destination, or the destination itself when it is
+// a device or FIFO. Tools writing non-table outputs (HTML, YAML) use it too.
+type OutputFile struct {
+	f    *os.File
+	dest string // rename target; "" when writing in place
+	path string // as the user gave it, for messages
+}
+
+// CreateFile opens an output file for path (see Create).
+func CreateFile(path string) (*OutputFile, error) {
+	dest := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		dest = r
+	}
+	if fi, err := os.Stat(dest); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%s: is a directory", path)
+		}
+		f, err := os.OpenFile(dest, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &OutputFile{f: f, path: path}, nil
+	}
 	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp*")
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s: %w", path, pe.Err) // name the user's path, not ours
+		}
 		return nil, err
 	}
-	return &tempFile{f: f, dest: dest}, nil
+	return &OutputFile{f: f, dest: dest, path: path}, nil
 }
 
-// File returns the open temporary file.
-func (t *tempFile) File() *os.File { return t.f }
+// File is the open file to write to.
+func (o *OutputFile) File() *os.File { return o.f }
 
-func (t *tempFile) finish(err error) error {
-	// CreateTemp makes 0600 files; outputs are ordinary files (0644).
-	if cerr := t.f.Chmod(0o644); err == nil {
-		err = cerr
-	}
-	if cerr := t.f.Close(); err == nil {
-		err = cerr
-	}
+// Commit completes the output when err is nil (renaming it into place as an
+// ordinary 0644 file), or aborts it and returns err.
+func (o *OutputFile) Commit(err error) error {
 	if err != nil {
-		os.Remove(t.f.Name())
-		return fmt.Errorf("%s: %w", t.dest, err)
+		o.Abort()
+		return fmt.Errorf("%s: %w", o.path, err)
 	}
-	if err := os.Rename(t.f.Name(), t.dest); err != nil {
-		os.Remove(t.f.Name())
+	if o.dest == "" {
+		return o.f.Close()
+	}
+	if err := o.f.Chmod(0o644); err != nil { // CreateTemp makes 0600 files
+		o.Abort()
 		return err
+	}
+	if err := o.f.Close(); err != nil {
+		os.Remove(o.f.Name())
+		return fmt.Errorf("%s: %w", o.path, err)
+	}
+	if err := os.Rename(o.f.Name(), o.dest); err != nil {
+		os.Remove(o.f.Name())
+		return fmt.Errorf("%s: %w", o.path, err)
 	}
 	return nil
 }
 
-// NewTempOutput is for format packages: a file beside dest that Finish renames
-// into place (or removes when err is non-nil).
-func NewTempOutput(dest string) (f *os.File, finish func(err error) error, err error) {
-	t, err := newTempFile(dest)
-	if err != nil {
-		return nil, nil, err
+// Abort closes the output and removes a temporary file.
+func (o *OutputFile) Abort() {
+	o.f.Close()
+	if o.dest != "" {
+		os.Remove(o.f.Name())
 	}
-	return t.f, t.finish, nil
 }
 
 type fileSink struct {
 	w      *ipc.FileWriter
 	schema *arrow.Schema
-	tf     *tempFile
 }
 
-func createIPCFile(path string, schema *arrow.Schema) (Sink, error) {
-	tf, err := newTempFile(path)
-	if err != nil {
-		return nil, err
-	}
+func writeIPCFile(w io.Writer, schema *arrow.Schema) (Sink, error) {
 	plain := PlainSchema(schema)
-	w, err := ipc.NewFileWriter(tf.f, ipc.WithSchema(plain))
+	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(plain))
 	if err != nil {
-		tf.finish(err)
 		return nil, err
 	}
-	return &fileSink{w: w, schema: plain, tf: tf}, nil
+	return &fileSink{w: fw, schema: plain}, nil
 }
 
 func (s *fileSink) Write(rec arrow.RecordBatch) error {
@@ -425,7 +476,7 @@ func (s *fileSink) Write(rec arrow.RecordBatch) error {
 	return s.w.Write(p)
 }
 
-func (s *fileSink) Close() error { return s.tf.finish(s.w.Close()) }
+func (s *fileSink) Close() error { return s.w.Close() }
 
 // PlainSchema replaces dictionary-encoded columns by their value type. File
 // formats need it: their dictionaries cannot grow between batches, while the

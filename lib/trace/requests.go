@@ -199,6 +199,10 @@ func (w *RequestWriter) Rows() int64 { return w.rows }
 // Close flushes the last batch and closes the sink.
 func (w *RequestWriter) Close() error { return w.close() }
 
+// Abort ends the output of a failed run: a file is removed (an earlier one
+// at the path stays), a stream is left without its end-of-stream marker.
+func (w *RequestWriter) Abort() { w.abort() }
+
 // requestCols decodes request columns of a batch.
 type requestCols struct {
 	id, kind, session, tenant, slo, model, step, srcStatus strCol

@@ -95,6 +95,10 @@ func (w *ResultWriter) Rows() int64 { return w.rows }
 // Close flushes the last batch and closes the sink.
 func (w *ResultWriter) Close() error { return w.close() }
 
+// Abort ends the output of a failed run: a file is removed (an earlier one
+// at the path stays), a stream is left without its end-of-stream marker.
+func (w *ResultWriter) Abort() { w.abort() }
+
 // RequiredResultColumns must be present in any table read as results.
 var RequiredResultColumns = []string{ColRequestID, ColStatus}
 
@@ -237,3 +241,7 @@ func (w *StepWriter) Write(s *Step) error {
 
 // Close flushes the last batch and closes the sink.
 func (w *StepWriter) Close() error { return w.close() }
+
+// Abort ends the output of a failed run: a file is removed (an earlier one
+// at the path stays), a stream is left without its end-of-stream marker.
+func (w *StepWriter) Abort() { w.abort() }

@@ -98,6 +98,17 @@ func (w *batchWriter) close() error {
 	return err
 }
 
+// abort discards the output of a failed run (see Abort) and releases the builders.
+func (w *batchWriter) abort() {
+	Abort(w.sink)
+	w.b.Release()
+	for _, d := range w.dicts {
+		if d != nil && d.dict != nil {
+			d.dict.Release()
+		}
+	}
+}
+
 // dictCol accumulates one dictionary<int32, string> column.
 type dictCol struct {
 	dt       *arrow.DictionaryType

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	trace.RegisterFormat(".parquet", trace.Format{Name: "parquet", Open: open, Create: create})
+	trace.RegisterFormat(".parquet", trace.Format{Name: "parquet", Open: open, Write: write})
 }
 
 type reader struct {
@@ -72,23 +72,16 @@ func (r *reader) Close() error {
 type writer struct {
 	fw     *pqarrow.FileWriter
 	schema *arrow.Schema
-	finish func(error) error
 }
 
-func create(path string, schema *arrow.Schema) (trace.Sink, error) {
-	f, finish, err := trace.NewTempOutput(path)
+func write(w io.Writer, schema *arrow.Schema) (trace.Sink, error) {
+	plain := trace.PlainSchema(schema)
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(true))
+	fw, err := pqarrow.NewFileWriter(plain, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, err
 	}
-	plain := trace.PlainSchema(schema)
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(true))
-	// Hide f's Close: pqarrow closes a Closer sink itself, and finish must be
-	// the one to close (and rename) the temporary file.
-	fw, err := pqarrow.NewFileWriter(plain, struct{ io.Writer }{f}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		return nil, finish(err)
-	}
-	return &writer{fw: fw, schema: plain, finish: finish}, nil
+	return &writer{fw: fw, schema: plain}, nil
 }
 
 func (w *writer) Write(rec arrow.RecordBatch) error {
@@ -100,4 +93,4 @@ func (w *writer) Write(rec arrow.RecordBatch) error {
 	return w.fw.WriteBuffered(p)
 }
 
-func (w *writer) Close() error { return w.finish(w.fw.Close()) }
+func (w *writer) Close() error { return w.fw.Close() }

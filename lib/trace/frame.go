@@ -20,6 +20,7 @@ import (
 // that actually arrived.
 type frameReader struct {
 	r    io.Reader
+	read bool // a message header was read: an EOF now means truncation, not emptiness
 	hdr  [8]byte
 	cur  *ipc.Message
 	refs int
@@ -50,6 +51,7 @@ func (f *frameReader) Message() (*ipc.Message, error) {
 		}
 		return nil, err
 	}
+	f.read = true
 	n := binary.LittleEndian.Uint32(f.hdr[:4])
 	if n == contToken {
 		if _, err := io.ReadFull(f.r, f.hdr[4:8]); err != nil {

@@ -235,10 +235,14 @@ type streamReader struct {
 
 func openStream(rc io.ReadCloser) (BatchReader, error) {
 	br := bufio.NewReaderSize(rc, ioBuffer)
-	rd, err := ipc.NewReaderFromMessageReader(newFrameReader(br))
+	fr := newFrameReader(br)
+	rd, err := ipc.NewReaderFromMessageReader(fr)
 	if err != nil {
 		rc.Close()
 		if errors.Is(err, io.EOF) || errors.Is(err, ErrTruncated) {
+			if fr.read {
+				return nil, ErrTruncated // cut inside the schema message
+			}
 			return nil, errors.New("empty input: expected an Arrow IPC stream")
 		}
 		return nil, fmt.Errorf("not an Arrow IPC stream: %w", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -228,5 +229,19 @@ func TestContentErrorsAreBadInput(t *testing.T) {
 		if !errors.As(err, &bi) {
 			t.Errorf("%s: %v is not marked as bad input", name, err)
 		}
+	}
+}
+
+// A stream cut inside its first message is truncated, not empty.
+func TestCutInSchemaIsTruncated(t *testing.T) {
+	var buf bytes.Buffer
+	writeRequests(t, "-", &buf, sampleRequests(3))
+	_, err := Open("-", bytes.NewReader(buf.Bytes()[:100]))
+	if !errors.Is(err, ErrTruncated) {
+		t.Fatalf("got %v, want ErrTruncated", err)
+	}
+	_, err = Open("-", bytes.NewReader(nil))
+	if err == nil || !strings.Contains(err.Error(), "empty input") {
+		t.Fatalf("got %v, want empty input", err)
 	}
 }

@@ -7,43 +7,24 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/blis-sim/blis/lib/trace"
 )
 
-func colIndex(s *arrow.Schema, name string) int {
-	idx := s.FieldIndices(name)
-	if len(idx) == 0 {
-		return -1
-	}
-	return idx[0]
-}
+func colIndex(s *arrow.Schema, name string) int { return trace.ColumnIndex(s, name) }
 
 // checkInt returns an error unless column name is absent or an integer column.
 func checkInt(path string, s *arrow.Schema, name string) error {
-	i := colIndex(s, name)
-	if i < 0 {
-		return nil
+	if err := trace.CheckInt(s, name); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	switch s.Field(i).Type.ID() {
-	case arrow.INT64, arrow.INT32, arrow.INT16, arrow.INT8, arrow.UINT32, arrow.UINT16, arrow.UINT8:
-		return nil
-	}
-	return fmt.Errorf("%s: column %s: expected an integer column, found %s", path, name, s.Field(i).Type)
+	return nil
 }
 
 func checkStr(path string, s *arrow.Schema, name string) error {
-	i := colIndex(s, name)
-	if i < 0 {
-		return nil
+	if err := trace.CheckString(s, name); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	switch t := s.Field(i).Type.(type) {
-	case *arrow.StringType, *arrow.LargeStringType:
-		return nil
-	case *arrow.DictionaryType:
-		if arrow.TypeEqual(t.ValueType, arrow.BinaryTypes.String) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s: column %s: expected string or dictionary<string>, found %s", path, name, s.Field(i).Type)
+	return nil
 }
 
 // icol reads one integer column of a batch without copying int64 data.

@@ -13,6 +13,17 @@ import (
 // strings for dictionaries, int64 for int32 and the reverse), and rejects
 // anything else naming the column.
 
+// ColumnIndex returns the index of column name in s, or -1.
+func ColumnIndex(s *arrow.Schema, name string) int { return colIndex(s, name) }
+
+// CheckInt returns an error naming the column unless it is absent or holds
+// integers of any width.
+func CheckInt(s *arrow.Schema, name string) error { return checkInt(s, name) }
+
+// CheckString returns an error naming the column unless it is absent or
+// holds strings or dictionary-encoded strings.
+func CheckString(s *arrow.Schema, name string) error { return checkString(s, name) }
+
 func colIndex(s *arrow.Schema, name string) int {
 	idx := s.FieldIndices(name)
 	if len(idx) == 0 {

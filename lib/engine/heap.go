@@ -26,39 +26,39 @@ func (a *event) less(b *event) bool {
 	return a.t < b.t || (a.t == b.t && a.key < b.key)
 }
 
-// eventHeap is a binary min-heap of values: no interface calls, no
-// per-event allocation.
-type eventHeap struct {
-	ev  []event
-	seq uint64
-}
+// minHeap is a binary min-heap of values ordered by their less method: no
+// interface calls, no per-item allocation. Each instantiation is compiled
+// for its own element type, so less is called directly.
+type minHeap[T any, P interface {
+	*T
+	less(*T) bool
+}] struct{ s []T }
 
-func (h *eventHeap) push(t int64, kind uint8, inst int32, r *reqState) {
-	h.seq++
-	h.ev = append(h.ev, event{t: t, key: uint64(kind)<<56 | h.seq, inst: inst, r: r})
-	ev := h.ev
-	i := len(ev) - 1
+func (h *minHeap[T, P]) len() int { return len(h.s) }
+
+func (h *minHeap[T, P]) top() *T { return &h.s[0] }
+
+func (h *minHeap[T, P]) push(x T) {
+	h.s = append(h.s, x)
+	s := h.s
+	i := len(s) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !ev[i].less(&ev[p]) {
+		if !P(&s[i]).less(&s[p]) {
 			break
 		}
-		ev[i], ev[p] = ev[p], ev[i]
+		s[i], s[p] = s[p], s[i]
 		i = p
 	}
 }
 
-func (h *eventHeap) len() int { return len(h.ev) }
-
-func (h *eventHeap) top() *event { return &h.ev[0] }
-
-func (h *eventHeap) pop() event {
-	ev := h.ev
-	n := len(ev) - 1
-	out := ev[0]
-	ev[0] = ev[n]
-	ev[n] = event{}
-	ev = ev[:n]
+func (h *minHeap[T, P]) pop() T {
+	s := h.s
+	n := len(s) - 1
+	out := s[0]
+	var zero T
+	s[0], s[n] = s[n], zero
+	s = s[:n]
 	i := 0
 	for {
 		l := 2*i + 1
@@ -66,17 +66,29 @@ func (h *eventHeap) pop() event {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && ev[r].less(&ev[l]) {
+		if r := l + 1; r < n && P(&s[r]).less(&s[l]) {
 			m = r
 		}
-		if !ev[m].less(&ev[i]) {
+		if !P(&s[m]).less(&s[i]) {
 			break
 		}
-		ev[i], ev[m] = ev[m], ev[i]
+		s[i], s[m] = s[m], s[i]
 		i = m
 	}
-	h.ev = ev
+	h.s = s
 	return out
+}
+
+// eventHeap is the cluster's event queue; seq numbers events as they are
+// scheduled, so ties are broken the same way on every run.
+type eventHeap struct {
+	minHeap[event, *event]
+	seq uint64
+}
+
+func (h *eventHeap) push(t int64, kind uint8, inst int32, r *reqState) {
+	h.seq++
+	h.minHeap.push(event{t: t, key: uint64(kind)<<56 | h.seq, inst: inst, r: r})
 }
 
 // stepHeap orders per-instance due work by step index (decode finishes,
@@ -89,60 +101,27 @@ type stepEntry struct {
 	r     *reqState
 }
 
+func (a *stepEntry) less(b *stepEntry) bool {
+	return a.step < b.step || (a.step == b.step && a.seq < b.seq)
+}
+
 type stepHeap struct {
-	e   []stepEntry
+	minHeap[stepEntry, *stepEntry]
 	seq uint64
 }
 
 func (h *stepHeap) push(step int64, r *reqState) {
 	h.seq++
-	h.e = append(h.e, stepEntry{step: step, seq: h.seq, epoch: r.epoch, r: r})
-	e := h.e
-	i := len(e) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !(e[i].step < e[p].step || (e[i].step == e[p].step && e[i].seq < e[p].seq)) {
-			break
-		}
-		e[i], e[p] = e[p], e[i]
-		i = p
-	}
+	h.minHeap.push(stepEntry{step: step, seq: h.seq, epoch: r.epoch, r: r})
 }
 
 // popDue returns the next live entry due at or before step, or nil.
 func (h *stepHeap) popDue(step int64) *reqState {
-	for len(h.e) > 0 && h.e[0].step <= step {
+	for h.len() > 0 && h.s[0].step <= step {
 		x := h.pop()
 		if x.epoch == x.r.epoch {
 			return x.r
 		}
 	}
 	return nil
-}
-
-func (h *stepHeap) pop() stepEntry {
-	e := h.e
-	n := len(e) - 1
-	out := e[0]
-	e[0] = e[n]
-	e[n] = stepEntry{}
-	e = e[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && (e[r].step < e[l].step || (e[r].step == e[l].step && e[r].seq < e[l].seq)) {
-			m = r
-		}
-		if !(e[m].step < e[i].step || (e[m].step == e[i].step && e[m].seq < e[i].seq)) {
-			break
-		}
-		e[i], e[m] = e[m], e[i]
-		i = m
-	}
-	h.e = e
-	return out
 }

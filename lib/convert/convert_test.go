@@ -483,3 +483,34 @@ func TestTruncatedStreamOnError(t *testing.T) {
 		}
 	}
 }
+
+// ReadRequests gives the rows Convert writes, in memory, for a trace and for
+// a requests table.
+func TestReadRequests(t *testing.T) {
+	reqs, err := ReadRequests("testdata/llmservingsim_rtx4090_llama8b.head8.jsonl", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 8 || reqs[0].ArrivalUS != 0 || reqs[0].RecordedTTFTUS <= 0 {
+		t.Fatalf("%d rows, first %+v", len(reqs), reqs[0])
+	}
+	out := filepath.Join(t.TempDir(), "r.arrow")
+	if _, err := Convert(Options{Inputs: []string{"testdata/llmservingsim_rtx4090_llama8b.head8.jsonl"}}, out, nil, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadRequests(out, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != len(reqs) {
+		t.Fatalf("table: %d rows, trace: %d", len(back), len(reqs))
+	}
+	for i := range back {
+		if back[i].ID != reqs[i].ID || back[i].ArrivalUS != reqs[i].ArrivalUS || back[i].RecordedE2EUS != reqs[i].RecordedE2EUS {
+			t.Fatalf("row %d: table %+v, trace %+v", i, back[i], reqs[i])
+		}
+	}
+	if _, err := ReadRequests("testdata/nope.jsonl", ""); err == nil {
+		t.Error("a missing file gave no error")
+	}
+}

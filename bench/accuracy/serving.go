@@ -11,6 +11,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/fit"
+	"github.com/blis-sim/blis/lib/measure"
 
 	"github.com/blis-sim/blis/lib/latency/resolve"
 	"github.com/blis-sim/blis/lib/roofline"
@@ -27,7 +28,7 @@ func servingLevel(data string, w io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	pts, _, err := fit.ReadServingPoints(path, f, fit.ServingFilter{GPU: "h100_sxm", Engine: "vllm"})
+	pts, _, err := measure.ReadServingPoints(path, f, measure.ServingFilter{GPU: "h100_sxm", Engine: "vllm"})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
-package fit
+package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,23 +8,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/lib/fit"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/fitted"
 	"github.com/blis-sim/blis/lib/latency/resolve"
+	"github.com/blis-sim/blis/lib/measure"
 	"github.com/blis-sim/blis/lib/roofline"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-// Command is one blis-calibrate invocation; cmd/blis-calibrate fills it from flags.
-type Command struct {
+// calibration is one blis-calibrate invocation, filled from the flags.
+type calibration struct {
 	StepTimes, Requests, ServingPoints string // exactly one input
 	EngineConfig                       string // llmservingsim meta.json for --requests
 	Test, TestEngineConfig             string // explicit test data (same kind as the input)
 	TestModel, TestGPU                 string // deployment of a --requests test run, if it differs
 	TestTP                             int
 
-	Dep       Deployment // model, gpu, tp, dtypes, engine + version, engine limits
-	Precision string     // serving-points filter ("native" = the checkpoint's dtype)
+	Dep       fit.Deployment // model, gpu, tp, dtypes, engine + version, engine limits
+	Precision string         // serving-points filter ("native" = the checkpoint's dtype)
 	Features  string
 	Holdout   float64
 	KFold     int
@@ -45,8 +47,8 @@ type Command struct {
 	DisplayPaths func(string) string // how source paths are written into the file
 }
 
-// Run executes the command. Input errors are *InputError or *TooFewError.
-func (c *Command) Run(stdout, stderr io.Writer) error {
+// Run executes the command. Input errors are *measure.InputError or *fit.TooFewError.
+func (c *calibration) Run(stdout, stderr io.Writer) error {
 	n := 0
 	for _, s := range []string{c.StepTimes, c.Requests, c.ServingPoints} {
 		if s != "" {
@@ -72,7 +74,7 @@ func (c *Command) Run(stdout, stderr io.Writer) error {
 	if !c.Quiet {
 		progress = stderr
 	}
-	var rep *Report
+	var rep *fit.Report
 	var coef *fitted.Coefficients
 	var resNames []string
 	var err error
@@ -123,31 +125,19 @@ func (c *Command) Run(stdout, stderr io.Writer) error {
 	return err
 }
 
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-// IsUsage reports whether err is the user's to fix (exit 2).
-func IsUsage(err error) bool {
-	var u *usageError
-	var ie *InputError
-	var tf *TooFewError
-	var re *trace.RowError
-	return errors.As(err, &u) || errors.As(err, &ie) || errors.As(err, &tf) || errors.As(err, &re)
-}
-
-func usageErr(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+// usageErr is the user's to fix (exit 2).
+func usageErr(format string, args ...any) error { return cliutil.Usage(format, args...) }
 
 func openFile(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &InputError{Path: path, Msg: err.Error()}
+		return nil, &measure.InputError{Path: path, Msg: err.Error()}
 	}
 	return f, nil
 }
 
 // splitIdx applies --holdout (seeded); with no holdout everything trains.
-func (c *Command) splitIdx(n int) (train, test []int) {
+func (c *calibration) splitIdx(n int) (train, test []int) {
 	if c.Holdout == 0 {
 		train = make([]int, n)
 		for i := range train {
@@ -155,44 +145,36 @@ func (c *Command) splitIdx(n int) (train, test []int) {
 		}
 		return train, nil
 	}
-	return Split(n, c.Holdout, c.Seed, "holdout")
+	return fit.Split(n, c.Holdout, c.Seed, "holdout")
 }
 
-func pick[T any](v []T, idx []int) []T {
-	out := make([]T, len(idx))
-	for i, j := range idx {
-		out[i] = v[j]
-	}
-	return out
-}
-
-func (c *Command) source(path string, rows int, filter string) (fitted.Source, error) {
-	return FileSource(path, c.DisplayPaths(path), rows, filter)
+func (c *calibration) source(path string, rows int, filter string) (fitted.Source, error) {
+	return fit.FileSource(path, c.DisplayPaths(path), rows, filter)
 }
 
 // ---- step-level ----
 
-func (c *Command) runSteps() (*Report, *fitted.Coefficients, error) {
-	read := func(path string) ([]StepSample, StepStats, error) {
+func (c *calibration) runSteps() (*fit.Report, *fitted.Coefficients, error) {
+	read := func(path string) ([]measure.StepSample, measure.StepStats, error) {
 		f, err := openFile(path)
 		if err != nil {
-			return nil, StepStats{}, err
+			return nil, measure.StepStats{}, err
 		}
 		defer f.Close()
-		return ReadStepTimes(path, f, StepFilter{Model: c.Dep.Model, GPU: c.Dep.GPU, TP: c.Dep.TP})
+		return measure.ReadStepTimes(path, f, measure.StepFilter{Model: c.Dep.Model, GPU: c.Dep.GPU, TP: c.Dep.TP})
 	}
 	all, st, err := read(c.StepTimes)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(all) == 0 {
-		return nil, nil, &InputError{Path: c.StepTimes, Msg: fmt.Sprintf("no rows match --model %q --gpu %q --tp %d (%d rows read)", c.Dep.Model, c.Dep.GPU, c.Dep.TP, st.Rows)}
+		return nil, nil, &measure.InputError{Path: c.StepTimes, Msg: fmt.Sprintf("no rows match --model %q --gpu %q --tp %d (%d rows read)", c.Dep.Model, c.Dep.GPU, c.Dep.TP, st.Rows)}
 	}
-	setup, err := NewSetup(c.Dep)
+	setup, err := fit.NewSetup(c.Dep)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	names, err := FeatureNames(c.Features, setup.Dep.TP)
+	names, err := fit.FeatureNames(c.Features, setup.Dep.TP)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
@@ -200,10 +182,10 @@ func (c *Command) runSteps() (*Report, *fitted.Coefficients, error) {
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	rep := &Report{Title: fmt.Sprintf("blis-calibrate: step-level NNLS fit of %s on %s tp%d", setup.Resolved.Roofline.A.Name, setup.Resolved.Roofline.G.Name, setup.Dep.TP),
+	rep := &fit.Report{Title: fmt.Sprintf("blis-calibrate: step-level NNLS fit of %s on %s tp%d", setup.Resolved.Roofline.A.Name, setup.Resolved.Roofline.G.Name, setup.Dep.TP),
 		Notes: []string{fmt.Sprintf("%s: %s format, %d rows read, %d filtered out, %d kept → %d step samples", c.StepTimes, st.Format, st.Rows, st.Filtered, st.Kept, len(all))}}
-	var train, test []StepSample
-	var testPairs []Pair
+	var train, test []measure.StepSample
+	var testPairs []fit.Pair
 	switch {
 	case c.Test != "":
 		train = all
@@ -212,7 +194,7 @@ func (c *Command) runSteps() (*Report, *fitted.Coefficients, error) {
 		}
 	case c.KFold > 0:
 		train = all
-		folds, err := Folds(len(all), c.KFold, c.Seed, "kfold")
+		folds, err := fit.Folds(len(all), c.KFold, c.Seed, "kfold")
 		if err != nil {
 			return nil, nil, usageErr("--kfold: %v", err)
 		}
@@ -221,37 +203,37 @@ func (c *Command) runSteps() (*Report, *fitted.Coefficients, error) {
 			for _, i := range fold {
 				in[i] = true
 			}
-			var tr []StepSample
+			var tr []measure.StepSample
 			for i := range all {
 				if !in[i] {
 					tr = append(tr, all[i])
 				}
 			}
-			f, err := FitSteps(tr, fs)
+			f, err := fit.FitSteps(tr, fs)
 			if err != nil {
 				return nil, nil, fmt.Errorf("fold %d: %w", k+1, err)
 			}
-			testPairs = append(testPairs, PredictSteps(pick(all, fold), fs, f.Values)...)
+			testPairs = append(testPairs, fit.PredictSteps(fit.Pick(all, fold), fs, f.Values)...)
 		}
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d-fold cross-validation (seed %d): test error is out-of-fold", c.KFold, c.Seed))
 	default:
 		tr, te := c.splitIdx(len(all))
-		train, test = pick(all, tr), pick(all, te)
+		train, test = fit.Pick(all, tr), fit.Pick(all, te)
 	}
-	f, err := FitSteps(train, fs)
+	f, err := fit.FitSteps(train, fs)
 	if err != nil {
 		return nil, nil, err
 	}
 	if test != nil {
-		testPairs = PredictSteps(test, fs, f.Values)
+		testPairs = fit.PredictSteps(test, fs, f.Values)
 	}
-	tst := Summarise("step time", testPairs, 5)
-	rep.Train = []Stat{f.Train}
+	tst := fit.Summarise("step time", testPairs, 5)
+	rep.Train = []fit.Stat{f.Train}
 	if tst.N > 0 {
-		rep.Test = []Stat{tst}
-		rep.Residuals = ResidualRows([][]Pair{testPairs})
+		rep.Test = []fit.Stat{tst}
+		rep.Residuals = fit.ResidualRows([][]fit.Pair{testPairs})
 	} else {
-		rep.Residuals = ResidualRows([][]Pair{f.Pairs})
+		rep.Residuals = fit.ResidualRows([][]fit.Pair{f.Pairs})
 	}
 	rep.Warnings = f.Warnings
 	for j, n := range names {
@@ -259,11 +241,11 @@ func (c *Command) runSteps() (*Report, *fitted.Coefficients, error) {
 		if f.AtBound[j] {
 			note = "at bound 0"
 		}
-		rep.Coef = append(rep.Coef, CoefRow{Name: n, Value: f.Values[j], Unit: Unit(n), Note: note})
+		rep.Coef = append(rep.Coef, fit.CoefRow{Name: n, Value: f.Values[j], Unit: fit.Unit(n), Note: note})
 	}
 	coef := setup.Coefficients(names, f.Values, latency.Alpha{})
 	coef.Fit = fitted.FitInfo{Method: "nnls", Target: "step_us", TrainRows: len(train), TestRows: tst.N,
-		TrainMAPE: round2(f.Train.MAPE), TestMAPE: round2(tst.MAPE)}
+		TrainMAPE: fit.Round2(f.Train.MAPE), TestMAPE: fit.Round2(tst.MAPE)}
 	coef.Notes = fmt.Sprintf("Exact NNLS on relative step-time error. train MAPE %.1f%% (%d steps)", f.Train.MAPE, len(train))
 	if tst.N > 0 {
 		coef.Notes += fmt.Sprintf(", test MAPE %.1f%% (%d steps)", tst.MAPE, tst.N)
@@ -280,33 +262,25 @@ func (c *Command) runSteps() (*Report, *fitted.Coefficients, error) {
 
 // ---- serving points ----
 
-func (c *Command) readServing(path string) ([]ServingPoint, ServingStats, error) {
+func (c *calibration) readServing(path string) ([]measure.ServingPoint, measure.ServingStats, error) {
 	f, err := openFile(path)
 	if err != nil {
-		return nil, ServingStats{}, err
+		return nil, measure.ServingStats{}, err
 	}
 	defer f.Close()
-	return ReadServingPoints(path, f, ServingFilter{Model: c.Dep.Model, GPU: c.Dep.GPU, Engine: c.Dep.Engine,
+	return measure.ReadServingPoints(path, f, measure.ServingFilter{Model: c.Dep.Model, GPU: c.Dep.GPU, Engine: c.Dep.Engine,
 		Version: c.Dep.Version, Precision: c.Precision, TP: c.Dep.TP})
 }
 
-func (c *Command) servingSetup(p ServingPoint) (*Setup, error) {
-	dep := c.Dep
-	dep.Model, dep.TP, dep.Engine, dep.Version = p.Model, p.TP, p.Engine, p.Version
-	if dep.GPU == "" {
-		dep.GPU = p.GPU
-	}
-	if dep.WeightDtype == "" && p.Precision != "" {
-		dep.WeightDtype = p.Precision
-	}
-	s, err := NewSetup(dep)
+func (c *calibration) servingSetup(p measure.ServingPoint) (*fit.Setup, error) {
+	s, err := fit.ServingSetup(c.Dep, p)
 	if err == nil {
 		s.PerChain = c.PerChain
 	}
 	return s, err
 }
 
-func (c *Command) runServing(progress io.Writer) (*Report, *fitted.Coefficients, []string, error) {
+func (c *calibration) runServing(progress io.Writer) (*fit.Report, *fitted.Coefficients, []string, error) {
 	pts, st, err := c.readServing(c.ServingPoints)
 	if err != nil {
 		return nil, nil, nil, err
@@ -316,42 +290,42 @@ func (c *Command) runServing(progress io.Writer) (*Report, *fitted.Coefficients,
 		rep, err := c.evaluateServing(pts, st, progress)
 		return rep, nil, statNames, err
 	}
-	if err := SingleGroup(c.ServingPoints, pts, st); err != nil {
+	if err := measure.SingleGroup(c.ServingPoints, pts, st); err != nil {
 		return nil, nil, nil, err
 	}
 	setup, err := c.servingSetup(pts[0])
 	if err != nil {
 		return nil, nil, nil, usageErr("%v", err)
 	}
-	names, err := FeatureNames(c.Features, setup.Dep.TP)
+	names, err := fit.FeatureNames(c.Features, setup.Dep.TP)
 	if err != nil {
 		return nil, nil, nil, usageErr("%v", err)
 	}
-	var train, test []ServingPoint
+	var train, test []measure.ServingPoint
 	if c.Test != "" {
 		train = pts
-		var tst ServingStats
+		var tst measure.ServingStats
 		if test, tst, err = c.readServing(c.Test); err != nil {
 			return nil, nil, nil, err
 		}
 		// Test points are simulated with the trained deployment's setup, so
 		// points of another deployment would give a meaningless error.
-		if err := SingleGroup(c.Test, test, tst); err != nil {
+		if err := measure.SingleGroup(c.Test, test, tst); err != nil {
 			return nil, nil, nil, err
 		}
 		if g, want := test[0].Group(), pts[0].Group(); g != want {
-			return nil, nil, nil, &InputError{Path: c.Test, Msg: fmt.Sprintf("expected test points of the trained deployment %s, found %s (narrow --test with the same flags, or fit that deployment separately)", want, g)}
+			return nil, nil, nil, &measure.InputError{Path: c.Test, Msg: fmt.Sprintf("expected test points of the trained deployment %s, found %s (narrow --test with the same flags, or fit that deployment separately)", want, g)}
 		}
 	} else if c.KFold > 0 {
 		return nil, nil, nil, usageErr("--kfold is for --step-times (a simulator-in-the-loop fit per fold is too slow); use --holdout or --test")
 	} else {
 		tr, te := c.splitIdx(len(pts))
-		train, test = pick(pts, tr), pick(pts, te)
+		train, test = fit.Pick(pts, tr), fit.Pick(pts, te)
 	}
-	in, out := MaxLengths(pts)
-	job := &SimFitJob{Setup: setup, Names: names, Train: setup.ServingTargets(train), Test: setup.ServingTargets(test),
+	in, out := fit.MaxLengths(pts)
+	job := &fit.SimFitJob{Setup: setup, Names: names, Train: setup.ServingTargets(train), Test: setup.ServingTargets(test),
 		MaxIn: in, MaxOut: out, Method: "nelder-mead-sim", TargetID: "mean_ttft_tpot",
-		Options: SimFitOptions{MaxEvals: c.MaxEvals, FitAlpha: true, Progress: progress, Workers: c.Workers, Label: "fit"}}
+		Options: fit.SimFitOptions{MaxEvals: c.MaxEvals, FitAlpha: true, Progress: progress, Workers: c.Workers, Label: "fit"}}
 	t0 := time.Now()
 	res, err := job.Run()
 	if err != nil {
@@ -374,72 +348,31 @@ func (c *Command) runServing(progress io.Writer) (*Report, *fitted.Coefficients,
 
 // evaluateServing judges an existing latency model on every deployment group
 // of the points (no fitting).
-func (c *Command) evaluateServing(pts []ServingPoint, st ServingStats, progress io.Writer) (*Report, error) {
+func (c *calibration) evaluateServing(pts []measure.ServingPoint, st measure.ServingStats, progress io.Writer) (*fit.Report, error) {
 	if len(pts) == 0 {
-		return nil, SingleGroup(c.ServingPoints, pts, st)
+		return nil, measure.SingleGroup(c.ServingPoints, pts, st)
 	}
-	rep := &Report{Title: fmt.Sprintf("blis-calibrate --evaluate --latency %s: simulated vs measured closed-loop serving points", c.Latency)}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d rows read, %d kept, %d filtered out, %d not aggregated, %d without tp_size", c.ServingPoints, st.Rows, st.Kept, st.Filtered, st.NotAgg, st.MissingTP))
-	byGroup := map[string][]ServingPoint{}
-	for _, p := range pts {
-		byGroup[p.Group()] = append(byGroup[p.Group()], p)
+	groups, skipped, err := fit.EvaluateServing(pts, st, fit.EvalOptions{Base: c.Dep, Latency: c.Latency, Coefficients: c.Coefficients,
+		Holdout: c.Holdout, Seed: c.Seed, PerChain: c.PerChain, Workers: c.Workers, Progress: progress})
+	if err != nil {
+		return nil, err
 	}
-	var allPairs [2][]Pair
+	if len(groups) == 0 {
+		return nil, usageErr("no deployment group could be evaluated:\n  %s", strings.Join(skipped, "\n  "))
+	}
+	rep := fit.EvaluationReport(fmt.Sprintf("blis-calibrate --evaluate --latency %s: simulated vs measured closed-loop serving points", c.Latency), groups, nil)
+	notes := []string{fmt.Sprintf("%s: %d rows read, %d kept, %d filtered out, %d not aggregated, %d without tp_size", c.ServingPoints, st.Rows, st.Kept, st.Filtered, st.NotAgg, st.MissingTP)}
 	if c.Holdout > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("only the points a fit with --holdout %g --seed %d held out of each deployment are evaluated", c.Holdout, c.Seed))
+		notes = append(notes, fmt.Sprintf("only the points a fit with --holdout %g --seed %d held out of each deployment are evaluated", c.Holdout, c.Seed))
 	}
-	for _, g := range st.Groups() {
-		gp := byGroup[g]
-		if c.Holdout > 0 {
-			// The same seeded split a fit of this deployment alone makes.
-			_, te := Split(len(gp), c.Holdout, c.Seed, "holdout")
-			gp = pick(gp, te)
-			if len(gp) == 0 {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d point(s), none held out", g, len(byGroup[g])))
-				continue
-			}
+	for _, s := range skipped {
+		if strings.Contains(s, "none held out") {
+			notes = append(notes, s)
+		} else {
+			rep.Warnings = append(rep.Warnings, "skipped "+s)
 		}
-		setup, err := c.servingSetup(gp[0])
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s (%d points): %v", g, len(gp), err))
-			continue
-		}
-		spec := resolve.Spec{Mode: c.Latency, Model: setup.Dep.Model, GPU: setup.Dep.GPU, TP: setup.Dep.TP,
-			WeightDtype: setup.Dep.WeightDtype, CoefficientsFile: c.Coefficients, Engine: setup.Dep.Engine, Version: setup.Dep.Version}
-		r0, err := resolve.Resolve(spec)
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipped %s (%d points): %v", g, len(gp), err))
-			continue
-		}
-		newModel := func() latency.Model {
-			r, err := resolve.Resolve(spec)
-			if err != nil {
-				return r0.Model // cannot happen: the same spec resolved above
-			}
-			return r.Model
-		}
-		if progress != nil {
-			fmt.Fprintf(progress, "evaluate: %s (%d points) with %s\n", g, len(gp), r0.Why)
-		}
-		pairs, err := EvalTargets(newModel, setup.ServingTargets(gp), c.Workers)
-		if err != nil {
-			return nil, err
-		}
-		for k := range pairs {
-			for i := range pairs[k] {
-				pairs[k][i].Label = g + " " + pairs[k][i].Label
-			}
-			allPairs[k] = append(allPairs[k], pairs[k]...)
-		}
-		gs := StatsOf([]string{"mean TTFT", "mean TPOT"}, pairs, 0)
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%-55s %3d points  TTFT MAPE %6.1f%% (median %5.1f%%, bias %+6.1f%%)  TPOT MAPE %6.1f%% (median %5.1f%%, bias %+6.1f%%)  [%s]",
-			g, len(gp), gs[0].MAPE, gs[0].MedAPE, gs[0].Bias, gs[1].MAPE, gs[1].MedAPE, gs[1].Bias, r0.Model.Name()))
-		rep.Residuals = append(rep.Residuals, ResidualRows(pairs)...)
 	}
-	if len(allPairs[0]) == 0 {
-		return nil, usageErr("no deployment group could be evaluated:\n  %s", strings.Join(rep.Warnings, "\n  "))
-	}
-	rep.Test = StatsOf([]string{"mean TTFT", "mean TPOT"}, allPairs[:], 5)
+	rep.Notes = append(notes, rep.Notes...)
 	return rep, nil
 }
 
@@ -448,108 +381,41 @@ func (c *Command) evaluateServing(pts []ServingPoint, st ServingStats, progress 
 type run struct {
 	path  string
 	reqs  []trace.Request
-	cfg   RunConfig
-	setup *Setup
+	cfg   measure.RunConfig
+	setup *fit.Setup
 }
 
-func (c *Command) loadRun(path, metaPath, model, gpu string, tp int) (*run, error) {
+func (c *calibration) loadRun(path, metaPath, model, gpu string, tp int) (*run, error) {
 	r := &run{path: path}
 	if metaPath != "" {
-		f, err := openFile(metaPath)
-		if err != nil {
-			return nil, err
-		}
-		r.cfg, err = ReadRunMeta(metaPath, f)
-		f.Close()
-		if err != nil {
+		var err error
+		if r.cfg, err = measure.ReadRunMetaFile(metaPath); err != nil {
 			return nil, err
 		}
 	}
-	f, err := openFile(path)
-	if err != nil {
+	var err error
+	if r.reqs, err = measure.ReadRunRequests(path, ""); err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json") {
-		r.reqs, err = ReadRunRequests(path, f)
-	} else {
-		var src *trace.Source
-		if src, err = trace.Open(path, nil); err == nil {
-			r.reqs, err = trace.ReadAllRequests(src)
-			src.Close()
+	dep, err := c.Dep.WithRun(r.cfg, model, gpu, tp)
+	if err != nil {
+		if dep.GPU == "" && r.cfg.Device != "" {
+			return nil, usageErr("%s: %v (%s); pass --gpu NAME or --gpu FILE.yaml", metaPath, err, strings.Join(roofline.GPUNames(), ", "))
 		}
+		return nil, usageErr("%s: %v (pass --model and --gpu)", path, err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	dep := c.Dep
-	dep.Engine, dep.Version = firstNonEmpty(c.Dep.Engine, r.cfg.Engine), firstNonEmpty(c.Dep.Version, r.cfg.Version)
-	dep.Model = firstNonEmpty(model, r.cfg.Model)
-	dep.GPU = firstNonEmpty(gpu, deviceGPU(r.cfg.Device))
-	if tp == 0 {
-		tp = r.cfg.TP
-	}
-	dep.TP = tp
-	if dep.MaxNumSeqs == 0 {
-		dep.MaxNumSeqs = r.cfg.MaxNumSeqs
-	}
-	if dep.MaxNumBatchedTokens == 0 {
-		dep.MaxNumBatchedTokens = r.cfg.MaxNumBatchedTokens
-	}
-	if dep.KVBlocks == 0 {
-		dep.KVBlocks = int64(r.cfg.KVBlocks)
-	}
-	if dep.BlockSize == 0 {
-		dep.BlockSize = r.cfg.BlockSize
-	}
-	if dep.MaxNumSeqs == 0 {
-		dep.MaxNumSeqs = 256 // vLLM's default when the run does not say
-	}
-	dep.PrefixCaching = dep.PrefixCaching || r.cfg.PrefixCaching
-	if dep.GPU == "" && r.cfg.Device != "" {
-		return nil, usageErr("%s: field hardware.device_name: %q is not a catalogued GPU (%s); pass --gpu NAME or --gpu FILE.yaml", metaPath, r.cfg.Device, strings.Join(roofline.GPUNames(), ", "))
-	}
-	if dep.Model == "" || dep.GPU == "" {
-		return nil, usageErr("%s: the model and GPU are needed (from --engine-config or --model/--gpu), found model %q gpu %q", path, dep.Model, dep.GPU)
-	}
-	if r.setup, err = NewSetup(dep); err != nil {
+	if r.setup, err = fit.NewSetup(dep); err != nil {
 		return nil, usageErr("%s: %v", path, err)
 	}
 	return r, nil
 }
 
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// deviceGPU maps a CUDA device name ("NVIDIA GeForce RTX 4090") to a
-// catalogue GPU name; "" when unknown (then --gpu is required).
-func deviceGPU(dev string) string {
-	d := strings.ToLower(dev)
-	if strings.Contains(d, "a100") && strings.Contains(d, "40gb") {
-		return "" // the catalogue's A100 is the 80 GB card: KV capacity would be wrong
-	}
-	// gb200 before b200, which it contains.
-	for _, m := range []struct{ sub, gpu string }{
-		{"rtx 4090", "rtx4090"}, {"rtx pro 6000", "rtxpro6000"}, {"h100", "h100"}, {"h200", "h200"},
-		{"gb200", "gb200"}, {"b200", "b200"}, {"a100", "a100-80gb"}, {"l40s", "l40s"},
-	} {
-		if strings.Contains(d, m.sub) {
-			return m.gpu
-		}
-	}
-	return ""
-}
-
-func (c *Command) runRequests(progress io.Writer) (*Report, *fitted.Coefficients, []string, error) {
+func (c *calibration) runRequests(progress io.Writer) (*fit.Report, *fitted.Coefficients, []string, error) {
 	tr, err := c.loadRun(c.Requests, c.EngineConfig, c.Dep.Model, c.Dep.GPU, c.Dep.TP)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	trainT, err := NewRunTarget(c.Requests, tr.reqs, EngineRunner(tr.setup.Engine))
+	trainT, err := fit.NewRunTarget(c.Requests, tr.reqs, fit.EngineRunner(tr.setup.Engine))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -573,21 +439,21 @@ func (c *Command) runRequests(progress io.Writer) (*Report, *fitted.Coefficients
 		if err != nil {
 			return nil, nil, nil, usageErr("%v", err)
 		}
-		pairs, err := EvalTargets(func() latency.Model { return r.Model }, []Target{trainT}, 1)
+		pairs, err := fit.EvalTargets(func() latency.Model { return r.Model }, []fit.Target{trainT}, 1)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		rep := &Report{Title: "blis-calibrate --evaluate: replay of " + c.Requests, Notes: []string{r.Why, runNote(tr)}}
-		rep.Test = StatsOf(RunStatNames, pairs, 0)
+		rep := &fit.Report{Title: "blis-calibrate --evaluate: replay of " + c.Requests, Notes: []string{r.Why, runNote(tr)}}
+		rep.Test = fit.StatsOf(fit.RunStatNames, pairs, 0)
 		return rep, nil, []string{"stat"}, nil
 	}
-	names, err := FeatureNames(c.Features, tr.setup.Dep.TP)
+	names, err := fit.FeatureNames(c.Features, tr.setup.Dep.TP)
 	if err != nil {
 		return nil, nil, nil, usageErr("%v", err)
 	}
-	job := &SimFitJob{Setup: tr.setup, Names: names, Train: []Target{trainT}, MaxIn: maxIn, MaxOut: maxOut,
+	job := &fit.SimFitJob{Setup: tr.setup, Names: names, Train: []fit.Target{trainT}, MaxIn: maxIn, MaxOut: maxOut,
 		Method: "nelder-mead-sim", TargetID: "run_ttft_tpot_e2e",
-		Options: SimFitOptions{MaxEvals: c.MaxEvals, FitAlpha: true, Progress: progress, Workers: 1, Label: "fit"}}
+		Options: fit.SimFitOptions{MaxEvals: c.MaxEvals, FitAlpha: true, Progress: progress, Workers: 1, Label: "fit"}}
 	t0 := time.Now()
 	res, err := job.Run()
 	if err != nil {
@@ -600,7 +466,7 @@ func (c *Command) runRequests(progress io.Writer) (*Report, *fitted.Coefficients
 		// rescale with its model and GPU, token features do not.
 		coef := *res.Coeffs
 		coef.Model, coef.GPU, coef.TP = te.setup.Resolved.Roofline.A.Name, te.setup.Resolved.Roofline.G.Name, te.setup.Dep.TP
-		testT, err := NewRunTarget(c.Test, te.reqs, EngineRunner(te.setup.Engine))
+		testT, err := fit.NewRunTarget(c.Test, te.reqs, fit.EngineRunner(te.setup.Engine))
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -611,16 +477,16 @@ func (c *Command) runRequests(progress io.Writer) (*Report, *fitted.Coefficients
 			}
 			return m
 		}
-		pairs, err := EvalTargets(newModel, []Target{testT}, 1)
+		pairs, err := fit.EvalTargets(newModel, []fit.Target{testT}, 1)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		res.Report.Test = StatsOf(RunStatNames, pairs, 0)
+		res.Report.Test = fit.StatsOf(fit.RunStatNames, pairs, 0)
 		res.Report.Notes = append(res.Report.Notes, "test: "+runNote(te))
 		res.Report.Residuals = append(res.Report.Residuals, perStatRows(pairs, "test")...)
 		res.Coeffs.Fit.TestRows = len(te.reqs)
-		res.Coeffs.Fit.TestMAPE = round2(meanMAPE(res.Report.Test))
-		res.Coeffs.Notes += " " + statNote("test on "+c.DisplayPaths(c.Test), res.Report.Test)
+		res.Coeffs.Fit.TestMAPE = fit.Round2(fit.MeanMAPE(res.Report.Test))
+		res.Coeffs.Notes += " " + fit.StatNote("test on "+c.DisplayPaths(c.Test), res.Report.Test)
 	}
 	res.Coeffs.Fit.TrainRows = len(tr.reqs)
 	src, err := c.source(c.Requests, len(tr.reqs), "")
@@ -645,30 +511,14 @@ func runNote(r *run) string {
 }
 
 // perStatRows shows one residual row per statistic of a run.
-func perStatRows(pairs [][]Pair, what string) []Residual {
-	var out []Residual
+func perStatRows(pairs [][]fit.Pair, what string) []fit.Residual {
+	var out []fit.Residual
 	for k := range pairs {
 		for _, p := range pairs[k] {
-			out = append(out, Residual{Label: what + " " + RunStatNames[k], Cols: []Pair{p}})
+			out = append(out, fit.Residual{Label: what + " " + fit.RunStatNames[k], Cols: []fit.Pair{p}})
 		}
 	}
 	return out
-}
-
-// RelPath writes p relative to base when it lies under it (for source paths
-// recorded in committed files); otherwise p unchanged.
-func RelPath(base string) func(string) string {
-	return func(p string) string {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return p
-		}
-		rel, err := filepath.Rel(base, abs)
-		if err != nil {
-			return p
-		}
-		return filepath.ToSlash(rel)
-	}
 }
 
 func chainDesc(n int) string {

@@ -1,6 +1,7 @@
 // Command blis-calibrate fits the fitted latency model's coefficients to real
 // measurements and writes a coefficients/*.yaml file, or (--evaluate) judges
-// an existing latency model on them. Flags and wiring only: see lib/fit.
+// an existing latency model on them. Fitting is lib/fit, the readers of
+// measurements lib/measure; this command wires them to the flags.
 package main
 
 import (
@@ -66,7 +67,7 @@ func app() *cli.App {
 			if c.NArg() > 0 {
 				return cliutil.Usage("unexpected arguments %v: inputs are given with --step-times, --requests or --serving-points", c.Args().Slice())
 			}
-			cmd := &fit.Command{
+			cmd := &calibration{
 				StepTimes: c.String("step-times"), Requests: c.String("requests"), ServingPoints: c.String("serving-points"),
 				EngineConfig: c.String("engine-config"), Test: c.String("test"), TestEngineConfig: c.String("test-engine-config"),
 				TestModel: c.String("test-model"), TestGPU: c.String("test-gpu"), TestTP: c.Int("test-tp"),
@@ -84,11 +85,9 @@ func app() *cli.App {
 			if base := c.String("relative-to"); base != "" {
 				cmd.DisplayPaths = fit.RelPath(base)
 			}
-			err := cmd.Run(os.Stdout, c.App.ErrWriter)
-			if fit.IsUsage(err) {
-				return cliutil.BadInput(err)
-			}
-			return err
+			// Input errors (lib/measure, lib/trace, lib/convert, too few
+			// points) carry BadInput, which cliutil maps to exit 2.
+			return cmd.Run(os.Stdout, c.App.ErrWriter)
 		},
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/blis-sim/blis/lib/latency/fitted"
 )
 
-const td = "../../lib/fit/testdata/"
+const td = "../../lib/measure/testdata/"
 
 func TestCLI(t *testing.T) {
 	dir := t.TempDir()
@@ -39,6 +39,9 @@ func TestCLI(t *testing.T) {
 		{"test of another deployment", []string{"--serving-points", td + "silicon_h100_qwen3_32b.csv", "--model", "Qwen/Qwen3-32B", "--tp", "4", "--engine", "vllm", "--test", otherVer, "--max-evals", "5"}, 2,
 			"other.csv: expected test points of the trained deployment Qwen/Qwen3-32B h100_sxm tp4 vllm-0.12.0 native, found Qwen/Qwen3-32B h100_sxm tp4 vllm-0.99.0 native"},
 		{"unknown feature", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--model", "llama2-70b", "--gpu", "h100", "--tp", "4", "--features", "const,bogus"}, 2, "bogus"},
+		{"replay evaluate", []string{"--evaluate", "--latency", "roofline", "--requests", td + "llmss_rtx4090_head40.jsonl", "--engine-config", td + "llmss_rtx4090_meta.json"}, 0, "latency: roofline for llama-3.1-8b on rtx4090 tp1"},
+		{"replay without a GPU", []string{"--evaluate", "--requests", td + "llmss_rtx4090_head40.jsonl", "--model", "llama-3.1-8b"}, 2, "the GPU is needed: neither given nor named by the run's engine config (pass --model and --gpu)"},
+		{"serving evaluate", []string{"--evaluate", "--latency", "roofline", "--serving-points", td + "silicon_h100_qwen3_32b.csv", "--gpu", "h100", "--engine", "vllm", "--tp", "8", "--chain-length", "2"}, 0, "Qwen/Qwen3-32B h100_sxm tp8 vllm-0.12.0 native"},
 		{"step fit", []string{"--step-times", td + "splitwise_h100_tp4.csv", "--model", "llama2-70b", "--gpu", "h100", "--tp", "4", "--kfold", "3", "-o", out}, 0, "Test error"},
 	}
 	for _, tc := range tests {

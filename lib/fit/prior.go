@@ -2,6 +2,7 @@ package fit
 
 import (
 	"fmt"
+	"github.com/blis-sim/blis/lib/measure"
 
 	"github.com/blis-sim/blis/lib/latency"
 )
@@ -46,9 +47,9 @@ func PriorBatches(s PriorShape) []latency.Batch {
 // NNLS on relative error): a warm start from the roofline, or the shape a
 // published linear model implies.
 func PriorFromModel(m latency.Model, fs FeatureSet, batches []latency.Batch) ([]float64, error) {
-	samples := make([]StepSample, len(batches))
+	samples := make([]measure.StepSample, len(batches))
 	for i := range batches {
-		samples[i] = StepSample{Source: fmt.Sprintf("prior batch %d", i), Batch: batches[i], US: float64(m.StepTime(&batches[i]))}
+		samples[i] = measure.StepSample{Source: fmt.Sprintf("prior batch %d", i), Batch: batches[i], US: float64(m.StepTime(&batches[i]))}
 	}
 	f, err := FitSteps(samples, fs)
 	if err != nil {

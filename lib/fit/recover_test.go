@@ -1,9 +1,9 @@
 package fit
 
 import (
+	"github.com/blis-sim/blis/lib/measure"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -17,7 +17,7 @@ import (
 func TestFitStepsRecovers(t *testing.T) {
 	truth := []float64{5000, 12, 0.002, 80, 0}
 	g := rng.New(7, "steps")
-	var s []StepSample
+	var s []measure.StepSample
 	row := make([]float64, len(truth))
 	for i := 0; i < 400; i++ {
 		b := randomBatch(g)
@@ -26,7 +26,7 @@ func TestFitStepsRecovers(t *testing.T) {
 		for j := range truth {
 			y += truth[j] * row[j]
 		}
-		s = append(s, StepSample{Batch: b, US: y})
+		s = append(s, measure.StepSample{Batch: b, US: y})
 	}
 	f, err := FitSteps(s, TokenFeatures)
 	if err != nil {
@@ -69,9 +69,9 @@ func TestFitSimRecovers(t *testing.T) {
 	truth := []float64{6000, 25, 150}
 	alpha := latency.Alpha{QueueBase: 2000}
 	model := NewFeatureModel(PlainFeatures, truth, alpha, "truth")
-	var pts []ServingPoint
+	var pts []measure.ServingPoint
 	for _, p := range [][3]int{{256, 32, 1}, {256, 32, 8}, {1024, 64, 4}, {2048, 16, 2}, {512, 128, 16}, {128, 64, 32}} {
-		sp := ServingPoint{InputTokens: p[0], OutputTokens: p[1], Concurrency: p[2]}
+		sp := measure.ServingPoint{InputTokens: p[0], OutputTokens: p[1], Concurrency: p[2]}
 		ttft, tpot, err := SimulateServingPointN(model, s.Engine, sp, s.PerChain)
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +105,7 @@ func TestFitSimDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.PerChain = 2
-	pts := []ServingPoint{{InputTokens: 512, OutputTokens: 16, Concurrency: 4, TTFTus: 60000, TPOTus: 9000},
+	pts := []measure.ServingPoint{{InputTokens: 512, OutputTokens: 16, Concurrency: 4, TTFTus: 60000, TPOTus: 9000},
 		{InputTokens: 2048, OutputTokens: 32, Concurrency: 8, TTFTus: 300000, TPOTus: 15000}}
 	fitOnce := func() []float64 {
 		job := &SimFitJob{Setup: s, Names: PlainFeatures.Names, Train: s.ServingTargets(pts), MaxIn: 2048, MaxOut: 32,
@@ -126,7 +126,7 @@ func TestFitSimDeterministic(t *testing.T) {
 
 func BenchmarkFitSteps10k(b *testing.B) {
 	g := rng.New(9, "bench")
-	s := make([]StepSample, 10000)
+	s := make([]measure.StepSample, 10000)
 	row := make([]float64, 5)
 	for i := range s {
 		s[i].Batch = randomBatch(g)
@@ -147,12 +147,7 @@ func BenchmarkFitSteps10k(b *testing.B) {
 // A sim-in-the-loop fit over the real 300-request RTX4090 run, as
 // scripts/regen-coefficients.sh does it (300 Nelder–Mead evaluations).
 func BenchmarkFitRun300(b *testing.B) {
-	f, err := os.Open("testdata/llmss_rtx4090_requests.jsonl")
-	if err != nil {
-		b.Fatal(err)
-	}
-	reqs, err := ReadRunRequests("r.jsonl", f)
-	f.Close()
+	reqs, err := measure.ReadRunRequests("testdata/llmss_rtx4090_requests.jsonl", "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package fit
 
 import (
 	"fmt"
+	"github.com/blis-sim/blis/lib/measure"
 	"strings"
 
 	"github.com/blis-sim/blis/lib/latency"
@@ -127,8 +128,8 @@ func (j *SimFitJob) Run() (*SimFitResult, error) {
 	train := StatsOf(statNames, res.TrainPairs, 5)
 	test := StatsOf(statNames, res.TestPairs, 5)
 	c.Fit = fitted.FitInfo{Method: j.Method, Target: j.TargetID, TrainRows: len(j.Train), TestRows: len(j.Test),
-		TrainMAPE: round2(meanMAPE(train)), TestMAPE: round2(meanMAPE(test))}
-	c.Notes = statNote("train", train) + statNote("test", test) + fmt.Sprintf("Nelder–Mead: %d simulations of the training set, final loss %.5f (mean squared log error).", f.Evals, f.Loss)
+		TrainMAPE: Round2(MeanMAPE(train)), TestMAPE: Round2(MeanMAPE(test))}
+	c.Notes = StatNote("train", train) + StatNote("test", test) + fmt.Sprintf("Nelder–Mead: %d simulations of the training set, final loss %.5f (mean squared log error).", f.Evals, f.Loss)
 	res.Coeffs = c
 	rep := &Report{Title: fmt.Sprintf("blis-calibrate: %s on %s tp%d (%s %s), %s", c.Model, c.GPU, c.TP, c.Engine, c.Version, j.Method),
 		Train: train, Test: test, Warnings: f.Warnings}
@@ -149,7 +150,8 @@ func (j *SimFitJob) Run() (*SimFitResult, error) {
 	return res, nil
 }
 
-func meanMAPE(st []Stat) float64 {
+// MeanMAPE is the mean of the statistics' MAPEs (0 with no points).
+func MeanMAPE(st []Stat) float64 {
 	if len(st) == 0 || st[0].N == 0 {
 		return 0
 	}
@@ -160,9 +162,11 @@ func meanMAPE(st []Stat) float64 {
 	return s / float64(len(st))
 }
 
-func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+// Round2 keeps two decimals, as the coefficients files record errors.
+func Round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 
-func statNote(what string, st []Stat) string {
+// StatNote is "what MAPE (n points): stat x%, ...", for a file's notes.
+func StatNote(what string, st []Stat) string {
 	if len(st) == 0 || st[0].N == 0 {
 		return ""
 	}
@@ -174,7 +178,7 @@ func statNote(what string, st []Stat) string {
 }
 
 // ServingTargets wraps points as targets simulated on the setup's engine.
-func (s *Setup) ServingTargets(pts []ServingPoint) []Target {
+func (s *Setup) ServingTargets(pts []measure.ServingPoint) []Target {
 	run := EngineRunner(s.Engine)
 	out := make([]Target, len(pts))
 	for i := range pts {
@@ -184,7 +188,7 @@ func (s *Setup) ServingTargets(pts []ServingPoint) []Target {
 }
 
 // MaxLengths returns the longest input and output of points.
-func MaxLengths(pts []ServingPoint) (in, out int) {
+func MaxLengths(pts []measure.ServingPoint) (in, out int) {
 	for _, p := range pts {
 		in, out = max(in, p.InputTokens), max(out, p.OutputTokens)
 	}

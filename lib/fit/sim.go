@@ -2,6 +2,7 @@ package fit
 
 import (
 	"fmt"
+	"github.com/blis-sim/blis/lib/measure"
 
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/latency"
@@ -40,12 +41,12 @@ func EngineRunner(cfg engine.Config) Runner {
 // requests, each starting when the previous one finishes) through one
 // replica of cfg with model, and returns the mean TTFT and mean TPOT, µs.
 // Any latency model can be judged this way, fitted or roofline.
-func SimulateServingPoint(model latency.Model, cfg engine.Config, p ServingPoint) (meanTTFTus, meanTPOTus float64, err error) {
+func SimulateServingPoint(model latency.Model, cfg engine.Config, p measure.ServingPoint) (meanTTFTus, meanTPOTus float64, err error) {
 	return SimulateServingPointN(model, cfg, p, ChainLength(p.Concurrency))
 }
 
 // SimulateServingPointN is SimulateServingPoint with perChain requests per client.
-func SimulateServingPointN(model latency.Model, cfg engine.Config, p ServingPoint, perChain int) (meanTTFTus, meanTPOTus float64, err error) {
+func SimulateServingPointN(model latency.Model, cfg engine.Config, p measure.ServingPoint, perChain int) (meanTTFTus, meanTPOTus float64, err error) {
 	cfg.Replicas = 1
 	out, err := EngineRunner(cfg)(model, ClosedLoopRequests(p, perChain))
 	if err != nil {

@@ -2,6 +2,7 @@ package fit
 
 import (
 	"fmt"
+	"github.com/blis-sim/blis/lib/measure"
 	"math"
 
 	"github.com/blis-sim/blis/lib/latency"
@@ -37,10 +38,14 @@ func (e *TooFewError) Error() string {
 	return fmt.Sprintf("too few %s to fit %s: have %d, need at least %d", e.What, "the coefficients", e.Have, e.Need)
 }
 
+// BadInput marks the error as the user's to fix (exit status 2): more data
+// or fewer features.
+func (e *TooFewError) BadInput() bool { return true }
+
 // FitSteps fits fs to samples by exact NNLS on relative error (each row
 // divided by its measured time), so that short decode steps count as much
 // as long prefills: the fit minimises Σ((pred − meas)/meas)².
-func FitSteps(samples []StepSample, fs FeatureSet) (StepFit, error) {
+func FitSteps(samples []measure.StepSample, fs FeatureSet) (StepFit, error) {
 	n := len(fs.Names)
 	if len(samples) < n+1 {
 		return StepFit{}, &TooFewError{What: "step samples", Have: len(samples), Need: n + 1}
@@ -75,7 +80,7 @@ func FitSteps(samples []StepSample, fs FeatureSet) (StepFit, error) {
 }
 
 // PredictSteps evaluates a fitted feature set on samples.
-func PredictSteps(samples []StepSample, fs FeatureSet, values []float64) []Pair {
+func PredictSteps(samples []measure.StepSample, fs FeatureSet, values []float64) []Pair {
 	row := make([]float64, len(fs.Names))
 	out := make([]Pair, len(samples))
 	for i := range samples {

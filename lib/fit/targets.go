@@ -2,6 +2,7 @@ package fit
 
 import (
 	"fmt"
+	"github.com/blis-sim/blis/lib/measure"
 	"math"
 	"sort"
 
@@ -26,7 +27,7 @@ type Runner func(model latency.Model, reqs []trace.Request) ([]Outcome, error)
 // chains, each a sequence of perChain requests where the next starts as soon
 // as the previous finishes (depends_on, delay 0). All chains start at t=0,
 // as a benchmark client with max concurrency C does.
-func ClosedLoopRequests(p ServingPoint, perChain int) []trace.Request {
+func ClosedLoopRequests(p measure.ServingPoint, perChain int) []trace.Request {
 	reqs := make([]trace.Request, 0, p.Concurrency*perChain)
 	for c := 0; c < p.Concurrency; c++ {
 		prev := ""
@@ -86,7 +87,7 @@ func MeanLatencies(out []Outcome) (ttft, tpot float64, err error) {
 // ServingTarget is a closed-loop serving point as a fitting target:
 // statistics mean TTFT and mean TPOT, µs.
 type ServingTarget struct {
-	P        ServingPoint
+	P        measure.ServingPoint
 	Run      Runner
 	PerChain int // requests per closed-loop chain; 0 → ChainLength(C)
 }
@@ -129,10 +130,10 @@ func NewRunTarget(name string, reqs []trace.Request, run Runner) (*RunTarget, er
 	out := make([]Outcome, len(reqs))
 	for i, r := range reqs {
 		if r.RecordedTTFTUS == trace.Null || r.RecordedE2EUS == trace.Null {
-			return nil, &InputError{Path: name, Line: int(r.SourceRow), Field: "recorded_ttft_us", Msg: fmt.Sprintf("request %s: expected recorded TTFT and E2E, found none", r.ID)}
+			return nil, &measure.InputError{Path: name, Line: int(r.SourceRow), Field: "recorded_ttft_us", Msg: fmt.Sprintf("request %s: expected recorded TTFT and E2E, found none", r.ID)}
 		}
 		if r.RecordedTTFTUS <= 0 || r.RecordedE2EUS < r.RecordedTTFTUS {
-			return nil, &InputError{Path: name, Line: int(r.SourceRow), Field: "recorded_e2e_us", Msg: fmt.Sprintf("request %s: expected 0 < ttft ≤ e2e, found ttft %d µs and e2e %d µs", r.ID, r.RecordedTTFTUS, r.RecordedE2EUS)}
+			return nil, &measure.InputError{Path: name, Line: int(r.SourceRow), Field: "recorded_e2e_us", Msg: fmt.Sprintf("request %s: expected 0 < ttft ≤ e2e, found ttft %d µs and e2e %d µs", r.ID, r.RecordedTTFTUS, r.RecordedE2EUS)}
 		}
 		out[i] = Outcome{ID: r.ID, Output: r.OutputTokens, TTFTus: r.RecordedTTFTUS, E2Eus: r.RecordedE2EUS, Completed: true}
 	}

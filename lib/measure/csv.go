@@ -1,4 +1,4 @@
-package fit
+package measure
 
 import (
 	"encoding/csv"
@@ -9,26 +9,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// InputError names the file, the 1-based line, the field, and what was
-// expected and found. It is bad input (exit 2), never a panic.
-type InputError struct {
-	Path  string
-	Line  int
-	Field string
-	Msg   string
-}
-
-func (e *InputError) Error() string {
-	loc := e.Path
-	if e.Line > 0 {
-		loc = fmt.Sprintf("%s:%d", e.Path, e.Line)
-	}
-	if e.Field != "" {
-		return fmt.Sprintf("%s: field %s: %s", loc, e.Field, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", loc, e.Msg)
-}
 
 // csvTable reads a CSV with a header and looks fields up by name, so that
 // column order and extra columns do not matter.

@@ -1,4 +1,4 @@
-package fit
+package measure
 
 import (
 	"bytes"
@@ -41,24 +41,6 @@ func FuzzReadStepTimes(f *testing.F) {
 		for _, x := range s {
 			if x.US <= 0 || x.Batch.Size() == 0 {
 				t.Fatalf("accepted a bad step %+v", x)
-			}
-		}
-	})
-}
-
-func FuzzReadRunRequests(f *testing.F) {
-	seed(f, "llmss_rtx4090_head40.jsonl")
-	f.Fuzz(func(t *testing.T, b []byte) {
-		reqs, err := ReadRunRequests("f.jsonl", bytes.NewReader(b))
-		if err != nil {
-			return
-		}
-		for _, r := range reqs {
-			if err := r.Validate(); err != nil {
-				t.Fatalf("accepted an invalid request: %v", err)
-			}
-			if r.RecordedTTFTUS > r.RecordedE2EUS {
-				t.Fatalf("ttft > e2e: %+v", r)
 			}
 		}
 	})

@@ -1,15 +1,11 @@
-package fit
+package measure
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"sort"
-
-	"github.com/blis-sim/blis/lib/trace"
+	"os"
+	"strings"
 )
 
 // RunConfig is the engine configuration of a recorded run, from the
@@ -84,119 +80,31 @@ func ReadRunMeta(path string, r io.Reader) (RunConfig, error) {
 	return c, nil
 }
 
-type llmssRequest struct {
-	ID        *string  `json:"request_id"`
-	In        *int64   `json:"input_toks"`
-	Out       *int64   `json:"output_toks"`
-	Arrival   *float64 `json:"arrival_time"`
-	Queued    *float64 `json:"queued_ts"`
-	Scheduled *float64 `json:"scheduled_ts"`
-	First     *float64 `json:"first_token_ts"`
-	Last      *float64 `json:"last_token_ts"`
+// ReadRunMetaFile is ReadRunMeta on a file.
+func ReadRunMetaFile(path string) (RunConfig, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return RunConfig{}, &InputError{Path: path, Msg: err.Error()}
+	}
+	defer f.Close()
+	return ReadRunMeta(path, f)
 }
 
-// ReadRunRequests reads llmservingsim's vllm/requests.jsonl. The timestamps
-// queued/first/last are on vLLM's monotonic clock (arrival_time is wall
-// clock, another base), so arrivals are queued_ts relative to the first one
-// and TTFT = first_token − queued, as vLLM reports it. ITL is the mean gap
-// (last − first)/(output − 1). Requests come back sorted by arrival.
-func ReadRunRequests(path string, r io.Reader) ([]trace.Request, error) {
-	type row struct {
-		req    trace.Request
-		queued float64
+// DeviceGPU maps a CUDA device name ("NVIDIA GeForce RTX 4090") to a
+// catalogue GPU name; "" when unknown (then the user must name the GPU).
+func DeviceGPU(dev string) string {
+	d := strings.ToLower(dev)
+	if strings.Contains(d, "a100") && strings.Contains(d, "40gb") {
+		return "" // the catalogue's A100 is the 80 GB card: KV capacity would be wrong
 	}
-	var rows []row
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	line := 0
-	seen := map[string]int{}
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var q llmssRequest
-		dec := json.NewDecoder(bytes.NewReader(b))
-		if err := dec.Decode(&q); err != nil {
-			return nil, &InputError{Path: path, Line: line, Msg: "expected a JSON object: " + err.Error()}
-		}
-		miss := func(name string) error {
-			return &InputError{Path: path, Line: line, Field: name, Msg: "expected a value, found none"}
-		}
-		switch {
-		case q.ID == nil || *q.ID == "":
-			return nil, miss("request_id")
-		case q.In == nil:
-			return nil, miss("input_toks")
-		case q.Out == nil:
-			return nil, miss("output_toks")
-		case q.Queued == nil:
-			return nil, miss("queued_ts")
-		case q.First == nil:
-			return nil, miss("first_token_ts")
-		case q.Last == nil:
-			return nil, miss("last_token_ts")
-		}
-		if prev, dup := seen[*q.ID]; dup {
-			return nil, &InputError{Path: path, Line: line, Field: "request_id", Msg: fmt.Sprintf("expected a unique id, found %q again (first on line %d)", *q.ID, prev)}
-		}
-		seen[*q.ID] = line
-		if *q.In <= 0 || *q.In > math.MaxInt32 {
-			return nil, &InputError{Path: path, Line: line, Field: "input_toks", Msg: fmt.Sprintf("expected a positive token count, found %d", *q.In)}
-		}
-		if *q.Out <= 0 || *q.Out > math.MaxInt32 {
-			return nil, &InputError{Path: path, Line: line, Field: "output_toks", Msg: fmt.Sprintf("expected a positive token count, found %d", *q.Out)}
-		}
-		ttft := *q.First - *q.Queued
-		e2e := *q.Last - *q.Queued
-		if !(ttft > 0) || !(e2e >= ttft) || math.IsInf(e2e, 0) {
-			return nil, &InputError{Path: path, Line: line, Field: "first_token_ts", Msg: fmt.Sprintf("expected queued_ts < first_token_ts <= last_token_ts (seconds), found %g, %g, %g", *q.Queued, *q.First, *q.Last)}
-		}
-		if e2e > 30*86400 {
-			return nil, &InputError{Path: path, Line: line, Field: "last_token_ts", Msg: fmt.Sprintf("expected seconds on one clock, found a %g s request (inconsistent units or clocks?)", e2e)}
-		}
-		req := trace.NewRequest(*q.ID)
-		req.InputTokens, req.OutputTokens = int32(*q.In), int32(*q.Out)
-		req.RecordedTTFTUS = int64(math.Round(ttft * 1e6))
-		req.RecordedE2EUS = int64(math.Round(e2e * 1e6))
-		if *q.Out > 1 {
-			req.RecordedITLUS = int64(math.Round((e2e - ttft) / float64(*q.Out-1) * 1e6))
-		}
-		req.SourceRow = int64(line)
-		rows = append(rows, row{req: req, queued: *q.Queued})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, &InputError{Path: path, Line: line + 1, Msg: err.Error()}
-	}
-	if len(rows) == 0 {
-		return nil, &InputError{Path: path, Msg: "expected at least one request, found none"}
-	}
-	// Per request a long stall can make any TPOT plausible; a run whose
-	// median time per output token exceeds maxMedianTPOT was written in
-	// other units (ms timestamps pass every per-row check).
-	var tpots []float64
-	for _, r := range rows {
-		if r.req.OutputTokens > 1 {
-			tpots = append(tpots, float64(r.req.RecordedITLUS)/1e6)
+	// gb200 before b200, which it contains.
+	for _, m := range []struct{ sub, gpu string }{
+		{"rtx 4090", "rtx4090"}, {"rtx pro 6000", "rtxpro6000"}, {"h100", "h100"}, {"h200", "h200"},
+		{"gb200", "gb200"}, {"b200", "b200"}, {"a100", "a100-80gb"}, {"l40s", "l40s"},
+	} {
+		if strings.Contains(d, m.sub) {
+			return m.gpu
 		}
 	}
-	if len(tpots) > 0 {
-		sort.Float64s(tpots)
-		med := (tpots[(len(tpots)-1)/2] + tpots[len(tpots)/2]) / 2
-		if med > maxMedianTPOT {
-			return nil, &InputError{Path: path, Field: "last_token_ts", Msg: fmt.Sprintf("expected seconds, found a median time per output token of %.3g s over %d requests (inconsistent units: milliseconds?)", med, len(tpots))}
-		}
-	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].queued < rows[j].queued })
-	t0 := rows[0].queued
-	out := make([]trace.Request, len(rows))
-	for i := range rows {
-		out[i] = rows[i].req
-		out[i].ArrivalUS = int64(math.Round((rows[i].queued - t0) * 1e6))
-	}
-	return out, nil
+	return ""
 }
-
-// maxMedianTPOT (s) is far above any real decode (tens of ms per token).
-const maxMedianTPOT = 10

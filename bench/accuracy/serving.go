@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/fit"
 	"github.com/blis-sim/blis/lib/measure"
 
@@ -41,18 +42,18 @@ func servingLevel(data string, w io.Writer) error {
 			skipped[p.Model+" (not in catalogue)"]++
 			continue
 		}
-		cfg := engine.DefaultConfig()
+		cfg := config.Default()
 		cfg.Model, cfg.GPU, cfg.TP = p.Model, "h100", p.TP
 		cfg.Latency.Mode = resolve.Roofline
 		if prec := strings.ToLower(p.Precision); prec != "" && prec != "bf16" && prec != "fp16" {
 			cfg.WeightDtype = prec
 		}
-		model, _, err := engine.Prepare(&cfg)
+		models, _, err := engine.Prepare(&cfg)
 		if err != nil {
 			skipped[fmt.Sprintf("%s tp%d: %v", p.Model, p.TP, err)]++
 			continue
 		}
-		ttft, tpot, err := fit.SimulateServingPoint(model, cfg, p)
+		ttft, tpot, err := fit.SimulateServingPoint(models[0], cfg, p)
 		if err != nil {
 			skipped[fmt.Sprintf("%s tp%d: %v", p.Model, p.TP, err)]++
 			continue

@@ -16,6 +16,8 @@ import (
 
 	"github.com/blis-sim/blis/lib/cliutil"
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/trace"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
@@ -44,10 +46,11 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "kv-dtype", Usage: "KV cache dtype (default: activation dtype)"},
 			&cli.StringFlag{Name: "latency", Usage: "latency model: auto, roofline, fitted or linear", DefaultText: "auto"},
 			&cli.StringFlag{Name: "coefficients", Usage: "fitted coefficients `FILE`"},
-			&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(engine.RoutingNames, ", "), DefaultText: "round-robin"},
+			&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(policy.Names(policy.StageRouting), ", "), DefaultText: "round-robin"},
 			&cli.StringFlag{Name: "seed", Usage: "master seed", DefaultText: "42"},
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
+			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},
 			&cli.IntFlag{Name: "max-num-seqs", Usage: "running requests per replica", DefaultText: "256"},
 			&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "token budget per step", DefaultText: "8192"},
 			&cli.Int64Flag{Name: "kv-blocks", Usage: "KV blocks per replica", DefaultText: "from GPU memory"},
@@ -61,38 +64,73 @@ func app() *cli.App {
 	}
 }
 
-func config(c *cli.Context) (engine.Config, error) {
-	cfg := engine.DefaultConfig()
+// deploymentFlags set a key of the (single) deployment.
+var deploymentFlags = []string{"replicas", "model", "gpu", "tp", "weight-dtype", "kv-dtype", "latency", "coefficients",
+	"max-num-seqs", "max-num-batched-tokens", "kv-blocks"}
+
+func clusterConfig(c *cli.Context) (config.Cluster, error) {
+	cfg := config.Default()
 	if p := c.String("cluster"); p != "" {
 		var err error
-		if cfg, err = engine.LoadConfig(p); err != nil {
+		if cfg, err = config.Load(p); err != nil {
 			return cfg, cliutil.BadInput(err)
 		}
 	}
 	set := c.IsSet
+	// Deployment keys: the flat form's, or the only deployment's.
+	for _, f := range deploymentFlags {
+		if !set(f) || cfg.IsFlat() {
+			continue
+		}
+		if len(cfg.Deployments) > 1 {
+			ids := make([]string, len(cfg.Deployments))
+			for i, d := range cfg.Deployments {
+				ids[i] = d.ID
+			}
+			return cfg, cliutil.Usage("--%s: %s has %d deployments (%s): set it per deployment in the file", f, cfg.Name, len(ids), strings.Join(ids, ", "))
+		}
+		if f == "replicas" && len(cfg.Deployments[0].Pools) > 1 {
+			return cfg, cliutil.Usage("--replicas: deployment %s has %d pools: set replicas per pool in %s", cfg.Deployments[0].ID, len(cfg.Deployments[0].Pools), cfg.Name)
+		}
+	}
+	model, gpu, tp, wd, kd := &cfg.Model, &cfg.GPU, &cfg.TP, &cfg.WeightDtype, &cfg.KVDtype
+	eng, lat, replicas := &cfg.Engine, &cfg.Latency, &cfg.Replicas
+	if !cfg.IsFlat() {
+		d := &cfg.Deployments[0]
+		model, gpu, tp, wd, kd, eng, lat, replicas = &d.Model, &d.GPU, &d.TP, &d.WeightDtype, &d.KVDtype, &d.Engine, &d.Latency, &d.Pools[0].Replicas
+	}
 	if set("replicas") {
-		cfg.Replicas = c.Int("replicas")
+		*replicas = c.Int("replicas")
 	}
 	if set("model") {
-		cfg.Model = c.String("model")
+		*model = c.String("model")
 	}
 	if set("gpu") {
-		cfg.GPU = c.String("gpu")
+		*gpu = c.String("gpu")
 	}
 	if set("tp") {
-		cfg.TP = c.Int("tp")
+		*tp = c.Int("tp")
 	}
 	if set("weight-dtype") {
-		cfg.WeightDtype = c.String("weight-dtype")
+		*wd = c.String("weight-dtype")
 	}
 	if set("kv-dtype") {
-		cfg.KVDtype = c.String("kv-dtype")
+		*kd = c.String("kv-dtype")
 	}
 	if set("latency") {
-		cfg.Latency.Mode = c.String("latency")
+		lat.Mode = c.String("latency")
 	}
 	if set("coefficients") {
-		cfg.Latency.Coefficients = c.String("coefficients")
+		lat.Coefficients = c.String("coefficients")
+	}
+	if set("max-num-seqs") {
+		eng.MaxNumSeqs = c.Int("max-num-seqs")
+	}
+	if set("max-num-batched-tokens") {
+		eng.MaxNumBatchedTokens = c.Int("max-num-batched-tokens")
+	}
+	if set("kv-blocks") {
+		eng.KVBlocks = c.Int64("kv-blocks")
 	}
 	if set("router") {
 		cfg.Router.Routing = c.String("router")
@@ -106,24 +144,15 @@ func config(c *cli.Context) (engine.Config, error) {
 	}
 	for _, d := range []struct {
 		flag string
-		dst  *engine.Duration
-	}{{"horizon", &cfg.Horizon}, {"snapshot-interval", &cfg.SnapshotInterval}} {
+		dst  *config.Duration
+	}{{"horizon", &cfg.Horizon}, {"snapshot-interval", &cfg.SnapshotInterval}, {"client-timeout", &cfg.ClientTimeout}} {
 		if set(d.flag) {
-			v, err := engine.ParseDuration(c.String(d.flag))
+			v, err := config.ParseDuration(c.String(d.flag))
 			if err != nil {
 				return cfg, cliutil.Usage("--%s: %v", d.flag, err)
 			}
 			*d.dst = v
 		}
-	}
-	if set("max-num-seqs") {
-		cfg.Engine.MaxNumSeqs = c.Int("max-num-seqs")
-	}
-	if set("max-num-batched-tokens") {
-		cfg.Engine.MaxNumBatchedTokens = c.Int("max-num-batched-tokens")
-	}
-	if set("kv-blocks") {
-		cfg.Engine.KVBlocks = c.Int64("kv-blocks")
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, cliutil.Usage("%v", err)
@@ -132,11 +161,11 @@ func config(c *cli.Context) (engine.Config, error) {
 }
 
 func run(c *cli.Context) error {
-	cfg, err := config(c)
+	cfg, err := clusterConfig(c)
 	if err != nil {
 		return err
 	}
-	model, why, err := engine.Prepare(&cfg)
+	models, why, err := engine.Prepare(&cfg)
 	if err != nil {
 		return cliutil.BadInput(err)
 	}
@@ -147,7 +176,9 @@ func run(c *cli.Context) error {
 	stderr := c.App.ErrWriter
 	quiet := c.Bool("quiet")
 	if !quiet {
-		fmt.Fprintln(stderr, why)
+		for _, w := range why {
+			fmt.Fprintln(stderr, w)
+		}
 	}
 	if c.NArg() > 1 {
 		for _, a := range c.Args().Slice()[1:] {
@@ -199,7 +230,11 @@ func run(c *cli.Context) error {
 		stage.Inputs = []trace.Input{inp}
 	}
 	outMeta := md.With(stage)
-	outMeta.Set("blis.sim.model", model.Name())
+	names := make([]string, len(models))
+	for i, m := range models {
+		names[i] = m.Name()
+	}
+	outMeta.Set("blis.sim.model", strings.Join(names, ","))
 	out, err := createOutput(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
 	if err != nil {
 		return cliutil.Usage("%v", err)
@@ -247,7 +282,7 @@ func run(c *cli.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	sum, runErr := engine.Run(cfg, model, source, rw, opts)
+	sum, runErr := engine.Run(cfg, models, source, rw, opts)
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(stderr)
@@ -281,7 +316,7 @@ func run(c *cli.Context) error {
 		return closeErr
 	}
 	if !quiet {
-		sum.Print(stderr, &cfg, wall)
+		printSummary(stderr, &sum, &cfg, wall)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/rng"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -28,11 +29,11 @@ type nullSink struct{ n int }
 func (s *nullSink) Write(*trace.Result) error { s.n++; return nil }
 
 func benchRun(b *testing.B, n int, linear bool) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Replicas = 8
 	if linear {
 		// Published-style H100 coefficients magnitude; KV as the roofline computes it.
-		cfg.Latency = LatencyConfig{Mode: "linear", Beta: []float64{6000, 0.05, 30}}
+		cfg.Latency = config.Latency{Mode: "linear", Beta: []float64{6000, 0.05, 30}}
 	}
 	model, _, err := Prepare(&cfg)
 	if err != nil {

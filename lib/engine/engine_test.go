@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/sched"
 	"github.com/blis-sim/blis/lib/rng"
 
 	"github.com/blis-sim/blis/lib/latency"
@@ -48,19 +51,19 @@ func (c *chunkSource) Next(buf []trace.Request) ([]trace.Request, error) {
 	return buf, nil
 }
 
-func testConfig() Config {
-	c := DefaultConfig()
+func testConfig() config.Cluster {
+	c := config.Default()
 	c.Engine.KVBlocks = 1000
-	c.Latency = LatencyConfig{Mode: "linear", Beta: []float64{1000, 1, 10}}
+	c.Latency = config.Latency{Mode: "linear", Beta: []float64{1000, 1, 10}}
 	return c
 }
 
-func testModel(c Config) latency.Model {
-	m, ok := c.LinearModel()
+func testModel(c config.Cluster) []latency.Model {
+	m, ok := linearModel(&c.Latency)
 	if !ok {
 		panic("no linear model")
 	}
-	return m
+	return []latency.Model{m}
 }
 
 func req(id string, arrival int64, in, out int32) trace.Request {
@@ -69,7 +72,7 @@ func req(id string, arrival int64, in, out int32) trace.Request {
 	return r
 }
 
-func run(t *testing.T, c Config, reqs []trace.Request, opts Options) (*memSink, Summary) {
+func run(t *testing.T, c config.Cluster, reqs []trace.Request, opts Options) (*memSink, Summary) {
 	t.Helper()
 	opts.CheckInvariants = true
 	sink := &memSink{}
@@ -367,7 +370,7 @@ func TestSourceFailedPassesThrough(t *testing.T) {
 
 func TestHorizonLeavesUnfinished(t *testing.T) {
 	c := testConfig()
-	c.Horizon = Duration(3 * 1000 * 1000) // 3 ms in ns
+	c.Horizon = config.Duration(3 * 1000 * 1000) // 3 ms in ns
 	later := req("later", 10_000, 10, 1)
 	child := trace.NewRequest("child")
 	child.InputTokens, child.OutputTokens, child.DependsOn = 10, 1, []string{"long"}
@@ -411,7 +414,7 @@ func checkHorizon(t *testing.T, sink *memSink, sum Summary) {
 }
 
 // resultsBytes runs the simulation into an Arrow stream.
-func resultsBytes(t *testing.T, c Config, reqs []trace.Request, stream bool) []byte {
+func resultsBytes(t *testing.T, c config.Cluster, reqs []trace.Request, stream bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	schema := trace.ResultsSchema(trace.NewMeta())
@@ -467,13 +470,13 @@ func workload(seed uint64, n int) []trace.Request {
 }
 
 func TestDeterminismAndStreamingEquivalence(t *testing.T) {
-	for _, routing := range RoutingNames {
+	for _, routing := range policy.Names(policy.StageRouting) {
 		t.Run(routing, func(t *testing.T) {
 			c := testConfig()
 			c.Replicas = 3
 			c.Engine.KVBlocks = 300
 			c.Router.Routing = routing
-			c.SnapshotInterval = Duration(5_000_000) // 5 ms
+			c.SnapshotInterval = config.Duration(5_000_000) // 5 ms
 			c.Engine.SchedulingPolicy = "priority"
 			c.Router.Priority = "request"
 			reqs := workload(7, 300)
@@ -589,39 +592,6 @@ func TestRoutingPolicies(t *testing.T) {
 	})
 }
 
-func TestKVCacheLRU(t *testing.T) {
-	c := newKVCache(4, 16)
-	a, b, x := &reqState{}, &reqState{}, &reqState{}
-	a.keys, b.keys = []uint64{1, 2}, []uint64{3, 4}
-	c.alloc(a, 2, 2)
-	c.register(a, a.keys, 0, 2)
-	c.alloc(b, 2, 2)
-	c.register(b, b.keys, 0, 2)
-	c.release(a) // freed first: evicted first
-	c.release(b)
-	if c.free != 4 || c.lookup([]uint64{1, 2}, 2) != 2 || c.lookup([]uint64{3, 4}, 2) != 2 {
-		t.Fatal("freed blocks should stay cached")
-	}
-	c.alloc(x, 1, 0) // evicts a's last block (freed in reverse order), not a's first
-	if c.lookup([]uint64{1, 2}, 2) != 1 || c.lookup([]uint64{3, 4}, 2) != 2 {
-		t.Fatalf("after one allocation: a keeps %d, b keeps %d", c.lookup([]uint64{1, 2}, 2), c.lookup([]uint64{3, 4}, 2))
-	}
-	y := &reqState{keys: []uint64{3, 4}}
-	c.touch(y, y.keys, 2) // b's blocks are taken back from the free queue
-	c.alloc(x, 1, 0)      // so the next eviction is a's first block
-	if c.lookup([]uint64{1}, 1) != 0 || c.free != 0 {
-		t.Fatalf("free %d, a's first block cached: %d", c.free, c.lookup([]uint64{1}, 1))
-	}
-	if err := c.check(); err != nil {
-		t.Fatal(err)
-	}
-	c.release(x)
-	c.release(y)
-	if err := c.check(); err != nil || c.free != 4 {
-		t.Fatalf("%v, free %d", err, c.free)
-	}
-}
-
 func TestFailedAdmissionShortcutIsExact(t *testing.T) {
 	c := testConfig()
 	c.Replicas = 2
@@ -630,8 +600,8 @@ func TestFailedAdmissionShortcutIsExact(t *testing.T) {
 	c.Engine.LongPrefillThreshold = 128
 	reqs := workload(5, 400)
 	a := resultsBytes(t, c, reqs, false)
-	skipFailed = false
-	defer func() { skipFailed = true }()
+	sched.SkipFailed = false
+	defer func() { sched.SkipFailed = true }()
 	b := resultsBytes(t, c, reqs, false)
 	if !bytes.Equal(a, b) {
 		t.Fatal("skipping re-checks of failed admissions changed the results")
@@ -696,13 +666,18 @@ func TestStreamingMemoryFollowsRequestsInFlight(t *testing.T) {
 // every other request.
 type lastInstance struct{}
 
-func (lastInstance) Route(_ *trace.Request, c *ClusterView) int { return len(c.Instances) - 1 }
+func (lastInstance) Route(_ policy.RequestView, c *policy.ClusterView) policy.RouteDecision {
+	return policy.RouteDecision{Target: c.Len() - 1, Reason: "last"}
+}
 
 type rejectOdd struct{ n int }
 
-func (p *rejectOdd) Admit(*trace.Request, *ClusterView) (bool, string) {
+func (p *rejectOdd) Admit(policy.RequestView, *policy.ClusterView) policy.AdmitDecision {
 	p.n++
-	return p.n%2 == 1, "odd one out"
+	if p.n%2 == 1 {
+		return policy.AdmitDecision{}
+	}
+	return policy.AdmitDecision{Verdict: policy.Reject, Reason: "odd one out"}
 }
 
 func TestCustomPolicies(t *testing.T) {
@@ -744,7 +719,7 @@ func TestChunkedPrefillAggregates(t *testing.T) {
 	// left after a's last chunk (128 − 44 = 84 of its 100 tokens).
 	a, b := req("a", 0, 300, 3), req("b", 1500, 100, 1)
 	sink := &memSink{}
-	if _, err := Run(c, m, SliceSource([]trace.Request{a, b}), sink, Options{CheckInvariants: true}); err != nil {
+	if _, err := Run(c, []latency.Model{m}, SliceSource([]trace.Request{a, b}), sink, Options{CheckInvariants: true}); err != nil {
 		t.Fatal(err)
 	}
 	want := []latency.Batch{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -59,7 +60,8 @@ func FuzzRun(f *testing.F) {
 		c.Engine.LongPrefillThreshold = int(kv % 3 * 16)
 		c.Engine.SchedulingPolicy = "priority"
 		c.Router.Priority = "request"
-		c.Router.Routing = RoutingNames[int(routing)%len(RoutingNames)]
+		names := policy.Names(policy.StageRouting)
+		c.Router.Routing = names[int(routing)%len(names)]
 		c.Latency.Alpha = []float64{10, 0.5, 2}
 		sink := &memSink{}
 		sum, err := Run(c, testModel(c), SliceSource(reqs), sink, Options{CheckInvariants: true})

@@ -1,50 +1,111 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/resolve"
 )
 
-// Prepare picks the latency model cfg asks for and fills engine.kv_blocks
-// when it is 0 (KV capacity from GPU memory × gpu_memory_utilization minus
-// weights, over the model's KV bytes per token). why is one line for stderr.
-// A latency.beta in the config is used as a linear model; KV capacity then
-// still comes from the model/GPU catalogue unless kv_blocks is set.
-func Prepare(cfg *Config) (model latency.Model, why string, err error) {
-	lin, isLinear := cfg.LinearModel()
+// Prepare picks the latency model each deployment asks for and fills its
+// engine.kv_blocks when 0 (KV capacity from GPU memory ×
+// gpu_memory_utilization minus weights, over the model's KV bytes per
+// token). It returns the models in config.Cluster.Resolved order and one
+// line per deployment for stderr. A latency.beta in the config is used as a
+// linear model; KV capacity then still comes from the catalogues unless
+// kv_blocks is set. Errors name the file, line and key.
+func Prepare(cfg *config.Cluster) (models []latency.Model, why []string, err error) {
+	deps := cfg.Resolved()
+	for i := range deps {
+		d := &deps[i]
+		m, w, err := prepare(cfg, i, d)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cfg.IsFlat() {
+			cfg.Engine.KVBlocks = d.Engine.KVBlocks
+		} else {
+			cfg.Deployments[i].Engine.KVBlocks = d.Engine.KVBlocks
+		}
+		models = append(models, m)
+		if len(deps) > 1 {
+			w = d.ID + ": " + w
+		}
+		why = append(why, w)
+	}
+	return models, why, nil
+}
+
+func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, string, error) {
+	key := func(k string) string { return cfg.DeploymentKey(i, k) }
+	lin, isLinear := linearModel(&d.Latency)
 	var res *resolve.Resolved
-	if !isLinear || cfg.Engine.KVBlocks == 0 {
-		mode := cfg.Latency.Mode
+	if !isLinear || d.Engine.KVBlocks == 0 {
+		mode := d.Latency.Mode
 		if mode == "linear" {
 			mode = "auto"
 		}
-		res, err = resolve.Resolve(resolve.Spec{Mode: mode, Model: cfg.Model, GPU: cfg.GPU, TP: cfg.TP,
-			WeightDtype: cfg.WeightDtype, KVDtype: cfg.KVDtype, CoefficientsFile: cfg.Latency.Coefficients})
+		var err error
+		res, err = resolve.Resolve(resolve.Spec{Mode: mode, Model: d.Model, GPU: d.GPU, TP: d.TP,
+			WeightDtype: d.WeightDtype, KVDtype: d.KVDtype, CoefficientsFile: d.Latency.Coefficients})
 		if err != nil {
-			return nil, "", err
+			return nil, "", resolveErr(cfg, i, err)
 		}
 	}
+	var model latency.Model
+	var why string
 	if isLinear {
 		model = lin
-		why = fmt.Sprintf("latency: linear model from config (β=%v, α=%v)", cfg.Latency.Beta, cfg.Latency.Alpha)
+		why = fmt.Sprintf("latency: linear model from config (β=%v, α=%v)", d.Latency.Beta, d.Latency.Alpha)
 	} else {
 		model, why = res.Model, res.Why
 	}
-	if cfg.Engine.KVBlocks == 0 {
-		tokens, err := res.KVCapacityTokens(cfg.Engine.GPUMemoryUtilization)
+	if d.Engine.KVBlocks == 0 {
+		tokens, err := res.KVCapacityTokens(d.Engine.GPUMemoryUtilization)
 		if err != nil {
-			return nil, "", err
+			return nil, "", errors.New(cfg.Where(key("gpu"), err.Error()))
 		}
-		cfg.Engine.KVBlocks = tokens / int64(cfg.Engine.BlockSize)
-		if cfg.Engine.KVBlocks < 1 {
-			return nil, "", fmt.Errorf("%s on %s tp%d holds %d KV tokens: less than one block of %d", cfg.Model, cfg.GPU, cfg.TP, tokens, cfg.Engine.BlockSize)
+		d.Engine.KVBlocks = tokens / int64(d.Engine.BlockSize)
+		if d.Engine.KVBlocks < 1 {
+			return nil, "", errors.New(cfg.Where(key("engine.kv_blocks"), fmt.Sprintf("%s on %s tp%d holds %d KV tokens: less than one block of %d", d.Model, d.GPU, d.TP, tokens, d.Engine.BlockSize)))
 		}
-		if cfg.Engine.KVBlocks > 1<<31-1 {
-			cfg.Engine.KVBlocks = 1<<31 - 1
+		if d.Engine.KVBlocks > 1<<31-1 {
+			d.Engine.KVBlocks = 1<<31 - 1
 		}
-		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g)", cfg.Engine.KVBlocks, cfg.Engine.BlockSize, cfg.Engine.GPUMemoryUtilization)
+		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g)", d.Engine.KVBlocks, d.Engine.BlockSize, d.Engine.GPUMemoryUtilization)
 	}
 	return model, why, nil
+}
+
+// resolveErr points a catalogue error at the config key it is about. The
+// resolver speaks in flags ("--gpu: unknown GPU"); a config from a file
+// gets "cluster.yaml:4: deployments[1].gpu: unknown GPU" instead.
+func resolveErr(cfg *config.Cluster, i int, err error) error {
+	if cfg.Name == "" {
+		return err
+	}
+	msg := err.Error()
+	for _, f := range []struct{ flag, key string }{{"--model", "model"}, {"--gpu", "gpu"}, {"--tp", "tp"},
+		{"--weight-dtype", "weight_dtype"}, {"--kv-dtype", "kv_dtype"}, {"--coefficients", "latency.coefficients"},
+		{"--latency", "latency.mode"}} {
+		if rest, ok := strings.CutPrefix(msg, f.flag+": "); ok {
+			return errors.New(cfg.Where(cfg.DeploymentKey(i, f.key), rest))
+		}
+	}
+	return errors.New(cfg.Where(cfg.DeploymentKey(i, "model"), msg))
+}
+
+// linearModel returns the linear model given by latency.beta/alpha, if any.
+func linearModel(l *config.Latency) (*latency.Linear, bool) {
+	if len(l.Beta) != 3 || (l.Mode != "linear" && l.Mode != "auto") {
+		return nil, false
+	}
+	m := &latency.Linear{Beta0: l.Beta[0], Beta1: l.Beta[1], Beta2: l.Beta[2], Label: "linear:config"}
+	if len(l.Alpha) == 3 {
+		m.A = latency.Alpha{QueueBase: l.Alpha[0], QueuePerInputToken: l.Alpha[1], PerOutputToken: l.Alpha[2]}
+	}
+	return m, true
 }

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/fitted"
 	"github.com/blis-sim/blis/lib/latency/resolve"
@@ -35,7 +35,7 @@ type Deployment struct {
 type Setup struct {
 	Dep      Deployment
 	Resolved *resolve.Resolved // roofline (for roofline features and the warm start)
-	Engine   engine.Config
+	Engine   config.Cluster
 	PerChain int // closed-loop requests per chain (0: ChainLength)
 }
 
@@ -49,7 +49,7 @@ func NewSetup(dep Deployment) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := engine.DefaultConfig()
+	cfg := config.Default()
 	cfg.Model, cfg.GPU, cfg.TP, cfg.Replicas = dep.Model, dep.GPU, dep.TP, 1
 	cfg.WeightDtype, cfg.KVDtype = dep.WeightDtype, dep.KVDtype
 	cfg.Engine.MaxNumSeqs = 1024

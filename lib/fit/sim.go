@@ -5,6 +5,7 @@ import (
 	"github.com/blis-sim/blis/lib/measure"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -20,12 +21,12 @@ func (s *outcomeSink) Write(r *trace.Result) error {
 // EngineRunner simulates requests on the cluster of cfg (the fitter uses one
 // replica) with the engine blis-sim runs, so a fit matches what the
 // simulator will do with the coefficients.
-func EngineRunner(cfg engine.Config) Runner {
+func EngineRunner(cfg config.Cluster) Runner {
 	return func(m latency.Model, reqs []trace.Request) ([]Outcome, error) {
 		sink := &outcomeSink{out: make([]Outcome, 0, len(reqs))}
 		// The engine may reorder its input slice: give it a copy.
 		in := append([]trace.Request(nil), reqs...)
-		sum, err := engine.Run(cfg, m, engine.SliceSource(in), sink, engine.Options{Path: "calibration"})
+		sum, err := engine.Run(cfg, []latency.Model{m}, engine.SliceSource(in), sink, engine.Options{Path: "calibration"})
 		if err != nil {
 			return nil, err
 		}
@@ -41,12 +42,12 @@ func EngineRunner(cfg engine.Config) Runner {
 // requests, each starting when the previous one finishes) through one
 // replica of cfg with model, and returns the mean TTFT and mean TPOT, µs.
 // Any latency model can be judged this way, fitted or roofline.
-func SimulateServingPoint(model latency.Model, cfg engine.Config, p measure.ServingPoint) (meanTTFTus, meanTPOTus float64, err error) {
+func SimulateServingPoint(model latency.Model, cfg config.Cluster, p measure.ServingPoint) (meanTTFTus, meanTPOTus float64, err error) {
 	return SimulateServingPointN(model, cfg, p, ChainLength(p.Concurrency))
 }
 
 // SimulateServingPointN is SimulateServingPoint with perChain requests per client.
-func SimulateServingPointN(model latency.Model, cfg engine.Config, p measure.ServingPoint, perChain int) (meanTTFTus, meanTPOTus float64, err error) {
+func SimulateServingPointN(model latency.Model, cfg config.Cluster, p measure.ServingPoint, perChain int) (meanTTFTus, meanTPOTus float64, err error) {
 	cfg.Replicas = 1
 	out, err := EngineRunner(cfg)(model, ClosedLoopRequests(p, perChain))
 	if err != nil {

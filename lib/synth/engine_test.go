@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -25,12 +26,12 @@ func TestExamplesThroughEngine(t *testing.T) {
 			s := mustExample(t, n)
 			s.NumRequests = 1500
 			rows, _ := collect(t, s)
-			cfg := engine.DefaultConfig()
+			cfg := config.Default()
 			cfg.Replicas = 2
 			cfg.Engine.KVBlocks = 50000
 			model := &latency.Linear{Beta0: 4000, Beta1: 0.5, Beta2: 30, Label: "test"}
 			var sink resultSink
-			sum, err := engine.Run(cfg, model, engine.SliceSource(rows), &sink, engine.Options{PrefixBlockSize: s.PrefixBlockSize, CheckInvariants: true})
+			sum, err := engine.Run(cfg, []latency.Model{model}, engine.SliceSource(rows), &sink, engine.Options{PrefixBlockSize: s.PrefixBlockSize, CheckInvariants: true})
 			if err != nil {
 				t.Fatal(err)
 			}

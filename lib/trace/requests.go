@@ -36,6 +36,7 @@ type Request struct {
 	RecordedE2EUS  int64
 	RecordedITLUS  int64 // mean inter-token latency
 	SourceRow      int64
+	TimeoutUS      int64 // client gives up this long after arrival; 0 = never (null in the table)
 }
 
 // NewRequest returns a request with the documented defaults: an LLM call,
@@ -74,6 +75,9 @@ func (r *Request) Validate() error {
 			return fmt.Errorf("column %s: expected >= 0, found %d", v.col, v.v)
 		}
 	}
+	if r.TimeoutUS < 0 {
+		return fmt.Errorf("column %s: expected > 0 (or null for no timeout), found %d", ColTimeoutUS, r.TimeoutUS)
+	}
 	return nil
 }
 
@@ -102,6 +106,7 @@ type requestBuilder struct {
 	rE2E      *array.Int64Builder
 	rITL      *array.Int64Builder
 	srcRow    *array.Int64Builder
+	timeout   *array.Int64Builder
 }
 
 func newRequestBuilder(w *batchWriter) requestBuilder {
@@ -118,7 +123,7 @@ func newRequestBuilder(w *batchWriter) requestBuilder {
 		loop: f(14).(*array.Int32Builder), stream: f(15).(*array.BooleanBuilder),
 		srcStatus: w.dicts[16], rTTFT: f(17).(*array.Int64Builder),
 		rE2E: f(18).(*array.Int64Builder), rITL: f(19).(*array.Int64Builder),
-		srcRow: f(20).(*array.Int64Builder),
+		srcRow: f(20).(*array.Int64Builder), timeout: f(21).(*array.Int64Builder),
 	}
 	rb.depsV = rb.deps.ValueBuilder().(*array.StringBuilder)
 	rb.hashesV = rb.hashes.ValueBuilder().(*array.Uint64Builder)
@@ -171,6 +176,11 @@ func (b *requestBuilder) append(r *Request) {
 	appendNullable64(b.rE2E, r.RecordedE2EUS)
 	appendNullable64(b.rITL, r.RecordedITLUS)
 	b.srcRow.Append(r.SourceRow)
+	if r.TimeoutUS == 0 {
+		b.timeout.AppendNull()
+	} else {
+		b.timeout.Append(r.TimeoutUS)
+	}
 }
 
 // RequestWriter writes Request rows in batches.
@@ -207,7 +217,7 @@ func (w *RequestWriter) Abort() { w.abort() }
 type requestCols struct {
 	id, kind, session, tenant, slo, model, step, srcStatus strCol
 	arrival, delay, in, out, prio, loop, rTTFT, rE2E       intCol
-	rITL, srcRow                                           intCol
+	rITL, srcRow, timeout                                  intCol
 	stream                                                 boolCol
 	deps                                                   strListCol
 	hashes                                                 u64ListCol
@@ -228,7 +238,7 @@ func checkRequestSchema(s *arrow.Schema) error {
 			return err
 		}
 	}
-	for _, c := range []string{ColArrivalUS, ColDelayUS, ColInputTokens, ColOutputTokens, ColPriority, ColLoopIteration, ColRecordedTTFTUS, ColRecordedE2EUS, ColRecordedITLUS, ColSourceRow} {
+	for _, c := range []string{ColArrivalUS, ColDelayUS, ColInputTokens, ColOutputTokens, ColPriority, ColLoopIteration, ColRecordedTTFTUS, ColRecordedE2EUS, ColRecordedITLUS, ColSourceRow, ColTimeoutUS} {
 		if err := checkInt(s, c); err != nil {
 			return err
 		}
@@ -261,6 +271,7 @@ func (c *requestCols) bind(rec arrow.RecordBatch) {
 	c.rE2E.bind(rec, ColRecordedE2EUS)
 	c.rITL.bind(rec, ColRecordedITLUS)
 	c.srcRow.bind(rec, ColSourceRow)
+	c.timeout.bind(rec, ColTimeoutUS)
 	c.stream.bind(rec, ColStreaming)
 	c.deps.bind(rec, ColDependsOn)
 	c.hashes.bind(rec, ColPrefixHashes)
@@ -296,6 +307,12 @@ func (c *requestCols) decode(i int, r *Request) error {
 	}
 	r.DelayUS, _ = c.delay.get(i)
 	r.SourceRow, _ = c.srcRow.get(i)
+	if v, ok := c.timeout.get(i); ok {
+		if v <= 0 {
+			return fmt.Errorf("column %s: expected > 0 (or null for no timeout), found %d", ColTimeoutUS, v)
+		}
+		r.TimeoutUS = v
+	}
 	var err error
 	if r.InputTokens, err = i32(&c.in, i, ColInputTokens); err != nil {
 		return err

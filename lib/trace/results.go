@@ -25,8 +25,10 @@ type Result struct {
 	E2EUS            int64  // FinishedUS - arrival
 	TPOTUS           int64  // mean gap between output tokens after the first
 	Preemptions      int32
-	CachedTokens     int32 // prompt tokens served from the prefix cache on first scheduling
-	GeneratedTokens  int32 // output tokens emitted (equals OutputTokens when completed)
+	CachedTokens     int32  // prompt tokens served from the prefix cache on first scheduling
+	GeneratedTokens  int32  // output tokens emitted (equals OutputTokens when completed)
+	Deployment       string // the deployment that served it ("" when never routed)
+	ReplicaID        string // "<deployment>/<n>" ("" when never routed)
 }
 
 // NewResult returns a result for req with every outcome field absent.
@@ -43,6 +45,7 @@ type ResultWriter struct {
 	inst                                                 *array.Int32Builder
 	adm, routed, enq, sched, first, fin, ttft, e2e, tpot *array.Int64Builder
 	preempt, cached, generated                           *array.Int32Builder
+	deployment, replica                                  *dictCol
 }
 
 // NewResultWriter writes results to sink, created with ResultsSchema(md).
@@ -59,6 +62,7 @@ func NewResultWriter(sink Sink, schema *arrow.Schema) *ResultWriter {
 		fin: f(8).(*array.Int64Builder), ttft: f(9).(*array.Int64Builder), e2e: f(10).(*array.Int64Builder),
 		tpot: f(11).(*array.Int64Builder), preempt: f(12).(*array.Int32Builder),
 		cached: f(13).(*array.Int32Builder), generated: f(14).(*array.Int32Builder),
+		deployment: bw.dicts[n+15], replica: bw.dicts[n+16],
 	}
 	w.rb = newRequestBuilder(&w.batchWriter)
 	return w
@@ -86,6 +90,8 @@ func (w *ResultWriter) Write(r *Result) error {
 	w.preempt.Append(r.Preemptions)
 	w.cached.Append(r.CachedTokens)
 	w.generated.Append(r.GeneratedTokens)
+	w.deployment.append(r.Deployment)
+	w.replica.append(r.ReplicaID)
 	return w.added()
 }
 
@@ -104,7 +110,7 @@ var RequiredResultColumns = []string{ColRequestID, ColStatus}
 
 type resultCols struct {
 	req                                                  requestCols
-	status, reason                                       strCol
+	status, reason, deployment, replica                  strCol
 	inst, adm, routed, enq, sched, first, fin, ttft, e2e intCol
 	tpot, preempt, cached, generated                     intCol
 }
@@ -113,6 +119,8 @@ func (c *resultCols) bind(rec arrow.RecordBatch) {
 	c.req.bind(rec)
 	c.status.bind(rec, ColStatus)
 	c.reason.bind(rec, ColDropReason)
+	c.deployment.bind(rec, ColDeployment)
+	c.replica.bind(rec, ColReplicaID)
 	for _, x := range []struct {
 		c    *intCol
 		name string
@@ -167,6 +175,7 @@ func (r *ResultReader) Next(buf []Result) ([]Result, error) {
 			return buf[:i], &RowError{Path: r.src.Path, Row: r.row, RequestID: x.ID, SourceRow: x.SourceRow, Err: err}
 		}
 		x.Status, x.DropReason = r.cols.status.get(i), r.cols.reason.get(i)
+		x.Deployment, x.ReplicaID = r.cols.deployment.get(i), r.cols.replica.get(i)
 		inst, ok := r.cols.inst.get(i)
 		if !ok {
 			inst = -1
@@ -206,13 +215,15 @@ type Step struct {
 	Waiting       int32
 	Running       int32
 	Preempted     int32 // requests preempted while forming this step
+	ReplicaID     string
 }
 
 // StepWriter writes Step rows in batches.
 type StepWriter struct {
 	batchWriter
-	i32 [10]*array.Int32Builder
-	i64 [3]*array.Int64Builder
+	i32     [10]*array.Int32Builder
+	i64     [3]*array.Int64Builder
+	replica *dictCol
 }
 
 // NewStepWriter writes steps to sink, created with StepsSchema(md).
@@ -224,6 +235,7 @@ func NewStepWriter(sink Sink, schema *arrow.Schema) *StepWriter {
 	for i := 4; i < 12; i++ {
 		w.i32[i-3] = b.Field(i).(*array.Int32Builder)
 	}
+	w.replica = w.dicts[12]
 	return w
 }
 
@@ -236,6 +248,7 @@ func (w *StepWriter) Write(s *Step) error {
 	for i, v := range [...]int32{s.BatchSize, s.PrefillTokens, s.DecodeTokens, s.KVBlocksUsed, s.KVBlocksTotal, s.Waiting, s.Running, s.Preempted} {
 		w.i32[i+1].Append(v)
 	}
+	w.replica.append(s.ReplicaID)
 	return w.added()
 }
 

@@ -58,6 +58,7 @@ const (
 	ColRecordedE2EUS  = "recorded_e2e_us"
 	ColRecordedITLUS  = "recorded_itl_us"
 	ColSourceRow      = "source_row"
+	ColTimeoutUS      = "timeout_us"
 )
 
 // Result-only column names.
@@ -77,6 +78,8 @@ const (
 	ColPreemptions      = "preemptions"
 	ColCachedTokens     = "cached_tokens"
 	ColGeneratedTokens  = "generated_tokens"
+	ColDeployment       = "deployment"
+	ColReplicaID        = "replica_id"
 )
 
 // Step column names.
@@ -147,6 +150,7 @@ var requestFields = []arrow.Field{
 	field(ColRecordedE2EUS, arrow.PrimitiveTypes.Int64, true),
 	field(ColRecordedITLUS, arrow.PrimitiveTypes.Int64, true),
 	field(ColSourceRow, arrow.PrimitiveTypes.Int64, false),
+	field(ColTimeoutUS, arrow.PrimitiveTypes.Int64, true),
 }
 
 var resultOnlyFields = []arrow.Field{
@@ -165,6 +169,8 @@ var resultOnlyFields = []arrow.Field{
 	field(ColPreemptions, arrow.PrimitiveTypes.Int32, false),
 	field(ColCachedTokens, arrow.PrimitiveTypes.Int32, false),
 	field(ColGeneratedTokens, arrow.PrimitiveTypes.Int32, false),
+	field(ColDeployment, dictString, true),
+	field(ColReplicaID, dictString, true),
 }
 
 var stepFields = []arrow.Field{
@@ -180,6 +186,7 @@ var stepFields = []arrow.Field{
 	field(ColWaiting, arrow.PrimitiveTypes.Int32, false),
 	field(ColRunning, arrow.PrimitiveTypes.Int32, false),
 	field(ColPreempted, arrow.PrimitiveTypes.Int32, false),
+	field(ColReplicaID, dictString, false),
 }
 
 // RequestsSchema returns the requests schema carrying md (which must include

@@ -1,4 +1,4 @@
-package engine
+package kv
 
 // keyTable maps prefix-cache keys to block ids: open addressing with linear
 // probing and backward-shift deletion (no tombstones, so heavy eviction churn
@@ -79,4 +79,13 @@ func (t *keyTable) del(k uint64, id int32) {
 	}
 	t.vals[i] = 0
 	t.n--
+}
+
+func (t *keyTable) clone() keyTable {
+	d := *t
+	if t.vals != nil {
+		d.keys = append([]uint64(nil), t.keys...)
+		d.vals = append([]int32(nil), t.vals...)
+	}
+	return d
 }

@@ -1,4 +1,4 @@
-package engine
+package kv
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // anonymous blocks in the free queue are one run. The queue order is exactly
 // vLLM's, but a request without prefix hashes allocates and frees in O(1)
 // per call instead of touching one block struct per block.
-type kvCache struct {
+type Paged struct {
 	blockSize int32
 	total     int32
 	free      int32 // blocks in the free queue
@@ -30,6 +30,7 @@ type kvCache struct {
 	qoff      int64 // absolute position of q[0]
 	cached    keyTable
 	evictions int64
+	obs       Observer
 }
 
 // qent is a free-queue entry: a cached block (id >= 0) or n anonymous blocks.
@@ -46,19 +47,36 @@ type block struct {
 	hashed bool
 }
 
-func newKVCache(blocks int32, blockSize int32) *kvCache {
+// NewPaged returns an empty cache of blocks blocks of blockSize tokens.
+func NewPaged(blocks int32, blockSize int32) *Paged {
 	// Block structs are created as ids are first needed: a run without
 	// prefix hashes never allocates them.
-	c := &kvCache{blockSize: blockSize, total: blocks, free: blocks, cached: newKeyTable(blocks)}
+	c := &Paged{blockSize: blockSize, total: blocks, free: blocks, cached: newKeyTable(blocks)}
 	if blocks > 0 {
 		c.q = append(c.q, qent{id: -1, n: blocks})
 	}
 	return c
 }
 
-func (c *kvCache) used() int32 { return c.total - c.free }
+// BlockSize implements Store.
+func (c *Paged) BlockSize() int32 { return c.blockSize }
 
-func (c *kvCache) pushAnon(n int32) {
+// Total implements Store.
+func (c *Paged) Total() int32 { return c.total }
+
+// Free implements Store.
+func (c *Paged) Free() int32 { return c.free }
+
+// Used implements Store.
+func (c *Paged) Used() int32 { return c.total - c.free }
+
+// Evictions implements Store: cached blocks reused for other content.
+func (c *Paged) Evictions() int64 { return c.evictions }
+
+// SetObserver implements Store.
+func (c *Paged) SetObserver(o Observer) { c.obs = o }
+
+func (c *Paged) pushAnon(n int32) {
 	if n == 0 {
 		return
 	}
@@ -70,13 +88,13 @@ func (c *kvCache) pushAnon(n int32) {
 	c.q = append(c.q, qent{id: -1, n: n})
 }
 
-func (c *kvCache) pushCached(id int32) {
+func (c *Paged) pushCached(id int32) {
 	c.free++
 	c.b[id].qpos = c.qoff + int64(len(c.q)) + 1
 	c.q = append(c.q, qent{id: id})
 }
 
-func (c *kvCache) newID() int32 {
+func (c *Paged) newID() int32 {
 	if n := len(c.idFree); n > 0 {
 		id := c.idFree[n-1]
 		c.idFree = c.idFree[:n-1]
@@ -86,13 +104,12 @@ func (c *kvCache) newID() int32 {
 	return int32(len(c.b) - 1)
 }
 
-// alloc gives r n more blocks from the head of the free queue; the first k
-// of them get ids (they will hold prompt blocks with cache keys). The
-// caller has checked c.free >= n.
-func (c *kvCache) alloc(r *reqState, n, k int32) {
+// Alloc implements Store: the first k of the n blocks get ids (they will
+// hold prompt blocks with cache keys).
+func (c *Paged) Alloc(h *Handle, n, k int32) {
 	c.free -= n
 	c.anonUsed += n - k
-	r.anon += n - k
+	h.Anon += n - k
 	for n > 0 {
 		e := &c.q[c.qh]
 		if e.id < 0 {
@@ -106,7 +123,7 @@ func (c *kvCache) alloc(r *reqState, n, k int32) {
 				id := c.newID()
 				c.b[id].refcnt = 1
 				c.idsHeld++
-				r.ids = append(r.ids, id)
+				h.IDs = append(h.IDs, id)
 			}
 			continue
 		}
@@ -122,13 +139,16 @@ func (c *kvCache) alloc(r *reqState, n, k int32) {
 			c.cached.del(bl.key, id)
 			bl.hashed = false
 			c.evictions++
+			if c.obs != nil {
+				c.obs.Evicted(bl.key)
+			}
 		}
 		n--
 		if k > 0 {
 			k--
 			bl.refcnt = 1
 			c.idsHeld++
-			r.ids = append(r.ids, id)
+			h.IDs = append(h.IDs, id)
 		} else {
 			c.idFree = append(c.idFree, id)
 		}
@@ -141,14 +161,14 @@ func (c *kvCache) alloc(r *reqState, n, k int32) {
 	}
 }
 
-// release drops r's blocks, last block first (as vLLM does, so that a
-// request's tail blocks, least likely to be shared, are evicted first).
-func (c *kvCache) release(r *reqState) {
-	c.pushAnon(r.anon)
-	c.anonUsed -= r.anon
-	r.anon = 0
-	for i := len(r.ids) - 1; i >= 0; i-- {
-		id := r.ids[i]
+// Release implements Store, last block first as vLLM does, so that a
+// request's tail blocks, least likely to be shared, are evicted first.
+func (c *Paged) Release(h *Handle) {
+	c.pushAnon(h.Anon)
+	c.anonUsed -= h.Anon
+	h.Anon = 0
+	for i := len(h.IDs) - 1; i >= 0; i-- {
+		id := h.IDs[i]
 		bl := &c.b[id]
 		bl.refcnt--
 		if bl.refcnt > 0 {
@@ -162,11 +182,11 @@ func (c *kvCache) release(r *reqState) {
 			c.pushAnon(1)
 		}
 	}
-	r.ids = r.ids[:0]
+	h.IDs = h.IDs[:0]
 }
 
-// lookup returns how many leading keys are cached, at most max.
-func (c *kvCache) lookup(keys []uint64, max int) int {
+// Lookup implements Store.
+func (c *Paged) Lookup(keys []uint64, max int) int {
 	if len(keys) < max {
 		max = len(keys)
 	}
@@ -178,8 +198,8 @@ func (c *kvCache) lookup(keys []uint64, max int) int {
 	return max
 }
 
-// has reports whether keys[i] exists and is cached.
-func (c *kvCache) has(keys []uint64, i int) bool {
+// Has implements Store.
+func (c *Paged) Has(keys []uint64, i int) bool {
 	if i >= len(keys) {
 		return false
 	}
@@ -187,9 +207,8 @@ func (c *kvCache) has(keys []uint64, i int) bool {
 	return ok
 }
 
-// hitCost is the number of free-queue blocks that taking the first n cached
-// blocks of keys would remove from the free queue.
-func (c *kvCache) hitCost(keys []uint64, n int) int32 {
+// HitCost implements Store.
+func (c *Paged) HitCost(keys []uint64, n int) int32 {
 	var k int32
 	for i := 0; i < n; i++ {
 		if id, _ := c.cached.get(keys[i]); c.b[id].refcnt == 0 {
@@ -199,8 +218,8 @@ func (c *kvCache) hitCost(keys []uint64, n int) int32 {
 	return k
 }
 
-// touch gives r a reference to the first n cached blocks of keys.
-func (c *kvCache) touch(r *reqState, keys []uint64, n int) {
+// Touch implements Store.
+func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 	for i := 0; i < n; i++ {
 		id, _ := c.cached.get(keys[i])
 		bl := &c.b[id]
@@ -210,15 +229,15 @@ func (c *kvCache) touch(r *reqState, keys []uint64, n int) {
 			c.idsHeld++
 		}
 		bl.refcnt++
-		r.ids = append(r.ids, id)
+		h.IDs = append(h.IDs, id)
 	}
 }
 
-// register records r's blocks [from, to) under keys[from:to] as cached. A
-// key already cached in another block keeps its block, as in vLLM.
-func (c *kvCache) register(r *reqState, keys []uint64, from, to int) {
+// Register implements Store. A key already cached in another block keeps
+// its block, as in vLLM.
+func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 	for j := from; j < to; j++ {
-		id := r.ids[j]
+		id := h.IDs[j]
 		bl := &c.b[id]
 		if bl.hashed {
 			continue
@@ -230,20 +249,24 @@ func (c *kvCache) register(r *reqState, keys []uint64, from, to int) {
 		c.cached.put(k, id)
 		bl.key = k
 		bl.hashed = true
+		if c.obs != nil {
+			c.obs.Cached(k)
+		}
 	}
 }
 
-// quickCheck is the O(1) part of check, run after every step.
-func (c *kvCache) quickCheck() error {
+// QuickCheck implements Store: the O(1) part of Check.
+func (c *Paged) QuickCheck() error {
 	if c.free < 0 || c.anonUsed < 0 || c.idsHeld < 0 || c.free+c.anonUsed+c.idsHeld != c.total {
 		return fmt.Errorf("KV blocks: %d free + %d anonymous + %d identified in use != %d total", c.free, c.anonUsed, c.idsHeld, c.total)
 	}
 	return nil
 }
 
-// check verifies block conservation: the free queue, the blocks requests
-// hold and the idle ids add up, and the cache index points at hashed blocks.
-func (c *kvCache) check() error {
+// Check implements Store: block conservation (the free queue, the blocks
+// requests hold and the idle ids add up) and the cache index pointing at
+// hashed blocks.
+func (c *Paged) Check() error {
 	var queued, cachedFree int32
 	for i := c.qh; i < len(c.q); i++ {
 		e := c.q[i]
@@ -299,13 +322,24 @@ func (c *kvCache) check() error {
 	return nil
 }
 
-// engineKeys derives one cache key per full engine block of the prompt from
+// Clone implements Store.
+func (c *Paged) Clone() Store {
+	d := *c
+	d.b = append([]block(nil), c.b...)
+	d.idFree = append([]int32(nil), c.idFree...)
+	d.q = append([]qent(nil), c.q...)
+	d.cached = c.cached.clone()
+	d.obs = nil
+	return &d
+}
+
+// Keys derives one cache key per full engine block of the prompt from
 // prefix_hashes given at another block size (prefix tokens per hash). Engine
 // block j (tokens [jB, (j+1)B)) is keyed by the hash of the source block that
 // holds its last token and by how far into that source block it ends: the
 // source hashes are prefix-chained, so equal keys mean equal prefixes. Blocks
 // beyond the hashed tokens get no key (never shared).
-func engineKeys(dst []uint64, hashes []uint64, inputTokens int32, prefix, block int32) []uint64 {
+func Keys(dst []uint64, hashes []uint64, inputTokens int32, prefix, block int32) []uint64 {
 	dst = dst[:0]
 	if len(hashes) == 0 {
 		return dst

@@ -1,11 +1,11 @@
-package engine
+package config
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestParseConfig(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, want string // want: "" = ok, else a substring of the error
 	}{
@@ -37,13 +37,14 @@ latency:
   beta: [6000, 0.05, 30]
   alpha: [1000, 0.1, 20]
 `, ""},
-		{"unknown key", "replicas: 2\nengine:\n  kv_blokcs: 5\n", "c.yaml:3: field kv_blokcs not found"},
+		{"unknown key", "replicas: 2\nengine:\n  kv_blokcs: 5\n", "c.yaml:3: engine.kv_blokcs: unknown key; did you mean kv_blocks? (expected one of block_size,"},
 		{"bad type", "replicas: many\n", "c.yaml:1:"},
 		{"bad duration", "horizon: soon\n", "c.yaml:1: expected a duration"},
 		{"seconds duration", "horizon: 90\n", ""},
 		{"zero replicas", "replicas: 0\n", "replicas: expected >= 1"},
 		{"budget below seqs", "engine: {max_num_seqs: 512, max_num_batched_tokens: 256}\n", "must be >= engine.max_num_seqs"},
-		{"bad router", "router: {routing: random}\n", "router.routing: expected one of round-robin"},
+		{"bad router", "router: {routing: fastest}\n", "c.yaml:1: router.routing: expected one of round-robin"},
+		{"router typo", "router: {routing: least-loded}\n", "router.routing: did you mean least-loaded?"},
 		{"bad weight", "router: {routing: weighted, weights: {speed: 1}}\n", `unknown scorer "speed"`},
 		// All-zero weights score every replica 0: everything went to replica 0.
 		{"zero weights", "router: {routing: weighted, weights: {load: 0, prefix: 0}}\n", "router.weights: expected at least one weight > 0"},
@@ -64,13 +65,13 @@ latency:
 		{"largest cluster", "replicas: 100000\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseConfig("c.yaml", []byte(tc.yaml))
+			c, err := Parse("c.yaml", []byte(tc.yaml))
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				// The printed config reads back to the same config.
-				c2, err := ParseConfig("printed", []byte(c.YAML()))
+				c2, err := Parse("printed", []byte(c.YAML()))
 				if err != nil || c2.YAML() != c.YAML() {
 					t.Fatalf("round trip: %v\n%s\n%s", err, c.YAML(), c2.YAML())
 				}
@@ -84,7 +85,7 @@ latency:
 }
 
 func TestDefaultsAreVLLMs(t *testing.T) {
-	c := DefaultConfig()
+	c := Default()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,28 +95,13 @@ func TestDefaultsAreVLLMs(t *testing.T) {
 	}
 }
 
-func TestPrepareFillsKVBlocks(t *testing.T) {
-	c := DefaultConfig()
-	m, why, err := Prepare(&c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Engine.KVBlocks < 1000 || m == nil || !strings.Contains(why, "KV:") {
-		t.Fatalf("kv blocks %d, why %q", c.Engine.KVBlocks, why)
-	}
-	c = testConfig()
-	if _, why, err := Prepare(&c); err != nil || c.Engine.KVBlocks != 1000 || !strings.Contains(why, "linear") {
-		t.Fatalf("explicit kv_blocks and beta: %v %d %q", err, c.Engine.KVBlocks, why)
-	}
-}
-
-func FuzzParseConfig(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{"", "replicas: 3\n", "engine: {kv_blocks: 10}\n", "router: {routing: weighted, weights: {kv: 2}}\n",
 		"horizon: 1h\nsnapshot_interval: 0\n", "latency: {beta: [1,2,3], alpha: [4,5,6]}\n", "engine:\n  - 1\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := ParseConfig("fuzz.yaml", b)
+		c, err := Parse("fuzz.yaml", b)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -129,7 +115,7 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func TestExampleClusterYAML(t *testing.T) {
-	c, err := LoadConfig("../../examples/cluster.yaml")
+	c, err := Load("../../../examples/cluster.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

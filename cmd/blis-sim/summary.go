@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
+)
+
+// printSummary writes the one-screen run summary on stderr.
+func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time.Duration) {
+	sim := time.Duration(s.SimEndUS) * time.Microsecond
+	fmt.Fprintf(w, "blis-sim: %d requests: %d completed, %d dropped, %d rejected, %d timed out, %d unfinished, %d source_failed\n",
+		s.Injected, s.Completed, s.Dropped, s.Rejected, s.TimedOut, s.Unfinished, s.SourceFailed)
+	deps := cfg.Resolved()
+	if len(s.Deployments) == 1 {
+		d, dc := s.Deployments[0], deps[0]
+		fmt.Fprintf(w, "  %d replicas × %s on %s tp%d, router %s, %d KV blocks of %d tokens each\n",
+			d.Replicas, dc.Model, dc.GPU, dc.TP, cfg.Router.Routing, d.KVBlocks, d.BlockSize)
+	} else {
+		fmt.Fprintf(w, "  %d deployments, router %s\n", len(s.Deployments), cfg.Router.Routing)
+		for i, d := range s.Deployments {
+			dc := deps[i]
+			fmt.Fprintf(w, "    %s: %d replicas × %s on %s tp%d, %d KV blocks of %d tokens each\n",
+				d.ID, d.Replicas, dc.Model, dc.GPU, dc.TP, d.KVBlocks, d.BlockSize)
+		}
+	}
+	var busy int64
+	for _, b := range s.BusyUS {
+		busy += b
+	}
+	util := 0.0
+	if s.SimEndUS > 0 && len(s.BusyUS) > 0 {
+		util = float64(busy) / float64(s.SimEndUS) / float64(len(s.BusyUS))
+	}
+	fmt.Fprintf(w, "  simulated %s in %s wall (%.0f× real time); %d events (%.1f M/s), %d steps, busy %.0f%%\n",
+		sim.Round(time.Millisecond), wall.Round(time.Millisecond), sim.Seconds()/max(wall.Seconds(), 1e-9),
+		s.Events, float64(s.Events)/max(wall.Seconds(), 1e-9)/1e6, s.Steps, 100*util)
+	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted; at most %d requests held in memory\n",
+		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
+}

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"github.com/blis-sim/blis/lib/trace"
+
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/replica"
+	"github.com/blis-sim/blis/lib/engine/request"
+)
+
+// Clone returns an independent copy of the cluster at this instant, writing
+// its results to sink and its steps to steps (either may be nil to discard
+// them). Running both on from here gives the same results as running the
+// original alone: counterfactual replays fork a cluster at a decision and
+// run the fork with another choice. Policies that keep state are copied
+// (policy.Cloner); the caller's Progress callback is not carried over.
+func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
+	m := request.NewClone()
+	d := *c
+	if sink == nil {
+		sink = discard{}
+	}
+	d.sink = sink
+	d.opts.Steps = steps
+	d.opts.Progress = nil
+
+	d.h.S = make([]event, len(c.h.S))
+	for i, e := range c.h.S {
+		e.r = m.Map(e.r)
+		d.h.S[i] = e
+	}
+	d.stashed.r = m.Map(c.stashed.r)
+	d.awaiting = m.Map(c.awaiting)
+	d.deps = make([]*Deployment, len(c.deps))
+	depMap := map[*Deployment]*Deployment{}
+	for i, dep := range c.deps {
+		x := *dep
+		x.keys = &request.Keyer{Enabled: dep.keys.Enabled, PrefixBlock: dep.keys.PrefixBlock, Block: dep.keys.Block}
+		d.deps[i] = &x
+		depMap[dep] = &x
+	}
+	d.reps = make([]*replica.Replica, len(c.reps))
+	for i, r := range c.reps {
+		d.reps[i] = r.Clone(m, d.deps[r.Deployment].keys)
+	}
+	d.grps = make([]*group, len(c.grps))
+	grpMap := map[*group]*group{}
+	for i, g := range c.grps {
+		x := &group{members: g.members, board: g.board.Clone()}
+		for _, dep := range g.deps {
+			x.deps = append(x.deps, depMap[dep])
+		}
+		if g.index != nil {
+			x.index = g.index.clone()
+			for j, mm := range g.members {
+				d.reps[mm].Sched.KV().SetObserver(x.index.observer(int32(j)))
+			}
+		}
+		d.grps[i] = x
+		grpMap[g] = x
+	}
+	for _, dep := range d.deps {
+		dep.group = grpMap[dep.group]
+	}
+	d.byModel = make(map[string]*group, len(c.byModel))
+	for k, g := range c.byModel {
+		d.byModel[k] = grpMap[g]
+	}
+	d.admission = policy.Clone(c.admission)
+	d.priority = policy.Clone(c.priority)
+	d.routing = policy.Clone(c.routing)
+	d.dirty = append([]int32(nil), c.dirty...)
+	d.isDirty = append([]bool(nil), c.isDirty...)
+	d.pbFn = d.promptBlocks
+	d.oracle = groupOracle{}
+	d.cur, d.curG = nil, nil
+
+	d.ids = make(map[string]*request.State, len(c.ids))
+	for k, r := range c.ids {
+		d.ids[k] = m.Map(r)
+	}
+	d.retired.S = make([]retireEntry, len(c.retired.S))
+	for i, e := range c.retired.S {
+		d.retired.S[i] = retireEntry{m.Map(e.r)}
+	}
+	d.pool = make([]*request.State, len(c.pool))
+	for i, r := range c.pool {
+		d.pool[i] = m.Map(r)
+	}
+	d.liveH, d.liveT = m.Map(c.liveH), m.Map(c.liveT)
+	d.work = nil
+	d.fx = replica.Effects{}
+	d.sum.BusyUS = append([]int64(nil), c.sum.BusyUS...)
+	d.sum.Deployments = append([]DeploymentSummary(nil), c.sum.Deployments...)
+	m.Finish()
+	return &d
+}
+
+type discard struct{}
+
+func (discard) Write(*trace.Result) error { return nil }

@@ -1,0 +1,549 @@
+// Package cluster is the simulator's core: deployments of replicas behind a
+// router, driven by one event queue. It does no I/O and owns no goroutines:
+// the caller hands it request rows (Inject), advances it (Step, RunUntil)
+// and receives results through a Sink, like etcd's raft. When the next
+// event is the arrival of the last root read, Step returns NeedInput so the
+// caller can read that root's dependents first (streamed tables).
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/kv"
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/replica"
+	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/sched"
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/roofline"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Sink receives one result per request, in the order requests reach a final
+// state. *trace.ResultWriter satisfies it.
+type Sink interface{ Write(*trace.Result) error }
+
+// StepSink receives one row per engine step. *trace.StepWriter satisfies it.
+type StepSink interface{ Write(*trace.Step) error }
+
+// Options are the run's side channels.
+type Options struct {
+	Steps           StepSink                      // per-step rows; may be nil
+	CheckInvariants bool                          // assert invariants while running (slower)
+	Progress        func(simUS int64, done int64) // called every few thousand events; may be nil
+	// PrefixBlockSize is the tokens per prefix_hashes entry (the table's
+	// blis.prefix_block_size); 0 means each deployment's block size.
+	PrefixBlockSize int
+	// Path names the input in error messages.
+	Path string
+	// Streamed says rows arrive in the sorted-table order (a dependency
+	// not found is then "among earlier rows").
+	Streamed bool
+	// Admission, Priority and Routing, when set, replace the router stages
+	// the config names (for policies written in Go by library users).
+	Admission policy.Admission
+	Priority  policy.Priority
+	Routing   policy.Routing
+	// PrefixIndex forces (1) or forbids (-1) the global prefix index for
+	// prefix-aware routing; 0 lets the cluster choose by group size. The
+	// answers are the same either way (a test checks it).
+	PrefixIndex int
+}
+
+// Deployment is one model on one kind of GPU: its replicas share an engine
+// config, a latency model and a way of deriving prefix-cache keys.
+type Deployment struct {
+	ID       string
+	Model    string // as configured
+	Engine   config.Engine
+	Latency  latency.Model
+	Replicas []int32 // cluster-wide replica indices
+	keys     *request.Keyer
+	group    *group
+}
+
+// group is the set of deployments a request's model selects: routing
+// chooses among their replicas, through the group's board.
+type group struct {
+	members []int32 // cluster-wide replica indices, in deployment order
+	board   *policy.Board
+	index   *prefixIndex // nil unless prefix-aware routing uses one
+	deps    []*Deployment
+}
+
+// Summary counts what happened. Injected = Completed + Dropped + Rejected +
+// TimedOut + Unfinished + SourceFailed.
+type Summary struct {
+	Injected, Completed, Dropped, Rejected, TimedOut, Unfinished, SourceFailed int64
+
+	SimEndUS     int64   // simulated time of the last event processed
+	Events       int64   // events processed
+	Steps        int64   // engine steps, all replicas
+	Preemptions  int64   // recompute preemptions
+	Evictions    int64   // prefix-cache blocks evicted for reuse
+	CachedTokens int64   // prompt tokens served from the prefix cache (completed requests)
+	BusyUS       []int64 // per replica: time spent in steps
+	// PeakHeld is the most requests held in memory at once (in flight, or
+	// finished but still nameable by a later row): what memory grows with.
+	PeakHeld int64
+	// Deployments describes each deployment (id, model, replicas, latency
+	// model, KV blocks per replica).
+	Deployments []DeploymentSummary
+}
+
+// DeploymentSummary describes one deployment of the run.
+type DeploymentSummary struct {
+	ID, Model, Latency string
+	Replicas           int
+	KVBlocks           int64
+	BlockSize          int
+}
+
+// Status says what Step did.
+type Status uint8
+
+const (
+	// Stepped: an event was processed.
+	Stepped Status = iota
+	// NeedInput: the next event is the arrival of the last root injected;
+	// inject the rows up to the next root (or call InputDone), then Step.
+	NeedInput
+	// Idle: no event at or before the limit.
+	Idle
+)
+
+// Cluster is the simulated cluster.
+type Cluster struct {
+	cfg     *config.Cluster
+	sink    Sink
+	opts    Options
+	checks  bool
+	horizon int64
+	flat    bool // the flat config form: every request goes to its one deployment
+
+	now  int64
+	h    eventHeap
+	reps []*replica.Replica
+	deps []*Deployment
+	grps []*group
+	// byModel caches the group of each request model name seen.
+	byModel map[string]*group
+	gpos    []int32 // replica index -> position in its group
+
+	admission policy.Admission
+	priority  policy.Priority
+	routing   policy.Routing
+	prefixOn  bool // the routing policy reads cached blocks
+	liveView  bool // the router's view is refreshed before each decision (no snapshot interval, and a policy reads it)
+	snapEvery int64
+	snapAt    int64
+	dirty     []int32
+	isDirty   []bool
+	timeout   int64 // config client_timeout, µs
+
+	// decision in progress (for the view callbacks)
+	cur    *request.State
+	curG   *group
+	pbFn   func() int
+	oracle groupOracle
+
+	// input
+	frontier  int64 // arrival of the latest root read; rows hanging off earlier roots are all read
+	awaiting  *request.State
+	stashed   event
+	hasStash  bool
+	preloaded bool
+
+	ids     map[string]*request.State
+	retired retireHeap
+	pool    []*request.State
+	liveH   *request.State
+	liveT   *request.State
+	work    []*request.State
+	fx      replica.Effects
+	unread  request.State
+
+	res trace.Result
+	sum Summary
+	err error
+}
+
+// New builds a cluster for cfg; models holds each resolved deployment's
+// latency model (config.Cluster.Resolved order), whose KV blocks must be
+// set.
+func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dcfg := cfg.Resolved()
+	if len(models) != len(dcfg) {
+		return nil, fmt.Errorf("%d latency models for %d deployments", len(models), len(dcfg))
+	}
+	c := &Cluster{cfg: cfg, sink: sink, opts: opts, checks: opts.CheckInvariants,
+		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
+		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US()}
+	c.flat = cfg.IsFlat()
+	c.horizon = cfg.Horizon.US()
+	if c.horizon <= 0 {
+		c.horizon = math.MaxInt64
+	}
+	env := policy.Env{Seed: cfg.Seed}
+	var err error
+	if c.admission, err = policy.NewAdmission(cfg.Router.Admission, cfg.AdmissionParams(), env); err != nil {
+		return nil, err
+	}
+	if c.priority, err = policy.NewPriority(cfg.Router.Priority, nil, env); err != nil {
+		return nil, err
+	}
+	if c.routing, err = policy.NewRouting(cfg.Router.Routing, cfg.RoutingParams(), env); err != nil {
+		return nil, err
+	}
+	if opts.Admission != nil {
+		c.admission = opts.Admission
+	}
+	if opts.Priority != nil {
+		c.priority = opts.Priority
+	}
+	if opts.Routing != nil {
+		c.routing = opts.Routing
+	}
+	// Routing that reads cached blocks: prefix-affinity, weighted with a
+	// prefix weight, and any policy supplied by the caller.
+	if t, err := policy.Find(policy.StageRouting, cfg.Router.Routing); err == nil {
+		p, _ := t.Resolve(cfg.RoutingParams())
+		c.prefixOn = cfg.Router.Routing == "prefix-affinity" || p["prefix"] != 0
+	}
+	c.prefixOn = c.prefixOn || opts.Routing != nil
+	for i, d := range dcfg {
+		e := d.Engine
+		if e.KVBlocks <= 0 {
+			return nil, fmt.Errorf("%s is 0: set it, or compute it from GPU memory (engine.Prepare does)", cfg.DeploymentKey(i, "engine.kv_blocks"))
+		}
+		pb := int32(opts.PrefixBlockSize)
+		if pb <= 0 {
+			pb = int32(e.BlockSize)
+		}
+		dep := &Deployment{ID: d.ID, Model: d.Model, Engine: e, Latency: models[i],
+			keys: &request.Keyer{Enabled: e.PrefixCaching, PrefixBlock: pb, Block: int32(e.BlockSize)}}
+		c.deps = append(c.deps, dep)
+		alpha := models[i].Alpha()
+		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
+			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants}
+		n := 0
+		for _, p := range d.Pools {
+			role, _ := replica.ParseRole(p.Role)
+			for k := 0; k < p.Replicas; k++ {
+				idx := int32(len(c.reps))
+				store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
+				s := sched.NewVLLM(scfg, store, dep.keys, nil, nil)
+				// The scheduler orders by priority only under scheduling_policy: priority.
+				c.reps = append(c.reps, replica.New(fmt.Sprintf("%s/%d", d.ID, n), idx, int32(i), role, models[i], s))
+				dep.Replicas = append(dep.Replicas, idx)
+				n++
+			}
+		}
+	}
+	c.liveView = c.snapEvery == 0 && !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing))
+	for _, rep := range c.reps {
+		rep.WantSteps = opts.Steps != nil
+	}
+	c.isDirty = make([]bool, len(c.reps))
+	c.gpos = make([]int32, len(c.reps))
+	c.buildGroups(dcfg)
+	c.pbFn = c.promptBlocks
+	c.sum.Deployments = make([]DeploymentSummary, len(c.deps))
+	for i, d := range c.deps {
+		c.sum.Deployments[i] = DeploymentSummary{ID: d.ID, Model: d.Model, Latency: d.Latency.Name(),
+			Replicas: len(d.Replicas), KVBlocks: d.Engine.KVBlocks, BlockSize: d.Engine.BlockSize}
+	}
+	if c.snapEvery > 0 {
+		c.refreshAll()
+		c.snapAt = c.snapEvery
+	}
+	return c, nil
+}
+
+// modelKey is how request and deployment model names are compared: the
+// catalogue's canonical short name when known, else the lower-cased name.
+func modelKey(name string) string { return roofline.ModelKey(name) }
+
+// buildGroups makes one candidate group per distinct model served (a
+// deployment's model and its aliases), and maps every name to its group.
+func (c *Cluster) buildGroups(dcfg []config.Deployment) {
+	byKey := map[string]*group{}
+	for i, d := range c.deps {
+		k := modelKey(d.Model)
+		g := byKey[k]
+		if g == nil {
+			g = &group{}
+			byKey[k] = g
+			c.grps = append(c.grps, g)
+		}
+		g.deps = append(g.deps, d)
+		g.members = append(g.members, d.Replicas...)
+		d.group = g
+		for _, a := range dcfg[i].Aliases {
+			if _, ok := byKey[modelKey(a)]; !ok {
+				byKey[modelKey(a)] = g
+			}
+		}
+	}
+	for k, g := range byKey {
+		c.byModel[k] = g
+	}
+	for _, g := range c.grps {
+		ids, deps, roles := make([]string, len(g.members)), make([]string, len(g.members)), make([]string, len(g.members))
+		for j, m := range g.members {
+			r := c.reps[m]
+			c.gpos[m] = int32(j)
+			ids[j], deps[j], roles[j] = r.ID, c.deps[r.Deployment].ID, r.Role.String()
+		}
+		g.board = policy.NewBoard(ids, deps, roles)
+		useIndex := c.prefixOn && len(g.members) > indexMinReplicas && sameBlockSize(g.deps)
+		if c.opts.PrefixIndex > 0 && sameBlockSize(g.deps) {
+			useIndex = true
+		} else if c.opts.PrefixIndex < 0 {
+			useIndex = false
+		}
+		if useIndex {
+			g.index = newPrefixIndex(len(g.members))
+			for j, m := range g.members {
+				c.reps[m].Sched.KV().SetObserver(g.index.observer(int32(j)))
+			}
+		}
+		for j := range g.members {
+			g.board.Set(j, c.status(g.members[j]))
+		}
+	}
+}
+
+func sameBlockSize(ds []*Deployment) bool {
+	for _, d := range ds {
+		if d.Engine.BlockSize != ds[0].Engine.BlockSize {
+			return false
+		}
+	}
+	return true
+}
+
+// indexMinReplicas is the group size above which prefix-aware routing uses
+// the global prefix index instead of probing each replica's cache: probing
+// costs O(replicas × prompt blocks) per decision, the index O(holders of
+// the prompt's blocks) plus a map update per cached or evicted block.
+const indexMinReplicas = 16
+
+// Now is the simulated time of the last event processed.
+func (c *Cluster) Now() int64 { return c.now }
+
+// Replicas returns the replicas, by cluster-wide index.
+func (c *Cluster) Replicas() []*replica.Replica { return c.reps }
+
+// Deployments returns the deployments, in config order.
+func (c *Cluster) Deployments() []*Deployment { return c.deps }
+
+// Summary returns the counts so far.
+func (c *Cluster) Summary() Summary { return c.sum }
+
+// Err is the first error the run met (an invariant, a sink failure).
+func (c *Cluster) Err() error { return c.err }
+
+func (c *Cluster) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+func (c *Cluster) rowErr(r *trace.Request, row int64, format string, args ...any) error {
+	return &trace.RowError{Path: c.opts.Path, Row: row, RequestID: r.ID, SourceRow: r.SourceRow, Err: fmt.Errorf(format, args...)}
+}
+
+// Step processes the next event if it is at or before until (and not after
+// the horizon).
+func (c *Cluster) Step(until int64) Status {
+	if c.err != nil {
+		return Idle
+	}
+	if c.hasStash {
+		c.hasStash = false
+		c.process(&c.stashed)
+		return Stepped
+	}
+	if c.h.Len() == 0 {
+		return Idle
+	}
+	t := c.h.Top().t
+	if t > until || t > c.horizon {
+		return Idle
+	}
+	ev := c.h.Pop()
+	if c.checks && ev.t < c.now {
+		c.fail(fmt.Errorf("invariant violated: clock went back from %d to %d", c.now, ev.t))
+		return Idle
+	}
+	if c.snapEvery > 0 && (ev.t > c.snapAt || (ev.t == c.snapAt && ev.kind() >= evSnapshot)) {
+		c.snapshotBefore(&ev)
+	}
+	c.now = ev.t
+	c.sum.Events++
+	if ev.kind() == evArrival && ev.r == c.awaiting && ev.r != nil {
+		// Read this root's dependents before routing it: the router and
+		// the prefix cache look at them (request.Keyer).
+		c.awaiting = nil
+		c.stashed, c.hasStash = ev, true
+		return NeedInput
+	}
+	c.process(&ev)
+	return Stepped
+}
+
+// RunUntil processes events up to time t (inclusive); it stops early with
+// NeedInput, or returns Idle when nothing is left at or before t.
+func (c *Cluster) RunUntil(t int64) Status {
+	for {
+		switch st := c.Step(t); st {
+		case Stepped:
+			continue
+		default:
+			return st
+		}
+	}
+}
+
+func (c *Cluster) process(ev *event) {
+	if r := ev.r; r != nil && (r.Life != ev.life() || r.Phase == request.Done) {
+		return // the request was cancelled (timed out) since
+	}
+	switch ev.kind() {
+	case evArrival:
+		c.arrive(ev.r)
+	case evEnqueue:
+		c.enqueue(ev.r)
+	case evStepStart:
+		c.start(c.reps[ev.inst()])
+	case evStepEnd:
+		c.end(c.reps[ev.inst()])
+	case evToolDone:
+		r := ev.r
+		r.Finished = c.now
+		r.Status = trace.StatusCompleted
+		c.terminal(r)
+	case evTimeout:
+		c.expire(ev.r)
+	}
+	if c.opts.Progress != nil && c.sum.Events&0x3fff == 0 {
+		done := c.sum.Completed + c.sum.Dropped + c.sum.Rejected + c.sum.TimedOut + c.sum.SourceFailed
+		c.opts.Progress(c.now, done)
+	}
+}
+
+// start forms and launches a step on rep at now.
+func (c *Cluster) start(rep *replica.Replica) {
+	dur, ok := rep.Start(c.now)
+	c.markDirty(rep.Index)
+	if !ok {
+		return
+	}
+	c.h.push(c.now+dur, evStepEnd, rep.Index, nil)
+	if c.checks {
+		if err := rep.Check(rep.Steps%1024 == 0); err != nil {
+			c.fail(fmt.Errorf("invariant violated: %w", err))
+		}
+	}
+}
+
+// end applies the end of rep's step at now.
+func (c *Cluster) end(rep *replica.Replica) {
+	rep.End(c.now, &c.fx)
+	if c.opts.Steps != nil {
+		if err := c.opts.Steps.Write(&c.fx.Step); err != nil {
+			c.fail(err)
+		}
+	}
+	for _, r := range c.fx.Done {
+		if r.Cancel {
+			c.timedOut(r)
+			continue
+		}
+		c.terminal(r)
+	}
+	c.markDirty(rep.Index)
+	c.kick(rep)
+}
+
+// kick starts a step on an idle replica that has work: at once when no
+// other event shares this instant, else after every same-time event (so
+// that same-time arrivals join the step).
+func (c *Cluster) kick(rep *replica.Replica) {
+	if !rep.CanStart() {
+		return
+	}
+	if c.h.Len() == 0 || c.h.Top().t > c.now {
+		c.start(rep)
+		return
+	}
+	rep.StartQueued()
+	c.h.push(c.now, evStepStart, rep.Index, nil)
+}
+
+func (c *Cluster) enqueue(r *request.State) {
+	rep := c.reps[r.Replica]
+	rep.InFlight--
+	r.Enqueued = c.now
+	rep.Sched.Enqueue(r)
+	c.markDirty(rep.Index)
+	c.kick(rep)
+}
+
+// status is what the router learns about replica i.
+func (c *Cluster) status(i int32) policy.ReplicaStatus {
+	rep := c.reps[i]
+	l := rep.Sched.Load()
+	return policy.ReplicaStatus{Waiting: l.Waiting, Running: l.Running, InFlight: rep.InFlight,
+		KVUsed: int64(l.KVUsed), KVTotal: int64(l.KVTotal)}
+}
+
+// markDirty notes that replica i's status changed; with a live router view
+// it is refreshed before the next decision.
+func (c *Cluster) markDirty(i int32) {
+	if !c.liveView || c.isDirty[i] {
+		return
+	}
+	c.isDirty[i] = true
+	c.dirty = append(c.dirty, i)
+}
+
+func (c *Cluster) refreshDirty() {
+	for _, i := range c.dirty {
+		c.isDirty[i] = false
+		c.deps[c.reps[i].Deployment].group.board.Set(int(c.gpos[i]), c.status(i))
+	}
+	c.dirty = c.dirty[:0]
+}
+
+func (c *Cluster) refreshAll() {
+	for _, g := range c.grps {
+		for j, m := range g.members {
+			g.board.Set(j, c.status(m))
+		}
+	}
+}
+
+// snapshotBefore takes the router's periodic snapshot due before ev. The
+// cluster's state is constant between events, so the state just before ev
+// is the state at every snapshot time since the previous event: one refresh
+// stands for all of them, and idle stretches cost nothing.
+func (c *Cluster) snapshotBefore(ev *event) {
+	c.refreshAll()
+	m := ev.t - ev.t%c.snapEvery // last snapshot time <= ev.t
+	next := m + c.snapEvery
+	if m == ev.t && ev.kind() < evSnapshot {
+		next = m // due after the step ends and timers of this instant
+	}
+	c.snapAt = max(next, c.snapAt+c.snapEvery)
+}
+
+// errStall is returned by Finish when requests are left with no event.
+var errStall = errors.New("internal error: requests stalled with no event left")

@@ -1,0 +1,71 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Finish ends the run at the horizon (or when no event is left): requests
+// still in flight are written as unfinished with what they reached, the
+// summary is completed, and the final invariants are checked. Rows never
+// read should be written with WriteUnread before.
+func (c *Cluster) Finish() (Summary, error) {
+	if c.err != nil {
+		return c.sum, c.err
+	}
+	c.sum.SimEndUS = c.now
+	// With no event left, nothing can still be waiting: a request left
+	// here would be a silent stall, not a horizon cut.
+	if c.h.Len() == 0 && !c.hasStash && c.liveH != nil {
+		return c.sum, fmt.Errorf("%w: request %s in phase %d at %d µs", errStall, c.liveH.Req.ID, c.liveH.Phase, c.now)
+	}
+	if c.hasStash {
+		// The caller stopped at a root's arrival: it is past the horizon.
+		c.hasStash = false
+	}
+	for r := c.liveH; r != nil; {
+		next := r.LNext
+		r.Status = trace.StatusUnfinished
+		if r.Phase == request.Running || r.Phase == request.Waiting {
+			// Decode progress is implicit (see sched.VLLM): count the
+			// tokens of the steps completed before the horizon.
+			r.Generated = c.reps[r.Replica].Sched.Progress(r)
+		}
+		switch r.Phase {
+		case request.Pending:
+			r.Reason = "dependencies unfinished at horizon"
+		case request.Arriving:
+			if r.Req.ArrivalUS != trace.Null && r.Req.ArrivalUS > c.horizon {
+				r.Reason = "arrives after horizon"
+			}
+		}
+		c.terminal(r)
+		r = next
+	}
+	if c.err != nil {
+		return c.sum, c.err
+	}
+	c.sum.BusyUS = c.sum.BusyUS[:0]
+	c.sum.Steps, c.sum.Preemptions, c.sum.Evictions = 0, 0, 0
+	for _, rep := range c.reps {
+		c.sum.Steps += rep.Steps
+		c.sum.Preemptions += rep.Sched.Preemptions()
+		c.sum.Evictions += rep.Sched.KV().Evictions()
+		c.sum.BusyUS = append(c.sum.BusyUS, rep.BusyUS)
+		if c.checks {
+			if err := rep.Sched.KV().Check(); err != nil {
+				return c.sum, fmt.Errorf("invariant violated: replica %s: %w", rep.ID, err)
+			}
+		}
+	}
+	s := &c.sum
+	if t := s.Completed + s.Dropped + s.Rejected + s.TimedOut + s.Unfinished + s.SourceFailed; t != s.Injected {
+		return c.sum, fmt.Errorf("invariant violated: %d requests injected but %d accounted for", s.Injected, t)
+	}
+	if c.opts.Progress != nil {
+		c.opts.Progress(c.now, s.Injected)
+	}
+	return c.sum, nil
+}

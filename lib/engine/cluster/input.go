@@ -1,0 +1,180 @@
+package cluster
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Advance tells the cluster that every row hanging off a root arriving
+// before t has been injected (a sorted table's promise): finished requests
+// older than that can be forgotten and their memory reused.
+func (c *Cluster) Advance(t int64) {
+	if t > c.frontier {
+		c.frontier = t
+		c.purge()
+	}
+}
+
+// InputDone says no more rows will come.
+func (c *Cluster) InputDone() {
+	c.awaiting = nil
+	c.frontier = math.MaxInt64
+	c.purge()
+}
+
+// Inject registers one row (row is its 1-based position, for errors). A
+// row must come after the rows it depends on. Errors are *trace.RowError.
+func (c *Cluster) Inject(req *trace.Request, row int64) error {
+	if _, dup := c.ids[req.ID]; dup {
+		return c.rowErr(req, row, "column %s: duplicate id %q", trace.ColRequestID, req.ID)
+	}
+	r := c.newState()
+	r.Req = *req
+	r.Row = row
+	c.ids[req.ID] = r
+	c.sum.Injected++
+	if n := int64(len(c.ids)); n > c.sum.PeakHeld {
+		c.sum.PeakHeld = n
+	}
+	c.liveAdd(r)
+	r.Phase = request.Pending
+	r.RootArr = req.ArrivalUS
+	r.ReadyAt = math.MinInt64
+	if len(req.DependsOn) > 0 {
+		r.RootArr = math.MinInt64
+	}
+	failed := req.SourceStatus == trace.SourceFailed
+	var blocked *request.State
+	for _, id := range req.DependsOn {
+		p := c.ids[id]
+		if p == nil {
+			where := "in the table"
+			if c.opts.Streamed {
+				where = "among earlier rows (in a table sorted by arrival a request must come after its dependencies)"
+			}
+			return c.rowErr(req, row, "column %s: %q not found %s", trace.ColDependsOn, id, where)
+		}
+		if p == r {
+			return c.rowErr(req, row, "column %s: depends on itself", trace.ColDependsOn)
+		}
+		if p.RootArr > r.RootArr {
+			r.RootArr = p.RootArr
+		}
+		if failed {
+			continue
+		}
+		if p.Phase == request.Done {
+			if p.Status != trace.StatusCompleted && blocked == nil {
+				blocked = p
+			}
+			if p.Finished > r.ReadyAt {
+				r.ReadyAt = p.Finished
+			}
+			continue
+		}
+		p.Children = append(p.Children, r)
+		r.Pending++
+	}
+	if failed {
+		r.Status = trace.StatusSourceFailed
+		c.terminal(r)
+		return nil
+	}
+	if len(req.DependsOn) == 0 {
+		r.Phase = request.Arriving
+		c.h.push(req.ArrivalUS, evArrival, -1, r)
+		c.awaiting = r
+		return nil
+	}
+	if blocked != nil {
+		r.Status = trace.StatusDropped
+		r.Reason = fmt.Sprintf("dependency %s %s", blocked.Req.ID, blocked.Status)
+		c.terminal(r)
+		return nil
+	}
+	if r.Pending == 0 {
+		c.ready(r)
+	}
+	return nil
+}
+
+// WriteUnread writes the result of a row never simulated: one read after
+// the horizon (unfinished, "arrives after horizon"), or failed in its
+// source trace. Memory stays constant however many such rows follow.
+func (c *Cluster) WriteUnread(req *trace.Request) {
+	r := &c.unread
+	r.Reset()
+	r.Req = *req
+	r.Status, r.Reason = trace.StatusUnfinished, "arrives after horizon"
+	if req.SourceStatus == trace.SourceFailed {
+		r.Status, r.Reason = trace.StatusSourceFailed, ""
+		c.sum.SourceFailed++
+	} else {
+		c.sum.Unfinished++
+	}
+	c.sum.Injected++
+	c.writeResult(r)
+}
+
+func (c *Cluster) newState() *request.State {
+	var r *request.State
+	if n := len(c.pool); n > 0 {
+		r = c.pool[n-1]
+		c.pool = c.pool[:n-1]
+	} else {
+		r = &request.State{}
+	}
+	r.Reset()
+	return r
+}
+
+func (c *Cluster) liveAdd(r *request.State) {
+	r.LPrev, r.LNext = c.liveT, nil
+	if c.liveT != nil {
+		c.liveT.LNext = r
+	} else {
+		c.liveH = r
+	}
+	c.liveT = r
+}
+
+func (c *Cluster) liveRemove(r *request.State) {
+	if r.LPrev != nil {
+		r.LPrev.LNext = r.LNext
+	} else {
+		c.liveH = r.LNext
+	}
+	if r.LNext != nil {
+		r.LNext.LPrev = r.LPrev
+	} else {
+		c.liveT = r.LPrev
+	}
+	r.LPrev, r.LNext = nil, nil
+}
+
+// retire drops a finished request from the id index once no later row can
+// name it, and reuses its memory.
+func (c *Cluster) retire(r *request.State) {
+	if r.Retired {
+		return
+	}
+	r.Retired = true
+	c.retired.Push(retireEntry{r})
+	c.purge()
+}
+
+func (c *Cluster) purge() {
+	for c.retired.Len() > 0 && c.retired.S[0].r.RootArr < c.frontier {
+		r := c.retired.Pop().r
+		if c.ids[r.Req.ID] == r {
+			delete(c.ids, r.Req.ID)
+		}
+		if r.Pending == 0 {
+			r.Req = trace.Request{}
+			c.pool = append(c.pool, r)
+		}
+	}
+}

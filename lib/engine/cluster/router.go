@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// groupOf returns the candidate group serving r's model, or nil with the
+// reason r is rejected. The flat config form serves every request whatever
+// its model (it has one deployment); with deployments, a request without
+// a model goes to the only group, and is an input error when there are
+// several.
+func (c *Cluster) groupOf(r *request.State) (*group, string) {
+	if c.flat {
+		return c.grps[0], ""
+	}
+	m := r.Req.Model
+	if m == "" {
+		if len(c.grps) == 1 {
+			return c.grps[0], ""
+		}
+		c.fail(c.rowErr(&r.Req, r.Row, "column %s: null, but the cluster serves several models (%s): every request must name one", trace.ColModel, c.servedModels()))
+		return nil, ""
+	}
+	g, ok := c.byModel[m]
+	if !ok {
+		g = c.byModel[modelKey(m)]
+		if len(c.byModel) < 1<<16 {
+			c.byModel[m] = g // remember the raw name (a miss too)
+		}
+	}
+	if g == nil {
+		return nil, "no deployment serves model " + m
+	}
+	return g, ""
+}
+
+func (c *Cluster) servedModels() string {
+	s := ""
+	for i, d := range c.deps {
+		if i > 0 {
+			s += ", "
+		}
+		s += d.Model
+	}
+	return s
+}
+
+// arrive runs the router pipeline for a request entering the cluster:
+// admission → priority → routing.
+func (c *Cluster) arrive(r *request.State) {
+	if c.checks && len(r.Req.DependsOn) > 0 && (r.Pending != 0 || c.now < r.ReadyAt) {
+		c.fail(fmt.Errorf("invariant violated: %s started at %d with %d dependencies pending, the last finished at %d", r.Req.ID, c.now, r.Pending, r.ReadyAt))
+	}
+	if r.Req.Kind == trace.KindTool {
+		r.Phase = request.Tool
+		c.h.push(c.now+r.Req.DelayUS, evToolDone, -1, r)
+		return
+	}
+	if r.Deadline == trace.Null {
+		// The client's clock starts at its first arrival (an admission
+		// delay does not reset it).
+		if t := r.Req.TimeoutUS; t > 0 {
+			r.Deadline = c.now + t
+		} else if c.timeout > 0 {
+			r.Deadline = c.now + c.timeout
+		}
+		if r.Deadline != trace.Null {
+			c.h.push(r.Deadline, evTimeout, -1, r)
+		}
+	}
+	g, why := c.groupOf(r)
+	if g == nil {
+		if why == "" {
+			return // an input error (c.err)
+		}
+		r.Status, r.Reason = trace.StatusRejected, why
+		c.terminal(r)
+		return
+	}
+	if c.liveView {
+		c.refreshDirty()
+	}
+	c.cur, c.curG = r, g
+	view := g.board.View(c.now, c.oracleFor(g), false)
+	rv := policy.NewRequestView(&r.Req, c.now, c.pbFn)
+	ad := c.admission.Admit(rv, view)
+	switch ad.Verdict {
+	case policy.Reject:
+		r.Status, r.Reason = trace.StatusRejected, ad.Reason
+		c.terminal(r)
+		return
+	case policy.Delay:
+		if ad.DelayUS <= 0 {
+			c.fail(fmt.Errorf("admission policy delayed request %s by %d µs: a delay must be > 0", r.Req.ID, ad.DelayUS))
+			return
+		}
+		r.Phase = request.Arriving
+		c.h.push(c.now+ad.DelayUS, evArrival, -1, r)
+		return
+	}
+	r.Admitted = c.now
+	r.Prio = c.priority.Priority(rv, view)
+	rd := c.routing.Route(rv, view)
+	if rd.Target < 0 || rd.Target >= len(g.members) {
+		c.fail(fmt.Errorf("routing policy %s returned candidate %d of %d", c.cfg.Router.Routing, rd.Target, len(g.members)))
+		return
+	}
+	rep := c.reps[g.members[rd.Target]]
+	dep := c.deps[rep.Deployment]
+	if dep.Engine.SchedulingPolicy != "priority" {
+		r.Prio = 0
+	}
+	r.Replica = rep.Index
+	r.Routed = c.now
+	// In int64: input+output can overflow the int32 token counters, and a
+	// request's KV must stay within them (blocks round up by B−1).
+	kv := rep.Sched.KV()
+	B := int64(kv.BlockSize())
+	tokens := int64(r.Req.InputTokens) + int64(max(r.Req.OutputTokens, 1)) - 1
+	need := (tokens + B - 1) / B
+	if need > int64(kv.Total()) || tokens > math.MaxInt32-B {
+		r.Status = trace.StatusDropped
+		if need > int64(kv.Total()) {
+			r.Reason = fmt.Sprintf("needs %d KV blocks (%d tokens), a replica of %s has %d", need, tokens, dep.ID, kv.Total())
+			if len(c.deps) == 1 {
+				r.Reason = fmt.Sprintf("needs %d KV blocks (%d tokens), an instance has %d", need, tokens, kv.Total())
+			}
+		} else {
+			r.Reason = fmt.Sprintf("needs %d KV blocks (%d tokens): more than %d tokens per request", need, tokens, math.MaxInt32-B)
+		}
+		c.terminal(r)
+		return
+	}
+	rep.InFlight++
+	g.board.AddInFlight(rd.Target)
+	c.markDirty(rep.Index)
+	r.Phase = request.Routed
+	c.h.push(c.now+dep.Latency.Alpha().QueueDelay(r.Req.InputTokens), evEnqueue, rep.Index, r)
+}
+
+// promptBlocks answers RequestView.PrefixBlocks for the decision in
+// progress: the request's keyed prompt blocks at its group's (first
+// deployment's) block size.
+func (c *Cluster) promptBlocks() int {
+	d := c.curG.deps[0]
+	d.keys.Ensure(c.cur)
+	return len(c.cur.Keys)
+}
+
+// groupOracle answers CachedBlocks for the decision in progress, from the
+// group's prefix index or by probing each candidate's cache.
+type groupOracle struct {
+	c *Cluster
+	g *group
+}
+
+func (o *groupOracle) CachedBlocks(i int) int {
+	c, g := o.c, o.g
+	if g.index != nil {
+		return g.index.cached(c, i)
+	}
+	rep := c.reps[g.members[i]]
+	c.deps[rep.Deployment].keys.Ensure(c.cur)
+	kv := rep.Sched.KV()
+	return kv.Lookup(c.cur.Keys, len(c.cur.Keys))
+}
+
+func (c *Cluster) oracleFor(g *group) policy.PrefixOracle {
+	c.oracle.c, c.oracle.g = c, g
+	if g.index != nil {
+		g.index.begin()
+	}
+	return &c.oracle
+}

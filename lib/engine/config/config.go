@@ -1,0 +1,226 @@
+// Package config is the cluster YAML: deployments of models on GPUs, each
+// with pools of replicas, behind one router. Today's flat file (model, gpu,
+// replicas, engine, latency at the top level) stays valid and means one
+// deployment with one monolithic pool.
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blis-sim/blis/lib/roofline"
+	"go.yaml.in/yaml/v3"
+)
+
+// Cluster is the whole config. Either the flat keys or Deployments are
+// used, never both (Parse checks).
+type Cluster struct {
+	// Flat form: one deployment with one monolithic pool.
+	Model       string  `yaml:"model,omitempty"`        // model name (latency model and KV sizing)
+	GPU         string  `yaml:"gpu,omitempty"`          // GPU name or YAML file
+	TP          int     `yaml:"tp,omitempty"`           // tensor-parallel degree of one replica
+	WeightDtype string  `yaml:"weight_dtype,omitempty"` // "" = the model's own dtype
+	KVDtype     string  `yaml:"kv_dtype,omitempty"`     // "" = same as activations
+	Replicas    int     `yaml:"replicas,omitempty"`
+	Engine      Engine  `yaml:"engine,omitempty"`
+	Latency     Latency `yaml:"latency,omitempty"`
+
+	Deployments []Deployment `yaml:"deployments,omitempty"`
+
+	Seed uint64 `yaml:"seed"`
+	// Horizon stops the simulation at this simulated time (0 = run to the end).
+	Horizon Duration `yaml:"horizon"`
+	// SnapshotInterval is how often the router's view of replica load is
+	// refreshed (0 = live).
+	SnapshotInterval Duration `yaml:"snapshot_interval"`
+	// ClientTimeout is how long a client waits for its request to finish
+	// before giving up, for requests without their own timeout_us (0 = never).
+	ClientTimeout Duration `yaml:"client_timeout"`
+	Router        Router   `yaml:"router"`
+
+	// Name is the file the config came from, for messages.
+	Name string `yaml:"-"`
+	// lines maps key paths ("deployments[1].gpu") to their line in Name.
+	lines map[string]int
+}
+
+// Deployment is one model served on one kind of GPU by pools of replicas.
+type Deployment struct {
+	ID          string   `yaml:"id"`
+	Model       string   `yaml:"model"`
+	Aliases     []string `yaml:"aliases,omitempty"` // more request model names this deployment serves
+	GPU         string   `yaml:"gpu"`
+	TP          int      `yaml:"tp"`
+	WeightDtype string   `yaml:"weight_dtype,omitempty"`
+	KVDtype     string   `yaml:"kv_dtype,omitempty"`
+	Engine      Engine   `yaml:"engine"`
+	Latency     Latency  `yaml:"latency"`
+	Pools       []Pool   `yaml:"pools"`
+}
+
+// Pool is a set of identical replicas with one role.
+type Pool struct {
+	Role     string `yaml:"role"` // monolithic (prefill and decode come with disaggregated serving)
+	Replicas int    `yaml:"replicas"`
+	// MinReplicas and MaxReplicas bound the pool once autoscaling lands;
+	// 0 means "= replicas".
+	MinReplicas int `yaml:"min_replicas,omitempty"`
+	MaxReplicas int `yaml:"max_replicas,omitempty"`
+}
+
+// Engine holds one replica's vLLM-v1 scheduler and KV-cache settings.
+type Engine struct {
+	BlockSize            int     `yaml:"block_size"`                   // tokens per KV block (vLLM --block-size)
+	MaxNumBatchedTokens  int     `yaml:"max_num_batched_tokens"`       // token budget per step
+	MaxNumSeqs           int     `yaml:"max_num_seqs"`                 // running requests per replica
+	LongPrefillThreshold int     `yaml:"long_prefill_token_threshold"` // max prefill chunk per request per step (0 = off)
+	KVBlocks             int64   `yaml:"kv_blocks"`                    // KV blocks per replica (0 = computed from GPU memory)
+	GPUMemoryUtilization float64 `yaml:"gpu_memory_utilization"`
+	PrefixCaching        bool    `yaml:"enable_prefix_caching"`
+	SchedulingPolicy     string  `yaml:"scheduling_policy"` // fcfs | priority
+}
+
+// Router selects the router pipeline's built-in policies by name.
+type Router struct {
+	Admission string `yaml:"admission"` // always | queue-limit
+	// QueueLimit is queue-limit admission's Σ (waiting + in flight) limit.
+	QueueLimit int    `yaml:"queue_limit"`
+	Priority   string `yaml:"priority"` // fcfs | request
+	Routing    string `yaml:"routing"`  // round-robin | least-loaded | least-kv | prefix-affinity | weighted | random | power-of-two
+	// Weights of the weighted router's scorers (load, kv, prefix).
+	Weights map[string]float64 `yaml:"weights"`
+}
+
+// Latency selects the step-time model. Beta (and optionally Alpha) given
+// here make a linear model that needs no catalogue.
+type Latency struct {
+	Mode         string    `yaml:"mode"`         // auto | roofline | fitted | linear
+	Coefficients string    `yaml:"coefficients"` // fitted coefficients file
+	Beta         []float64 `yaml:"beta"`         // β0 µs/step, β1 µs/prefill token, β2 µs/decode token
+	Alpha        []float64 `yaml:"alpha"`        // α0 µs, α1 µs/input token, α2 µs/output token
+}
+
+// DefaultEngine is vLLM v1's engine defaults.
+func DefaultEngine() Engine {
+	return Engine{BlockSize: 16, MaxNumBatchedTokens: 8192, MaxNumSeqs: 256,
+		GPUMemoryUtilization: 0.9, PrefixCaching: true, SchedulingPolicy: "fcfs"}
+}
+
+// Default returns the defaults: one Llama-3.1-8B replica on an H100 at TP1
+// with vLLM v1's scheduler defaults, round-robin routing.
+func Default() Cluster {
+	return Cluster{
+		Model: "llama-3.1-8b", GPU: "h100", TP: 1, Replicas: 1, Seed: 42,
+		Engine:  DefaultEngine(),
+		Router:  Router{Admission: "always", Priority: "fcfs", Routing: "round-robin"},
+		Latency: Latency{Mode: "auto"},
+	}
+}
+
+// defaultDeployment is what a deployment's absent keys mean.
+func defaultDeployment() Deployment {
+	return Deployment{TP: 1, Engine: DefaultEngine(), Latency: Latency{Mode: "auto"}}
+}
+
+// UnmarshalYAML fills absent keys with their defaults.
+func (d *Deployment) UnmarshalYAML(n *yaml.Node) error {
+	*d = defaultDeployment()
+	type plain Deployment
+	return n.Decode((*plain)(d))
+}
+
+// UnmarshalYAML fills absent keys with their defaults.
+func (p *Pool) UnmarshalYAML(n *yaml.Node) error {
+	*p = Pool{Role: "monolithic"}
+	type plain Pool
+	return n.Decode((*plain)(p))
+}
+
+// IsFlat reports whether the config uses the flat form.
+func (c *Cluster) IsFlat() bool { return len(c.Deployments) == 0 }
+
+// Resolved returns the deployments the config means: the flat form becomes
+// one deployment (id: the model's catalogue name, or "default") with one
+// monolithic pool.
+func (c *Cluster) Resolved() []Deployment {
+	if !c.IsFlat() {
+		return c.Deployments
+	}
+	id := "default"
+	if m, ok := roofline.LookupModel(c.Model); ok {
+		id = m.ShortName()
+	}
+	return []Deployment{{ID: id, Model: c.Model, GPU: c.GPU, TP: c.TP, WeightDtype: c.WeightDtype, KVDtype: c.KVDtype,
+		Engine: c.Engine, Latency: c.Latency, Pools: []Pool{{Role: "monolithic", Replicas: c.Replicas}}}}
+}
+
+// Where prefixes msg with the file and line of a key path when known
+// ("cluster.yaml:7: deployments[1].gpu: msg"), else with the key path.
+func (c *Cluster) Where(path, msg string) string {
+	if line, ok := c.lines[path]; ok && c.Name != "" {
+		return fmt.Sprintf("%s:%d: %s: %s", c.Name, line, path, msg)
+	}
+	if c.Name != "" && c.Name != "flags" {
+		return fmt.Sprintf("%s: %s: %s", c.Name, path, msg)
+	}
+	return fmt.Sprintf("%s: %s", path, msg)
+}
+
+// DeploymentKey is the key path of deployment i's key: "deployments[i].key",
+// or "key" in the flat form ("replicas" for the pool's replicas).
+func (c *Cluster) DeploymentKey(i int, key string) string {
+	if c.IsFlat() {
+		if key == "pools[0].replicas" {
+			return "replicas"
+		}
+		return key
+	}
+	return fmt.Sprintf("deployments[%d].%s", i, key)
+}
+
+// Duration is a time.Duration that reads "30s", "10m", "1h" (or a number of
+// seconds) from YAML.
+type Duration time.Duration
+
+// US returns the duration in microseconds.
+func (d Duration) US() int64 { return time.Duration(d).Microseconds() }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// UnmarshalYAML reads a Go duration string or a number of seconds.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %v", n.Line, err)
+	}
+	*d = v
+	return nil
+}
+
+// ParseDuration reads "90s", "1h30m" or a bare number of seconds.
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if v, err := time.ParseDuration(s); err == nil {
+		if v < 0 {
+			return 0, fmt.Errorf("expected a non-negative duration, found %q", s)
+		}
+		return Duration(v), nil
+	}
+	if numberRE.MatchString(s) {
+		secs, _ := strconv.ParseFloat(s, 64)
+		return Duration(secs * float64(time.Second)), nil
+	}
+	return 0, fmt.Errorf("expected a duration such as 90s, 10m or 1h (or seconds), found %q", s)
+}
+
+var numberRE = regexp.MustCompile(`^[0-9]+(\.[0-9]*)?$`)

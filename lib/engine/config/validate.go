@@ -1,0 +1,233 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/blis-sim/blis/lib/engine/policy"
+)
+
+// Upper bounds of the config: far above real deployments (vLLM's largest
+// block sizes are in the low thousands), low enough to stay in memory.
+const (
+	MaxReplicas  = 100000
+	MaxBlockSize = 4096
+)
+
+// Validate checks values that decoding cannot; errors name the file, line
+// and key when the config came from a file.
+func (c *Cluster) Validate() error {
+	if c.IsFlat() {
+		switch {
+		case c.Replicas < 1:
+			return errors.New(c.Where("replicas", fmt.Sprintf("expected >= 1, found %d", c.Replicas)))
+		case c.Replicas > MaxReplicas:
+			// About 1 KB each before any work: 10^8 replicas exhausted memory.
+			return errors.New(c.Where("replicas", fmt.Sprintf("expected <= %d, found %d", MaxReplicas, c.Replicas)))
+		case c.TP < 1:
+			return errors.New(c.Where("tp", fmt.Sprintf("expected >= 1, found %d", c.TP)))
+		}
+		if err := c.validateEngine("engine", &c.Engine); err != nil {
+			return err
+		}
+		if err := c.validateLatency("latency", &c.Latency); err != nil {
+			return err
+		}
+	} else if err := c.validateDeployments(); err != nil {
+		return err
+	}
+	return c.validateRouter()
+}
+
+func (c *Cluster) validateDeployments() error {
+	seen := map[string]int{}
+	total := 0
+	for i := range c.Deployments {
+		d := &c.Deployments[i]
+		key := func(k string) string { return fmt.Sprintf("deployments[%d].%s", i, k) }
+		switch {
+		case d.ID == "":
+			return errors.New(c.Where(fmt.Sprintf("deployments[%d]", i), "expected an id (a name for the deployment, e.g. llama8b-h100)"))
+		case strings.ContainsAny(d.ID, "/ \t"):
+			return errors.New(c.Where(key("id"), fmt.Sprintf("expected a name without '/' or spaces (replica ids are <id>/<n>), found %q", d.ID)))
+		case d.Model == "":
+			return errors.New(c.Where(fmt.Sprintf("deployments[%d]", i), "expected a model (catalogue name, HuggingFace id or config.json path)"))
+		case d.GPU == "":
+			return errors.New(c.Where(fmt.Sprintf("deployments[%d]", i), "expected a gpu (catalogue name or GPU YAML file)"))
+		case d.TP < 1:
+			return errors.New(c.Where(key("tp"), fmt.Sprintf("expected >= 1, found %d", d.TP)))
+		case len(d.Pools) == 0:
+			return errors.New(c.Where(fmt.Sprintf("deployments[%d]", i), "expected pools: [{role: monolithic, replicas: N}]"))
+		}
+		if j, dup := seen[d.ID]; dup {
+			return errors.New(c.Where(key("id"), fmt.Sprintf("duplicate deployment id %q (first at deployments[%d])", d.ID, j)))
+		}
+		seen[d.ID] = i
+		if err := c.validateEngine(key("engine"), &d.Engine); err != nil {
+			return err
+		}
+		if err := c.validateLatency(key("latency"), &d.Latency); err != nil {
+			return err
+		}
+		for j := range d.Pools {
+			p := &d.Pools[j]
+			pk := func(k string) string { return fmt.Sprintf("deployments[%d].pools[%d].%s", i, j, k) }
+			switch {
+			case p.Role != "monolithic":
+				return errors.New(c.Where(pk("role"), fmt.Sprintf("expected monolithic (prefill and decode pools come with disaggregated serving), found %q", p.Role)))
+			case p.Replicas < 1:
+				return errors.New(c.Where(pk("replicas"), fmt.Sprintf("expected >= 1, found %d", p.Replicas)))
+			case p.MinReplicas < 0:
+				return errors.New(c.Where(pk("min_replicas"), fmt.Sprintf("expected >= 0, found %d", p.MinReplicas)))
+			case p.MaxReplicas < 0:
+				return errors.New(c.Where(pk("max_replicas"), fmt.Sprintf("expected >= 0, found %d", p.MaxReplicas)))
+			case p.MinReplicas > 0 && p.MinReplicas > p.Replicas:
+				return errors.New(c.Where(pk("min_replicas"), fmt.Sprintf("expected <= replicas (%d), found %d", p.Replicas, p.MinReplicas)))
+			case p.MaxReplicas > 0 && p.MaxReplicas < p.Replicas:
+				return errors.New(c.Where(pk("max_replicas"), fmt.Sprintf("expected >= replicas (%d), found %d", p.Replicas, p.MaxReplicas)))
+			}
+			total += max(p.Replicas, p.MaxReplicas)
+			if total > MaxReplicas {
+				return errors.New(c.Where(pk("replicas"), fmt.Sprintf("the cluster would have more than %d replicas", MaxReplicas)))
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) validateEngine(at string, e *Engine) error {
+	k := func(s string) string { return at + "." + s }
+	switch {
+	case e.BlockSize < 1:
+		return errors.New(c.Where(k("block_size"), fmt.Sprintf("expected >= 1, found %d", e.BlockSize)))
+	case e.BlockSize > MaxBlockSize:
+		// Each replica keeps one decode bucket per block offset.
+		return errors.New(c.Where(k("block_size"), fmt.Sprintf("expected <= %d, found %d", MaxBlockSize, e.BlockSize)))
+	case e.MaxNumSeqs > math.MaxInt32:
+		return errors.New(c.Where(k("max_num_seqs"), fmt.Sprintf("expected <= %d, found %d", math.MaxInt32, e.MaxNumSeqs)))
+	case e.MaxNumBatchedTokens > math.MaxInt32:
+		// Token counts are int32 in the scheduler: larger values wrapped.
+		return errors.New(c.Where(k("max_num_batched_tokens"), fmt.Sprintf("expected <= %d, found %d", math.MaxInt32, e.MaxNumBatchedTokens)))
+	case e.LongPrefillThreshold > math.MaxInt32:
+		return errors.New(c.Where(k("long_prefill_token_threshold"), fmt.Sprintf("expected <= %d, found %d", math.MaxInt32, e.LongPrefillThreshold)))
+	case e.MaxNumSeqs < 1:
+		return errors.New(c.Where(k("max_num_seqs"), fmt.Sprintf("expected >= 1, found %d", e.MaxNumSeqs)))
+	case e.MaxNumBatchedTokens < e.MaxNumSeqs:
+		// vLLM refuses this too: every running request must be able to decode each step.
+		return errors.New(c.Where(k("max_num_batched_tokens"), fmt.Sprintf("%s (%d) must be >= %s (%d)", k("max_num_batched_tokens"), e.MaxNumBatchedTokens, k("max_num_seqs"), e.MaxNumSeqs)))
+	case e.LongPrefillThreshold < 0:
+		return errors.New(c.Where(k("long_prefill_token_threshold"), fmt.Sprintf("expected >= 0, found %d", e.LongPrefillThreshold)))
+	case e.KVBlocks < 0:
+		return errors.New(c.Where(k("kv_blocks"), fmt.Sprintf("expected >= 0, found %d", e.KVBlocks)))
+	case e.KVBlocks > 1<<31-1:
+		return errors.New(c.Where(k("kv_blocks"), fmt.Sprintf("expected < 2^31, found %d", e.KVBlocks)))
+	case e.GPUMemoryUtilization <= 0 || e.GPUMemoryUtilization > 1:
+		return errors.New(c.Where(k("gpu_memory_utilization"), fmt.Sprintf("expected in (0, 1], found %g", e.GPUMemoryUtilization)))
+	case e.SchedulingPolicy != "fcfs" && e.SchedulingPolicy != "priority":
+		return errors.New(c.Where(k("scheduling_policy"), fmt.Sprintf("expected fcfs or priority, found %q", e.SchedulingPolicy)))
+	}
+	return nil
+}
+
+func (c *Cluster) validateLatency(at string, l *Latency) error {
+	k := func(s string) string { return at + "." + s }
+	switch l.Mode {
+	case "auto", "roofline", "fitted", "linear":
+	default:
+		return errors.New(c.Where(k("mode"), fmt.Sprintf("expected auto, roofline, fitted or linear, found %q", l.Mode)))
+	}
+	if len(l.Beta) != 0 && len(l.Beta) != 3 {
+		return errors.New(c.Where(k("beta"), fmt.Sprintf("expected 3 coefficients [β0, β1, β2], found %d", len(l.Beta))))
+	}
+	if len(l.Alpha) != 0 && len(l.Alpha) != 3 {
+		return errors.New(c.Where(k("alpha"), fmt.Sprintf("expected 3 coefficients [α0, α1, α2], found %d", len(l.Alpha))))
+	}
+	for _, v := range append(append([]float64(nil), l.Beta...), l.Alpha...) {
+		if !(v >= 0) || math.IsInf(v, 1) {
+			return errors.New(c.Where(at, fmt.Sprintf("coefficients must be >= 0 and finite, found %g", v)))
+		}
+	}
+	if l.Mode == "linear" && len(l.Beta) == 0 {
+		return errors.New(c.Where(k("mode"), fmt.Sprintf("linear needs %s", k("beta"))))
+	}
+	return nil
+}
+
+// RoutingParams translates the router's legacy keys into the routing
+// template's parameters.
+func (c *Cluster) RoutingParams() policy.Params {
+	if len(c.Router.Weights) == 0 {
+		return nil
+	}
+	// Absent weights are 0 when any is given.
+	p := policy.Params{"load": 0, "kv": 0, "prefix": 0}
+	for k, v := range c.Router.Weights {
+		p[k] = v
+	}
+	return p
+}
+
+// AdmissionParams translates router.queue_limit into the admission
+// template's parameters.
+func (c *Cluster) AdmissionParams() policy.Params {
+	if c.Router.Admission == "queue-limit" {
+		return policy.Params{"limit": float64(c.Router.QueueLimit)}
+	}
+	return nil
+}
+
+func (c *Cluster) validateRouter() error {
+	r := &c.Router
+	if t, err := policy.Find(policy.StageAdmission, r.Admission); err != nil {
+		return errors.New(c.Where("router.admission", fmt.Sprintf("expected one of %s, found %q", strings.Join(policy.Names(policy.StageAdmission), ", "), r.Admission)))
+	} else if r.Admission == "queue-limit" && r.QueueLimit < 1 {
+		return errors.New(c.Where("router.queue_limit", fmt.Sprintf("expected >= 1 for queue-limit admission, found %d", r.QueueLimit)))
+	} else if _, err := t.Resolve(c.AdmissionParams()); err != nil {
+		return errors.New(c.Where("router.admission", err.Error()))
+	}
+	if _, err := policy.Find(policy.StagePriority, r.Priority); err != nil {
+		return errors.New(c.Where("router.priority", fmt.Sprintf("expected one of %s, found %q", strings.Join(policy.Names(policy.StagePriority), ", "), r.Priority)))
+	}
+	t, err := policy.Find(policy.StageRouting, r.Routing)
+	if err != nil {
+		msg := fmt.Sprintf("expected one of %s, found %q", strings.Join(policy.Names(policy.StageRouting), ", "), r.Routing)
+		if s := Suggest(r.Routing, policy.Names(policy.StageRouting)); s != "" {
+			msg = fmt.Sprintf("did you mean %s? (expected one of %s, found %q)", s, strings.Join(policy.Names(policy.StageRouting), ", "), r.Routing)
+		}
+		return errors.New(c.Where("router.routing", msg))
+	}
+	if len(r.Weights) > 0 {
+		if r.Routing != "weighted" {
+			return errors.New(c.Where("router.weights", fmt.Sprintf("only used by weighted routing, found routing %q", r.Routing)))
+		}
+		keys := make([]string, 0, len(r.Weights))
+		for k := range r.Weights {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var names []string
+		for _, p := range t.Params {
+			names = append(names, p.Name)
+		}
+		for _, k := range keys {
+			v := r.Weights[k]
+			found := false
+			for _, n := range names {
+				found = found || n == k
+			}
+			if !found {
+				return errors.New(c.Where("router.weights."+k, fmt.Sprintf("unknown scorer %q (expected %s)", k, strings.Join(names, ", "))))
+			}
+			if !(v >= 0) || math.IsInf(v, 1) {
+				return errors.New(c.Where("router.weights."+k, fmt.Sprintf("expected a finite weight >= 0, found %g", v)))
+			}
+		}
+		if _, err := t.Resolve(c.RoutingParams()); err != nil {
+			return errors.New(c.Where("router.weights", "expected at least one weight > 0 (all zero sends everything to the first replica)"))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+// Package kv is a replica's KV cache: paged blocks with prefix caching, after
+// vLLM v1's block pool. The scheduler holds a Store; a request's blocks on a
+// replica are a Handle it owns. Caching and eviction of prefix keys are
+// reported to an Observer (the router's global prefix index, later the lower
+// tiers of a tiered cache), so nothing polls a store to learn what it holds.
+package kv
+
+// Handle is the KV one request holds on one replica: its identified blocks
+// (prompt blocks that carry, or will carry, a prefix-cache key) in order,
+// followed by Anon anonymous blocks.
+type Handle struct {
+	IDs  []int32
+	Anon int32
+}
+
+// Blocks is the number of blocks the handle holds.
+func (h *Handle) Blocks() int32 { return int32(len(h.IDs)) + h.Anon }
+
+// Observer hears about prefix keys becoming findable in a store or leaving
+// it. Calls happen inside Store methods; an observer must not call back.
+type Observer interface {
+	Cached(key uint64)
+	Evicted(key uint64)
+}
+
+// Store is one replica's KV cache. Block counts are int32: a replica holds
+// fewer than 2^31 blocks (the config bounds it).
+type Store interface {
+	BlockSize() int32
+	Total() int32
+	Free() int32 // blocks in the free queue (unreferenced, possibly still cached)
+	Used() int32 // Total − Free
+	Evictions() int64
+
+	// Lookup returns how many leading keys are cached, at most max.
+	Lookup(keys []uint64, max int) int
+	// Has reports whether keys[i] exists and is cached.
+	Has(keys []uint64, i int) bool
+	// HitCost is how many free-queue blocks taking the first n cached
+	// blocks of keys would remove from the free queue.
+	HitCost(keys []uint64, n int) int32
+
+	// Alloc gives h n more blocks from the head of the free queue, of which
+	// the first k get identities; the caller has checked Free() >= n.
+	Alloc(h *Handle, n, k int32)
+	// Release drops every block of h, last block first.
+	Release(h *Handle)
+	// Touch gives h a reference to the first n cached blocks of keys.
+	Touch(h *Handle, keys []uint64, n int)
+	// Register makes h's blocks [from, to) findable under keys[from:to].
+	Register(h *Handle, keys []uint64, from, to int)
+
+	// SetObserver installs o (nil removes it).
+	SetObserver(o Observer)
+	// QuickCheck is an O(1) conservation check; Check walks everything.
+	QuickCheck() error
+	Check() error
+	// Clone returns an independent copy with no observer. Handles held by
+	// requests are copied by their owners; block ids stay valid.
+	Clone() Store
+}

@@ -1,0 +1,240 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/blis-sim/blis/lib/rng"
+)
+
+var inf = math.Inf(1)
+
+// templates is the registry: every built-in policy, in listing order. An
+// explicit list (no init() registration) so that what exists is readable in
+// one place.
+var templates = []*Template{
+	{Stage: StageAdmission, Name: "always", Doc: "admit every request",
+		build: func(Params, Env) any { return admitAll{} }},
+	{Stage: StageAdmission, Name: "queue-limit",
+		Doc:    "reject when the requests waiting or in flight on the candidate replicas reach limit",
+		Params: []Param{{Name: "limit", Default: 0, Min: 1, Max: inf, Integer: true, Doc: "Σ (waiting + in flight) at which requests are rejected"}},
+		Check: func(p Params) error {
+			if p["limit"] < 1 {
+				return errors.New("parameter limit: expected an integer >= 1 (router.queue_limit), found 0")
+			}
+			return nil
+		},
+		build: func(p Params, _ Env) any { return queueLimit{limit: int(p["limit"])} }},
+
+	{Stage: StagePriority, Name: "fcfs", Doc: "every request has priority 0: first come, first served",
+		build: func(Params, Env) any { return fcfs{} }},
+	{Stage: StagePriority, Name: "request", Doc: "the request's priority column (larger runs first)",
+		build: func(Params, Env) any { return requestPriority{} }},
+
+	{Stage: StageRouting, Name: "round-robin", Doc: "candidates in turn",
+		build: func(Params, Env) any { return &roundRobin{} }},
+	{Stage: StageRouting, Name: "least-loaded", Doc: "fewest waiting + running + in flight (lowest index on ties)",
+		build: func(Params, Env) any { return leastLoaded{} }},
+	{Stage: StageRouting, Name: "least-kv", Doc: "smallest fraction of KV blocks in use, then least loaded",
+		build: func(Params, Env) any { return leastKV{} }},
+	{Stage: StageRouting, Name: "prefix-affinity", Doc: "most leading prompt blocks in the prefix cache, then least loaded",
+		build: func(Params, Env) any { return prefixAffinity{} }},
+	{Stage: StageRouting, Name: "weighted",
+		Doc: "highest load·(1 − load/max load) + kv·(1 − KV used fraction) + prefix·(cached blocks / prompt blocks)",
+		Params: []Param{
+			{Name: "load", Default: 1, Min: 0, Max: inf, Doc: "weight of the load score"},
+			{Name: "kv", Default: 1, Min: 0, Max: inf, Doc: "weight of the free-KV score"},
+			{Name: "prefix", Default: 1, Min: 0, Max: inf, Doc: "weight of the prefix-cache score"},
+		},
+		Check: func(p Params) error {
+			if p["load"] == 0 && p["kv"] == 0 && p["prefix"] == 0 {
+				return errors.New("expected at least one weight > 0 (all zero sends everything to the first replica)")
+			}
+			return nil
+		},
+		build: func(p Params, _ Env) any { return weighted{load: p["load"], kv: p["kv"], prefix: p["prefix"]} }},
+	{Stage: StageRouting, Name: "random", Doc: "a candidate drawn uniformly (seeded stream policy:routing)",
+		build: func(_ Params, env Env) any { return &random{src: *rng.PCG(env.Seed, "policy:routing")} }},
+	{Stage: StageRouting, Name: "power-of-two", Doc: "the less loaded of two distinct candidates drawn uniformly (seeded stream policy:routing)",
+		build: func(_ Params, env Env) any {
+			return &powerOfTwo{rnd: random{src: *rng.PCG(env.Seed, "policy:routing")}}
+		}},
+}
+
+type admitAll struct{}
+
+func (admitAll) Blind() {}
+
+func (admitAll) Admit(RequestView, *ClusterView) AdmitDecision { return AdmitDecision{} }
+
+type queueLimit struct{ limit int }
+
+func (q queueLimit) Admit(_ RequestView, c *ClusterView) AdmitDecision {
+	n := 0
+	for i := range c.b.reps {
+		s := &c.b.reps[i].s
+		n += s.Waiting + s.InFlight
+	}
+	if n >= q.limit {
+		return AdmitDecision{Verdict: Reject, Reason: fmt.Sprintf("queue-limit: %d requests queued cluster-wide (limit %d)", n, q.limit)}
+	}
+	return AdmitDecision{}
+}
+
+type fcfs struct{}
+
+func (fcfs) Blind() {}
+
+func (fcfs) Priority(RequestView, *ClusterView) int64 { return 0 }
+
+type requestPriority struct{}
+
+func (requestPriority) Blind() {}
+
+func (requestPriority) Priority(r RequestView, _ *ClusterView) int64 { return int64(r.Priority()) }
+
+type roundRobin struct{ next int }
+
+func (*roundRobin) Blind() {}
+
+func (p *roundRobin) Route(_ RequestView, c *ClusterView) RouteDecision {
+	i := p.next % c.Len()
+	p.next = i + 1
+	return RouteDecision{Target: i, Reason: "round-robin: next in turn"}
+}
+
+func (p *roundRobin) Clone() any { d := *p; return &d }
+
+type leastLoaded struct{}
+
+func (leastLoaded) Route(_ RequestView, c *ClusterView) RouteDecision {
+	reps := c.b.reps
+	best, bl := 0, reps[0].Load()
+	c.Score(0, -float64(bl))
+	for i := 1; i < len(reps); i++ {
+		l := reps[i].Load()
+		c.Score(i, -float64(l))
+		if l < bl {
+			best, bl = i, l
+		}
+	}
+	return RouteDecision{Target: best, Reason: "least-loaded: fewest waiting + running + in flight"}
+}
+
+type leastKV struct{}
+
+func (leastKV) Route(_ RequestView, c *ClusterView) RouteDecision {
+	reps := c.b.reps
+	best := 0
+	c.Score(0, -reps[0].KVUtilization())
+	for i := 1; i < len(reps); i++ {
+		a, b := &reps[i], &reps[best]
+		c.Score(i, -a.KVUtilization())
+		// Compare used fractions exactly: a.used/a.total < b.used/b.total.
+		x, y := a.s.KVUsed*b.s.KVTotal, b.s.KVUsed*a.s.KVTotal
+		if x < y || (x == y && a.Load() < b.Load()) {
+			best = i
+		}
+	}
+	return RouteDecision{Target: best, Reason: "least-kv: smallest KV fraction in use"}
+}
+
+type prefixAffinity struct{}
+
+func (prefixAffinity) Route(_ RequestView, c *ClusterView) RouteDecision {
+	reps := c.b.reps
+	best, bh := 0, c.CachedBlocks(0)
+	c.Score(0, float64(bh))
+	for i := 1; i < len(reps); i++ {
+		h := c.CachedBlocks(i)
+		c.Score(i, float64(h))
+		if h > bh || (h == bh && reps[i].Load() < reps[best].Load()) {
+			best, bh = i, h
+		}
+	}
+	if bh == 0 {
+		return RouteDecision{Target: best, Reason: "prefix-affinity: no cached prefix, least loaded"}
+	}
+	return RouteDecision{Target: best, Reason: "prefix-affinity: most cached prompt blocks"}
+}
+
+// weighted scores each candidate by w_load·(1 − load/max load) +
+// w_kv·(1 − KV used fraction) + w_prefix·(cached blocks / prompt blocks)
+// and picks the highest (lowest index on ties).
+type weighted struct{ load, kv, prefix float64 }
+
+func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
+	reps := c.b.reps
+	maxLoad := 1
+	for i := range reps {
+		if l := reps[i].Load(); l > maxLoad {
+			maxLoad = l
+		}
+	}
+	pb := 0
+	if p.prefix != 0 {
+		pb = r.PrefixBlocks()
+	}
+	best, bs := 0, 0.0
+	for i := range reps {
+		v := &reps[i]
+		sc := p.load * (1 - float64(v.Load())/float64(maxLoad))
+		if v.s.KVTotal > 0 {
+			sc += p.kv * (1 - float64(v.s.KVUsed)/float64(v.s.KVTotal))
+		}
+		if pb > 0 {
+			sc += p.prefix * float64(c.CachedBlocks(i)) / float64(pb)
+		}
+		c.Score(i, sc)
+		if i == 0 || sc > bs {
+			best, bs = i, sc
+		}
+	}
+	return RouteDecision{Target: best, Reason: "weighted: highest score"}
+}
+
+// random draws from its own PCG, held by value so that a clone continues
+// the same stream independently.
+type random struct{ src rand.PCG }
+
+func (*random) Blind() {}
+
+// intN is a uniform draw in [0, n) (Lemire's multiply-shift; bias < n/2^64).
+func (p *random) intN(n int) int {
+	hi, _ := bits.Mul64(p.src.Uint64(), uint64(n))
+	return int(hi)
+}
+
+func (p *random) Route(_ RequestView, c *ClusterView) RouteDecision {
+	return RouteDecision{Target: p.intN(c.Len()), Reason: "random"}
+}
+
+func (p *random) Clone() any { d := *p; return &d }
+
+// powerOfTwo reads loads, so it holds its random stream rather than
+// embedding random (which is Blind).
+type powerOfTwo struct{ rnd random }
+
+func (p *powerOfTwo) Route(_ RequestView, c *ClusterView) RouteDecision {
+	n := c.Len()
+	if n == 1 {
+		return RouteDecision{Target: 0, Reason: "power-of-two: single candidate"}
+	}
+	a := p.rnd.intN(n)
+	b := p.rnd.intN(n - 1)
+	if b >= a {
+		b++
+	}
+	la, lb := c.b.reps[a].Load(), c.b.reps[b].Load()
+	c.Score(a, -float64(la))
+	c.Score(b, -float64(lb))
+	if lb < la {
+		a = b
+	}
+	return RouteDecision{Target: a, Reason: "power-of-two: less loaded of two drawn"}
+}
+
+func (p *powerOfTwo) Clone() any { d := *p; return &d }

@@ -1,0 +1,182 @@
+package policy
+
+import "github.com/blis-sim/blis/lib/trace"
+
+// RequestView is a read-only view of the request a decision is about.
+type RequestView struct {
+	r   *trace.Request
+	now int64
+	pb  func() int
+}
+
+// NewRequestView wraps r for a decision taken at now; promptBlocks, if not
+// nil, answers PrefixBlocks lazily.
+func NewRequestView(r *trace.Request, now int64, promptBlocks func() int) RequestView {
+	return RequestView{r: r, now: now, pb: promptBlocks}
+}
+
+func (v RequestView) ID() string          { return v.r.ID }
+func (v RequestView) TenantID() string    { return v.r.TenantID }
+func (v RequestView) SLOClass() string    { return v.r.SLOClass }
+func (v RequestView) Model() string       { return v.r.Model }
+func (v RequestView) SessionID() string   { return v.r.SessionID }
+func (v RequestView) Priority() int32     { return v.r.Priority }
+func (v RequestView) InputTokens() int32  { return v.r.InputTokens }
+func (v RequestView) OutputTokens() int32 { return v.r.OutputTokens } // the most it asks for
+func (v RequestView) ArrivalUS() int64    { return v.r.ArrivalUS }
+func (v RequestView) NowUS() int64        { return v.now }
+
+// PrefixBlocks is the number of the prompt's engine blocks that carry a
+// prefix-cache key (0 without prefix hashes or with caching off).
+func (v RequestView) PrefixBlocks() int {
+	if v.pb == nil {
+		return 0
+	}
+	return v.pb()
+}
+
+// ReplicaStatus is what the cluster reports about a replica to the router.
+type ReplicaStatus struct {
+	Waiting  int   // in the replica's waiting queue
+	Running  int   // in its running batch
+	InFlight int   // routed there, not yet in its queue (alpha delay, or since the snapshot)
+	KVUsed   int64 // KV blocks in use (not in the free queue)
+	KVTotal  int64
+}
+
+// ReplicaView is the router's read-only view of one candidate replica.
+type ReplicaView struct {
+	id, deployment, role, state string
+	s                           ReplicaStatus
+}
+
+func (v *ReplicaView) ID() string         { return v.id }
+func (v *ReplicaView) Deployment() string { return v.deployment }
+func (v *ReplicaView) Role() string       { return v.role }
+func (v *ReplicaView) State() string      { return v.state }
+func (v *ReplicaView) Waiting() int       { return v.s.Waiting }
+func (v *ReplicaView) Running() int       { return v.s.Running }
+func (v *ReplicaView) InFlight() int      { return v.s.InFlight }
+func (v *ReplicaView) KVUsed() int64      { return v.s.KVUsed }
+func (v *ReplicaView) KVTotal() int64     { return v.s.KVTotal }
+
+// Load is waiting + running + in flight: what least-loaded routing uses.
+func (v *ReplicaView) Load() int { return v.s.Waiting + v.s.Running + v.s.InFlight }
+
+// KVUtilization is the fraction of KV blocks in use (0 when unknown).
+func (v *ReplicaView) KVUtilization() float64 {
+	if v.s.KVTotal <= 0 {
+		return 0
+	}
+	return float64(v.s.KVUsed) / float64(v.s.KVTotal)
+}
+
+// PrefixOracle answers, for the request being decided, how many leading
+// prompt blocks candidate i holds in its prefix cache.
+type PrefixOracle interface {
+	CachedBlocks(i int) int
+}
+
+// ClusterView is what a policy sees of the cluster for one decision: the
+// candidate replicas for the request (those of the deployments serving its
+// model), refreshed live or every snapshot interval.
+type ClusterView struct {
+	b      *Board
+	now    int64
+	prefix PrefixOracle
+	scores []float64
+	scored bool
+}
+
+func (c *ClusterView) NowUS() int64 { return c.now }
+
+// Len is the number of candidates.
+func (c *ClusterView) Len() int { return len(c.b.reps) }
+
+// Replica is candidate i (0 ≤ i < Len).
+func (c *ClusterView) Replica(i int) *ReplicaView { return &c.b.reps[i] }
+
+// CachedBlocks is the number of leading prompt blocks of the request being
+// decided that candidate i holds in its prefix cache (a live view, as a
+// KV-event-fed prefix index gives a real router).
+func (c *ClusterView) CachedBlocks(i int) int {
+	if c.prefix == nil {
+		return 0
+	}
+	return c.prefix.CachedBlocks(i)
+}
+
+// Score records candidate i's score for the decision being made (kept for
+// decision traces; a policy that scores should score every candidate).
+func (c *ClusterView) Score(i int, s float64) {
+	if c.scores == nil {
+		return
+	}
+	c.scores[i] = s
+	c.scored = true
+}
+
+// Board is the router's knowledge of one candidate group: the cluster
+// writes it, policies read it through a ClusterView.
+type Board struct {
+	reps     []ReplicaView
+	view     ClusterView
+	scoreBuf []float64
+}
+
+// NewBoard returns a board for replicas with the given identities.
+func NewBoard(ids, deployments, roles []string) *Board {
+	b := &Board{reps: make([]ReplicaView, len(ids))}
+	for i := range ids {
+		b.reps[i] = ReplicaView{id: ids[i], deployment: deployments[i], role: roles[i], state: "serving"}
+	}
+	b.view.b = b
+	return b
+}
+
+// Len is the number of replicas on the board.
+func (b *Board) Len() int { return len(b.reps) }
+
+// Status is replica i's status as last reported.
+func (b *Board) Status(i int) ReplicaStatus { return b.reps[i].s }
+
+// Set reports replica i's status.
+func (b *Board) Set(i int, s ReplicaStatus) { b.reps[i].s = s }
+
+// SetState reports replica i's lifecycle state.
+func (b *Board) SetState(i int, state string) { b.reps[i].state = state }
+
+// AddInFlight counts a request just routed to replica i.
+func (b *Board) AddInFlight(i int) { b.reps[i].s.InFlight++ }
+
+// View returns the board's view for a decision at now. With keepScores,
+// policies' Score calls are kept (see Scores) — decision traces ask for it;
+// otherwise they cost nothing.
+func (b *Board) View(now int64, prefix PrefixOracle, keepScores bool) *ClusterView {
+	v := &b.view
+	v.now, v.prefix, v.scored = now, prefix, false
+	v.scores = nil
+	if keepScores {
+		if len(b.scoreBuf) < len(b.reps) {
+			b.scoreBuf = make([]float64, len(b.reps))
+		}
+		v.scores = b.scoreBuf[:len(b.reps)]
+		clear(v.scores)
+	}
+	return v
+}
+
+// Scores returns the scores recorded in the last decision, or nil.
+func (c *ClusterView) Scores() []float64 {
+	if !c.scored {
+		return nil
+	}
+	return c.scores
+}
+
+// Clone copies the board.
+func (b *Board) Clone() *Board {
+	d := &Board{reps: append([]ReplicaView(nil), b.reps...)}
+	d.view.b = d
+	return d
+}

@@ -1,0 +1,162 @@
+// Package request holds the state of one request in flight, shared by the
+// rooms of the engine: the cluster owns its lifecycle (dependencies, router,
+// timestamps, result), a replica's scheduler its progress and KV.
+//
+// States are pooled by the cluster: memory grows with requests in flight,
+// not with the trace. A pointer to a State is therefore only meaningful
+// together with its Epoch, which changes whenever the State stops being
+// what an earlier reference meant (finished, preempted, cancelled, reused).
+package request
+
+import (
+	"github.com/blis-sim/blis/lib/engine/kv"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Phase is where a request is in its lifecycle.
+type Phase uint8
+
+// Phases, in lifecycle order.
+const (
+	Pending  Phase = iota // waiting for dependencies
+	Arriving              // arrival event scheduled (or delayed by admission)
+	Routed                // routed, in the alpha queueing delay
+	Waiting               // in a replica's waiting queue
+	Running               // in a replica's running set
+	Tool                  // a tool timer is running
+	Done                  // terminal; result written
+)
+
+// State is one request in flight.
+type State struct {
+	Req trace.Request
+	Row int64 // 1-based row in the input, for errors
+
+	Phase   Phase
+	Status  string
+	Reason  string
+	Replica int32 // cluster-wide replica index, -1 until routed
+
+	Admitted, Routed, Enqueued, FirstSched, FirstTok, Finished int64
+	Preemptions, CachedTok, Generated                          int32
+	Deadline                                                   int64 // client timeout (absolute µs), trace.Null if none
+	// Cancel marks a running request whose client gave up while its
+	// replica was mid-step: the scheduler drops it when the step ends.
+	Cancel bool
+
+	// Dependencies (owned by the cluster).
+	Pending  int32    // dependencies not yet finished
+	ReadyAt  int64    // latest dependency finish seen
+	Children []*State // requests waiting on this one
+	RootArr  int64    // arrival of the root this request hangs off (streaming retention)
+	Retired  bool
+
+	// Progress on a replica (owned by its scheduler).
+	Computed int32 // prompt/recompute tokens whose KV exists
+	Chunk    int32 // tokens scheduled in the current step
+	Decoding bool
+	S0       int64 // step that completed the prefill (decode start)
+	C0       int32 // computed tokens at decode start
+	Gen0     int32 // generated tokens at decode start
+	KV       kv.Handle
+	Keys     []uint64 // prefix-cache key per full prompt block (see Keyer)
+	KeysB    int32    // block size Keys were derived for; 0 = not derived
+	NReg     int32    // leading blocks already registered in the prefix cache
+	Prio     int64    // priority in the waiting queue (larger first)
+	Order    int64    // waiting-queue order: enqueue counter, or negative after preemption
+	WIdx     int32    // index in the waiting heap, -1 when not in it
+	// A failed admission stays failed until a block is freed or evicted
+	// (a shorter hit takes fewer blocks out of the free queue), the next
+	// prompt block becomes cached, or the step has less token budget left
+	// (a smaller chunk needs fewer blocks); cache hits taken by others never
+	// turn a failure into a success. The scheduler skips re-checking it
+	// until then.
+	Failed    bool
+	FailFree  int32
+	FailLeft  int32
+	FailHits  int
+	FailEvict int64
+	Epoch     uint32
+	// Life changes only when the State is reused for another request: an
+	// event that names a State with another Life is stale.
+	Life uint32
+
+	RPrev, RNext *State // a replica's running list (admission order)
+	LPrev, LNext *State // the cluster's live list (registration order)
+}
+
+// Reset readies a pooled State for a new request, keeping its buffers.
+func (r *State) Reset() {
+	*r = State{
+		KV:       kv.Handle{IDs: r.KV.IDs[:0]},
+		Keys:     r.Keys[:0],
+		Children: r.Children[:0],
+		Epoch:    r.Epoch + 1,
+		Life:     r.Life + 1,
+		Replica:  -1, Admitted: trace.Null, Routed: trace.Null, Enqueued: trace.Null,
+		FirstSched: trace.Null, FirstTok: trace.Null, Finished: trace.Null, Deadline: trace.Null, WIdx: -1,
+	}
+}
+
+// NumTokens is the tokens whose KV the request needs computed before it can
+// decode: its prompt plus what it has generated (recomputed after a
+// preemption).
+func (r *State) NumTokens() int32 { return r.Req.InputTokens + r.Generated }
+
+// IDBlocks is how many of n new blocks after the ones held carry cache keys.
+func (r *State) IDBlocks(n int32) int32 {
+	have := r.KV.Blocks()
+	return max(0, min(int32(len(r.Keys)), have+n)-have)
+}
+
+// Clone copies states and fixes the pointers between them. Every State
+// reachable from the structures being cloned must go through Map.
+type Clone struct{ m map[*State]*State }
+
+// NewClone starts a clone.
+func NewClone() *Clone { return &Clone{m: map[*State]*State{}} }
+
+// Map returns the copy of r (nil for nil), creating it on first sight.
+// Pointer fields of copies are fixed by Finish.
+func (c *Clone) Map(r *State) *State {
+	if r == nil {
+		return nil
+	}
+	if d, ok := c.m[r]; ok {
+		return d
+	}
+	d := new(State)
+	*d = *r
+	d.KV.IDs = append([]int32(nil), r.KV.IDs...)
+	d.Keys = append([]uint64(nil), r.Keys...)
+	d.Req.DependsOn = append([]string(nil), r.Req.DependsOn...)
+	d.Req.PrefixHashes = append([]uint64(nil), r.Req.PrefixHashes...)
+	d.Children = append([]*State(nil), r.Children...)
+	c.m[r] = d
+	return d
+}
+
+// Finish maps the pointers inside every copy; it may create more copies
+// (a child only reachable through its parent), so it runs to a fixed point.
+func (c *Clone) Finish() {
+	done := map[*State]bool{}
+	for {
+		var todo []*State
+		for _, d := range c.m {
+			if !done[d] {
+				todo = append(todo, d)
+			}
+		}
+		if len(todo) == 0 {
+			return
+		}
+		for _, d := range todo {
+			done[d] = true
+			for i, ch := range d.Children {
+				d.Children[i] = c.Map(ch)
+			}
+			d.RPrev, d.RNext = c.Map(d.RPrev), c.Map(d.RNext)
+			d.LPrev, d.LNext = c.Map(d.LPrev), c.Map(d.LNext)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+// Package engine runs BLIS's discrete-event cluster simulator over a
+// requests table. The simulator itself is in the rooms below it:
+//
+//	config   the cluster YAML: deployments, pools, router
+//	cluster  the core: event loop, router pipeline, dependency graph
+//	replica  one replica: lifecycle, step timing
+//	sched    batch formation (vLLM v1's scheduler)
+//	kv       the paged KV cache with prefix caching
+//	policy   admission, priority and routing policies and their views
+//	request  a request's state in flight
+//
+// This package is the thin layer that feeds a requests table into a
+// cluster.Cluster (streaming a sorted table, or reading and ordering an
+// unsorted one) and resolves each deployment's latency model.
+package engine
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/blis-sim/blis/lib/engine/cluster"
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Source yields request rows in batches; io.EOF at the end.
+// *trace.RequestReader satisfies it.
+type Source interface {
+	Next(buf []trace.Request) ([]trace.Request, error)
+}
+
+type (
+	// Sink receives results; *trace.ResultWriter satisfies it.
+	Sink = cluster.Sink
+	// StepSink receives step rows; *trace.StepWriter satisfies it.
+	StepSink = cluster.StepSink
+	// Options are the run's side channels (see cluster.Options).
+	Options = cluster.Options
+	// Summary counts what happened.
+	Summary = cluster.Summary
+)
+
+type sliceSource struct {
+	reqs []trace.Request
+	done bool
+}
+
+func (s *sliceSource) Next(buf []trace.Request) ([]trace.Request, error) {
+	if s.done {
+		return buf[:0], io.EOF
+	}
+	s.done = true
+	return s.reqs, nil
+}
+
+// SliceSource serves requests held in memory, in any order: Run sorts them,
+// checks the dependency graph as a whole (duplicates, dangling depends_on,
+// cycles) and registers them all before simulating. It does not modify
+// the slice.
+func SliceSource(reqs []trace.Request) Source { return &sliceSource{reqs: reqs} }
+
+// MaxTimeUS bounds arrival_us and delay_us (about 36,000 years), so that
+// adding delays, alpha and step times to them cannot overflow int64.
+const MaxTimeUS = 1 << 60
+
+// validateRow is trace's row check plus the engine's time bounds.
+func validateRow(r *trace.Request) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	for _, v := range []struct {
+		col string
+		v   int64
+	}{{trace.ColArrivalUS, r.ArrivalUS}, {trace.ColDelayUS, r.DelayUS}, {trace.ColTimeoutUS, r.TimeoutUS}} {
+		if v.v > MaxTimeUS {
+			return fmt.Errorf("column %s: expected <= %d (2^60 µs), found %d", v.col, int64(MaxTimeUS), v.v)
+		}
+	}
+	return nil
+}
+
+// Run simulates cfg's cluster on the requests of src, writing results to
+// sink. models holds each deployment's latency model (see Prepare), in
+// config.Cluster.Resolved order. Errors in the input are *trace.RowError.
+func Run(cfg config.Cluster, models []latency.Model, src Source, sink Sink, opts Options) (Summary, error) {
+	ss, preload := src.(*sliceSource)
+	opts.Streamed = !preload
+	c, err := cluster.New(&cfg, models, sink, opts)
+	if err != nil {
+		return Summary{}, err
+	}
+	f := feeder{c: c, src: src, path: opts.Path, lastRoot: math.MinInt64}
+	if preload {
+		err = f.preloadAll(ss.reqs)
+	} else {
+		err = f.readNextRoot()
+	}
+	if err != nil {
+		return c.Summary(), err
+	}
+	for {
+		st := c.RunUntil(math.MaxInt64)
+		if err := c.Err(); err != nil {
+			return c.Summary(), err
+		}
+		if st != cluster.NeedInput {
+			break
+		}
+		if err := f.readNextRoot(); err != nil {
+			return c.Summary(), err
+		}
+	}
+	// Rows not read yet belong to sessions rooted after the horizon (the
+	// next root, already read, arrives after it): each is written as
+	// unfinished at once, in constant memory, and still checked.
+	if err := f.drain(); err != nil {
+		return c.Summary(), err
+	}
+	return c.Finish()
+}
+
+// feeder reads the input into the cluster.
+type feeder struct {
+	c        *cluster.Cluster
+	src      Source
+	path     string
+	buf      []trace.Request
+	pos      int
+	rows     int64
+	eof      bool
+	lastRoot int64
+}
+
+func (f *feeder) rowErr(r *trace.Request, row int64, err error) error {
+	return &trace.RowError{Path: f.path, Row: row, RequestID: r.ID, SourceRow: r.SourceRow, Err: err}
+}
+
+// next returns the next row, or nil at the end of the input.
+func (f *feeder) next() (*trace.Request, error) {
+	for f.pos >= len(f.buf) {
+		if f.eof {
+			return nil, nil
+		}
+		var err error
+		f.buf, err = f.src.Next(f.buf)
+		f.pos = 0
+		if err == io.EOF {
+			f.eof = true
+			f.c.InputDone()
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	r := &f.buf[f.pos]
+	f.pos++
+	f.rows++
+	if err := validateRow(r); err != nil {
+		return nil, f.rowErr(r, f.rows, err)
+	}
+	if len(r.DependsOn) == 0 {
+		if r.ArrivalUS < f.lastRoot {
+			return nil, f.rowErr(r, f.rows, fmt.Errorf("column %s: the table promises %s=arrival but %d comes after %d", trace.ColArrivalUS, trace.MetaSorted, r.ArrivalUS, f.lastRoot))
+		}
+		f.lastRoot = r.ArrivalUS
+	}
+	return r, nil
+}
+
+// readNextRoot reads rows until the next simulated root request (whose
+// arrival the cluster schedules) or the end of the input. Dependents read
+// on the way are registered, so every request of a session is known
+// before the clock passes the next root's arrival.
+func (f *feeder) readNextRoot() error {
+	for {
+		r, err := f.next()
+		if r == nil || err != nil {
+			return err
+		}
+		root := len(r.DependsOn) == 0
+		if root {
+			f.c.Advance(r.ArrivalUS)
+		}
+		if err := f.c.Inject(r, f.rows); err != nil {
+			return err
+		}
+		if root && r.SourceStatus != trace.SourceFailed {
+			return nil
+		}
+	}
+}
+
+// drain writes every row left unread as unfinished (after the horizon).
+func (f *feeder) drain() error {
+	for {
+		r, err := f.next()
+		if r == nil || err != nil {
+			return err
+		}
+		f.c.WriteUnread(r)
+		if err := f.c.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// preloadAll registers an in-memory table: graph checks on the whole table,
+// then every row in dependency order (roots by arrival).
+func (f *feeder) preloadAll(reqs []trace.Request) error {
+	idx := make(map[string]int, len(reqs))
+	for i := range reqs {
+		r := &reqs[i]
+		if err := validateRow(r); err != nil {
+			return f.rowErr(r, int64(i+1), err)
+		}
+		if j, dup := idx[r.ID]; dup {
+			return f.rowErr(r, int64(i+1), fmt.Errorf("column %s: duplicate id %q (first at row %d)", trace.ColRequestID, r.ID, j+1))
+		}
+		idx[r.ID] = i
+	}
+	// Kahn's algorithm in row order: roots by arrival, then dependents.
+	indeg := make([]int32, len(reqs))
+	kids := make([][]int32, len(reqs))
+	for i := range reqs {
+		for _, d := range reqs[i].DependsOn {
+			j, ok := idx[d]
+			if !ok {
+				return f.rowErr(&reqs[i], int64(i+1), fmt.Errorf("column %s: %q not found in the table", trace.ColDependsOn, d))
+			}
+			indeg[i]++
+			kids[j] = append(kids[j], int32(i))
+		}
+	}
+	order := make([]int32, 0, len(reqs))
+	for i := range reqs {
+		if indeg[i] == 0 {
+			order = append(order, int32(i))
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return reqs[order[a]].ArrivalUS < reqs[order[b]].ArrivalUS
+	})
+	for k := 0; k < len(order); k++ {
+		for _, c := range kids[order[k]] {
+			indeg[c]--
+			if indeg[c] == 0 {
+				order = append(order, c)
+			}
+		}
+	}
+	if len(order) < len(reqs) {
+		for i := range reqs {
+			if indeg[i] > 0 {
+				return f.rowErr(&reqs[i], int64(i+1), fmt.Errorf("column %s: dependency cycle through this request", trace.ColDependsOn))
+			}
+		}
+	}
+	for _, i := range order {
+		f.rows++
+		if err := f.c.Inject(&reqs[i], int64(i+1)); err != nil {
+			return err
+		}
+	}
+	f.eof = true
+	f.c.InputDone()
+	return nil
+}

@@ -1,0 +1,547 @@
+package sched
+
+import (
+	"fmt"
+
+	"github.com/blis-sim/blis/lib/engine/internal/minheap"
+	"github.com/blis-sim/blis/lib/engine/kv"
+	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Config is what VLLM needs of a replica's engine settings.
+type Config struct {
+	MaxNumBatchedTokens  int32   // token budget per step
+	MaxNumSeqs           int     // running requests
+	LongPrefillThreshold int32   // max prefill chunk per request per step (0 = off)
+	Alpha2               float64 // µs per streamed output token (latency.Alpha.PerOutputToken)
+	Checks               bool    // check invariants while forming steps
+}
+
+// VLLM is vLLM v1's Scheduler.schedule: running requests first (decodes,
+// then prefill chunks), then admissions from the waiting queue, under the
+// token budget and max_num_seqs, with recompute preemption of the newest
+// running request when KV blocks run out.
+//
+// Decoding requests are not touched on every step: a request that finished
+// its prefill at step s0 with c0 tokens in KV has, after step s, generated
+// gen0+(s-s0) tokens. Its finish and its next KV block boundary are entries
+// in step-indexed structures, and the batch's decode aggregates are kept as
+// sums, so a step costs O(requests that change), not O(requests running).
+type VLLM struct {
+	cfg    Config
+	kv     kv.Store
+	B      int32 // block size (constant: kept out of the interface calls)
+	keys   *request.Keyer
+	order  Order
+	victim Victim
+
+	waiting    waitQueue
+	runHead    *request.State
+	runTail    *request.State
+	nrun       int
+	prefilling []*request.State // running requests still in prefill, admission order
+	nDecode    int
+	decA       int64 // Σ (c0 - s0) over decoding requests: DecodeCtx = decA + nDecode·step
+	finishH    stepHeap
+	// bound[p] holds the decoding requests that need a new KV block on every
+	// step ≡ p (mod block size): a boundary recurs exactly every block_size
+	// decode steps, so a ring of buckets replaces a heap.
+	bound [][]boundEntry
+
+	step      int64 // index of the next (or executing) step
+	sched     []*request.State
+	used      int32 // tokens scheduled in the current step
+	preempted int32 // preemptions while forming the current step
+	preempts  int64
+	enqSeq    int64
+	preSeq    int64
+	err       error
+	scratch   []*request.State
+}
+
+type boundEntry struct {
+	r     *request.State
+	epoch uint32
+}
+
+// NewVLLM returns an empty scheduler over store; keys derives prefix-cache
+// keys at the store's block size. order and victim may be nil (vLLM's own).
+func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victim Victim) *VLLM {
+	return &VLLM{cfg: cfg, kv: store, B: store.BlockSize(), keys: keys, order: order, victim: victim,
+		bound: make([][]boundEntry, store.BlockSize()), waiting: waitQueue{custom: order != nil}}
+}
+
+// SkipFailed enables the failed-admission shortcut; a test turns it off to
+// check that it never changes a result.
+var SkipFailed = true
+
+func (s *VLLM) KV() kv.Store       { return s.kv }
+func (s *VLLM) Waiting() int       { return s.waiting.len() }
+func (s *VLLM) Running() int       { return s.nrun }
+func (s *VLLM) StepIndex() int64   { return s.step }
+func (s *VLLM) Preempted() int32   { return s.preempted }
+func (s *VLLM) Preemptions() int64 { return s.preempts }
+func (s *VLLM) HasWork() bool      { return s.nrun > 0 || s.waiting.len() > 0 }
+func (s *VLLM) blocksFor(n int32) int32 {
+	return (n + s.B - 1) / s.B
+}
+
+// Load implements Scheduler.
+func (s *VLLM) Load() Load {
+	return Load{Waiting: len(s.waiting.h), Running: s.nrun, KVUsed: s.kv.Used(), KVTotal: s.kv.Total()}
+}
+
+// Enqueue implements Scheduler.
+func (s *VLLM) Enqueue(r *request.State) {
+	r.Phase = request.Waiting
+	s.enqSeq++
+	r.Order = s.enqSeq
+	s.waiting.push(r)
+}
+
+// Progress implements Scheduler.
+func (s *VLLM) Progress(r *request.State) int32 {
+	if r.Decoding {
+		return r.Gen0 + int32(s.step-1-r.S0)
+	}
+	return r.Generated
+}
+
+func (s *VLLM) runAppend(r *request.State) {
+	r.RPrev, r.RNext = s.runTail, nil
+	if s.runTail != nil {
+		s.runTail.RNext = r
+	} else {
+		s.runHead = r
+	}
+	s.runTail = r
+	s.nrun++
+}
+
+func (s *VLLM) runRemove(r *request.State) {
+	if r.RPrev != nil {
+		r.RPrev.RNext = r.RNext
+	} else {
+		s.runHead = r.RNext
+	}
+	if r.RNext != nil {
+		r.RNext.RPrev = r.RPrev
+	} else {
+		s.runTail = r.RPrev
+	}
+	r.RPrev, r.RNext = nil, nil
+	s.nrun--
+}
+
+func (s *VLLM) removePrefilling(r *request.State) {
+	for i, x := range s.prefilling {
+		if x == r {
+			copy(s.prefilling[i:], s.prefilling[i+1:])
+			s.prefilling[len(s.prefilling)-1] = nil
+			s.prefilling = s.prefilling[:len(s.prefilling)-1]
+			return
+		}
+	}
+}
+
+// stopDecoding takes a decoding request out of the implicit-progress
+// aggregates, registering the answer blocks it filled so far.
+func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
+	s.registerHeld(r, kvTokens)
+	s.nDecode--
+	s.decA -= int64(r.C0) - r.S0
+	r.Decoding = false
+}
+
+// leave takes a running request off this replica: its KV is freed and
+// stale step entries are disowned (epoch).
+func (s *VLLM) leave(r *request.State) {
+	if r.Decoding {
+		s.stopDecoding(r, r.C0+int32(s.step-1-r.S0))
+	} else {
+		s.removePrefilling(r)
+	}
+	if r.Chunk > 0 {
+		// Scheduled in the step being formed: give its budget back.
+		s.used -= r.Chunk
+	}
+	s.kv.Release(&r.KV)
+	r.Computed, r.NReg, r.Chunk = 0, 0, 0
+	r.Epoch++
+	s.runRemove(r)
+}
+
+// preempt evicts r by recompute: its KV is freed and it goes back to the
+// front of the waiting queue, keeping the tokens it has generated.
+func (s *VLLM) preempt(r *request.State) {
+	if r.Decoding {
+		r.Generated = r.Gen0 + int32(s.step-1-r.S0)
+	}
+	s.leave(r)
+	r.Preemptions++
+	s.preempted++
+	s.preempts++
+	s.preSeq++
+	r.Order = -s.preSeq
+	r.Phase = request.Waiting
+	s.waiting.push(r)
+}
+
+// chooseVictim is the request to preempt: the newest running one, or the
+// Victim policy's choice.
+func (s *VLLM) chooseVictim() *request.State {
+	if s.victim == nil {
+		return s.runTail
+	}
+	s.scratch = s.scratch[:0]
+	for r := s.runHead; r != nil; r = r.RNext {
+		s.scratch = append(s.scratch, r)
+	}
+	return s.victim.Choose(s.scratch)
+}
+
+// reserve makes n free blocks available for r by preempting running
+// requests; false when r itself had to be preempted.
+func (s *VLLM) reserve(r *request.State, n int32) bool {
+	for s.kv.Free() < n {
+		victim := s.chooseVictim()
+		s.preempt(victim)
+		if victim == r {
+			return false
+		}
+	}
+	return true
+}
+
+// registerHeld records the full blocks r holds in the prefix cache before
+// they are released (generated blocks named by a dependent, see Keyer).
+func (s *VLLM) registerHeld(r *request.State, kvTokens int32) {
+	to := min(int(kvTokens/s.B), len(r.Keys), len(r.KV.IDs))
+	if to > int(r.NReg) {
+		s.kv.Register(&r.KV, r.Keys, int(r.NReg), to)
+		r.NReg = int32(to)
+	}
+}
+
+// Form implements Scheduler, following vLLM v1's Scheduler.schedule.
+func (s *VLLM) Form(now int64, b *latency.Batch) bool {
+	step := s.step
+	s.preempted = 0
+	s.used = 0
+	s.sched = s.sched[:0]
+	B := s.B
+
+	// Decoding requests that cross a block boundary this step need a block.
+	bucket := &s.bound[step%int64(B)]
+	for i := 0; i < len(*bucket); {
+		x := (*bucket)[i]
+		if x.epoch != x.r.Epoch || !s.reserve(x.r, 1) {
+			last := len(*bucket) - 1
+			(*bucket)[i] = (*bucket)[last]
+			(*bucket)[last] = boundEntry{}
+			*bucket = (*bucket)[:last]
+			continue
+		}
+		s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+		i++
+	}
+
+	// Running requests still in prefill get their next chunk.
+	budget := s.cfg.MaxNumBatchedTokens
+	thr := s.cfg.LongPrefillThreshold
+	for i := 0; i < len(s.prefilling); i++ {
+		left := budget - int32(s.nDecode) - s.used
+		if left <= 0 {
+			break
+		}
+		r := s.prefilling[i]
+		n := r.NumTokens() - r.Computed
+		if thr > 0 && n > thr {
+			n = thr
+		}
+		if n > left {
+			n = left
+		}
+		need := s.blocksFor(r.Computed+n) - r.KV.Blocks()
+		if need > 0 {
+			if !s.reserve(r, need) {
+				break
+			}
+			if s.prefilling[i] != r {
+				// A Victim policy preempted an older prefill: r moved up.
+				i = indexOf(s.prefilling, r)
+			}
+			s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
+		}
+		r.Chunk = n
+		s.used += n
+		s.sched = append(s.sched, r)
+	}
+
+	// Admissions, unless this step had to preempt.
+	if s.order != nil && s.preempted == 0 && s.waiting.len() > 0 && s.nrun < s.cfg.MaxNumSeqs {
+		s.order.Sort(now, s.waiting.h)
+	}
+	for s.preempted == 0 && s.waiting.len() > 0 && s.nrun < s.cfg.MaxNumSeqs {
+		left := budget - int32(s.nDecode) - s.used
+		if left <= 0 {
+			break
+		}
+		r := s.waiting.peek()
+		if SkipFailed && r.Failed && s.kv.Free() <= r.FailFree && left >= r.FailLeft && s.kv.Evictions() == r.FailEvict && !s.kv.Has(r.Keys, r.FailHits) {
+			break
+		}
+		s.keys.Ensure(r)
+		hits := 0
+		if r.Computed == 0 && len(r.Keys) > 0 {
+			// At least one token is always computed (vLLM caps hits at n-1).
+			hits = s.kv.Lookup(r.Keys, int((r.NumTokens()-1)/B))
+		}
+		comp := int32(hits) * B
+		n := r.NumTokens() - comp
+		if thr > 0 && n > thr {
+			n = thr
+		}
+		if n > left {
+			n = left
+		}
+		need := s.blocksFor(comp+n) - int32(hits)
+		free := s.kv.Free()
+		if free < need || (free < need+int32(hits) && free < need+s.kv.HitCost(r.Keys, hits)) {
+			r.Failed, r.FailFree, r.FailLeft, r.FailHits, r.FailEvict = true, free, left, hits, s.kv.Evictions()
+			break
+		}
+		r.Failed = false
+		s.waiting.pop()
+		if hits > 0 {
+			s.kv.Touch(&r.KV, r.Keys, hits)
+			r.NReg = int32(hits)
+		}
+		s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
+		r.Computed = comp
+		if r.FirstSched == trace.Null {
+			r.FirstSched = now
+			r.CachedTok = comp
+		}
+		r.Phase = request.Running
+		s.runAppend(r)
+		s.prefilling = append(s.prefilling, r)
+		r.Chunk = n
+		s.used += n
+		s.sched = append(s.sched, r)
+	}
+
+	if s.victim != nil && s.preempted > 0 {
+		// A Victim policy may have preempted requests scheduled earlier in
+		// this step (vLLM's own choice never does).
+		k := 0
+		for _, r := range s.sched {
+			if r.Chunk > 0 {
+				s.sched[k] = r
+				k++
+			}
+		}
+		clear(s.sched[k:])
+		s.sched = s.sched[:k]
+	}
+	if len(s.sched) == 0 && s.nDecode == 0 {
+		return false
+	}
+	*b = latency.Batch{PrefillSeqs: len(s.sched), PrefillTokens: int64(s.used), DecodeSeqs: s.nDecode}
+	for _, r := range s.sched {
+		ctx, n := int64(r.Computed), int64(r.Chunk)
+		b.PrefillCtx += ctx
+		b.PrefillAttn += n * (ctx + (n+1)/2)
+	}
+	// A decoding request's KV after step k of its decode is c0+k.
+	b.DecodeCtx = s.decA + int64(s.nDecode)*step
+	return true
+}
+
+// Complete implements Scheduler: the chunks of step s.step are added to
+// each request's KV at now; a request whose prompt (plus recomputed output)
+// is complete samples a token; full prompt blocks are registered in the
+// prefix cache; requests with all their tokens finish and free their blocks.
+func (s *VLLM) Complete(now int64, done *[]*request.State) {
+	step := s.step
+	B := s.B
+	for _, r := range s.sched {
+		if r.Chunk == 0 {
+			continue // left the replica after being scheduled (cancelled)
+		}
+		r.Computed += r.Chunk
+		r.Chunk = 0
+		if full := r.Computed / B; full > r.NReg && int(r.NReg) < len(r.Keys) {
+			to := min(int(full), len(r.Keys))
+			s.kv.Register(&r.KV, r.Keys, int(r.NReg), to)
+			r.NReg = int32(to)
+		}
+		if r.Computed < r.NumTokens() {
+			continue // more prefill chunks to go
+		}
+		s.removePrefilling(r)
+		if r.Req.OutputTokens == 0 {
+			if r.FirstTok == trace.Null {
+				r.FirstTok = now
+			}
+			s.finish(now, r, done)
+			continue
+		}
+		r.Generated++
+		if r.FirstTok == trace.Null {
+			r.FirstTok = now + s.alphaTokens(1)
+		}
+		if r.Generated >= r.Req.OutputTokens {
+			s.finish(now, r, done)
+			continue
+		}
+		r.Decoding = true
+		r.S0, r.C0, r.Gen0 = step, r.Computed, r.Generated
+		s.nDecode++
+		s.decA += int64(r.C0) - r.S0
+		s.finishH.push(step+int64(r.Req.OutputTokens-r.Gen0), r)
+		fb := step + int64(r.KV.Blocks()*B-r.C0+1)
+		s.bound[fb%int64(B)] = append(s.bound[fb%int64(B)], boundEntry{r, r.Epoch})
+	}
+	for r := s.finishH.popDue(step); r != nil; r = s.finishH.popDue(step) {
+		r.Generated = r.Gen0 + int32(step-r.S0)
+		s.finish(now, r, done)
+	}
+	s.step++
+}
+
+// finish ends a request that produced its last token at now: its KV is
+// released; the client sees the last token after the per-token overhead α2
+// of every token it streamed.
+func (s *VLLM) finish(now int64, r *request.State, done *[]*request.State) {
+	if r.Decoding {
+		s.stopDecoding(r, r.C0+r.Generated-r.Gen0)
+	}
+	s.kv.Release(&r.KV)
+	r.Epoch++
+	s.runRemove(r)
+	r.Finished = now + s.alphaTokens(r.Generated)
+	r.Status = trace.StatusCompleted
+	*done = append(*done, r)
+}
+
+func (s *VLLM) alphaTokens(n int32) int64 {
+	if s.cfg.Alpha2 == 0 {
+		return 0
+	}
+	return int64(s.cfg.Alpha2*float64(n) + 0.5)
+}
+
+// Cancel implements Scheduler.
+func (s *VLLM) Cancel(r *request.State) {
+	switch r.Phase {
+	case request.Waiting:
+		s.waiting.remove(r)
+		r.Epoch++
+	case request.Running:
+		s.leave(r)
+	}
+}
+
+// Check implements Scheduler.
+func (s *VLLM) Check(full bool) error {
+	if s.cfg.LongPrefillThreshold == 0 {
+		// Without a threshold only the newest running request can be left
+		// mid-prefill, which is what makes decode-first equal vLLM's order.
+		for i := 0; i+1 < len(s.prefilling); i++ {
+			if r := s.prefilling[i]; r.Computed+r.Chunk != r.NumTokens() {
+				return fmt.Errorf("step %d: request %s left mid-prefill behind a newer one", s.step, r.Req.ID)
+			}
+		}
+	}
+	if s.nrun > s.cfg.MaxNumSeqs {
+		return fmt.Errorf("step %d: %d running > max_num_seqs %d", s.step, s.nrun, s.cfg.MaxNumSeqs)
+	}
+	if int(s.used)+s.nDecode > int(s.cfg.MaxNumBatchedTokens) {
+		return fmt.Errorf("step %d: %d tokens > max_num_batched_tokens %d", s.step, int(s.used)+s.nDecode, s.cfg.MaxNumBatchedTokens)
+	}
+	err := s.kv.QuickCheck()
+	if err == nil && full {
+		err = s.kv.Check()
+	}
+	return err
+}
+
+// Clone implements Scheduler.
+func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Scheduler {
+	d := *s
+	d.kv = store
+	d.keys = keys
+	d.waiting.h = mapAll(c, s.waiting.h)
+	d.runHead, d.runTail = c.Map(s.runHead), c.Map(s.runTail)
+	d.prefilling = mapAll(c, s.prefilling)
+	d.sched = mapAll(c, s.sched)
+	d.scratch = nil
+	d.finishH.S = make([]stepEntry, len(s.finishH.S))
+	for i, e := range s.finishH.S {
+		e.r = c.Map(e.r)
+		d.finishH.S[i] = e
+	}
+	d.bound = make([][]boundEntry, len(s.bound))
+	for i, bk := range s.bound {
+		d.bound[i] = make([]boundEntry, len(bk))
+		for j, e := range bk {
+			d.bound[i][j] = boundEntry{c.Map(e.r), e.epoch}
+		}
+	}
+	return &d
+}
+
+func indexOf(rs []*request.State, r *request.State) int {
+	for i, x := range rs {
+		if x == r {
+			return i
+		}
+	}
+	return -1
+}
+
+func mapAll(c *request.Clone, rs []*request.State) []*request.State {
+	out := make([]*request.State, len(rs))
+	for i, r := range rs {
+		out[i] = c.Map(r)
+	}
+	return out
+}
+
+// stepHeap orders due decode finishes by step index. Entries carry the
+// request's epoch so that a preempted or finished request's stale entries
+// are skipped.
+type stepEntry struct {
+	step  int64
+	seq   uint64
+	epoch uint32
+	r     *request.State
+}
+
+func (a *stepEntry) Less(b *stepEntry) bool {
+	return a.step < b.step || (a.step == b.step && a.seq < b.seq)
+}
+
+type stepHeap struct {
+	minheap.Heap[stepEntry, *stepEntry]
+	seq uint64
+}
+
+func (h *stepHeap) push(step int64, r *request.State) {
+	h.seq++
+	h.Push(stepEntry{step: step, seq: h.seq, epoch: r.Epoch, r: r})
+}
+
+// popDue returns the next live entry due at or before step, or nil.
+func (h *stepHeap) popDue(step int64) *request.State {
+	for h.Len() > 0 && h.S[0].step <= step {
+		x := h.Pop()
+		if x.epoch == x.r.Epoch {
+			return x.r
+		}
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/blis-sim/blis/lib/measure"
 	"github.com/blis-sim/blis/lib/roofline"
 )
 
@@ -21,13 +22,12 @@ func layerLevel(data string, w io.Writer) error {
 		{"a100-80gb", "a100/meta-llama/Llama-2-7b-hf", "llama-2-7b"},
 		{"a100-80gb", "a100/meta-llama/Meta-Llama-3-8B", "llama-3.1-8b"},
 	}
-	ops := []string{"input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj", "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add"}
 	fmt.Fprintln(w, "### Layer level (Vidur per-operation profiles: one dense layer without attention, all token counts 1–4096)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| GPU | model | TP | rows | MdAPE | bias | MdAPE ≤ 64 tokens | MdAPE ≥ 1024 tokens |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
 	for _, s := range sets {
-		t, err := readCSV(filepath.Join(data, "measurements/vidur/profiling/compute", s.dir, "mlp.csv"))
+		rows, _, err := measure.ReadVidurMLPFile(filepath.Join(data, "measurements/vidur/profiling/compute", s.dir, "mlp.csv"))
 		if err != nil {
 			return err
 		}
@@ -38,16 +38,8 @@ func layerLevel(data string, w io.Writer) error {
 		g, _ := roofline.LookupGPU(s.gpu)
 		type acc struct{ all, small, large, bias []float64 }
 		res := map[int]*acc{}
-		for _, r := range t.rows {
-			tp := int(t.f(r, "num_tensor_parallel_workers"))
-			T := t.f(r, "num_tokens")
-			var meas float64
-			for _, op := range ops {
-				meas += t.f(r, "time_stats."+op+".median") * 1000
-			}
-			if math.IsNaN(meas) || meas <= 0 {
-				continue
-			}
+		for _, r := range rows {
+			tp, T, meas := r.TP, float64(r.Tokens), r.US
 			rf, err := roofline.New(arch, g, tp)
 			if err != nil {
 				return err

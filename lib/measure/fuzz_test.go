@@ -45,3 +45,18 @@ func FuzzReadStepTimes(f *testing.F) {
 		}
 	})
 }
+
+func FuzzReadTimeseries(f *testing.F) {
+	seed(f, "llmss_rtx4090_timeseries.head20.csv")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ReadTimeseries("f.csv", bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		for i, x := range s {
+			if x.Running < 0 || x.Waiting < 0 || x.KVPct < 0 || (i > 0 && x.T <= s[i-1].T) {
+				t.Fatalf("accepted a bad tick %v", x)
+			}
+		}
+	})
+}

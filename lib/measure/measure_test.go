@@ -3,6 +3,7 @@ package measure
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,5 +203,41 @@ func TestDeviceGPU(t *testing.T) {
 		if got := DeviceGPU(c.dev); got != c.want {
 			t.Errorf("DeviceGPU(%q) = %q, want %q", c.dev, got, c.want)
 		}
+	}
+}
+
+func TestReadTimeseries(t *testing.T) {
+	s, err := ReadTimeseriesFile("testdata/llmss_rtx4090_timeseries.head20.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 20 || s[0].T != 1 || s[0].Running != 5 || s[0].Waiting != 2 || s[4].KVPct != 100 || s[5].GenTput != 1522 {
+		t.Fatalf("%d ticks: %v … %v", len(s), s[0], s[len(s)-1])
+	}
+	h := "t,prompt_throughput,gen_throughput,running,waiting,kv_cache_pct\n"
+	for _, c := range []struct{ name, body, want string }{
+		{"missing column", "t,running\n1,2\n", "field waiting: expected a column"},
+		{"backwards", h + "2,0,0,1,0,5\n1,0,0,1,0,5\n", "ts.csv:3: field t: expected times in increasing order, found 1 after 2"},
+		{"fraction", h + "1,0,0,1.5,0,5\n", "ts.csv:2: field running: expected an integer"},
+		{"kv fraction of 1", h + "1,0,0,1,0,250\n", "ts.csv:2: field kv_cache_pct: expected a percentage"},
+		{"empty", h, "expected at least one tick"},
+	} {
+		if _, err := ReadTimeseries("ts.csv", strings.NewReader(c.body)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestReadVidurMLP(t *testing.T) {
+	rows, skipped, err := ReadVidurMLPFile("testdata/vidur_h100_llama2_7b_mlp.head5.csv")
+	if err != nil || skipped != 0 || len(rows) != 5 {
+		t.Fatalf("%d rows, %d skipped, %v", len(rows), skipped, err)
+	}
+	// Σ of the nine operations' medians of the first row, ms → µs.
+	if r := rows[0]; r.Tokens != 4096 || r.TP != 1 || math.Abs(r.US-2592) > 1e-6 {
+		t.Errorf("first row %+v", r)
+	}
+	if _, _, err := ReadVidurMLP("m.csv", strings.NewReader("num_tokens\n5\n")); err == nil || !strings.Contains(err.Error(), "num_tensor_parallel_workers") {
+		t.Errorf("missing column: %v", err)
 	}
 }

@@ -3,7 +3,7 @@ BIN := bin
 BINARIES := blis-convert blis-synth blis-sim blis-report blis-calibrate
 GO ?= go
 
-.PHONY: all build demo test vet fmt-check fuzz-smoke bench coefficients clean
+.PHONY: all build demo test vet fmt-check fuzz-smoke bench coefficients fidelity clean
 
 all: build
 
@@ -38,6 +38,11 @@ bench:
 # Regenerates every file in coefficients/ from ../shared/data/measurements.
 coefficients: build
 	scripts/regen-coefficients.sh
+
+# Replays every real run in ../shared/data/measurements and regenerates the
+# fidelity tables of docs/latency.md (deterministic).
+fidelity:
+	$(GO) run ./bench/fidelity -q -update docs/latency.md
 
 clean:
 	rm -rf $(BIN)

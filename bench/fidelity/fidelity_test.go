@@ -1,0 +1,121 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+func TestPercentileNearestRank(t *testing.T) {
+	v := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, c := range []struct{ q, want float64 }{{0.5, 5}, {0.9, 9}, {0.99, 10}, {0.01, 1}} {
+		if got := pct(v, c.q); got != c.want {
+			t.Errorf("pct(%g) = %g, want %g", c.q, got, c.want)
+		}
+	}
+	if !math.IsNaN(pct(nil, 0.5)) {
+		t.Error("empty: want NaN")
+	}
+}
+
+// Capacity counts completions over the longest queued stretch only.
+func TestCapacityWindow(t *testing.T) {
+	// 20 requests arriving at 0, finishing one per second from t=1.5 s.
+	var rs []reqTimes
+	for i := 0; i < 20; i++ {
+		f := 1.5e6 + float64(i)*1e6
+		rs = append(rs, reqTimes{arrival: 0, ttft: f / 2, e2e: f, out: 10})
+	}
+	queued := func(t float64) bool { return t >= 2 && t <= 12 } // 10 s with a queue
+	s := statsOf(rs, queued, 30)
+	if s.capWindow != [2]float64{2, 12} || math.Abs(s.capacity-1) > 1e-9 {
+		t.Fatalf("capacity %g over %v, want 1 req/s over [2, 12]", s.capacity, s.capWindow)
+	}
+	if s2 := statsOf(rs, func(float64) bool { return false }, 30); !math.IsNaN(s2.capacity) {
+		t.Errorf("never saturated: capacity %g, want NaN", s2.capacity)
+	}
+	if s.tput <= 0 || math.Abs(pct(s.tpot, 0.5)-(pct(s.e2e, 0.5)/2)/9) > 1e-6 {
+		t.Errorf("tput %g, p50 tpot %g", s.tput, pct(s.tpot, 0.5))
+	}
+}
+
+// The simulated series is the state after the last step that ended by t.
+func TestSimSeries(t *testing.T) {
+	steps := []trace.Step{
+		{StartUS: 0, DurationUS: 500_000, Waiting: 5, Running: 2, KVBlocksUsed: 10},
+		{StartUS: 500_000, DurationUS: 600_000, Waiting: 3, Running: 4, KVBlocksUsed: 50},
+		{StartUS: 1_100_000, DurationUS: 2_000_000, Waiting: 0, Running: 1, KVBlocksUsed: 20},
+	}
+	got := simSeries(steps, 100, 4)
+	want := []tick{{5, 2, 10}, {3, 4, 50}, {3, 4, 50}, {0, 1, 20}}
+	if len(got) != len(want) {
+		t.Fatalf("%d ticks, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("t=%ds: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+}
+
+func TestPoolNormalisesStatistics(t *testing.T) {
+	var p pool
+	p.add("roofline", "Hopper", "r", "mean TTFT", 110, 100)
+	p.add("roofline", "Hopper", "r", "p50 TTFT", 90, 100)
+	p.add("roofline", "Hopper", "r", "p90 TTFT", 500, 100) // the p50 stands for a run
+	p.add("roofline", "Hopper", "r", "mean TPOT", 80, 100)
+	rows := p.rows()
+	if len(rows) != 1 || rows[0].N != 2 || math.Abs(rows[0].TTFT-10) > 1e-9 || math.Abs(rows[0].TTFTB) > 1e-9 || math.Abs(rows[0].TPOT-20) > 1e-9 {
+		t.Fatalf("rows %+v", rows)
+	}
+}
+
+func TestRewriteBetweenMarkers(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "doc.md")
+	os.WriteFile(p, []byte("head\n"+beginMark+"\nold\n"+endMark+"\ntail\n"), 0o644)
+	if err := rewrite(p, "new table\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if want := "head\n" + beginMark + "\n\nnew table\n" + endMark + "\ntail\n"; string(b) != want {
+		t.Fatalf("got %q, want %q", b, want)
+	}
+	os.WriteFile(p, []byte("no markers\n"), 0o644)
+	if err := rewrite(p, "x"); err == nil || !strings.Contains(err.Error(), "markers") {
+		t.Errorf("missing markers: %v", err)
+	}
+}
+
+// The real RTX 4090 run replays with its own engine settings, completely and
+// deterministically, and vLLM's time series is read.
+func TestReplaySharedRun(t *testing.T) {
+	data := "../../../shared/data"
+	if _, err := os.Stat(filepath.Join(data, "measurements/llmservingsim")); err != nil {
+		t.Skip("../shared not present")
+	}
+	runs, err := loadRuns(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) < 2 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	r := runs[0]
+	if r.name != "RTX4090/Llama-3.1-8B" || len(r.reqs) != 300 || r.series == nil || r.setup.Engine.Engine.MaxNumBatchedTokens != 2048 || r.setup.Engine.Engine.KVBlocks != 2588 {
+		t.Fatalf("run %s: %d requests, engine %+v", r.name, len(r.reqs), r.setup.Engine.Engine)
+	}
+	a, b := evalRun(r, "roofline"), evalRun(r, "roofline")
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if len(a.sim.ttft) != 300 || pct(a.sim.ttft, 0.5) != pct(b.sim.ttft, 0.5) || a.sim.capacity != b.sim.capacity {
+		t.Fatalf("%d completed; p50 TTFT %g vs %g", len(a.sim.ttft), pct(a.sim.ttft, 0.5), pct(b.sim.ttft, 0.5))
+	}
+	if math.IsNaN(a.real.capacity) || math.IsNaN(a.sim.capacity) {
+		t.Errorf("the run saturates: capacity real %g sim %g", a.real.capacity, a.sim.capacity)
+	}
+}

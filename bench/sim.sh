@@ -9,18 +9,25 @@
 #   bench/sim.sh 1000000    # 1,000,000 requests
 #   LATENCY=roofline bench/sim.sh   # pass --latency (default: auto)
 #   SORTED=false bench/sim.sh       # unsorted table: blis-sim reads it into memory
+#   REPLICAS=1000 RATE=12000 bench/sim.sh     # 1,000 replicas at the same load per replica
+#   CLUSTER=bench/two-deployments.yaml MODELS=llama-3.1-8b,qwen3-14b RATE=12000 bench/sim.sh 1000000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/" ./cmd/blis-sim ./bench/gen
-"$work/gen" -n "$n" -rate 96 -mean 512 -sd 256 -min 2 -max 7000 -seed 1 -sorted="${SORTED:-true}" -o "$work/requests.arrows"
-/usr/bin/time -v "$work/blis-sim" --replicas 8 --model llama-3.1-8b --gpu h100 --tp 1 \
-  --latency "${LATENCY:-auto}" -o "$work/results.arrows" "$work/requests.arrows" 2>"$work/stderr" || {
+"$work/gen" -n "$n" -rate "${RATE:-96}" -mean 512 -sd 256 -min 2 -max 7000 -seed 1 -sorted="${SORTED:-true}" \
+  -models "${MODELS:-}" -o "$work/requests.arrows"
+if [ -n "${CLUSTER:-}" ]; then
+  set -- --cluster "$CLUSTER" ${ROUTER:+--router "$ROUTER"}
+else
+  set -- --replicas "${REPLICAS:-8}" --model llama-3.1-8b --gpu h100 --tp 1 --latency "${LATENCY:-auto}" ${ROUTER:+--router "$ROUTER"}
+fi
+/usr/bin/time -v "$work/blis-sim" "$@" -o "$work/results.arrows" "$work/requests.arrows" 2>"$work/stderr" || {
   cat "$work/stderr"; exit 1; }
 grep -v '^\s' "$work/stderr" | grep -v -e 'Command being timed' -e '^$' | head -3 || true
-grep -E '^  (simulated|[0-9]+ replicas)' "$work/stderr" || true
+grep -E '^  (simulated|[0-9]+ replicas|[0-9]+ deployments)|^    ' "$work/stderr" || true
 wall=$(grep 'Elapsed (wall clock)' "$work/stderr" | awk '{print $NF}')
 rss=$(grep 'Maximum resident set size' "$work/stderr" | awk '{print $NF}')
 user=$(grep 'User time' "$work/stderr" | awk '{print $NF}')

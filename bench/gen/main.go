@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/blis-sim/blis/lib/rng"
 	"github.com/blis-sim/blis/lib/trace"
@@ -24,14 +25,19 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed")
 	out := flag.String("o", "-", "output")
 	sorted := flag.Bool("sorted", true, "mark the table blis.sorted=arrival (false: blis-sim reads it into memory)")
+	models := flag.String("models", "", "comma-separated models the requests name in turn (default: no model column values)")
 	flag.Parse()
-	if err := gen(*n, *rate, *mean, *sd, *lo, *hi, *seed, *sorted, *out); err != nil {
+	var ms []string
+	if *models != "" {
+		ms = strings.Split(*models, ",")
+	}
+	if err := gen(*n, *rate, *mean, *sd, *lo, *hi, *seed, *sorted, ms, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func gen(n int, rate, mean, sd float64, lo, hi int, seed uint64, sorted bool, out string) error {
+func gen(n int, rate, mean, sd float64, lo, hi int, seed uint64, sorted bool, models []string, out string) error {
 	md := trace.NewMeta().With(trace.Stage{Tool: "bench/gen", Version: trace.Version, Seed: &seed})
 	if sorted {
 		md.Set(trace.MetaSorted, "arrival")
@@ -56,6 +62,9 @@ func gen(n int, rate, mean, sd float64, lo, hi int, seed uint64, sorted bool, ou
 		r.InputTokens = clamp(mean + sd*lens.NormFloat64())
 		r.OutputTokens = clamp(mean + sd*lens.NormFloat64())
 		r.SourceRow = int64(i + 1)
+		if len(models) > 0 {
+			r.Model = models[i%len(models)]
+		}
 		if err := w.Write(&r); err != nil {
 			return err
 		}

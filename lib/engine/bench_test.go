@@ -85,3 +85,112 @@ func BenchmarkRunSmall(b *testing.B) {
 		}
 	}
 }
+
+// benchScale runs n requests on replicas replicas with the arrival rate
+// scaled so that each replica sees the same load as in the 8-replica
+// benchmark (96 req/s over 8): what changes is the router's work per
+// decision and the number of replicas the cluster keeps.
+func benchScale(b *testing.B, n, replicas int, routing string, prefixes bool) {
+	cfg := config.Default()
+	cfg.Replicas = replicas
+	cfg.Router.Routing = routing
+	models, _, err := Prepare(&cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := benchWorkload(n, 12*float64(replicas))
+	if prefixes {
+		addSystemPrompts(reqs)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sum, err := Run(cfg, models, &chunkSource{reqs: reqs, n: 32768}, &nullSink{}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if sum.Completed != int64(n) {
+			b.Fatalf("completed %d of %d", sum.Completed, n)
+		}
+		b.ReportMetric(float64(sum.Events), "events/op")
+	}
+}
+
+// addSystemPrompts gives each request one of 32 shared 512-token system
+// prompts (32 blocks) followed by blocks of its own.
+func addSystemPrompts(reqs []trace.Request) {
+	g := rng.New(1, "prefixes")
+	for i := range reqs {
+		r := &reqs[i]
+		sys := uint64(g.IntN(32))
+		for j := int32(0); j < r.InputTokens/16; j++ {
+			h := sys<<40 | uint64(j)
+			if j >= 32 {
+				h = uint64(i+1)<<20 | uint64(j) | 1<<63
+			}
+			r.PrefixHashes = append(r.PrefixHashes, h)
+		}
+	}
+}
+
+func BenchmarkScale100k8RoundRobin(b *testing.B) { benchScale(b, 100000, 8, "round-robin", false) }
+func BenchmarkScale100k1000RoundRobin(b *testing.B) {
+	benchScale(b, 100000, 1000, "round-robin", false)
+}
+func BenchmarkScale100k8LeastLoaded(b *testing.B) { benchScale(b, 100000, 8, "least-loaded", false) }
+func BenchmarkScale100k1000LeastLoaded(b *testing.B) {
+	benchScale(b, 100000, 1000, "least-loaded", false)
+}
+func BenchmarkScale100k8PrefixAffinity(b *testing.B) {
+	benchScale(b, 100000, 8, "prefix-affinity", false)
+}
+func BenchmarkScale100k1000PrefixAffinity(b *testing.B) {
+	benchScale(b, 100000, 1000, "prefix-affinity", false)
+}
+
+// The same with shared system prompts: the prefix index at work.
+func BenchmarkScale100k8PrefixAffinitySys(b *testing.B) {
+	benchScale(b, 100000, 8, "prefix-affinity", true)
+}
+func BenchmarkScale100k1000PrefixAffinitySys(b *testing.B) {
+	benchScale(b, 100000, 1000, "prefix-affinity", true)
+}
+
+// BenchmarkScale1M1000TwoDeployments is the README's large run: 1,000,000
+// requests on 1,000 replicas of two deployments (Llama-3.1-8B on 600 H100s,
+// Qwen3-14B on 400 H100s), half the requests for each model.
+func BenchmarkScale1M1000TwoDeployments(b *testing.B) {
+	cfg, err := config.Parse("bench.yaml", []byte(`
+deployments:
+  - {id: llama8b-h100, model: llama-3.1-8b, gpu: h100, pools: [{role: monolithic, replicas: 600}]}
+  - {id: qwen14b-h100, model: qwen3-14b, gpu: h100, pools: [{role: monolithic, replicas: 400}]}
+router: {routing: least-loaded}
+`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	models, _, err := Prepare(&cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := benchWorkload(1_000_000, 12000)
+	for i := range reqs {
+		reqs[i].Model = [2]string{"llama-3.1-8b", "qwen3-14b"}[i%2]
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sum, err := Run(cfg, models, &chunkSource{reqs: reqs, n: 32768}, &nullSink{}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if sum.Completed != int64(len(reqs)) {
+			b.Fatalf("completed %d", sum.Completed)
+		}
+		b.ReportMetric(float64(sum.Events), "events/op")
+		b.ReportMetric(float64(sum.PeakHeld), "peak-held")
+	}
+}
+
+func BenchmarkScale20k8RoundRobin(b *testing.B)    { benchScale(b, 20000, 8, "round-robin", false) }
+func BenchmarkScale20k1000RoundRobin(b *testing.B) { benchScale(b, 20000, 1000, "round-robin", false) }

@@ -416,6 +416,20 @@ func checkHorizon(t *testing.T, sink *memSink, sum Summary) {
 // resultsBytes runs the simulation into an Arrow stream.
 func resultsBytes(t *testing.T, c config.Cluster, reqs []trace.Request, stream bool) []byte {
 	t.Helper()
+	var src Source = SliceSource(reqs)
+	if stream {
+		src = &chunkSource{reqs: reqs, n: 7}
+	}
+	return resultsBytesSrc(t, c, src, Options{CheckInvariants: true})
+}
+
+func resultsBytesOpts(t *testing.T, c config.Cluster, reqs []trace.Request, opts Options) []byte {
+	t.Helper()
+	return resultsBytesSrc(t, c, SliceSource(reqs), opts)
+}
+
+func resultsBytesSrc(t *testing.T, c config.Cluster, src Source, opts Options) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	schema := trace.ResultsSchema(trace.NewMeta())
 	out, err := trace.Create("-", &buf, schema)
@@ -423,11 +437,7 @@ func resultsBytes(t *testing.T, c config.Cluster, reqs []trace.Request, stream b
 		t.Fatal(err)
 	}
 	w := trace.NewResultWriter(out, schema)
-	var src Source = SliceSource(reqs)
-	if stream {
-		src = &chunkSource{reqs: reqs, n: 7}
-	}
-	if _, err := Run(c, testModel(c), src, w, Options{CheckInvariants: true}); err != nil {
+	if _, err := Run(c, testModel(c), src, w, opts); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -656,9 +666,11 @@ func TestStreamingMemoryFollowsRequestsInFlight(t *testing.T) {
 	if sum.Completed != 40000 || sum.PeakHeld > 200 {
 		t.Fatalf("completed %d, peak held %d", sum.Completed, sum.PeakHeld)
 	}
+	// An in-memory table is ordered as a sorted one would be and streamed
+	// through the cluster: it holds only what is in flight too.
 	sum, err = Run(c, testModel(c), SliceSource(reqs), &nullSink{}, Options{})
-	if err != nil || sum.PeakHeld != 40000 {
-		t.Fatalf("in memory: %v, peak held %d (everything, by design)", err, sum.PeakHeld)
+	if err != nil || sum.Completed != 40000 || sum.PeakHeld > 200 {
+		t.Fatalf("in memory: %v, completed %d, peak held %d", err, sum.Completed, sum.PeakHeld)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -33,6 +34,12 @@ func fuzzRequests(b []byte) []trace.Request {
 		}
 		if x[4]%7 == 1 {
 			r.SourceStatus = trace.SourceFailed
+		}
+		if x[6]%7 == 5 {
+			r.TimeoutUS = int64(x[0])*150 + 1 // clients that give up, in any phase
+		}
+		if x[6]%11 == 3 {
+			r.Model = "qwen3-32b" // served by the second deployment when there is one
 		}
 		g := uint64(x[5] % 4)
 		for j := int32(0); j < r.InputTokens/16; j++ {
@@ -63,8 +70,24 @@ func FuzzRun(f *testing.F) {
 		names := policy.Names(policy.StageRouting)
 		c.Router.Routing = names[int(routing)%len(names)]
 		c.Latency.Alpha = []float64{10, 0.5, 2}
+		models := testModel(c)
+		if routing&0x80 != 0 {
+			// Two deployments (the flat one and a second model).
+			d := c.Resolved()[0]
+			d.ID = "a"
+			d2 := d
+			d2.ID, d2.Model, d2.Aliases = "b", "qwen3-32b", nil
+			d2.Engine.KVBlocks = int64(kv%32) + 4
+			c.Deployments = []config.Deployment{d, d2}
+			for i := range reqs {
+				if reqs[i].Model == "" {
+					reqs[i].Model = "llama-3.1-8b"
+				}
+			}
+			models = append(models, models[0])
+		}
 		sink := &memSink{}
-		sum, err := Run(c, testModel(c), SliceSource(reqs), sink, Options{CheckInvariants: true})
+		sum, err := Run(c, models, SliceSource(reqs), sink, Options{CheckInvariants: true})
 		var re *trace.RowError
 		if errors.As(err, &re) {
 			return

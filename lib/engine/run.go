@@ -132,6 +132,10 @@ type feeder struct {
 	rows     int64
 	eof      bool
 	lastRoot int64
+	// An in-memory table is fed in order (row indices into rows0).
+	order []int32
+	rows0 []trace.Request
+	next0 int
 }
 
 func (f *feeder) rowErr(r *trace.Request, row int64, err error) error {
@@ -140,6 +144,19 @@ func (f *feeder) rowErr(r *trace.Request, row int64, err error) error {
 
 // next returns the next row, or nil at the end of the input.
 func (f *feeder) next() (*trace.Request, error) {
+	if f.rows0 != nil {
+		if f.next0 == len(f.order) {
+			if !f.eof {
+				f.eof = true
+				f.c.InputDone()
+			}
+			return nil, nil
+		}
+		i := f.order[f.next0]
+		f.next0++
+		f.rows = int64(i) + 1 // errors name the row as it is in the table
+		return &f.rows0[i], nil
+	}
 	for f.pos >= len(f.buf) {
 		if f.eof {
 			return nil, nil
@@ -206,10 +223,14 @@ func (f *feeder) drain() error {
 	}
 }
 
-// preloadAll registers an in-memory table: graph checks on the whole table,
-// then every row in dependency order (roots by arrival).
+// preloadAll runs an in-memory table: graph checks on the whole table
+// (duplicates, dangling depends_on, cycles), then its rows in the order a
+// sorted table would have them — roots by arrival, each dependent right
+// after the latest root it hangs off — fed as a stream, so that memory
+// follows the requests in flight here too (streamed and in-memory runs are
+// the same simulation; a test checks it byte for byte).
 func (f *feeder) preloadAll(reqs []trace.Request) error {
-	idx := make(map[string]int, len(reqs))
+	idx := make(map[string]int32, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
 		if err := validateRow(r); err != nil {
@@ -218,7 +239,7 @@ func (f *feeder) preloadAll(reqs []trace.Request) error {
 		if j, dup := idx[r.ID]; dup {
 			return f.rowErr(r, int64(i+1), fmt.Errorf("column %s: duplicate id %q (first at row %d)", trace.ColRequestID, r.ID, j+1))
 		}
-		idx[r.ID] = i
+		idx[r.ID] = int32(i)
 	}
 	// Kahn's algorithm in row order: roots by arrival, then dependents.
 	indeg := make([]int32, len(reqs))
@@ -257,13 +278,28 @@ func (f *feeder) preloadAll(reqs []trace.Request) error {
 			}
 		}
 	}
+	// The root arrival each row hangs off (the latest among its ancestors'
+	// roots); in topological order every parent's is known first.
+	rootArr := make([]int64, len(reqs))
 	for _, i := range order {
-		f.rows++
-		if err := f.c.Inject(&reqs[i], int64(i+1)); err != nil {
-			return err
+		r := &reqs[i]
+		if len(r.DependsOn) == 0 {
+			rootArr[i] = r.ArrivalUS
+			continue
+		}
+		rootArr[i] = math.MinInt64
+		for _, d := range r.DependsOn {
+			rootArr[i] = max(rootArr[i], rootArr[idx[d]])
 		}
 	}
-	f.eof = true
-	f.c.InputDone()
-	return nil
+	pos := make([]int32, len(reqs)) // topological position
+	for k, i := range order {
+		pos[i] = int32(k)
+	}
+	sort.Slice(order, func(a, b int) bool {
+		x, y := order[a], order[b]
+		return rootArr[x] < rootArr[y] || rootArr[x] == rootArr[y] && pos[x] < pos[y]
+	})
+	f.order, f.rows0 = order, reqs
+	return f.readNextRoot()
 }

@@ -41,10 +41,11 @@ var metricNames = [nMetric]string{"ttft", "tpot", "e2e", "queue_enqueued", "queu
 var GroupColumns = map[string]string{
 	"instance": trace.ColInstanceID, "tenant": trace.ColTenantID, "slo_class": trace.ColSLOClass,
 	"model": trace.ColModel, "session": trace.ColSessionID, "step_id": trace.ColStepID,
+	"deployment": trace.ColDeployment, "replica": trace.ColReplicaID,
 }
 
 // GroupNames lists the --by values in help order.
-var GroupNames = []string{"instance", "tenant", "slo_class", "model", "session", "step_id"}
+var GroupNames = []string{"instance", "replica", "deployment", "tenant", "slo_class", "model", "session", "step_id"}
 
 // summaryColumns are needed by the default tables.
 var summaryColumns = []string{trace.ColStatus, trace.ColArrivalUS, trace.ColInputTokens, trace.ColGeneratedTokens,

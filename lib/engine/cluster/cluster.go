@@ -47,10 +47,13 @@ type Options struct {
 	Admission policy.Admission
 	Priority  policy.Priority
 	Routing   policy.Routing
-	// PrefixIndex forces (1) or forbids (-1) the global prefix index for
-	// prefix-aware routing; 0 lets the cluster choose by group size. The
-	// answers are the same either way (a test checks it).
-	PrefixIndex int
+	// Scheduling, when set, gives each replica (by cluster-wide index) its
+	// waiting order and preemption victim policies (nil = vLLM's own).
+	Scheduling func(replica int32) (sched.Order, sched.Victim)
+	// RouterIndexes forces (1) or forbids (-1) the router's indexes (the
+	// global prefix index and the load tree); 0 lets the cluster choose by
+	// group size. The answers are the same either way (a test checks it).
+	RouterIndexes int
 }
 
 // Deployment is one model on one kind of GPU: its replicas share an engine
@@ -238,7 +241,12 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			for k := 0; k < p.Replicas; k++ {
 				idx := int32(len(c.reps))
 				store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
-				s := sched.NewVLLM(scfg, store, dep.keys, nil, nil)
+				var order sched.Order
+				var victim sched.Victim
+				if opts.Scheduling != nil {
+					order, victim = opts.Scheduling(idx)
+				}
+				s := sched.NewVLLM(scfg, store, dep.keys, order, victim)
 				// The scheduler orders by priority only under scheduling_policy: priority.
 				c.reps = append(c.reps, replica.New(fmt.Sprintf("%s/%d", d.ID, n), idx, int32(i), role, models[i], s))
 				dep.Replicas = append(dep.Replicas, idx)
@@ -301,11 +309,11 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) {
 			c.gpos[m] = int32(j)
 			ids[j], deps[j], roles[j] = r.ID, c.deps[r.Deployment].ID, r.Role.String()
 		}
-		g.board = policy.NewBoard(ids, deps, roles)
+		g.board = policy.NewBoard(ids, deps, roles, c.opts.RouterIndexes)
 		useIndex := c.prefixOn && len(g.members) > indexMinReplicas && sameBlockSize(g.deps)
-		if c.opts.PrefixIndex > 0 && sameBlockSize(g.deps) {
+		if c.opts.RouterIndexes > 0 && c.prefixOn && sameBlockSize(g.deps) {
 			useIndex = true
-		} else if c.opts.PrefixIndex < 0 {
+		} else if c.opts.RouterIndexes < 0 {
 			useIndex = false
 		}
 		if useIndex {

@@ -170,6 +170,13 @@ func (o *groupOracle) CachedBlocks(i int) int {
 	return kv.Lookup(c.cur.Keys, len(c.cur.Keys))
 }
 
+func (o *groupOracle) Holders() ([]int32, bool) {
+	if o.g.index == nil {
+		return nil, false
+	}
+	return o.g.index.holders(o.c), true
+}
+
 func (c *Cluster) oracleFor(g *group) policy.PrefixOracle {
 	c.oracle.c, c.oracle.g = c, g
 	if g.index != nil {

@@ -111,6 +111,9 @@ func (p *roundRobin) Clone() any { d := *p; return &d }
 type leastLoaded struct{}
 
 func (leastLoaded) Route(_ RequestView, c *ClusterView) RouteDecision {
+	if !c.KeepsScores() {
+		return RouteDecision{Target: c.LeastLoaded(), Reason: "least-loaded: fewest waiting + running + in flight"}
+	}
 	reps := c.b.reps
 	best, bl := 0, reps[0].Load()
 	c.Score(0, -float64(bl))
@@ -145,6 +148,21 @@ func (leastKV) Route(_ RequestView, c *ClusterView) RouteDecision {
 type prefixAffinity struct{}
 
 func (prefixAffinity) Route(_ RequestView, c *ClusterView) RouteDecision {
+	if hs, ok := c.PrefixHolders(); ok && !c.KeepsScores() {
+		// Only holders can beat the least loaded: the most cached blocks,
+		// then the least load, then the lowest index.
+		best, bh := -1, 0
+		for _, i := range hs {
+			h := c.CachedBlocks(int(i))
+			if h > bh || h == bh && h > 0 && lessLoaded(c, int(i), best) {
+				best, bh = int(i), h
+			}
+		}
+		if best < 0 {
+			return RouteDecision{Target: c.LeastLoaded(), Reason: "prefix-affinity: no cached prefix, least loaded"}
+		}
+		return RouteDecision{Target: best, Reason: "prefix-affinity: most cached prompt blocks"}
+	}
 	reps := c.b.reps
 	best, bh := 0, c.CachedBlocks(0)
 	c.Score(0, float64(bh))
@@ -159,6 +177,13 @@ func (prefixAffinity) Route(_ RequestView, c *ClusterView) RouteDecision {
 		return RouteDecision{Target: best, Reason: "prefix-affinity: no cached prefix, least loaded"}
 	}
 	return RouteDecision{Target: best, Reason: "prefix-affinity: most cached prompt blocks"}
+}
+
+// lessLoaded reports whether candidate i goes before candidate j among
+// equal prefix hits: smaller load, then lower index.
+func lessLoaded(c *ClusterView, i, j int) bool {
+	li, lj := c.b.reps[i].Load(), c.b.reps[j].Load()
+	return li < lj || li == lj && i < j
 }
 
 // weighted scores each candidate by w_load·(1 − load/max load) +

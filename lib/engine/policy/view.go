@@ -75,6 +75,10 @@ func (v *ReplicaView) KVUtilization() float64 {
 // prompt blocks candidate i holds in its prefix cache.
 type PrefixOracle interface {
 	CachedBlocks(i int) int
+	// Holders lists the candidates holding at least one leading block,
+	// when the oracle can enumerate them (a global prefix index); ok is
+	// false when it cannot (then ask every candidate).
+	Holders() (holders []int32, ok bool)
 }
 
 // ClusterView is what a policy sees of the cluster for one decision: the
@@ -106,6 +110,37 @@ func (c *ClusterView) CachedBlocks(i int) int {
 	return c.prefix.CachedBlocks(i)
 }
 
+// LeastLoaded is the candidate with the smallest Load, the lowest index
+// among equals: O(1) from the board's load tree on large groups.
+func (c *ClusterView) LeastLoaded() int {
+	if t := c.b.tree; t != nil {
+		return int(uint32(t[1]))
+	}
+	reps := c.b.reps
+	best, bl := 0, reps[0].Load()
+	for i := 1; i < len(reps); i++ {
+		if l := reps[i].Load(); l < bl {
+			best, bl = i, l
+		}
+	}
+	return best
+}
+
+// PrefixHolders lists the candidates holding at least one leading prompt
+// block of the request, when a global prefix index can say (ok); without
+// one, ask CachedBlocks of every candidate.
+func (c *ClusterView) PrefixHolders() ([]int32, bool) {
+	if c.prefix == nil {
+		return nil, true
+	}
+	return c.prefix.Holders()
+}
+
+// KeepsScores reports whether Score calls are kept (decision traces):
+// policies with a faster path than scoring every candidate use it only
+// when nobody reads the scores.
+func (c *ClusterView) KeepsScores() bool { return c.scores != nil }
+
 // Score records candidate i's score for the decision being made (kept for
 // decision traces; a policy that scores should score every candidate).
 func (c *ClusterView) Score(i int, s float64) {
@@ -122,16 +157,52 @@ type Board struct {
 	reps     []ReplicaView
 	view     ClusterView
 	scoreBuf []float64
+	// tree is a min-tree over (load << 32 | index) of the replicas, kept on
+	// large boards so that the least loaded is found in O(1) and kept up
+	// to date in O(log n) per change; nil on small boards (a scan is
+	// cheaper there).
+	tree []uint64
 }
 
-// NewBoard returns a board for replicas with the given identities.
-func NewBoard(ids, deployments, roles []string) *Board {
+// TreeMinReplicas is the board size above which the load tree is kept.
+const TreeMinReplicas = 16
+
+// NewBoard returns a board for replicas with the given identities; tree
+// forces (1) or forbids (-1) the load tree, 0 decides by size.
+func NewBoard(ids, deployments, roles []string, tree int) *Board {
 	b := &Board{reps: make([]ReplicaView, len(ids))}
 	for i := range ids {
 		b.reps[i] = ReplicaView{id: ids[i], deployment: deployments[i], role: roles[i], state: "serving"}
 	}
 	b.view.b = b
+	if tree > 0 || tree == 0 && len(ids) > TreeMinReplicas {
+		n := 1
+		for n < len(ids) {
+			n <<= 1
+		}
+		b.tree = make([]uint64, 2*n)
+		for i := range b.tree {
+			b.tree[i] = ^uint64(0)
+		}
+		for i := range ids {
+			b.fix(i)
+		}
+	}
 	return b
+}
+
+// fix updates replica i's leaf in the load tree and its ancestors.
+func (b *Board) fix(i int) {
+	if b.tree == nil {
+		return
+	}
+	l := uint64(min(b.reps[i].Load(), 1<<31))
+	k := len(b.tree)/2 + i
+	b.tree[k] = l<<32 | uint64(i)
+	for k > 1 {
+		k >>= 1
+		b.tree[k] = min(b.tree[2*k], b.tree[2*k+1])
+	}
 }
 
 // Len is the number of replicas on the board.
@@ -141,13 +212,22 @@ func (b *Board) Len() int { return len(b.reps) }
 func (b *Board) Status(i int) ReplicaStatus { return b.reps[i].s }
 
 // Set reports replica i's status.
-func (b *Board) Set(i int, s ReplicaStatus) { b.reps[i].s = s }
+func (b *Board) Set(i int, s ReplicaStatus) {
+	old := b.reps[i].Load()
+	b.reps[i].s = s
+	if b.tree != nil && s.Waiting+s.Running+s.InFlight != old {
+		b.fix(i)
+	}
+}
 
 // SetState reports replica i's lifecycle state.
 func (b *Board) SetState(i int, state string) { b.reps[i].state = state }
 
 // AddInFlight counts a request just routed to replica i.
-func (b *Board) AddInFlight(i int) { b.reps[i].s.InFlight++ }
+func (b *Board) AddInFlight(i int) {
+	b.reps[i].s.InFlight++
+	b.fix(i)
+}
 
 // View returns the board's view for a decision at now. With keepScores,
 // policies' Score calls are kept (see Scores) — decision traces ask for it;
@@ -177,6 +257,9 @@ func (c *ClusterView) Scores() []float64 {
 // Clone copies the board.
 func (b *Board) Clone() *Board {
 	d := &Board{reps: append([]ReplicaView(nil), b.reps...)}
+	if b.tree != nil {
+		d.tree = append([]uint64(nil), b.tree...)
+	}
 	d.view.b = d
 	return d
 }

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/engine/cluster"
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// TestCloneContinuesIdentically forks a cluster mid-run: the fork, run to
+// the end, writes exactly the results the original writes after the fork,
+// and running the fork first leaves the original unchanged (no shared
+// state) — what counterfactual replays rely on.
+func TestCloneContinuesIdentically(t *testing.T) {
+	reqs := workload(7, 300)
+	for i := range reqs {
+		if i%7 == 0 {
+			reqs[i].TimeoutUS = 400_000
+		}
+	}
+	for _, routing := range []string{"prefix-affinity", "random", "least-loaded"} {
+		for _, index := range []int{-1, 1} {
+			t.Run(fmt.Sprintf("%s/index%d", routing, index), func(t *testing.T) {
+				c := testConfig()
+				c.Replicas = 3
+				c.Engine.KVBlocks = 150
+				c.Engine.MaxNumBatchedTokens = 512
+				c.Router.Routing = routing
+				opts := Options{CheckInvariants: true, RouterIndexes: index}
+				straight := &memSink{}
+				if _, err := Run(c, testModel(c), SliceSource(reqs), straight, opts); err != nil {
+					t.Fatal(err)
+				}
+				for _, at := range []int64{0, 500_000, 2_000_000, 4_000_000} {
+					orig := &memSink{}
+					cl, f := start(t, c, reqs, orig, opts)
+					runUntil(t, cl, f, at)
+					before := len(orig.rs)
+					forked := &memSink{}
+					fork := cl.Clone(forked, nil)
+					ff := *f // an in-memory table's feeder is a position in it
+					ff.c = fork
+					finish(t, fork, &ff)
+					finish(t, cl, f)
+					if !reflect.DeepEqual(orig.rs, straight.rs) {
+						t.Fatalf("fork at %d µs: the original's results changed", at)
+					}
+					if !reflect.DeepEqual(forked.rs, straight.rs[before:]) {
+						t.Fatalf("fork at %d µs: the fork wrote %d results, want the %d after the fork", at, len(forked.rs), len(straight.rs)-before)
+					}
+				}
+			})
+		}
+	}
+}
+
+func start(t *testing.T, c config.Cluster, reqs []trace.Request, sink Sink, opts Options) (*cluster.Cluster, *feeder) {
+	t.Helper()
+	cl, err := cluster.New(&c, testModel(c), sink, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &feeder{c: cl, lastRoot: math.MinInt64}
+	if err := f.preloadAll(reqs); err != nil {
+		t.Fatal(err)
+	}
+	return cl, f
+}
+
+// runUntil advances cl to t, reading input when it asks.
+func runUntil(t *testing.T, cl *cluster.Cluster, f *feeder, at int64) {
+	t.Helper()
+	for cl.RunUntil(at) == cluster.NeedInput {
+		if err := f.readNextRoot(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func finish(t *testing.T, cl *cluster.Cluster, f *feeder) {
+	t.Helper()
+	runUntil(t, cl, f, math.MaxInt64)
+	if _, err := cl.Finish(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRouterIndexesMatchScans routes with the router's indexes (global
+// prefix index, load tree) and with plain scans of every candidate: same
+// decisions, same results, on small and large groups.
+func TestRouterIndexesMatchScans(t *testing.T) {
+	for _, replicas := range []int{5, 40} {
+		reqs := workload(11, 120*replicas)
+		for _, routing := range []string{"prefix-affinity", "weighted", "least-loaded"} {
+			for _, kv := range []int64{80, 1000} { // heavy eviction, and none
+				c := testConfig()
+				c.Replicas = replicas
+				c.Engine.KVBlocks = kv
+				c.Router.Routing = routing
+				var out [3][]byte
+				for i, index := range []int{-1, 1, 0} {
+					out[i] = resultsBytesOpts(t, c, reqs, Options{CheckInvariants: true, RouterIndexes: index})
+				}
+				if string(out[0]) != string(out[1]) || string(out[0]) != string(out[2]) {
+					t.Fatalf("%d replicas %s kv=%d: the router's indexes changed the results", replicas, routing, kv)
+				}
+			}
+		}
+	}
+}

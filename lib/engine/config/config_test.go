@@ -96,7 +96,7 @@ func TestDefaultsAreVLLMs(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"", "replicas: 3\n", "engine: {kv_blocks: 10}\n", "router: {routing: weighted, weights: {kv: 2}}\n",
+	for _, s := range []string{"", "replicas: 3\n", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 2}]}\n", "engine: {kv_blocks: 10}\n", "router: {routing: weighted, weights: {kv: 2}}\n",
 		"horizon: 1h\nsnapshot_interval: 0\n", "latency: {beta: [1,2,3], alpha: [4,5,6]}\n", "engine:\n  - 1\n"} {
 		f.Add([]byte(s))
 	}
@@ -112,6 +112,54 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted config fails validation: %v", err)
 		}
 	})
+}
+
+func TestExampleDeploymentsYAML(t *testing.T) {
+	c, err := Load("../../../examples/deployments.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Resolved()
+	if len(d) != 2 || d[1].ID != "qwen32b-h200" || d[1].TP != 2 || d[1].Engine.MaxNumSeqs != 128 || d[1].Engine.BlockSize != 16 || d[0].Pools[0].Replicas != 4 {
+		t.Fatalf("%+v", d)
+	}
+	// The printed form reads back to the same config.
+	c2, err := Parse("printed", []byte(c.YAML()))
+	if err != nil || c2.YAML() != c.YAML() {
+		t.Fatalf("round trip: %v\n%s\n%s", err, c.YAML(), c2.YAML())
+	}
+}
+
+func TestDeploymentsForm(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"minimal", "deployments:\n  - {id: a, model: llama-3.1-8b, gpu: h100, pools: [{replicas: 2}]}\n", ""},
+		{"mixed forms", "replicas: 2\ndeployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 1}]}\n", "c.yaml:1: replicas: a top-level replicas cannot be combined with deployments: (line 2)"},
+		{"no id", "deployments:\n  - {model: m, gpu: h100, pools: [{replicas: 1}]}\n", "c.yaml:2: deployments[0]: expected an id"},
+		{"slash in id", "deployments:\n  - {id: a/b, model: m, gpu: h100, pools: [{replicas: 1}]}\n", "deployments[0].id: expected a name without '/'"},
+		{"no model", "deployments:\n  - {id: a, gpu: h100, pools: [{replicas: 1}]}\n", "deployments[0]: expected a model"},
+		{"no pools", "deployments:\n  - {id: a, model: m, gpu: h100}\n", "expected pools:"},
+		{"duplicate ids", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 1}]}\n  - {id: a, model: n, gpu: h100, pools: [{replicas: 1}]}\n", "c.yaml:3: deployments[1].id: duplicate deployment id \"a\" (first at deployments[0])"},
+		{"zero replicas", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 0}]}\n", "deployments[0].pools[0].replicas: expected >= 1, found 0"},
+		{"unknown role", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{role: mixed, replicas: 1}]}\n", "deployments[0].pools[0].role: expected monolithic"},
+		{"min above replicas", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 2, min_replicas: 3}]}\n", "min_replicas: expected <= replicas (2), found 3"},
+		{"max below replicas", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 2, max_replicas: 1}]}\n", "max_replicas: expected >= replicas (2), found 1"},
+		{"engine error names the deployment", "deployments:\n  - {id: a, model: m, gpu: h100, engine: {max_num_seqs: 0}, pools: [{replicas: 1}]}\n", "deployments[0].engine.max_num_seqs: expected >= 1"},
+		{"bad type", "deployments:\n  - {id: a, model: m, gpu: h100, tp: two, pools: [{replicas: 1}]}\n", "c.yaml:2: deployments[0].tp: expected an integer, found \"two\""},
+		{"too many replicas", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 60000}]}\n  - {id: b, model: m, gpu: h100, pools: [{replicas: 60000}]}\n", "the cluster would have more than 100000 replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tc.yaml))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
 }
 
 func TestExampleClusterYAML(t *testing.T) {

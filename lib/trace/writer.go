@@ -29,11 +29,20 @@ func newBatchWriter(sink Sink, schema *arrow.Schema) batchWriter {
 			w.dicts[i] = &dictCol{dt: dt, index: map[string]int32{}, nullable: f.Nullable}
 		}
 	}
-	w.b.Reserve(BatchRows)
+	// Room for a small table only: a table that fills a batch gets a full
+	// batch's room after its first flush. Reserving BatchRows up front cost
+	// 13 MB of zeroed memory per results table, most of a 1,000-row run's
+	// time in a sweep.
+	w.b.Reserve(firstBatchRows)
 	return w
 }
 
-func (w *batchWriter) flush() error {
+const firstBatchRows = 1024
+
+func (w *batchWriter) flush() error { return w.flushBatch(false) }
+
+// flushBatch writes the rows held; final skips reserving room for more.
+func (w *batchWriter) flushBatch(final bool) error {
 	if w.n == 0 {
 		return nil
 	}
@@ -59,6 +68,9 @@ func (w *batchWriter) flush() error {
 			data = x.ValueBuilder().Len()
 		}
 		cols[i] = fb.NewArray()
+		if final {
+			continue
+		}
 		fb.Reserve(BatchRows)
 		switch x := fb.(type) {
 		case *array.StringBuilder:
@@ -85,7 +97,7 @@ func (w *batchWriter) added() error {
 // close flushes, closes the sink and releases the builders. It always
 // writes the schema, so an empty table is still a valid stream.
 func (w *batchWriter) close() error {
-	err := w.flush()
+	err := w.flushBatch(true)
 	if cerr := w.sink.Close(); err == nil {
 		err = cerr
 	}

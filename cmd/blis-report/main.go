@@ -24,7 +24,7 @@ func app() *cli.App {
 		// --slo values contain commas ("interactive:ttft=200ms,tpot=50ms"): splitting
 		// them would make the second target global.
 		DisableSliceFlagSeparator: true,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, markdown, csv or json"},
 			&cli.StringFlag{Name: "by", Usage: "also group by " + strings.Join(report.GroupNames, "|")},
 			&cli.StringSliceFlag{Name: "slo", Usage: `latency targets "ttft=200ms,tpot=50ms", or per class "interactive:ttft=200ms" (repeatable)`},
@@ -32,7 +32,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "steps", Usage: "steps table of the (first) run, for queue depth and busy time"},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report to `FILE`"},
 			&cli.StringFlag{Name: "o", Usage: "write the report to `FILE` instead of stdout"},
-		},
+		}, sweepFlags()...),
 		Action: run,
 	}
 }
@@ -51,6 +51,9 @@ func run(c *cli.Context) error {
 		if len(a) > 1 && strings.HasPrefix(a, "-") {
 			return cliutil.Usage("flag %s after the input files: flags go first (blis-report --html r.html results.arrow)", a)
 		}
+	}
+	if c.NArg() == 1 && report.IsSweepTable(c.Args().First()) {
+		return runSweep(c, c.Args().First(), f)
 	}
 	by := c.String("by")
 	if by != "" && report.GroupColumns[by] == "" {

@@ -1,0 +1,326 @@
+package sweep
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/synth"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Record is what a run leaves behind: its summary, one metrics row per
+// report group. It is all the sweep keeps of a run (unless results are
+// kept too), so memory and disk follow the number of runs, not requests.
+type Record struct {
+	ID           string        `json:"run_id"`
+	Format       int           `json:"format"`
+	Error        string        `json:"error,omitempty"`
+	LatencyModel string        `json:"latency_model,omitempty"`
+	Groups       []GroupRecord `json:"groups,omitempty"`
+}
+
+// GroupRecord is one report group's metrics (nil = undefined).
+type GroupRecord struct {
+	Group   string              `json:"group"`
+	Metrics map[string]*float64 `json:"metrics"`
+}
+
+// recordFormat changes when records or metrics change meaning: it is part of
+// every run id, so old records are not reused.
+const recordFormat = 1
+
+// runner executes runs; it is safe for concurrent use.
+type runner struct {
+	spec   *Spec
+	slos   *report.SLOSet
+	traces *traceCache
+	keep   string // directory for results tables ("" = discard)
+}
+
+func newRunner(s *Spec, keep string) (*runner, error) {
+	slos, err := report.ParseSLOs(s.Report.SLO)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{spec: s, slos: slos, traces: newTraceCache(4 << 20), keep: keep}, nil
+}
+
+// errInput marks errors that the same inputs would repeat: the run is
+// recorded as failed rather than retried.
+type errInput struct{ err error }
+
+func (e *errInput) Error() string { return e.err.Error() }
+func (e *errInput) Unwrap() error { return e.err }
+
+// run simulates one run and summarises it. A failure that comes from the
+// run's inputs (a request the engine refuses, a config the latency model
+// cannot build) is returned as a Record with Error; other failures (a
+// file that vanished) as an error.
+func (x *runner) run(r *Run) (*Record, error) {
+	rec := &Record{ID: r.ID, Format: recordFormat}
+	if r.Invalid != "" {
+		rec.Error = r.Invalid
+		return rec, nil
+	}
+	var results bytes.Buffer
+	model, err := x.simulate(r, &results)
+	if err != nil {
+		var ie *errInput
+		if errors.As(err, &ie) {
+			rec.Error = ie.Error()
+			return rec, nil
+		}
+		return nil, err
+	}
+	rec.LatencyModel = model
+	if x.keep != "" {
+		if err := writeFileAtomic(resultsPath(x.keep, r.ID), results.Bytes()); err != nil {
+			return nil, err
+		}
+	}
+	rep, err := report.Build([]string{"-"}, report.Options{By: x.spec.Report.By, SLOs: x.slos, Stdin: &results})
+	if err != nil {
+		return nil, fmt.Errorf("run %s: summarising: %w", r.ID[:12], err)
+	}
+	groups, vals, err := groupMetrics(rep, !x.slos.Empty())
+	if err != nil {
+		return nil, err
+	}
+	for i, g := range groups {
+		gr := GroupRecord{Group: g, Metrics: map[string]*float64{}}
+		for j, m := range Metrics {
+			if v := vals[i][j]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+				gr.Metrics[m.Name] = &v
+			}
+		}
+		rec.Groups = append(rec.Groups, gr)
+	}
+	return rec, nil
+}
+
+// simulate runs the engine, writing the results table (an Arrow stream) to w.
+func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
+	var (
+		src         engine.Source
+		prefixBlock int
+		path        string
+	)
+	switch r.workload.kind {
+	case "trace":
+		reqs, release, err := x.traces.get(r.wkey, r.workload.trace)
+		if err != nil {
+			return "", err
+		}
+		defer release()
+		src, prefixBlock, path = sliceSource(reqs.rows, reqs.sorted), reqs.prefixBlock, reqs.path
+	case "synth":
+		sp, err := synth.Parse(r.workload.spec, r.workload.name, r.workload.dir)
+		if err != nil {
+			return "", &errInput{err}
+		}
+		ss := newSynthSource(sp)
+		defer ss.close()
+		src, prefixBlock, path = ss, sp.PrefixBlockSize, r.workload.name
+	}
+	md := trace.NewMeta()
+	schema := trace.ResultsSchema(md)
+	sink, err := trace.Create("-", w, schema)
+	if err != nil {
+		return "", err
+	}
+	rw := trace.NewResultWriter(sink, schema)
+	model, runErr := r.cluster.simulate(src, rw, prefixBlock, path)
+	if runErr != nil {
+		rw.Abort()
+		var re *trace.RowError
+		var le *synth.LimitError
+		if errors.As(runErr, &re) || errors.As(runErr, &le) || model == "" {
+			// Bad rows and configs the latency model refuses repeat on a rerun.
+			return "", &errInput{runErr}
+		}
+		return "", runErr
+	}
+	if err := rw.Close(); err != nil {
+		return "", err
+	}
+	return model, nil
+}
+
+// traceCache keeps converted traces in memory while runs use them, evicting
+// the least recently used when the rows held pass a budget.
+type traceCache struct {
+	mu      sync.Mutex
+	budget  int
+	held    int
+	tick    int64
+	entries map[string]*traceEntry
+}
+
+type traceEntry struct {
+	once  sync.Once
+	reqs  *requests
+	err   error
+	users int
+	used  int64
+}
+
+func newTraceCache(rows int) *traceCache {
+	return &traceCache{budget: rows, entries: map[string]*traceEntry{}}
+}
+
+func (c *traceCache) get(key string, o traceOptions) (*requests, func(), error) {
+	c.mu.Lock()
+	e := c.entries[key]
+	if e == nil {
+		e = &traceEntry{}
+		c.entries[key] = e
+	}
+	e.users++
+	c.tick++
+	e.used = c.tick
+	c.mu.Unlock()
+	e.once.Do(func() {
+		e.reqs, e.err = loadTrace(o)
+		if e.err != nil {
+			e.err = &errInput{e.err}
+		}
+		c.mu.Lock()
+		if e.reqs != nil {
+			c.held += len(e.reqs.rows)
+		}
+		c.mu.Unlock()
+	})
+	release := func() {
+		c.mu.Lock()
+		e.users--
+		c.evict()
+		c.mu.Unlock()
+	}
+	if e.err != nil {
+		release()
+		return nil, nil, e.err
+	}
+	return e.reqs, release, nil
+}
+
+// evict drops unused entries, oldest first, while over budget.
+func (c *traceCache) evict() {
+	for c.held > c.budget {
+		var oldest string
+		var ot int64 = math.MaxInt64
+		for k, e := range c.entries {
+			if e.users == 0 && e.used < ot && e.reqs != nil {
+				oldest, ot = k, e.used
+			}
+		}
+		if oldest == "" {
+			return
+		}
+		c.held -= len(c.entries[oldest].reqs.rows)
+		delete(c.entries, oldest)
+	}
+}
+
+// synthSource streams a synthesised workload into the engine: the generator
+// runs on its own goroutine and hands over batches in order.
+type synthSource struct {
+	ch   chan []trace.Request
+	errc chan error
+	stop chan struct{}
+	err  error
+	done bool
+}
+
+var errStopped = errors.New("stopped")
+
+func newSynthSource(sp *synth.Spec) *synthSource {
+	s := &synthSource{ch: make(chan []trace.Request, 2), errc: make(chan error, 1), stop: make(chan struct{})}
+	go func() {
+		// Rows and their slices are reused by the generator after emit
+		// returns; the engine keeps them, so each batch gets fresh storage.
+		var batch []trace.Request
+		var hashes []uint64
+		var deps []string
+		send := func() bool {
+			if len(batch) == 0 {
+				return true
+			}
+			select {
+			case s.ch <- batch:
+				batch, hashes, deps = nil, nil, nil
+				return true
+			case <-s.stop:
+				return false
+			}
+		}
+		_, err := synth.Generate(sp, func(r *trace.Request) error {
+			if batch == nil {
+				batch = make([]trace.Request, 0, chunkRows)
+			}
+			c := *r
+			if len(r.PrefixHashes) > 0 {
+				n := len(hashes)
+				hashes = append(hashes, r.PrefixHashes...)
+				c.PrefixHashes = hashes[n:len(hashes):len(hashes)]
+			}
+			if len(r.DependsOn) > 0 {
+				n := len(deps)
+				deps = append(deps, r.DependsOn...)
+				c.DependsOn = deps[n:len(deps):len(deps)]
+			}
+			batch = append(batch, c)
+			if len(batch) == chunkRows && !send() {
+				return errStopped
+			}
+			return nil
+		})
+		if err == nil && !send() {
+			err = errStopped
+		}
+		close(s.ch)
+		s.errc <- err
+	}()
+	return s
+}
+
+func (s *synthSource) Next(buf []trace.Request) ([]trace.Request, error) {
+	if s.done {
+		return buf[:0], s.finalErr()
+	}
+	b, ok := <-s.ch
+	if !ok {
+		s.done = true
+		s.err = <-s.errc
+		return buf[:0], s.finalErr()
+	}
+	return b, nil
+}
+
+func (s *synthSource) finalErr() error {
+	if s.err != nil {
+		var le *synth.LimitError
+		if errors.As(s.err, &le) {
+			return s.err
+		}
+		return &errInput{s.err}
+	}
+	return io.EOF
+}
+
+// close stops the generator if the engine ended early.
+func (s *synthSource) close() {
+	if s.done {
+		return
+	}
+	close(s.stop)
+	for range s.ch {
+	}
+	<-s.errc
+	s.done = true
+}

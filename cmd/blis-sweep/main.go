@@ -29,8 +29,8 @@ func main() { cliutil.Run(app()) }
 func app() *cli.App {
 	return &cli.App{
 		Name:      "blis-sweep",
-		Usage:     "run a sweep of simulations (in parallel, resumable, sharded) and search for capacity",
-		UsageText: "blis-sweep [flags] sweep.yaml\n   blis-sweep --find min-replicas --slo 'p99_ttft<=500ms' sweep.yaml",
+		Usage:     "run a sweep of simulations, locally or as a Slurm job array, and search for capacity",
+		UsageText: "blis-sweep [flags] sweep.yaml\n   blis-sweep --find min-replicas --slo 'p99_ttft<=500ms' sweep.yaml\n   blis-sweep --slurm --shards 8 --wait sweep.yaml",
 		Description: "Runs every point of the sweep spec (docs/sweep.md) that has no result yet in the output\n" +
 			"directory, then writes summary.parquet (one row per run) and points.parquet (mean and 95% CI\n" +
 			"over seeds) there and prints the points. Results are content-addressed: a rerun skips what is done.",
@@ -58,6 +58,17 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "search-axis", Usage: "with --find: the axis searched (default: the replicas axis, or workload.aggregate_rate / workload.speedup)"},
 			&cli.Float64Flag{Name: "tolerance", Value: 0.02, Usage: "with --find max-rate: stop when the bracket is narrower than this fraction of the rate"},
 			&cli.Float64Flag{Name: "confidence", Value: 0.95, Usage: "with --find and several seeds: a point meets the SLO when its CI at this level does (0 = decide on the mean)"},
+
+			&cli.BoolFlag{Name: "slurm", Usage: "submit the runs as a Slurm job array (sbatch --array), one task per shard"},
+			&cli.IntFlag{Name: "shards", Value: 0, Usage: "with --slurm or --k8s-job: number of shards (default: min(runs, 32))"},
+			&cli.StringSliceFlag{Name: "sbatch-arg", Usage: "with --slurm: an extra sbatch argument such as --partition=gpu (repeatable)"},
+			&cli.BoolFlag{Name: "wait", Usage: "with --slurm: wait for the job array, then collect"},
+			&cli.StringFlag{Name: "exec", Usage: "with --slurm or --k8s-job: the command that runs blis-sweep on the nodes (default: this binary's absolute path; in a manifest: blis-sweep)"},
+
+			&cli.BoolFlag{Name: "k8s-job", Usage: "print a Kubernetes Indexed Job manifest that runs the shards, and exit"},
+			&cli.StringFlag{Name: "image", Value: "blis:latest", Usage: "with --k8s-job: the container image holding blis-sweep"},
+			&cli.StringFlag{Name: "pvc", Value: "blis-sweep", Usage: "with --k8s-job: the PersistentVolumeClaim holding the spec, its inputs and the output directory"},
+			&cli.StringFlag{Name: "mount", Value: "/work", Usage: "with --k8s-job: where the volume is mounted in the container"},
 		},
 		Action: run,
 	}
@@ -99,6 +110,10 @@ func run(c *cli.Context) error {
 	switch {
 	case c.Bool("dry-run"):
 		return printPlan(c.App.Writer, plan, out)
+	case c.Bool("k8s-job"):
+		return k8sJob(c, plan, specPath, out)
+	case c.Bool("slurm"):
+		return slurm(c, plan, specPath, out, f)
 	case c.Bool("collect"):
 		return collect(c, plan, out, f, c.Int("shard-count"))
 	}
@@ -220,10 +235,13 @@ func collect(c *cli.Context, plan *sweep.Plan, out string, f report.Format, shar
 	sum, err := sweep.Collect(plan, out)
 	var me *sweep.MissingError
 	if errors.As(err, &me) {
+		if shardCount == 0 {
+			shardCount = sweep.SlurmShards(out)
+		}
 		_, shards := sweep.Missing(plan, out, shardCount)
 		msg := fmt.Sprintf("%s in %s", me.Error(), out)
 		if shardCount > 0 {
-			msg += fmt.Sprintf("; shards with missing runs (of %d): %s; run them again with --shard-index I --shard-count %d",
+			msg += fmt.Sprintf("; shards with missing runs (of %d): %s; blis-sweep --slurm submits only those again (or run --shard-index I --shard-count %d)",
 				shardCount, joinInts(shards), shardCount)
 		} else {
 			msg += "; run blis-sweep again to run them"

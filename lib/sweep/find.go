@@ -405,7 +405,10 @@ func (se *search) finish(sp *Spec) {
 	case !a.Found:
 		a.Note = fmt.Sprintf("unreachable: even the smallest value of the range misses the SLO (%s)", strings.Join(a.Verdict.Failing, "; "))
 	case se.highIsOK && flowString(a.Value) == flowString(se.dom.node(first)):
-		a.Note = "the smallest value of the range already meets the SLO: the minimum may be lower"
+		a.Note = "the smallest value of the range already meets the SLO"
+		if x, err := strconv.ParseFloat(a.Value.Value, 64); err != nil || x > 1 {
+			a.Note += ": the minimum may be lower"
+		}
 	case !se.highIsOK && flowString(a.Value) == flowString(se.dom.node(last)):
 		a.Note = "the largest value of the range still meets the SLO: the maximum may be higher"
 	}

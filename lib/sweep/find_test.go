@@ -156,8 +156,8 @@ func TestFindUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := res.Answers[0]; !a.Found || a.Value.Value != "1" || !strings.Contains(a.Note, "may be lower") {
-		t.Errorf("answer %+v, want 1 with a note", a)
+	if a := res.Answers[0]; !a.Found || a.Value.Value != "1" || !strings.Contains(a.Note, "already meets the SLO") || strings.Contains(a.Note, "may be lower") {
+		t.Errorf("answer %+v, want 1 with a note (the bottom of the range)", a)
 	}
 
 	// Attainment without any per-request target cannot be judged.
@@ -212,5 +212,29 @@ axes:
 	rec, _ := readRecord(out, p.Runs[0].ID)
 	if v := judge(cons, []*Record{rec}, 0); v.Pass {
 		t.Errorf("rate %g (6%% above the answer %g) still meets the SLO: %+v", rate*1.06, rate, v)
+	}
+}
+
+// The cheapest answer: by cost with prices, else by GPUs; not-found
+// answers never win.
+func TestCheapest(t *testing.T) {
+	res := &FindResult{Answers: []*Answer{
+		{Found: false, GPUs: 1, Cost: 1},
+		{Found: true, GPUs: 5, Cost: 16.49},
+		{Found: true, GPUs: 4, Cost: 17.5},
+		{Found: true, GPUs: 9, Cost: 16.0},
+	}}
+	if i := res.Cheapest(); i != 3 {
+		t.Errorf("cheapest by cost: %d, want 3", i)
+	}
+	for _, a := range res.Answers {
+		a.Cost = math.NaN()
+	}
+	if i := res.Cheapest(); i != 2 {
+		t.Errorf("cheapest by GPUs: %d, want 2", i)
+	}
+	res.Answers = res.Answers[:1]
+	if i := res.Cheapest(); i != -1 {
+		t.Errorf("nothing found: %d, want -1", i)
 	}
 }

@@ -508,6 +508,9 @@ func (g *Generator) row(cg *clientGen, id string, arrival int64, deps []string, 
 		StepID: step, LoopIteration: iter, Streaming: streaming,
 		RecordedTTFTUS: trace.Null, RecordedE2EUS: trace.Null, RecordedITLUS: trace.Null,
 	}
+	if kind == trace.KindLLM {
+		r.TimeoutUS = int64(c.Timeout) // tools are timers: no client waits on them
+	}
 	g.st.Rows++
 	g.st.ClientRows[cg.idx]++
 	if kind == trace.KindTool {

@@ -72,6 +72,7 @@ type Client struct {
 	SLOClass     string        `yaml:"slo_class"`
 	Priority     int32         `yaml:"priority"`
 	Model        string        `yaml:"model"`
+	Timeout      Duration      `yaml:"timeout"` // the client gives up on a request not finished this long after it arrives (0 = never)
 	Streaming    *float64      `yaml:"streaming"`
 	Input        *Dist         `yaml:"input"`
 	Output       *Dist         `yaml:"output"`

@@ -607,3 +607,29 @@ func TestWriteMatchesGenerate(t *testing.T) {
 		}
 	}
 }
+
+// A client's timeout lands on its llm rows (tool rows are timers).
+func TestClientTimeout(t *testing.T) {
+	s := parse(t, `
+version: 1
+num_requests: 20
+aggregate_rate: 5
+clients:
+  - {name: impatient, input: 100, output: 10, timeout: 2.5s}
+  - {name: patient, input: 100, output: 10}
+`)
+	rows, _ := collect(t, s)
+	n := 0
+	for _, r := range rows {
+		want := int64(0)
+		if strings.HasPrefix(r.ID, "impatient") {
+			want, n = 2_500_000, n+1
+		}
+		if r.TimeoutUS != want {
+			t.Fatalf("%s: timeout_us %d, want %d", r.ID, r.TimeoutUS, want)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no impatient rows")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // plan is a compiled agentic workflow: steps in execution order (before the
@@ -155,6 +156,9 @@ func (s *Spec) compile() error {
 			return s.errAt(p.add("name"), "client %q is defined twice", c.Name)
 		}
 		names[c.Name] = true
+		if c.Timeout < 0 {
+			return s.errAt(p.add("timeout"), "client %q: timeout: expected a duration > 0 (or absent: never), found %v", c.Name, time.Duration(c.Timeout)*time.Microsecond)
+		}
 		if err := s.compileClient(c, p, groups); err != nil {
 			return err
 		}

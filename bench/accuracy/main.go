@@ -272,6 +272,12 @@ func run(data string, calibrate bool, w io.Writer) error {
 		fmt.Fprintf(w, "| %s | %d | %.1f%% | %+.1f%% |\n", binName(bins[i], bins[i+1]), n, m, b)
 	}
 	fmt.Fprintln(w)
+	if err := commLevel(data, calibrate, w); err != nil {
+		return err
+	}
+	if err := rtxProLevel(data, calibrate, w); err != nil {
+		return err
+	}
 	if err := layerLevel(data, w); err != nil {
 		return err
 	}

@@ -2,7 +2,8 @@
 # Regenerates every committed file in coefficients/<model>/ from the real
 # measurements in ../shared/data/measurements. Deterministic: fixed seeds,
 # Nelder–Mead has no randomness, and simulations are combined in a fixed
-# order, so re-running gives byte-identical files. Fit reports go to
+# order, so re-running gives byte-identical files (--force: these are the
+# shipped files, replaced on purpose). Fit reports go to
 # $REPORTS (default: a temporary directory), one per file.
 set -eu
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ cal() {
 	shift
 	n=$((n + 1))
 	echo "[$n] $name" >&2
-	"$tmp/blis-calibrate" -q --relative-to . --seed 42 -o coefficients/ --report "$REPORTS/$name.txt" "$@"
+	"$tmp/blis-calibrate" -q --relative-to . --seed 42 --force -o coefficients/ --report "$REPORTS/$name.txt" "$@"
 }
 
 # Closed-loop serving points, H100 vLLM, fitted on 80% and tested on the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blis-sim/blis/coefficients"
 	"github.com/blis-sim/blis/lib/cliutil"
 	"github.com/blis-sim/blis/lib/fit"
 	"github.com/blis-sim/blis/lib/latency"
@@ -44,6 +45,7 @@ type calibration struct {
 	ReportPath   string // "" → stderr
 	Residuals    int    // residual rows shown (0 = all)
 	Quiet        bool
+	Force        bool                // -o may replace an existing (or shipped) file
 	DisplayPaths func(string) string // how source paths are written into the file
 }
 
@@ -106,15 +108,14 @@ func (c *calibration) Run(stdout, stderr io.Writer) error {
 		return nil
 	}
 	if c.Output != "" && c.Output != "-" {
-		out := c.Output
-		if strings.HasSuffix(out, "/") {
-			// A directory: the canonical <model>/<gpu>-tp<N>-<engine>-<version>.yaml under it.
-			out = filepath.Join(out, coef.FileName())
+		out, note, err := c.outputPath(coef.FileName())
+		if err != nil {
+			return err
 		}
 		if err := coef.Save(out); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", out)
+		fmt.Fprintf(stderr, "wrote %s%s\n", out, note)
 		return nil
 	}
 	b, err := coef.Marshal()
@@ -123,6 +124,35 @@ func (c *calibration) Run(stdout, stderr io.Writer) error {
 	}
 	_, err = stdout.Write(b)
 	return err
+}
+
+// outputPath is where -o sends a file named rel (<model>/<gpu>-tp…yaml).
+// Nothing is replaced without --force, except in the user's directory: a
+// fit that would land on a shipped file goes to resolve.UserDir() instead,
+// where blis-sim --latency auto finds it before the shipped one.
+func (c *calibration) outputPath(rel string) (out, note string, err error) {
+	out = c.Output
+	if strings.HasSuffix(out, "/") {
+		// A directory: the canonical <model>/<gpu>-tp<N>-<engine>-<version>.yaml under it.
+		out = filepath.Join(out, rel)
+		if shipped, ok := coefficients.Shipped(rel); ok && !c.Force && sameBytes(out, shipped) {
+			u := resolve.UserDir()
+			if u == "" {
+				return "", "", usageErr("%s is a shipped coefficients file and the user directory is unknown: set %s=DIR, or pass --force to replace the shipped file", out, resolve.UserEnvDir)
+			}
+			return filepath.Join(u, rel), fmt.Sprintf(" (%s is a shipped file, left as it is; blis-sim --latency auto uses %s before it; --force replaces the shipped file)", out, u), nil
+		}
+	}
+	if _, err := os.Stat(out); err == nil && !c.Force {
+		return "", "", usageErr("-o %s: the file exists; pass --force to replace it", out)
+	}
+	return out, "", nil
+}
+
+// sameBytes reports whether the file at path holds exactly b.
+func sameBytes(path string, b []byte) bool {
+	have, err := os.ReadFile(path)
+	return err == nil && string(have) == string(b)
 }
 
 // usageErr is the user's to fix (exit 2).
@@ -466,6 +496,9 @@ func (c *calibration) runRequests(progress io.Writer) (*fit.Report, *fitted.Coef
 		// rescale with its model and GPU, token features do not.
 		coef := *res.Coeffs
 		coef.Model, coef.GPU, coef.TP = te.setup.Resolved.Roofline.A.Name, te.setup.Resolved.Roofline.G.Name, te.setup.Dep.TP
+		if coef.GPU != res.Coeffs.GPU {
+			coef.RooflineEfficiency = nil // the test GPU's own profile, not the trained one's
+		}
 		testT, err := fit.NewRunTarget(c.Test, te.reqs, fit.EngineRunner(te.setup.Engine))
 		if err != nil {
 			return nil, nil, nil, err

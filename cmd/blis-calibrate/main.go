@@ -57,7 +57,8 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "evaluate", Usage: "fit nothing: report the errors of --latency on the data"},
 			&cli.StringFlag{Name: "latency", Value: "auto", Usage: "with --evaluate: roofline, fitted or auto"},
 			&cli.StringFlag{Name: "coefficients", Usage: "with --evaluate: coefficients `FILE` to judge"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "coefficients YAML `FILE` (- for stdout)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "coefficients YAML `FILE` (- for stdout); DIR/ writes DIR/<model>/<gpu>-tp<N>-<engine>-<version>.yaml, and a fit that would replace a shipped file goes to the user directory ($BLIS_USER_COEFFICIENTS, else ~/.config/blis/coefficients)"},
+			&cli.BoolFlag{Name: "force", Usage: "let -o replace an existing file, a shipped one included"},
 			&cli.StringFlag{Name: "report", Usage: "write the fit report to `FILE` instead of stderr"},
 			&cli.IntFlag{Name: "residuals", Value: 40, Usage: "residual rows shown (0 = all)"},
 			&cli.StringFlag{Name: "relative-to", Usage: "write source paths relative to this directory (for committed files)"},
@@ -80,7 +81,7 @@ func app() *cli.App {
 				Holdout: c.Float64("holdout"), KFold: c.Int("kfold"), Seed: c.Uint64("seed"), PerChain: c.Int("chain-length"),
 				MaxEvals: c.Int("max-evals"), Workers: c.Int("workers"),
 				Evaluate: c.Bool("evaluate"), Latency: c.String("latency"), Coefficients: c.String("coefficients"),
-				Output: c.String("output"), ReportPath: c.String("report"), Residuals: c.Int("residuals"), Quiet: c.Bool("quiet"),
+				Output: c.String("output"), ReportPath: c.String("report"), Residuals: c.Int("residuals"), Quiet: c.Bool("quiet"), Force: c.Bool("force"),
 			}
 			if base := c.String("relative-to"); base != "" {
 				cmd.DisplayPaths = fit.RelPath(base)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blis-sim/blis/coefficients"
 	"github.com/blis-sim/blis/lib/cliutil"
 	"github.com/blis-sim/blis/lib/latency/fitted"
 )
@@ -59,5 +60,55 @@ func TestCLI(t *testing.T) {
 	}
 	if c.Model != "llama-2-70b" || c.GPU != "h100" || c.TP != 4 || c.Fit.Method != "nnls" || c.Fit.TestRows != 42 || len(c.Sources) != 1 || len(c.Sources[0].SHA256) != 64 {
 		t.Errorf("written file %+v", c)
+	}
+}
+
+// -o never replaces a file silently: a fit that would land on a shipped
+// file goes to the user's directory (which blis-sim searches first), any
+// other existing file needs --force (issue 10, item 6).
+func TestOutputKeepsShippedFiles(t *testing.T) {
+	const rel = "llama-2-70b/h100-tp4-splitwise-8f99e7dc.yaml"
+	shipped, ok := coefficients.Shipped(rel)
+	if !ok {
+		t.Fatalf("%s is not shipped", rel)
+	}
+	repo, user := t.TempDir(), t.TempDir()
+	t.Setenv("BLIS_USER_COEFFICIENTS", user)
+	os.MkdirAll(filepath.Join(repo, "llama-2-70b"), 0o755)
+	if err := os.WriteFile(filepath.Join(repo, rel), shipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fitArgs := []string{"blis-calibrate", "-q", "--step-times", td + "splitwise_h100_tp4.csv", "--model", "llama2-70b", "--gpu", "h100", "--tp", "4",
+		"--engine", "splitwise", "--engine-version", "8f99e7dc", "--kfold", "3"}
+	run := func(extra ...string) (int, string) {
+		var stderr bytes.Buffer
+		st := cliutil.RunArgs(app(), append(append([]string(nil), fitArgs...), extra...), &stderr)
+		return st, stderr.String()
+	}
+	st, msg := run("-o", repo+"/")
+	if st != 0 || !strings.Contains(msg, "is a shipped file, left as it is") {
+		t.Fatalf("status %d: %s", st, msg)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, rel)); string(b) != string(shipped) {
+		t.Error("the shipped file was replaced")
+	}
+	if _, err := fitted.Load(filepath.Join(user, rel)); err != nil {
+		t.Errorf("user file: %v", err)
+	}
+	// The user's file may be refitted in place.
+	if st, msg := run("-o", repo+"/"); st != 0 {
+		t.Fatalf("refit: status %d: %s", st, msg)
+	}
+	// Any other existing file needs --force, the shipped one included.
+	other := filepath.Join(repo, "mine.yaml")
+	os.WriteFile(other, []byte("x"), 0o644)
+	if st, msg := run("-o", other); st != 2 || !strings.Contains(msg, "mine.yaml: the file exists; pass --force to replace it") {
+		t.Fatalf("existing file: status %d: %s", st, msg)
+	}
+	if st, msg := run("-o", repo+"/", "--force"); st != 0 || strings.Contains(msg, "shipped") {
+		t.Fatalf("--force: status %d: %s", st, msg)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, rel)); string(b) == string(shipped) {
+		t.Error("--force did not replace the file")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/blis-sim/blis/coefficients"
@@ -49,12 +50,46 @@ func (r *Resolved) KVCapacityTokens(gpuMemoryUtilization float64) (int64, error)
 	return r.Roofline.KVCapacityTokens(gpuMemoryUtilization)
 }
 
-// coefficientsFS is where auto/fitted look; tests replace it.
-var coefficientsFS = func() (fs.FS, string) {
-	if d := os.Getenv(EnvDir); d != "" {
-		return os.DirFS(d), d
+// UserEnvDir names the user's coefficients directory. blis-calibrate writes
+// a fit there instead of over a shipped file, and auto looks there first.
+const UserEnvDir = "BLIS_USER_COEFFICIENTS"
+
+// UserDir is the user's coefficients directory: $BLIS_USER_COEFFICIENTS,
+// else <user config dir>/blis/coefficients (~/.config/blis/coefficients on
+// Linux); "" when neither can be determined.
+func UserDir() string {
+	if d := os.Getenv(UserEnvDir); d != "" {
+		return d
 	}
-	return coefficients.FS, "coefficients"
+	if c, err := os.UserConfigDir(); err == nil && c != "" {
+		return filepath.Join(c, "blis", "coefficients")
+	}
+	return ""
+}
+
+// searchDir is one place auto and fitted look for coefficients.
+type searchDir struct {
+	fsys    fs.FS
+	where   string // for messages
+	shipped bool   // the files compiled into the binary
+}
+
+// coefficientsDirs lists where auto/fitted look, first match wins:
+// $BLIS_COEFFICIENTS alone when set (a tree replacing the shipped files, as
+// scripts and tests use), else the user's directory, then the shipped files.
+// The user's files win because they describe the user's own deployment;
+// the line on stderr names the shipped file they shadow. Tests replace it.
+var coefficientsDirs = func() []searchDir {
+	if d := os.Getenv(EnvDir); d != "" {
+		return []searchDir{{os.DirFS(d), d, false}}
+	}
+	var out []searchDir
+	if u := UserDir(); u != "" {
+		if st, err := os.Stat(u); err == nil && st.IsDir() {
+			out = append(out, searchDir{os.DirFS(u), u, false})
+		}
+	}
+	return append(out, searchDir{coefficients.FS, "coefficients", true})
 }
 
 // Resolve builds the latency model for s.
@@ -148,24 +183,42 @@ func Resolve(s Spec) (*Resolved, error) {
 		desc += " " + string(arch.WeightDtype)
 	}
 	if mode != Roofline {
-		fsys, where := coefficientsFS()
-		p, c, err := fitted.Find(fsys, fitted.Query{Model: s.Model, GPU: gpu.Name, TP: s.TP, Engine: s.Engine, Version: s.Version, WeightDtype: string(arch.WeightDtype)})
-		if err != nil {
-			return nil, fmt.Errorf("coefficients: %w", err)
-		}
-		if c != nil {
-			if err := useFitted(c, where+"/"+p); err != nil {
+		q := fitted.Query{Model: s.Model, GPU: gpu.Name, TP: s.TP, Engine: s.Engine, Version: s.Version, WeightDtype: string(arch.WeightDtype)}
+		dirs := coefficientsDirs()
+		for i, d := range dirs {
+			p, c, err := fitted.Find(d.fsys, q)
+			if err != nil {
+				return nil, fmt.Errorf("coefficients in %s: %w", d.where, err)
+			}
+			if c == nil {
+				continue
+			}
+			if err := useFitted(c, d.where+"/"+p); err != nil {
 				return nil, err
+			}
+			for _, later := range dirs[i+1:] {
+				if p2, c2, err := fitted.Find(later.fsys, q); err == nil && c2 != nil && later.shipped {
+					out.Why = strings.TrimSuffix(out.Why, ")") + fmt.Sprintf("; shadows the shipped %s/%s, %s)", later.where, p2, errText(c2))
+				}
 			}
 			return out, nil
 		}
 		// Say so when coefficients exist for another weight dtype only.
 		other := ""
-		if p2, c2, err := fitted.Find(fsys, fitted.Query{Model: s.Model, GPU: gpu.Name, TP: s.TP, Engine: s.Engine, Version: s.Version}); err == nil && c2 != nil {
-			other = fmt.Sprintf("; %s/%s is for weight dtype %s", where, p2, c2.WeightDtype)
+		for _, d := range dirs {
+			anyDtype := q
+			anyDtype.WeightDtype = ""
+			if p2, c2, err := fitted.Find(d.fsys, anyDtype); err == nil && c2 != nil {
+				other = fmt.Sprintf("; %s/%s is for weight dtype %s", d.where, p2, c2.WeightDtype)
+				break
+			}
 		}
 		if mode == Fitted {
-			return nil, fmt.Errorf("--latency fitted: no coefficients for %s in %s/%s/%s (run blis-calibrate, pass --coefficients FILE, or use --latency roofline)", desc, where, roofline.ModelKey(s.Model), other)
+			var in []string
+			for _, d := range dirs {
+				in = append(in, d.where+"/"+roofline.ModelKey(s.Model)+"/")
+			}
+			return nil, fmt.Errorf("--latency fitted: no coefficients for %s in %s%s (run blis-calibrate, pass --coefficients FILE, or use --latency roofline)", desc, strings.Join(in, " or "), other)
 		}
 		out.Model = rf
 		out.Why = fmt.Sprintf("latency: roofline (no coefficients for %s%s)", desc, other)

@@ -1,7 +1,6 @@
 package resolve
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,9 +23,9 @@ func coeffs(model, gpu string, tp int, dtype string, test float64) []byte {
 }
 
 func withFS(t *testing.T, m fstest.MapFS) {
-	old := coefficientsFS
-	coefficientsFS = func() (fs.FS, string) { return m, "coefficients" }
-	t.Cleanup(func() { coefficientsFS = old })
+	old := coefficientsDirs
+	coefficientsDirs = func() []searchDir { return []searchDir{{m, "coefficients", true}} }
+	t.Cleanup(func() { coefficientsDirs = old })
 }
 
 func TestSelection(t *testing.T) {
@@ -182,5 +181,46 @@ func TestTPErrors(t *testing.T) {
 		if err == nil || err.Error() != c.want {
 			t.Errorf("tp %d: error = %v, want %q", c.tp, err, c.want)
 		}
+	}
+}
+
+// A fit in the user's directory wins over the shipped file for the same
+// deployment, and says which shipped file it shadows; BLIS_COEFFICIENTS
+// replaces both.
+func TestUserDirShadowsShipped(t *testing.T) {
+	shipped := fstest.MapFS{"qwen3-14b/h100-tp1-vllm-0.8.4.yaml": {Data: coeffs("qwen3-14b", "h100", 1, "", 6.1)},
+		"qwen3-14b/h100-tp2-vllm-0.8.4.yaml": {Data: coeffs("qwen3-14b", "h100", 2, "", 7.5)}}
+	user := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(user, "qwen3-14b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(user, "qwen3-14b", "h100-tp1-vllm-0.8.4.yaml"), coeffs("qwen3-14b", "h100", 1, "", 31.2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(UserEnvDir, user)
+	t.Setenv(EnvDir, "")
+	old := coefficientsDirs
+	coefficientsDirs = func() []searchDir {
+		dirs := old()
+		dirs[len(dirs)-1] = searchDir{shipped, "coefficients", true} // the embedded files, replaced
+		return dirs
+	}
+	t.Cleanup(func() { coefficientsDirs = old })
+	r, err := Resolve(Spec{Model: "qwen3-14b", GPU: "h100", TP: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "latency: fitted coefficients " + user + "/qwen3-14b/h100-tp1-vllm-0.8.4.yaml (test MAPE 31.2%; shadows the shipped coefficients/qwen3-14b/h100-tp1-vllm-0.8.4.yaml, test MAPE 6.1%)"
+	if r.Why != want {
+		t.Errorf("Why = %q\nwant  %q", r.Why, want)
+	}
+	// No user file for tp2: the shipped one, without a note.
+	r, err = Resolve(Spec{Model: "qwen3-14b", GPU: "h100", TP: 2})
+	if err != nil || r.Why != "latency: fitted coefficients coefficients/qwen3-14b/h100-tp2-vllm-0.8.4.yaml (test MAPE 7.5%)" {
+		t.Errorf("tp2: %v, %v", r, err)
+	}
+	_, err = Resolve(Spec{Mode: "fitted", Model: "qwen3-14b", GPU: "h100", TP: 4})
+	if err == nil || !strings.Contains(err.Error(), user+"/qwen3-14b/ or coefficients/qwen3-14b/") {
+		t.Errorf("fitted, none: %v", err)
 	}
 }

@@ -146,6 +146,12 @@ func (s *Setup) Coefficients(names []string, values []float64, a latency.Alpha) 
 	}
 	for j, n := range names {
 		c.Terms = append(c.Terms, fitted.Term{Feature: n, Value: round6(values[j])})
+		if strings.HasPrefix(n, "roofline") && c.RooflineEfficiency == nil {
+			// The roofline_* features were these µs: pin the profile, so a
+			// later change of the built-in one does not move the fit.
+			e := s.Resolved.Roofline.G.Eff
+			c.RooflineEfficiency = &e
+		}
 	}
 	return c
 }

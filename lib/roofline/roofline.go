@@ -160,6 +160,17 @@ func (g *GPU) GEMMUS(m, n, k float64, w, a Dtype) float64 {
 	return g.Eff.KernelUS + math.Max(c, mem)
 }
 
+// AllReduceUS is one all-reduce of bytes across n ranks: the small-message
+// latency plus a ring's 2(n−1)/n of the message at the achieved link
+// bandwidth.
+func (g *GPU) AllReduceUS(bytes float64, n int) float64 {
+	if n <= 1 {
+		return 0
+	}
+	ring := bytes * 2 * float64(n-1) / float64(n)
+	return g.LinkLatUS + ring/(g.LinkGBps*1e9*g.Eff.Link)*1e6
+}
+
 // AttentionUS is the predicted time of one attention kernel doing flops
 // (BF16 tensor cores) and moving bytes.
 func (g *GPU) AttentionUS(flops, bytes float64) float64 {
@@ -266,9 +277,12 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 		n := float64(r.TP)
 		ar := 2 * L
 		t.CommBytes = ar * msg * 2 * (n - 1) / n
-		t.CommUS = ar*r.G.LinkLatUS + t.CommBytes/(r.G.LinkGBps*1e9*r.G.Eff.Link)*1e6
+		t.CommUS = ar * r.G.AllReduceUS(msg, r.TP)
 	}
 	t.OverheadUS = t.Kernels*r.G.Eff.KernelUS + L*(r.G.Eff.AttnUS+r.G.Eff.LayerUS) + r.G.Eff.StepUS
+	if r.TP > 1 {
+		t.OverheadUS += r.G.Eff.TPStepUS
+	}
 	t.TotalUS = t.RoofUS + t.CommUS + t.OverheadUS
 	return t
 }
@@ -290,8 +304,11 @@ func (r *Roofline) StepTime(b *latency.Batch) int64 {
 	return us
 }
 
-// Alpha implements latency.Model: the roofline models the GPU step only.
-func (r *Roofline) Alpha() latency.Alpha { return latency.Alpha{} }
+// Alpha implements latency.Model: the API server's tokenisation before a
+// request is queued (α1); α0 and α2 are not modelled (docs/latency.md).
+func (r *Roofline) Alpha() latency.Alpha {
+	return latency.Alpha{QueuePerInputToken: r.G.Eff.TokenizeUS}
+}
 
 // Name implements latency.Model.
 func (r *Roofline) Name() string { return r.name }

@@ -723,6 +723,7 @@ func (m *recorder) StepTime(b *latency.Batch) int64 {
 
 func TestChunkedPrefillAggregates(t *testing.T) {
 	c := testConfig()
+	c.Engine.AsyncScheduling = false // b joins the step after its arrival (vLLM's synchronous scheduler)
 	c.Engine.MaxNumBatchedTokens = 128
 	c.Engine.MaxNumSeqs = 128
 	m := &recorder{Linear: latency.Linear{Beta0: 1000, Beta1: 1, Beta2: 10}}

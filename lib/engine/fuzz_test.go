@@ -70,6 +70,7 @@ func FuzzRun(f *testing.F) {
 		names := policy.Names(policy.StageRouting)
 		c.Router.Routing = names[int(routing)%len(names)]
 		c.Latency.Alpha = []float64{10, 0.5, 2}
+		c.Engine.AsyncScheduling = kv&0x40 != 0
 		models := testModel(c)
 		if routing&0x80 != 0 {
 			// Two deployments (the flat one and a second model).

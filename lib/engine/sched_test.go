@@ -50,3 +50,31 @@ func TestSchedulerSeams(t *testing.T) {
 		}
 	})
 }
+
+// TestAsyncScheduling: with vLLM's async scheduling a request reaching the
+// queue during step n is first scheduled in step n+2 (n+1 was formed while
+// n ran); an engine with nothing else to run takes it at once.
+func TestAsyncScheduling(t *testing.T) {
+	// Linear model β = (1000, 1, 10): a's prefill of 100 tokens is step 0
+	// (0–1100), its decodes steps 1, 2, ... of 1010 µs (alone).
+	for _, tc := range []struct {
+		name      string
+		async     bool
+		aOut      int32
+		wantBSchd int64
+	}{
+		{"sync: b joins step 1", false, 10, 1100},
+		{"async: b joins step 2", true, 10, 1100 + 1010},
+		{"async, engine idle after step 0: b at once", true, 1, 1100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig()
+			c.Engine.AsyncScheduling = tc.async
+			sink, _ := run(t, c, []trace.Request{req("a", 0, 100, tc.aOut), req("b", 500, 50, 5)}, Options{})
+			got := sink.byID()
+			if got["a"].FirstScheduledUS != 0 || got["b"].FirstScheduledUS != tc.wantBSchd {
+				t.Fatalf("a first scheduled %d, b %d; want 0 and %d", got["a"].FirstScheduledUS, got["b"].FirstScheduledUS, tc.wantBSchd)
+			}
+		})
+	}
+}

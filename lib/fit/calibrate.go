@@ -29,6 +29,40 @@ type Deployment struct {
 	BlockSize           int   // 0: 16
 	GPUMemUtil          float64
 	PrefixCaching       bool
+	// AsyncScheduling: "on" or "off" as a recorded run says, or "" for the
+	// engine version's default (vLLM schedules asynchronously by default
+	// from 0.14 on).
+	AsyncScheduling string
+}
+
+// asyncScheduling is whether the deployment's engine schedules one step
+// ahead (vLLM's async scheduling).
+func (d *Deployment) asyncScheduling() bool {
+	switch d.AsyncScheduling {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return VLLMAsyncByDefault(d.Engine, d.Version)
+}
+
+// VLLMAsyncByDefault reports whether an engine version schedules
+// asynchronously unless told otherwise: vLLM from 0.14.0 (its release notes:
+// "Async scheduling is now enabled by default", PR 27614) and its nightly
+// builds; older and unknown versions do not.
+func VLLMAsyncByDefault(engine, version string) bool {
+	if !strings.EqualFold(engine, "vllm") {
+		return false
+	}
+	if strings.HasPrefix(version, "nightly") {
+		return true
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 0 || minor >= 14
 }
 
 // Setup is the roofline and engine configuration of a deployment.
@@ -69,6 +103,7 @@ func NewSetup(dep Deployment) (*Setup, error) {
 		cfg.Engine.GPUMemoryUtilization = dep.GPUMemUtil
 	}
 	cfg.Engine.PrefixCaching = dep.PrefixCaching
+	cfg.Engine.AsyncScheduling = dep.asyncScheduling()
 	cfg.Engine.KVBlocks = dep.KVBlocks
 	if cfg.Engine.KVBlocks == 0 {
 		tok, err := r.KVCapacityTokens(cfg.Engine.GPUMemoryUtilization)

@@ -156,6 +156,9 @@ func (d Deployment) WithRun(rc measure.RunConfig, model, gpu string, tp int) (De
 		dep.MaxNumSeqs = 256 // vLLM's default when the run does not say
 	}
 	dep.PrefixCaching = dep.PrefixCaching || rc.PrefixCaching
+	if dep.AsyncScheduling == "" && rc.AsyncScheduling != nil {
+		dep.AsyncScheduling = map[bool]string{true: "on", false: "off"}[*rc.AsyncScheduling]
+	}
 	if dep.GPU == "" && rc.Device != "" {
 		return dep, fmt.Errorf("field hardware.device_name: %q is not a catalogued GPU", rc.Device)
 	}

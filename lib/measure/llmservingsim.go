@@ -21,6 +21,9 @@ type RunConfig struct {
 	KVBlocks            int
 	BlockSize           int
 	PrefixCaching       bool
+	// AsyncScheduling is vLLM's scheduler_config.async_scheduling as the
+	// run resolved it; nil when not recorded.
+	AsyncScheduling *bool
 }
 
 type llmssMeta struct {
@@ -39,6 +42,11 @@ type llmssMeta struct {
 	Hardware *struct {
 		DeviceName string `json:"device_name"`
 	} `json:"hardware"`
+	Resolved *struct {
+		Scheduler *struct {
+			Async *bool `json:"async_scheduling"`
+		} `json:"scheduler_config"`
+	} `json:"resolved_config"`
 }
 
 // ReadRunMeta reads an llmservingsim meta.json. Unknown keys are allowed:
@@ -76,6 +84,9 @@ func ReadRunMeta(path string, r io.Reader) (RunConfig, error) {
 	}
 	if m.Hardware != nil {
 		c.Device = m.Hardware.DeviceName
+	}
+	if m.Resolved != nil && m.Resolved.Scheduler != nil {
+		c.AsyncScheduling = m.Resolved.Scheduler.Async
 	}
 	return c, nil
 }

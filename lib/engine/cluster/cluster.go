@@ -234,7 +234,8 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		c.deps = append(c.deps, dep)
 		alpha := models[i].Alpha()
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
-			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants}
+			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
+			Async: e.AsyncScheduling}
 		n := 0
 		for _, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)

@@ -81,6 +81,10 @@ type Engine struct {
 	GPUMemoryUtilization float64 `yaml:"gpu_memory_utilization"`
 	PrefixCaching        bool    `yaml:"enable_prefix_caching"`
 	SchedulingPolicy     string  `yaml:"scheduling_policy"` // fcfs | priority
+	// AsyncScheduling is vLLM's async scheduling (its default since 0.14):
+	// the next step is formed while the current one runs, so a request
+	// that arrives during step n is first scheduled in step n+2.
+	AsyncScheduling bool `yaml:"async_scheduling"`
 }
 
 // Router selects the router pipeline's built-in policies by name.
@@ -103,10 +107,11 @@ type Latency struct {
 	Alpha        []float64 `yaml:"alpha"`        // α0 µs, α1 µs/input token, α2 µs/output token
 }
 
-// DefaultEngine is vLLM v1's engine defaults.
+// DefaultEngine is vLLM v1's engine defaults (async scheduling is vLLM's
+// default since 0.14).
 func DefaultEngine() Engine {
 	return Engine{BlockSize: 16, MaxNumBatchedTokens: 8192, MaxNumSeqs: 256,
-		GPUMemoryUtilization: 0.9, PrefixCaching: true, SchedulingPolicy: "fcfs"}
+		GPUMemoryUtilization: 0.9, PrefixCaching: true, SchedulingPolicy: "fcfs", AsyncScheduling: true}
 }
 
 // Default returns the defaults: one Llama-3.1-8B replica on an H100 at TP1

@@ -17,6 +17,10 @@ type Config struct {
 	LongPrefillThreshold int32   // max prefill chunk per request per step (0 = off)
 	Alpha2               float64 // µs per streamed output token (latency.Alpha.PerOutputToken)
 	Checks               bool    // check invariants while forming steps
+	// Async is vLLM's async scheduling (default since vLLM 0.14): step n+1
+	// is formed while step n executes, so a request reaching the waiting
+	// queue during step n is first considered for step n+2.
+	Async bool
 }
 
 // VLLM is vLLM v1's Scheduler.schedule: running requests first (decodes,
@@ -37,7 +41,14 @@ type VLLM struct {
 	order  Order
 	victim Victim
 
-	waiting    waitQueue
+	waiting waitQueue
+	// Async: requests that reached the queue, in order, not yet seen by
+	// the scheduler: a step is formed when the previous one starts, so
+	// only those enqueued by then are in it (pending[pendHead:]).
+	pending    []*request.State
+	pendHead   int
+	lastStart  int64 // start of the last step formed
+	lastEnd    int64 // end of the last step completed
 	runHead    *request.State
 	runTail    *request.State
 	nrun       int
@@ -78,19 +89,21 @@ func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victi
 var SkipFailed = true
 
 func (s *VLLM) KV() kv.Store       { return s.kv }
-func (s *VLLM) Waiting() int       { return s.waiting.len() }
+func (s *VLLM) Waiting() int       { return s.waiting.len() + len(s.pending) - s.pendHead }
 func (s *VLLM) Running() int       { return s.nrun }
 func (s *VLLM) StepIndex() int64   { return s.step }
 func (s *VLLM) Preempted() int32   { return s.preempted }
 func (s *VLLM) Preemptions() int64 { return s.preempts }
-func (s *VLLM) HasWork() bool      { return s.nrun > 0 || s.waiting.len() > 0 }
+func (s *VLLM) HasWork() bool {
+	return s.nrun > 0 || s.waiting.len() > 0 || s.pendHead < len(s.pending)
+}
 func (s *VLLM) blocksFor(n int32) int32 {
 	return (n + s.B - 1) / s.B
 }
 
 // Load implements Scheduler.
 func (s *VLLM) Load() Load {
-	return Load{Waiting: len(s.waiting.h), Running: s.nrun, KVUsed: s.kv.Used(), KVTotal: s.kv.Total()}
+	return Load{Waiting: s.Waiting(), Running: s.nrun, KVUsed: s.kv.Used(), KVTotal: s.kv.Total()}
 }
 
 // Enqueue implements Scheduler.
@@ -98,7 +111,31 @@ func (s *VLLM) Enqueue(r *request.State) {
 	r.Phase = request.Waiting
 	s.enqSeq++
 	r.Order = s.enqSeq
+	if s.cfg.Async {
+		s.pending = append(s.pending, r)
+		return
+	}
 	s.waiting.push(r)
+}
+
+// release moves the pending requests that reached the queue before cutoff
+// (or at it, when inclusive) into the waiting queue (async scheduling).
+func (s *VLLM) release(cutoff int64, inclusive bool) {
+	for s.pendHead < len(s.pending) {
+		if e := s.pending[s.pendHead].Enqueued; e > cutoff || e == cutoff && !inclusive {
+			break
+		}
+		s.waiting.push(s.pending[s.pendHead])
+		s.pending[s.pendHead] = nil
+		s.pendHead++
+	}
+	if s.pendHead == len(s.pending) {
+		s.pending, s.pendHead = s.pending[:0], 0
+	} else if s.pendHead > 64 && s.pendHead > len(s.pending)/2 {
+		n := copy(s.pending, s.pending[s.pendHead:])
+		clear(s.pending[n:])
+		s.pending, s.pendHead = s.pending[:n], 0
+	}
 }
 
 // Progress implements Scheduler.
@@ -232,6 +269,18 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 	s.used = 0
 	s.sched = s.sched[:0]
 	B := s.B
+	if s.cfg.Async {
+		// Running back to back, this step was formed as the previous one
+		// was launched: it sees the requests enqueued before then (one
+		// arriving at that very instant comes after: the engine reacts to
+		// its outputs before any client can). After an idle spell it is
+		// formed now, with everything that has arrived.
+		if s.lastEnd == now && s.lastStart < now {
+			s.release(s.lastStart, false)
+		} else {
+			s.release(now, true)
+		}
+	}
 
 	// Decoding requests that cross a block boundary this step need a block.
 	bucket := &s.bound[step%int64(B)]
@@ -280,7 +329,46 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		s.sched = append(s.sched, r)
 	}
 
-	// Admissions, unless this step had to preempt.
+	s.admit(now, budget)
+	if len(s.sched) == 0 && s.nDecode == 0 && s.pendHead < len(s.pending) {
+		// Nothing to run: an idle engine schedules again at once and sees
+		// every request that has arrived.
+		s.release(now, true)
+		s.admit(now, budget)
+	}
+	if s.victim != nil && s.preempted > 0 {
+		// A Victim policy may have preempted requests scheduled earlier in
+		// this step (vLLM's own choice never does).
+		k := 0
+		for _, r := range s.sched {
+			if r.Chunk > 0 {
+				s.sched[k] = r
+				k++
+			}
+		}
+		clear(s.sched[k:])
+		s.sched = s.sched[:k]
+	}
+	if len(s.sched) == 0 && s.nDecode == 0 {
+		return false
+	}
+	*b = latency.Batch{PrefillSeqs: len(s.sched), PrefillTokens: int64(s.used), DecodeSeqs: s.nDecode}
+	for _, r := range s.sched {
+		ctx, n := int64(r.Computed), int64(r.Chunk)
+		b.PrefillCtx += ctx
+		b.PrefillAttn += n * (ctx + (n+1)/2)
+	}
+	// A decoding request's KV after step k of its decode is c0+k.
+	b.DecodeCtx = s.decA + int64(s.nDecode)*step
+	s.lastStart = now
+	return true
+}
+
+// admit takes waiting requests into the step being formed (vLLM v1's
+// second phase): while running < max_num_seqs and budget remains, unless
+// the step had to preempt.
+func (s *VLLM) admit(now int64, budget int32) {
+	B, thr := s.B, s.cfg.LongPrefillThreshold
 	if s.order != nil && s.preempted == 0 && s.waiting.len() > 0 && s.nrun < s.cfg.MaxNumSeqs {
 		s.order.Sort(now, s.waiting.h)
 	}
@@ -333,31 +421,6 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		s.sched = append(s.sched, r)
 	}
 
-	if s.victim != nil && s.preempted > 0 {
-		// A Victim policy may have preempted requests scheduled earlier in
-		// this step (vLLM's own choice never does).
-		k := 0
-		for _, r := range s.sched {
-			if r.Chunk > 0 {
-				s.sched[k] = r
-				k++
-			}
-		}
-		clear(s.sched[k:])
-		s.sched = s.sched[:k]
-	}
-	if len(s.sched) == 0 && s.nDecode == 0 {
-		return false
-	}
-	*b = latency.Batch{PrefillSeqs: len(s.sched), PrefillTokens: int64(s.used), DecodeSeqs: s.nDecode}
-	for _, r := range s.sched {
-		ctx, n := int64(r.Computed), int64(r.Chunk)
-		b.PrefillCtx += ctx
-		b.PrefillAttn += n * (ctx + (n+1)/2)
-	}
-	// A decoding request's KV after step k of its decode is c0+k.
-	b.DecodeCtx = s.decA + int64(s.nDecode)*step
-	return true
 }
 
 // Complete implements Scheduler: the chunks of step s.step are added to
@@ -365,6 +428,7 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 // is complete samples a token; full prompt blocks are registered in the
 // prefix cache; requests with all their tokens finish and free their blocks.
 func (s *VLLM) Complete(now int64, done *[]*request.State) {
+	s.lastEnd = now
 	step := s.step
 	B := s.B
 	for _, r := range s.sched {
@@ -438,7 +502,12 @@ func (s *VLLM) alphaTokens(n int32) int64 {
 func (s *VLLM) Cancel(r *request.State) {
 	switch r.Phase {
 	case request.Waiting:
-		s.waiting.remove(r)
+		if i := indexOf(s.pending[s.pendHead:], r); i >= 0 {
+			i += s.pendHead
+			s.pending = append(s.pending[:i], s.pending[i+1:]...)
+		} else {
+			s.waiting.remove(r)
+		}
 		r.Epoch++
 	case request.Running:
 		s.leave(r)
@@ -475,6 +544,7 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 	d.kv = store
 	d.keys = keys
 	d.waiting.h = mapAll(c, s.waiting.h)
+	d.pending, d.pendHead = mapAll(c, s.pending[s.pendHead:]), 0
 	d.runHead, d.runTail = c.Map(s.runHead), c.Map(s.runTail)
 	d.prefilling = mapAll(c, s.prefilling)
 	d.sched = mapAll(c, s.sched)

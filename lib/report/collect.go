@@ -19,11 +19,12 @@ const (
 	stTimedOut
 	stUnfinished
 	stSourceFailed
+	stFailed // blis-load: the server or the connection failed it
 	nStatus
 )
 
 var statusNames = [nStatus]string{trace.StatusCompleted, trace.StatusRejected, trace.StatusDropped,
-	trace.StatusTimedOut, trace.StatusUnfinished, trace.StatusSourceFailed}
+	trace.StatusTimedOut, trace.StatusUnfinished, trace.StatusSourceFailed, trace.StatusFailed}
 
 // Latency metrics, in table order.
 const (
@@ -89,6 +90,7 @@ type rowv struct {
 	tool                               bool
 	hasSched, hasEnq, hasTTFT, hasTPOT bool
 	hasE2E, hasEff                     bool
+	ran                                bool // scheduled at least once (or, measured, produced a token)
 	eff, sched, enq, ttft, tpot, e2e   int64
 	in, gen, cached, preempt           int64
 	slo                                *SLO
@@ -101,7 +103,7 @@ func (a *acc) add(r *rowv) {
 		return
 	}
 	a.llm++
-	if r.hasSched {
+	if r.ran {
 		a.schedIn += r.in
 		a.cached += r.cached
 	}
@@ -410,6 +412,7 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		fin, hasFin := rd.fin.get(i)
 		first, hasFirst := rd.first.get(i)
 		v.sched, v.hasSched = rd.sched.get(i)
+		v.ran = v.hasSched || hasFirst // a load generator sees first tokens, not scheduling
 		v.enq, v.hasEnq = rd.enq.get(i)
 		v.ttft, v.hasTTFT = rd.ttft.get(i)
 		v.tpot, v.hasTPOT = rd.tpot.get(i)

@@ -104,7 +104,7 @@ func TestHandChecked(t *testing.T) {
 	}
 	r := rep.runs[0]
 	a := r.all
-	if got, want := a.status, [nStatus]int64{7, 1, 1, 1, 1, 1}; got != want {
+	if got, want := a.status, [nStatus]int64{7, 1, 1, 1, 1, 1, 0}; got != want {
 		t.Errorf("status counts %v, want %v", got, want)
 	}
 	var sum int64

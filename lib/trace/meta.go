@@ -138,3 +138,7 @@ func DescribeInput(path string) (Input, error) {
 	}
 	return Input{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
+
+// Delete removes a metadata key (a tool that breaks a promise of its input,
+// such as blis.sorted, drops it).
+func (m Meta) Delete(k string) { delete(m.kv, k) }

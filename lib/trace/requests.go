@@ -360,10 +360,14 @@ type RequestReader struct {
 }
 
 // NewRequestReader checks that src holds a requests table (or at least its
-// required columns) and returns a reader over it.
+// required columns) and returns a reader over it. A results table is read
+// as the requests it starts with: a recorded run (blis-load's, whose
+// recorded_* columns hold what it measured) replays as a requests table.
 func NewRequestReader(src *Source) (*RequestReader, error) {
-	if err := src.Expect(TableRequests); err != nil {
-		return nil, err
+	if src.Meta().Table() != TableResults {
+		if err := src.Expect(TableRequests); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkRequestSchema(src.Schema()); err != nil {
 		return nil, &InputError{Err: fmt.Errorf("%s: %w", src.Path, err)}

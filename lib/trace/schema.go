@@ -114,6 +114,9 @@ const (
 	StatusTimedOut     = "timed_out"     // gave up waiting
 	StatusUnfinished   = "unfinished"    // still queued or running at the horizon
 	StatusSourceFailed = "source_failed" // failed in the source trace; not simulated
+	// StatusFailed: the server or the connection failed the request
+	// (blis-load only: HTTP errors, resets, cut streams).
+	StatusFailed = "failed"
 )
 
 var (

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/trace"
@@ -167,13 +170,14 @@ func TestAgainstMockLLM(t *testing.T) {
 		args []string
 	}{
 		{"trace", []string{"--speedup", "0.5"}}, // roots 8 ms apart
-		{"poisson", []string{"--rate", "200", "--seed", "3"}},
+		{"poisson", []string{"--rate", "50", "--seed", "3"}},
 		{"closed loop", []string{"--concurrency", "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := m.posts()
 			out := filepath.Join(dir, fmt.Sprintf("real%d.arrow", i))
-			args := append([]string{"--url", m.url, "--api", "chat", "-o", out}, tc.args...)
+			chunks := filepath.Join(dir, fmt.Sprintf("chunks%d.arrow", i))
+			args := append([]string{"--url", m.url, "--api", "chat", "-o", out, "--chunks", chunks}, tc.args...)
 			code, stderr := runApp(t, append(args, in)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
@@ -221,23 +225,53 @@ func TestAgainstMockLLM(t *testing.T) {
 			if got := m.posts() - before; got != want {
 				t.Errorf("mock-llm logged %d chat completions, want %d", got, want)
 			}
-			// Ordering of roots: by arrival with table timing and Poisson;
-			// at most 2 in flight in the closed loop.
-			var roots []trace.Result
+			// Ordering: never sent before due, and in the order they
+			// were due (requests due 5 ms or more apart); at most 2 in
+			// flight in the closed loop.
+			due := dueTimes(t, chunks)
+			var sent []trace.Result
 			for _, r := range res {
-				if len(r.DependsOn) == 0 {
-					roots = append(roots, r)
-				}
-			}
-			sort.Slice(roots, func(a, b int) bool { return roots[a].ArrivalUS < roots[b].ArrivalUS })
-			if tc.name != "closed loop" {
-				for k := 1; k < len(roots); k++ {
-					if roots[k].ID < roots[k-1].ID && roots[k].ID != "boom" && roots[k-1].ID != "boom" {
-						t.Errorf("roots out of order: %s sent before %s", roots[k-1].ID, roots[k].ID)
+				if r.Status != trace.StatusDropped {
+					sent = append(sent, r)
+					if r.ArrivalUS < due[r.ID] {
+						t.Errorf("%s sent at %d µs, due at %d", r.ID, r.ArrivalUS, due[r.ID])
 					}
 				}
-			} else if peak := maxOverlap(res); peak > 2 {
-				t.Errorf("%d requests in flight at once with --concurrency 2", peak)
+			}
+			sort.Slice(sent, func(a, b int) bool { return sent[a].ArrivalUS < sent[b].ArrivalUS })
+			for a := range sent {
+				for b := a + 1; b < len(sent) && tc.name != "closed loop"; b++ {
+					if due[sent[a].ID] > due[sent[b].ID]+5000 {
+						t.Errorf("%s (due %d µs) sent before %s (due %d µs)", sent[a].ID, due[sent[a].ID], sent[b].ID, due[sent[b].ID])
+					}
+				}
+			}
+			if tc.name == "trace" {
+				for _, r := range reqs {
+					if len(r.DependsOn) == 0 && due[r.ID] != r.ArrivalUS*2 {
+						t.Errorf("%s due at %d µs, want arrival_us / 0.5 = %d", r.ID, due[r.ID], r.ArrivalUS*2)
+					}
+				}
+			}
+			if tc.name == "closed loop" {
+				// Roots in table order as slots free up (two given the same
+				// slot-time at the start may go either way).
+				var roots []trace.Result
+				for _, r := range sent {
+					if len(r.DependsOn) == 0 {
+						roots = append(roots, r)
+					}
+				}
+				for a := range roots {
+					for b := a + 1; b < len(roots); b++ {
+						if indexIn(reqs, roots[a].ID) > indexIn(reqs, roots[b].ID) && roots[b].ArrivalUS-roots[a].ArrivalUS > 1000 {
+							t.Errorf("closed loop sent %s at %d µs before %s at %d µs, against the table's order", roots[a].ID, roots[a].ArrivalUS, roots[b].ID, roots[b].ArrivalUS)
+						}
+					}
+				}
+				if peak := maxOverlap(res); peak > 2 {
+					t.Errorf("%d requests in flight at once with --concurrency 2", peak)
+				}
 			}
 			if _, err := report.Build([]string{out}, report.Options{}); err != nil {
 				t.Fatalf("blis-report cannot read the results: %v", err)
@@ -265,4 +299,39 @@ func maxOverlap(res []trace.Result) int {
 		peak = max(peak, n)
 	}
 	return peak
+}
+
+// dueTimes reads the due events of a --chunks table.
+func dueTimes(t *testing.T, path string) map[string]int64 {
+	t.Helper()
+	src, err := trace.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	due := map[string]int64{}
+	for {
+		rec, err := src.Next()
+		if err == io.EOF {
+			return due
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, ev, tus := rec.Column(0).(*array.String), rec.Column(1).(*array.String), rec.Column(2).(*array.Int64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if ev.Value(i) == trace.EventDue {
+				due[ids.Value(i)] = tus.Value(i)
+			}
+		}
+	}
+}
+
+func indexIn(reqs []trace.Request, id string) int {
+	for i := range reqs {
+		if reqs[i].ID == id {
+			return i
+		}
+	}
+	return -1
 }

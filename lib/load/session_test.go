@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -145,6 +146,9 @@ func serverRequests(srv *fakellm.Server, probes int) []fakellm.Request {
 func TestTTFTPrecisionAtConcurrency64(t *testing.T) {
 	if raceEnabled {
 		t.Skip("timing precision is not measurable under the race detector")
+	}
+	if os.Getenv("BLIS_SKIP_TIMING") == "1" {
+		t.Skip("make test runs the timing tests on their own, after the others")
 	}
 	const ttft = 100 * time.Millisecond
 	var last string

@@ -18,11 +18,11 @@ demo: build
 	  | $(BIN)/blis-sim --replicas 4 --model llama-3.1-8b --gpu h100 \
 	  | $(BIN)/blis-report
 
-# Timing tests (blis-load's precision) run on their own, after the rest: a
+# Tests of blis-load's issue times run on their own, after the rest: a
 # parallel test run would measure the other packages' CPU, not ours.
 test: fmt-check vet
 	BLIS_SKIP_TIMING=1 $(GO) test -count=1 ./...
-	$(GO) test -count=1 -run Precision ./lib/load/
+	$(GO) test -count=1 -run 'Precision|MockLLM' ./lib/load/ ./cmd/blis-load/
 	scripts/fuzz-smoke.sh
 
 vet:

@@ -118,8 +118,17 @@ type decoded struct {
 	completion bool
 }
 
-// decodeChunk reads one data payload of a completion stream.
+// decodeChunk reads one data payload of a completion stream: the common
+// shape by scanChunk, the rest by encoding/json.
 func decodeChunk(data []byte) (decoded, error) {
+	if d, ok := scanChunk(data); ok {
+		return d, nil
+	}
+	return decodeChunkJSON(data)
+}
+
+// decodeChunkJSON reads a chunk with encoding/json: what scanChunk leaves.
+func decodeChunkJSON(data []byte) (decoded, error) {
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return decoded{}, fmt.Errorf("not a JSON completion chunk: %v (data %s)", err, clip(data, 120))

@@ -23,7 +23,7 @@ import (
 
 // Config shapes the server's behaviour.
 type Config struct {
-	TTFT time.Duration // from admission to the first token
+	TTFT time.Duration // from the request reaching the server (or a slot) to the first token
 	ITL  time.Duration // between tokens
 	// MaxConcurrent > 0 limits the requests being served; over it a request
 	// waits for a slot (Queue) or is answered 429 Too Many Requests.
@@ -64,7 +64,7 @@ type Request struct {
 	Stream    bool
 
 	Received   time.Time
-	Admitted   time.Time // got a slot
+	Admitted   time.Time // got a slot (Received when it did not wait)
 	FirstToken time.Time
 	Done       time.Time // the request finished (just before [DONE] was written)
 	Generated  int
@@ -249,12 +249,20 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 		fail(f.Status, fmt.Sprintf("injected failure %d", f.Status))
 		return
 	}
+	// The clock of a request starts when it reached the handler, or when
+	// it got a slot after waiting for one.
+	admitted := rec.Received
 	if s.slots != nil {
 		if s.cfg.Queue {
 			select {
 			case s.slots <- struct{}{}:
-			case <-hr.Context().Done():
-				return
+			default:
+				select {
+				case s.slots <- struct{}{}:
+					admitted = time.Now()
+				case <-hr.Context().Done():
+					return
+				}
 			}
 		} else {
 			select {
@@ -265,7 +273,6 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 			}
 		}
 	}
-	admitted := time.Now()
 	s.mu.Lock()
 	rec.Admitted = admitted
 	s.inflight++

@@ -9,6 +9,7 @@
 #   bench/load.sh           # 10,000 requests, 10 s
 #   bench/load.sh 60000     # a minute
 #   RATE=2000 bench/load.sh
+#   OUTPUT=1 bench/load.sh                  # one token per request: less response traffic
 #   PROFILE=/tmp/load.pprof bench/load.sh   # a CPU profile of blis-load
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ seed: 1
 num_requests: $n
 aggregate_rate: $rate
 clients:
-  - {name: c, input: 128, output: 8, arrival: {process: constant}}
+  - {name: c, input: 128, output: ${OUTPUT:-8}, arrival: {process: constant}}
 SPEC
 "$work/blis-synth" -q -o "$work/requests.arrow" "$work/spec.yaml"
 "$work/fakellm" -ttft 20ms -itl 5ms >"$work/url" &
@@ -38,4 +39,4 @@ grep '^blis-load' "$work/stderr"
 user=$(grep 'User time' "$work/stderr" | awk '{print $NF}')
 sys=$(grep 'System time' "$work/stderr" | awk '{print $NF}')
 rss=$(grep 'Maximum resident set size' "$work/stderr" | awk '{print $NF}')
-echo "bench/load.sh: $n requests at $rate/s: blis-load CPU ${user}s user + ${sys}s sys, peak RSS $((rss / 1024)) MB ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "bench/load.sh: $n requests at $rate/s, ${OUTPUT:-8} output tokens: blis-load CPU ${user}s user + ${sys}s sys, peak RSS $((rss / 1024)) MB ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -221,7 +221,11 @@ func run(c *cli.Context) error {
 	if st.LLM == 0 {
 		return cliutil.Usage("%s: no usable rows: %s", tab.Path, describeRows(&st))
 	}
-	hc := load.NewHTTPClient(max(s.opts.Concurrency, 64))
+	conns := s.opts.Concurrency
+	if conns == 0 {
+		conns = 1024 // connections kept open for reuse in an open loop
+	}
+	hc := load.NewHTTPClient(conns)
 	ctx, cancelProbe := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	pr, err := load.Probe(ctx, hc, s.target, s.ignoreEOS)
 	interrupted := ctx.Err() != nil
@@ -485,7 +489,8 @@ func printSummary(w io.Writer, sum *load.Summary, st *load.Stats, conc int) {
 		fmt.Fprintln(w)
 	}
 	if el > 0 {
-		fmt.Fprintf(w, "blis-load: %.1f s: %d requests sent (%.1f/s), %d output tokens (%.0f/s)\n", el, sum.Sent, float64(sum.Sent)/el, sum.Tokens, float64(sum.Tokens)/el)
+		fmt.Fprintf(w, "blis-load: %.1f s: %d requests sent (%.1f/s), %d output tokens (%.0f/s); at most %d rows held in memory\n",
+			el, sum.Sent, float64(sum.Sent)/el, sum.Tokens, float64(sum.Tokens)/el, sum.PeakHeld)
 	}
 	if sum.Sent > 0 {
 		l := sum.IssueLag

@@ -49,8 +49,9 @@ type Target struct {
 func (t *Target) Endpoint() string { return strings.TrimRight(t.URL, "/") + t.API.Path() }
 
 // NewHTTPClient returns a client for a session with up to conns requests in
-// flight: idle connections are kept for reuse (a new TCP connection per
-// request would add a handshake to every TTFT), compression is off (an
+// flight: that many idle connections are kept for reuse (a new TCP
+// connection adds a handshake to the TTFT of its request; warm-up requests
+// open them before the session), compression is off (an
 // event stream must not be buffered by a gzip reader), and there is no
 // overall timeout (streams last as long as generation does; client
 // timeouts are per request).
@@ -59,7 +60,7 @@ func NewHTTPClient(conns int) *http.Client {
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          0,
-		MaxIdleConnsPerHost:   max(conns, 64),
+		MaxIdleConnsPerHost:   max(conns, 16),
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true,
 		ResponseHeaderTimeout: 0,

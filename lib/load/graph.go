@@ -52,6 +52,7 @@ type graph struct {
 	frontier int64
 	lastRoot int64
 	sorted   bool // the table promises blis.sorted=arrival (checked)
+	peak     int  // most rows held at once
 	head     *node
 	tail     *node
 }
@@ -116,6 +117,7 @@ func (g *graph) add(r *trace.Request, row int64) (*node, error) {
 		n.pending++
 	}
 	g.ids[r.ID] = n
+	g.peak = max(g.peak, len(g.ids))
 	g.liveAdd(n)
 	return n, nil
 }

@@ -107,6 +107,10 @@ type Summary struct {
 	Reasons []ReasonCount
 	// Stopped says why the session stopped before the end of the table.
 	Stopped string
+	// PeakHeld is the most rows held in memory at once (in flight, waiting,
+	// or finished but still nameable by a later row): what memory grows
+	// with on a sorted table.
+	PeakHeld int
 	Warmup  WarmupSummary
 	// Start is the wall-clock time of the session's t = 0.
 	Start time.Time
@@ -248,6 +252,7 @@ func (s *Session) Run(ctx context.Context) (Summary, error) {
 	s.clock = NewClock()
 	s.sum.Start = s.clock.Start()
 	runErr := s.loop(ctx)
+	s.sum.PeakHeld = s.g.peak
 	close(s.out)
 	wg.Wait()
 	s.sum.Elapsed = time.Duration(s.clock.Now()) * time.Microsecond

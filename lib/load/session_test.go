@@ -705,3 +705,23 @@ func TestChunkEvents(t *testing.T) {
 		t.Errorf("events %+v disagree with the result %+v", c.ch, r)
 	}
 }
+
+// On a sorted table, memory follows the sessions in flight: finished
+// rows are forgotten once no later row can name them.
+func TestMemoryFollowsSessionsInFlight(t *testing.T) {
+	srv := fakellm.New(fakellm.Config{})
+	defer srv.Close()
+	var reqs []trace.Request
+	for s := 0; s < 300; s++ {
+		id := fmt.Sprintf("s%03d", s)
+		reqs = append(reqs, llm(id+"-0", int64(s), 8, 1), dep(id+"-1", 0, 8, 1, id+"-0"), dep(id+"-2", 0, 8, 1, id+"-1"))
+	}
+	sum, _, _ := session(t, srv, Completions, writeTable(t, reqs, true, 0), Options{Timing: TimingOffline, Concurrency: 4})
+	if sum.Completed != 900 {
+		t.Fatalf("%+v", sum)
+	}
+	if sum.PeakHeld > 60 {
+		t.Errorf("held %d rows at once for 4 sessions in flight", sum.PeakHeld)
+	}
+	t.Logf("peak rows held: %d of 900", sum.PeakHeld)
+}

@@ -111,6 +111,8 @@ const maxErrorBody = 64 << 10
 // send runs one request on c and fills o. It never panics on what a server
 // sends: every failure becomes o.status and o.reason.
 func send(ctx context.Context, hc *http.Client, t *Target, clock Clock, body []byte, o *outcome, keepTimes bool, maxEvent int) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Endpoint(), bytes.NewReader(body))
 	if err != nil {
 		o.status, o.reason = trace.StatusFailed, "building the request: "+err.Error()
@@ -151,6 +153,14 @@ func send(ctx context.Context, hc *http.Client, t *Target, clock Clock, body []b
 		return
 	}
 	readStream(ctx, resp.Body, clock, o, keepTimes, maxEvent)
+	if o.status == trace.StatusCompleted {
+		// Read the end of the chunked body after [DONE], or the connection
+		// cannot be reused (and the next request on it would pay for a
+		// new one); a server that keeps the stream open gets a second.
+		stop := time.AfterFunc(time.Second, cancel)
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		stop.Stop()
+	}
 }
 
 // readStream consumes the event stream of a completion.

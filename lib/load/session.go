@@ -111,7 +111,7 @@ type Summary struct {
 	// or finished but still nameable by a later row): what memory grows
 	// with on a sorted table.
 	PeakHeld int
-	Warmup  WarmupSummary
+	Warmup   WarmupSummary
 	// Start is the wall-clock time of the session's t = 0.
 	Start time.Time
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/trace"
+	_ "github.com/blis-sim/blis/lib/trace/parquetio"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -230,6 +231,7 @@ func run(c *cli.Context) error {
 		stage.Inputs = []trace.Input{inp}
 	}
 	outMeta := md.With(stage)
+	outMeta.Delete(trace.MetaSorted) // results come in the order requests end
 	names := make([]string, len(models))
 	for i, m := range models {
 		names[i] = m.Name()

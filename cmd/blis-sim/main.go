@@ -284,7 +284,8 @@ func run(c *cli.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	sum, runErr := engine.Run(cfg, models, source, rw, opts)
+	drops := &trace.DropCounter{W: rw}
+	sum, runErr := engine.Run(cfg, models, source, drops, opts)
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(stderr)
@@ -318,9 +319,9 @@ func run(c *cli.Context) error {
 		return closeErr
 	}
 	if !quiet {
-		printSummary(stderr, &sum, &cfg, wall)
+		printSummary(stderr, &sum, &cfg, wall, &drops.Tally)
 	}
-	return nil
+	return allDropped(&sum, &drops.Tally)
 }
 
 func readAll(rr *trace.RequestReader) ([]trace.Request, error) {

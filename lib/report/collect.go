@@ -202,6 +202,8 @@ type run struct {
 	rec        [3][2]*Dist // ttft, e2e, itl × sim, real
 	sess       *sessions
 	done, toks *series
+	reasonKey  *strKey          // drop_reason, when the table has it
+	reasons    [][nStatus]int64 // rows by drop_reason code and status
 }
 
 func (r *run) span() float64 {
@@ -257,7 +259,7 @@ func readRun(path string, opt *Options) (*run, error) {
 		}
 	}
 	for _, c := range []string{trace.ColStatus, trace.ColKind, trace.ColTenantID, trace.ColSLOClass, trace.ColModel,
-		trace.ColSessionID, trace.ColStepID, trace.ColRequestID} {
+		trace.ColSessionID, trace.ColStepID, trace.ColRequestID, trace.ColDropReason} {
 		if err := checkStr(src.Path, s, c); err != nil {
 			return nil, err
 		}
@@ -289,6 +291,9 @@ func readRun(path string, opt *Options) (*run, error) {
 	}
 	if colIndex(s, trace.ColSLOClass) >= 0 {
 		r.classKey = newStrKey()
+	}
+	if colIndex(s, trace.ColDropReason) >= 0 {
+		r.reasonKey = newStrKey()
 	}
 	r.hasRec = colIndex(s, trace.ColRecordedTTFTUS) >= 0 || colIndex(s, trace.ColRecordedE2EUS) >= 0 || colIndex(s, trace.ColRecordedITLUS) >= 0
 	if r.hasRec {
@@ -358,6 +363,9 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 	}
 	if r.classKey != nil {
 		r.classKey.bind(rec, idx(trace.ColSLOClass))
+	}
+	if r.reasonKey != nil {
+		r.reasonKey.bind(rec, idx(trace.ColDropReason))
 	}
 	if r.sess != nil {
 		r.sess.key.bind(rec, idx(trace.ColSessionID))
@@ -467,6 +475,14 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		}
 		if !v.tool {
 			r.llmRow(rd, i, &v, fin, hasFin)
+		}
+		if r.reasonKey != nil && v.st != stCompleted {
+			if c := r.reasonKey.code(i); c >= 0 {
+				for int(c) >= len(r.reasons) {
+					r.reasons = append(r.reasons, [nStatus]int64{})
+				}
+				r.reasons[c][v.st]++
+			}
 		}
 		if r.sess != nil {
 			if sc := r.sess.key.code(i); sc >= 0 {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Options configures a report.
@@ -223,6 +225,7 @@ func (rep *Report) build(opt *Options) {
 		t.add(c...)
 	}
 	rep.Tables = append(rep.Tables, t)
+	rep.reasonTable()
 
 	t = &Table{Name: "throughput", Title: "Throughput",
 		Note:    "completed llm requests and their tokens per second of simulated span (first arrival to last event of the run)",
@@ -413,6 +416,31 @@ func (rep *Report) fairnessTable(opt *Options) {
 		}
 	}
 	if t != nil {
+		rep.Tables = append(rep.Tables, t)
+	}
+}
+
+// reasonTable counts the requests that did not complete by their
+// drop_reason, grouped by kind (trace.ReasonClass: the numbers and ids that
+// make each request's reason its own removed), with the first reason of
+// each kind as an example. Shown only when some row has a reason.
+func (rep *Report) reasonTable() {
+	t := &Table{Name: "reasons", Title: "Requests not completed, by reason",
+		Note:    "the drop_reason column by status and kind of reason (numbers and ids removed); example = the first such reason in the table; pct of all rows",
+		Columns: rep.runCol("status", "reason", "requests", "pct", "example")}
+	order := statusNames[stRejected:]
+	for i, r := range rep.runs {
+		var tally trace.ReasonTally
+		for c, byStatus := range r.reasons {
+			for st, n := range byStatus {
+				tally.AddN(statusNames[st], r.reasonKey.names[c], n)
+			}
+		}
+		for _, c := range tally.Counts(order...) {
+			t.add(rep.runCell(i, txt(c.Status), txt(c.Class), integer(c.N), pct(float64(c.N), float64(r.rows)), txt(c.Example))...)
+		}
+	}
+	if len(t.Rows) > 0 {
 		rep.Tables = append(rep.Tables, t)
 	}
 }

@@ -5,7 +5,7 @@
 # path and on stdin (issue 10, item 1: blis-report panicked on IPC files of
 # more than 32,768 rows). make test runs the same test at 100,000 rows.
 #
-#   bench/formats.sh            # 1,000,000 rows (about a minute on 2 cores)
+#   bench/formats.sh            # 1,000,000 rows (about a minute of CPU; 3 min wall on a busy 2-core machine)
 #   bench/formats.sh 200000
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -204,6 +205,8 @@ func (rep *Report) build(opt *Options) {
 			break
 		}
 	}
+
+	rep.noMatchNotes(opt)
 
 	t := &Table{Name: "requests", Title: "Requests by status",
 		Note:    "every row of the results table; tool = tool calls (timers), llm = model requests",
@@ -417,6 +420,42 @@ func (rep *Report) fairnessTable(opt *Options) {
 	}
 	if t != nil {
 		rep.Tables = append(rep.Tables, t)
+	}
+}
+
+// noMatchNotes says when an --slo class or a --by key matches no row of a
+// run: the tables would otherwise show zeros or one "(none)" group without
+// saying why.
+func (rep *Report) noMatchNotes(opt *Options) {
+	for _, r := range rep.runs {
+		if opt.By != "" && len(r.names()) == 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: --by %s: column %s is null in every row: all rows are in the group (none)", r.path, opt.By, r.groupCol))
+		}
+		if opt.SLOs.Empty() {
+			continue
+		}
+		var present []string
+		if r.classKey != nil {
+			for c, name := range r.classKey.names {
+				if c < len(r.classes) && r.classes[c].total() > 0 {
+					present = append(present, name)
+				}
+			}
+		}
+		sort.Strings(present)
+		have := "the slo_class column is null in every row"
+		if len(present) > 0 {
+			have = "its classes are " + strings.Join(present, ", ")
+		}
+		for _, class := range opt.SLOs.Classes() {
+			if i := sort.SearchStrings(present, class); i < len(present) && present[i] == class {
+				continue
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: --slo %s:...: no row has slo_class %s (%s): nothing measured for it", r.path, class, class, have))
+		}
+		if r.all.sloN == 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: --slo: no llm row is under any of the SLOs given: the SLO table measures nothing", r.path))
+		}
 	}
 }
 

@@ -237,6 +237,8 @@ func run(c *cli.Context) error {
 		names[i] = m.Name()
 	}
 	outMeta.Set("blis.sim.model", strings.Join(names, ","))
+	outMeta.SetSimDeployments(engine.Describe(&cfg, models))
+	outMeta.Set(trace.MetaSimRouter, cfg.Router.Routing)
 	out, err := createOutput(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
 	if err != nil {
 		return cliutil.Usage("%v", err)

@@ -182,6 +182,7 @@ type instLoad struct {
 
 // run is everything read from one results table.
 type run struct {
+	meta       trace.Meta
 	path       string
 	rows       int64
 	budget     *budget
@@ -265,7 +266,7 @@ func readRun(path string, opt *Options) (*run, error) {
 		}
 	}
 	bud := &budget{max: int64(opt.RunBudget)}
-	r := &run{path: src.Path, budget: bud, all: newAcc(opt.ExactLimit, false, bud), inst: map[int64]*instLoad{},
+	r := &run{meta: src.Meta(), path: src.Path, budget: bud, all: newAcc(opt.ExactLimit, false, bud), inst: map[int64]*instLoad{},
 		start: math.MaxInt64, end: math.MinInt64, done: newSeries(), toks: newSeries()}
 	if opt.By != "" {
 		r.groupCol = GroupColumns[opt.By]

@@ -207,6 +207,7 @@ func (rep *Report) build(opt *Options) {
 	}
 
 	rep.noMatchNotes(opt)
+	rep.configTables()
 
 	t := &Table{Name: "requests", Title: "Requests by status",
 		Note:    "every row of the results table; tool = tool calls (timers), llm = model requests",

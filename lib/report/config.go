@@ -13,7 +13,7 @@ import (
 // latency model (KnownErrors).
 func (rep *Report) configTables() {
 	cfg := &Table{Name: "config", Title: "Run configuration", Header: true,
-		Note:    "from the results' metadata: blis.sim.deployments, blis.sim.router and the last stage of blis.provenance; latency = the step-time model (roofline, or fitted: the coefficients file)",
+		Note:    "from the results' metadata: blis.sim.deployments, blis.sim.router and the blis-sim (or blis-load) stage of blis.provenance; latency = the step-time model (roofline, or fitted: the coefficients file)",
 		Columns: rep.runCol("deployment", "model", "gpu", "tp", "replicas", "router", "latency", "kv_blocks", "tool", "seed")}
 	known := &Table{Name: "known_error", Title: "Known error of the latency model", Header: true,
 		Note: "median absolute error of TTFT and TPOT against real runs, in %, with the median signed error (bias; negative = the simulator is too fast), " +
@@ -24,8 +24,10 @@ func (rep *Report) configTables() {
 		if p := r.meta.Provenance; len(p) > 0 {
 			last := p[len(p)-1]
 			tool = last.Tool + " " + last.Version
+			// The tool that made the results, not one that copied them
+			// (blis-convert changing the format).
 			for j := len(p) - 1; j >= 0; j-- {
-				if p[j].Tool == "blis-sim" {
+				if p[j].Tool == "blis-sim" || p[j].Tool == "blis-load" {
 					last = p[j]
 					tool = last.Tool + " " + last.Version
 					break

@@ -32,8 +32,9 @@ func app() *cli.App {
 		Name:      "blis-sim",
 		Usage:     "simulate LLM serving replicas behind a router on a requests table (flags override the --cluster YAML)",
 		UsageText: "blis-sim [--cluster cluster.yaml] [flags] [FILE|-] > results.arrow",
-		Description: "Reads a requests table (Arrow IPC stream, .arrow file or stdin), simulates the cluster and\n" +
-			"writes the results table (one row per request) to stdout or -o. Flags override the YAML.\n" +
+		Description: "Reads a requests table (Arrow IPC stream, .arrow file or .parquet, gzipped or not; or stdin), simulates\n" +
+			"the cluster and writes the results table (one row per request) to stdout or -o (.arrow, .parquet or a\n" +
+			"stream, as --steps). Flags override the YAML.\n" +
 			"See docs/engine.md and docs/policies.md.",
 		HideHelpCommand: true,
 		Flags: []cli.Flag{

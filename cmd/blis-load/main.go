@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
@@ -250,6 +251,7 @@ func run(c *cli.Context) error {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	go func() {
+		defer bug.Catch()
 		first := true
 		for x := range sig {
 			if first {

@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/blis-sim/blis/lib/badinput"
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/urfave/cli/v2"
 )
 
@@ -35,12 +37,21 @@ func Run(app *cli.App) {
 
 // RunArgs runs app and returns the exit status, printing errors to stderr.
 // SIGPIPE is ignored so that a closed downstream pipe surfaces as EPIPE,
-// which ends the tool quietly with status 0, as `| head` users expect.
-func RunArgs(app *cli.App, args []string, stderr io.Writer) int {
+// which ends the tool quietly with status 0, as `| head` users expect. A
+// panic, in the command or in a goroutine deferring bug.Catch, is reported
+// as a bug in blis with exit status 1.
+func RunArgs(app *cli.App, args []string, stderr io.Writer) (status int) {
 	signal.Ignore(syscall.SIGPIPE)
 	app.ErrWriter = stderr
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return badinput.Wrap(err) }
+	bug.SetHandler(func(v any, stack []byte) { os.Exit(reportBug(app.Name, v, stack, stderr)) })
+	defer func() {
+		if v := recover(); v != nil {
+			status = reportBug(app.Name, v, debug.Stack(), stderr)
+		}
+	}()
+	testPanic(app)
 	err := app.Run(args)
 	return Status(app.Name, err, stderr)
 }

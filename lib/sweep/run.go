@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/blis-sim/blis/lib/badinput"
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/synth"
@@ -241,6 +242,7 @@ var errStopped = errors.New("stopped")
 func newSynthSource(sp *synth.Spec) *synthSource {
 	s := &synthSource{ch: make(chan []trace.Request, 2), errc: make(chan error, 1), stop: make(chan struct{})}
 	go func() {
+		defer bug.Catch()
 		// Rows and their slices are reused by the generator after emit
 		// returns; the engine keeps them, so each batch gets fresh storage.
 		var batch []trace.Request

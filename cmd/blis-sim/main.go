@@ -235,22 +235,24 @@ func run(c *cli.Context) error {
 		names[i] = m.Name()
 	}
 	outMeta.Set("blis.sim.model", strings.Join(names, ","))
-	out, err := createOutput(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
+	// Both outputs are put into place only when the whole run succeeded: a
+	// failed run leaves no new file behind and existing ones as they were.
+	out, err := trace.Create(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
 	if err != nil {
 		return cliutil.Usage("%v", err)
 	}
-	rw := trace.NewResultWriter(out, trace.ResultsSchema(outMeta))
+	rw := trace.NewResultWriter(trace.Hold(out), trace.ResultsSchema(outMeta))
 	var sw *trace.StepWriter
-	var stepsOut *output
+	var stepsOut trace.Sink
 	if p := c.String("steps"); p != "" {
 		sm := trace.NewMeta().With(stage)
-		stepsOut, err = createOutput(p, nil, trace.StepsSchema(sm))
+		stepsOut, err = trace.Create(p, nil, trace.StepsSchema(sm))
 		if err != nil {
-			rw.Close()
-			out.commit(false)
+			rw.Abort()
+			trace.Abort(out)
 			return cliutil.Usage("--steps: %v", err)
 		}
-		sw = trace.NewStepWriter(stepsOut, trace.StepsSchema(sm))
+		sw = trace.NewStepWriter(trace.Hold(stepsOut), trace.StepsSchema(sm))
 		opts.Steps = sw
 	}
 
@@ -288,21 +290,33 @@ func run(c *cli.Context) error {
 		fmt.Fprintln(stderr)
 	}
 	wall := time.Since(start)
-	closeErr := rw.Close()
-	if sw != nil {
-		if err := sw.Close(); closeErr == nil {
-			closeErr = err
+	var closeErr error
+	if runErr == nil {
+		closeErr = rw.Close()
+		if sw != nil {
+			if err := sw.Close(); closeErr == nil {
+				closeErr = err
+			}
+		}
+	} else {
+		rw.Abort()
+		if sw != nil {
+			sw.Abort()
 		}
 	}
-	// A failed run leaves no new output file behind and existing ones as
-	// they were.
-	ok := runErr == nil && closeErr == nil
-	if err := out.commit(ok); closeErr == nil && runErr == nil {
-		closeErr = err
-	}
-	if stepsOut != nil {
-		if err := stepsOut.commit(ok); closeErr == nil && runErr == nil {
-			closeErr = err
+	if runErr == nil && closeErr == nil {
+		closeErr = out.Close()
+		if stepsOut != nil {
+			if closeErr != nil {
+				trace.Abort(stepsOut)
+			} else {
+				closeErr = stepsOut.Close()
+			}
+		}
+	} else {
+		trace.Abort(out)
+		if stepsOut != nil {
+			trace.Abort(stepsOut)
 		}
 	}
 	if runErr != nil {

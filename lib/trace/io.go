@@ -364,17 +364,23 @@ func writeStream(w io.Writer, schema *arrow.Schema) (Sink, error) {
 }
 
 type streamSink struct {
-	w  *ipc.Writer
-	bw *bufio.Writer
+	w      *ipc.Writer
+	bw     *bufio.Writer
+	closed bool
+	err    error
 }
 
 func (s *streamSink) Write(rec arrow.RecordBatch) error { return s.w.Write(rec) }
 func (s *streamSink) Close() error {
-	err := s.w.Close()
-	if ferr := s.bw.Flush(); err == nil {
-		err = ferr
+	if s.closed {
+		return s.err
 	}
-	return err
+	s.closed = true
+	s.err = s.w.Close()
+	if ferr := s.bw.Flush(); s.err == nil {
+		s.err = ferr
+	}
+	return s.err
 }
 
 // Abort flushes what was written but no end-of-stream marker.
@@ -382,11 +388,40 @@ func (s *streamSink) Abort() { s.bw.Flush() }
 
 type fileOutput struct {
 	Sink
-	out *OutputFile
+	out      *OutputFile
+	finished bool
+	err      error
 }
 
-func (o *fileOutput) Close() error { return o.out.Commit(o.Sink.Close()) }
+// finish completes the table in the temporary file.
+func (o *fileOutput) finish() error {
+	if !o.finished {
+		o.finished = true
+		o.err = o.Sink.Close()
+	}
+	return o.err
+}
+
+func (o *fileOutput) Close() error { return o.out.Commit(o.finish()) }
 func (o *fileOutput) Abort()       { o.out.Abort() }
+
+// Hold wraps an output from Create for a table writer: the writer's Close
+// completes the table but leaves it under its temporary name; Close on the
+// output itself then puts it into place, or Abort discards it. A tool
+// writing several tables (blis-sim's -o and --steps) so puts all of them in
+// place or none. A stream is complete (and stays so) at the writer's Close.
+func Hold(s Sink) Sink { return held{s} }
+
+type held struct{ Sink }
+
+func (h held) Close() error {
+	if f, ok := h.Sink.(interface{ finish() error }); ok {
+		return f.finish()
+	}
+	return h.Sink.Close()
+}
+
+func (h held) Abort() { Abort(h.Sink) }
 
 // OutputFile is a file being written for a path: a temporary file beside
 // the (symlink-resolved) destination, or the destination itself when it is

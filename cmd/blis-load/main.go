@@ -32,6 +32,7 @@ func main() { cliutil.Run(app()) }
 func app() *cli.App {
 	return &cli.App{
 		Name:      "blis-load",
+		Metadata:  map[string]any{cliutil.OwnSignals: true}, // an interrupt drains the requests in flight
 		Usage:     "drive an OpenAI-compatible server with a requests table and record what happened",
 		UsageText: "blis-load --url http://HOST:PORT/v1 [flags] [FILE|-] > results.arrow",
 		Description: "Sends the requests of a requests table (blis-convert, blis-synth) to a server, on the table's\n" +

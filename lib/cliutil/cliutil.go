@@ -14,6 +14,7 @@ import (
 	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/bug"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 // Exit codes shared by all tools.
@@ -52,6 +53,7 @@ func RunArgs(app *cli.App, args []string, stderr io.Writer) (status int) {
 		}
 	}()
 	testPanic(app)
+	defer handleSignals(app, stderr)()
 	err := app.Run(args)
 	return Status(app.Name, err, stderr)
 }
@@ -87,4 +89,10 @@ func Input(c *cli.Context) (string, error) {
 		return c.Args().First(), nil
 	}
 	return "", Usage("expected one input (a file or -), got %d: %v", c.NArg(), c.Args().Slice())
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

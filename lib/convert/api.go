@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/blis-sim/blis/lib/badinput"
+	"github.com/blis-sim/blis/lib/cleanup"
 	"github.com/blis-sim/blis/lib/trace"
 	"golang.org/x/term"
 )
@@ -248,7 +249,8 @@ func openTable(in *input) (*trace.Source, func(), error) {
 	if err != nil {
 		return nil, noop, err
 	}
-	cleanup := func() { os.RemoveAll(dir) }
+	forget := cleanup.Add(dir)
+	cleanup := func() { os.RemoveAll(dir); forget() }
 	tmp := filepath.Join(dir, "table"+ext)
 	if in.gz || in.path == "-" {
 		f, err := os.Create(tmp)

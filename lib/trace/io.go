@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/blis-sim/blis/lib/cleanup"
 	"golang.org/x/term"
 )
 
@@ -151,27 +152,32 @@ func openStdin(stdin io.Reader) (BatchReader, error) {
 	if err != nil {
 		return nil, err
 	}
+	forget := cleanup.Add(tmp.Name())
 	defer tmp.Close()
 	if _, err := io.Copy(tmp, br); err != nil {
 		os.Remove(tmp.Name())
+		forget()
 		return nil, err
 	}
 	r, err := f.Open(tmp.Name())
 	if err != nil {
 		os.Remove(tmp.Name())
+		forget()
 		return nil, err
 	}
-	return &removeOnClose{BatchReader: r, path: tmp.Name()}, nil
+	return &removeOnClose{BatchReader: r, path: tmp.Name(), forget: forget}, nil
 }
 
 type removeOnClose struct {
 	BatchReader
-	path string
+	path   string
+	forget func()
 }
 
 func (r *removeOnClose) Close() error {
 	err := r.BatchReader.Close()
 	os.Remove(r.path)
+	r.forget()
 	return err
 }
 
@@ -427,9 +433,10 @@ func (h held) Abort() { Abort(h.Sink) }
 // the (symlink-resolved) destination, or the destination itself when it is
 // a device or FIFO. Tools writing non-table outputs (HTML, YAML) use it too.
 type OutputFile struct {
-	f    *os.File
-	dest string // rename target; "" when writing in place
-	path string // as the user gave it, for messages
+	f      *os.File
+	dest   string // rename target; "" when writing in place
+	path   string // as the user gave it, for messages
+	forget func() // unregisters the temporary file from lib/cleanup
 }
 
 // CreateFile opens an output file for path (see Create).
@@ -446,7 +453,7 @@ func CreateFile(path string) (*OutputFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &OutputFile{f: f, path: path}, nil
+		return &OutputFile{f: f, path: path, forget: func() {}}, nil
 	}
 	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp*")
 	if err != nil {
@@ -456,7 +463,8 @@ func CreateFile(path string) (*OutputFile, error) {
 		}
 		return nil, err
 	}
-	return &OutputFile{f: f, dest: dest, path: path}, nil
+	// An interrupted or crashing tool removes it (see lib/cleanup).
+	return &OutputFile{f: f, dest: dest, path: path, forget: cleanup.Add(f.Name())}, nil
 }
 
 // File is the open file to write to.
@@ -477,13 +485,14 @@ func (o *OutputFile) Commit(err error) error {
 		return err
 	}
 	if err := o.f.Close(); err != nil {
-		os.Remove(o.f.Name())
+		o.Abort()
 		return fmt.Errorf("%s: %w", o.path, err)
 	}
 	if err := os.Rename(o.f.Name(), o.dest); err != nil {
-		os.Remove(o.f.Name())
+		o.Abort()
 		return fmt.Errorf("%s: %w", o.path, err)
 	}
+	o.forget()
 	return nil
 }
 
@@ -493,6 +502,7 @@ func (o *OutputFile) Abort() {
 	if o.dest != "" {
 		os.Remove(o.f.Name())
 	}
+	o.forget()
 }
 
 type fileSink struct {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blis-sim/blis/lib/cleanup"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/blis-sim/blis/lib/latency"
@@ -188,10 +189,16 @@ func (c *Coefficients) Save(p string) error {
 		return err
 	}
 	tmp := p + ".tmp"
+	defer cleanup.Add(tmp)()
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, p)
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // FileName is the canonical path of the file under coefficients/:

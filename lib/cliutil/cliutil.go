@@ -44,6 +44,7 @@ func Run(app *cli.App) {
 func RunArgs(app *cli.App, args []string, stderr io.Writer) (status int) {
 	signal.Ignore(syscall.SIGPIPE)
 	app.ErrWriter = stderr
+	setup(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return badinput.Wrap(err) }
 	bug.SetHandler(func(v any, stack []byte) { os.Exit(reportBug(app.Name, v, stack, stderr)) })

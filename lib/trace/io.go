@@ -116,10 +116,25 @@ func Open(path string, stdin io.Reader) (*Source, error) {
 		var fh *os.File
 		fh, err = os.Open(path)
 		if err == nil {
-			br, err = openStream(fh)
+			// An IPC or Parquet file under another name: go by the content.
+			var magic [6]byte
+			n, _ := fh.ReadAt(magic[:], 0)
+			switch f, ok := formatFor("x.parquet"); {
+			case n == 6 && string(magic[:]) == "ARROW1":
+				fh.Close()
+				br, err = openIPCFile(path)
+			case n >= 4 && string(magic[:4]) == "PAR1" && ok && f.Open != nil:
+				fh.Close()
+				br, err = f.Open(path)
+			default:
+				br, err = openStream(fh)
+			}
 		}
 	}
 	if err != nil {
+		if ne := notArrow(name, path, err); ne != nil {
+			return nil, &InputError{Err: ne}
+		}
 		return nil, &InputError{Err: fmt.Errorf("%s: %w", name, err)}
 	}
 	md, err := MetaFromSchema(br.Schema())
@@ -241,6 +256,12 @@ type streamReader struct {
 
 func openStream(rc io.ReadCloser) (BatchReader, error) {
 	br := bufio.NewReaderSize(rc, ioBuffer)
+	if head, _ := br.Peek(sniffLen); len(head) > 0 {
+		if what := sniff(head); what != "" {
+			rc.Close()
+			return nil, &notArrowError{what: what}
+		}
+	}
 	fr := newFrameReader(br)
 	rd, err := ipc.NewReaderFromMessageReader(fr)
 	if err != nil {

@@ -47,7 +47,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "latency", Usage: "latency model: auto, roofline, fitted or linear", DefaultText: "auto"},
 			&cli.StringFlag{Name: "coefficients", Usage: "fitted coefficients `FILE`"},
 			&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(policy.Names(policy.StageRouting), ", "), DefaultText: "round-robin"},
-			&cli.StringFlag{Name: "seed", Usage: "master seed", DefaultText: "42"},
+			&cli.StringFlag{Name: "seed", Usage: "seed of the random streams: the random and power-of-two routers draw from it; nothing else is random, so with other routers every seed gives the same results", DefaultText: "42"},
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},

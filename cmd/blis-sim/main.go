@@ -19,9 +19,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/trace"
-	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 func main() { cliutil.Run(app()) }
@@ -58,6 +56,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
 			&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
+			&cli.BoolFlag{Name: "progress", Usage: "print a progress line on stderr every few seconds even when it is not a terminal (CI, logs); on a terminal a bar is shown anyway"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the run to `FILE`", Hidden: true},
 		},
 		Action: run,
@@ -213,6 +212,9 @@ func run(c *cli.Context) error {
 		opts.PrefixBlockSize = n
 	}
 	var source engine.Source = rr
+	// The progress line's total: the rows of a file, counted from the
+	// message headers (a pipe has no total: no ETA then).
+	total, _ := trace.CountRows(in)
 	if md.Get(trace.MetaSorted) != "arrival" {
 		all, err := readAll(rr)
 		if err != nil {
@@ -222,6 +224,7 @@ func run(c *cli.Context) error {
 			fmt.Fprintf(stderr, "blis-sim: %s is not marked %s=arrival: read %d rows into memory to sort them\n", src.Path, trace.MetaSorted, len(all))
 		}
 		source = engine.SliceSource(all)
+		total = int64(len(all))
 	}
 
 	seed := cfg.Seed
@@ -256,21 +259,11 @@ func run(c *cli.Context) error {
 		opts.Steps = sw
 	}
 
-	var bar *progressbar.ProgressBar
 	start := time.Now()
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !quiet {
+	prog := cliutil.NewProgress(stderr, "blis-sim", "requests", total, c.Bool("progress"), quiet)
+	if prog != nil {
 		opts.Progress = func(simUS, done int64) {
-			if bar == nil {
-				if time.Since(start) < 2*time.Second {
-					return
-				}
-				bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetDescription("simulating"), progressbar.OptionShowCount(),
-					progressbar.OptionSetElapsedTime(false), progressbar.OptionThrottle(200*time.Millisecond))
-			}
-			bar.Set64(done)
-			bar.Describe(fmt.Sprintf("simulated %s, %s wall; requests done:",
-				time.Duration(simUS/1e6)*time.Second, time.Since(start).Round(time.Second)))
+			prog.Update(done, "simulated "+(time.Duration(simUS/1e6)*time.Second).String())
 		}
 	}
 	if p := c.String("cpuprofile"); p != "" {
@@ -285,9 +278,8 @@ func run(c *cli.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 	sum, runErr := engine.Run(cfg, models, source, rw, opts)
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(stderr)
+	if runErr == nil {
+		prog.Finish(sum.Injected)
 	}
 	wall := time.Since(start)
 	var closeErr error

@@ -19,6 +19,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/trace"
+	_ "github.com/blis-sim/blis/lib/trace/parquetio"
 	"github.com/urfave/cli/v2"
 )
 
@@ -29,8 +30,9 @@ func app() *cli.App {
 		Name:      "blis-sim",
 		Usage:     "simulate LLM serving replicas behind a router on a requests table (flags override the --cluster YAML)",
 		UsageText: "blis-sim [--cluster cluster.yaml] [flags] [FILE|-] > results.arrow",
-		Description: "Reads a requests table (Arrow IPC stream, .arrow file or stdin), simulates the cluster and\n" +
-			"writes the results table (one row per request) to stdout or -o. Flags override the YAML.\n" +
+		Description: "Reads a requests table (Arrow IPC stream, .arrow file or .parquet, gzipped or not; or stdin), simulates\n" +
+			"the cluster and writes the results table (one row per request) to stdout or -o (.arrow, .parquet or a\n" +
+			"stream, as --steps). Flags override the YAML.\n" +
 			"See docs/engine.md and docs/policies.md.",
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
@@ -233,11 +235,14 @@ func run(c *cli.Context) error {
 		stage.Inputs = []trace.Input{inp}
 	}
 	outMeta := md.With(stage)
+	outMeta.Delete(trace.MetaSorted) // results come in the order requests end
 	names := make([]string, len(models))
 	for i, m := range models {
 		names[i] = m.Name()
 	}
 	outMeta.Set("blis.sim.model", strings.Join(names, ","))
+	outMeta.SetSimDeployments(engine.Describe(&cfg, models))
+	outMeta.Set(trace.MetaSimRouter, cfg.Router.Routing)
 	// Both outputs are put into place only when the whole run succeeded: a
 	// failed run leaves no new file behind and existing ones as they were.
 	out, err := trace.Create(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
@@ -277,7 +282,8 @@ func run(c *cli.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	sum, runErr := engine.Run(cfg, models, source, rw, opts)
+	drops := &trace.DropCounter{W: rw}
+	sum, runErr := engine.Run(cfg, models, source, drops, opts)
 	if runErr == nil {
 		prog.Finish(sum.Injected)
 	}
@@ -322,9 +328,9 @@ func run(c *cli.Context) error {
 		return closeErr
 	}
 	if !quiet {
-		printSummary(stderr, &sum, &cfg, wall)
+		printSummary(stderr, &sum, &cfg, wall, &drops.Tally)
 	}
-	return nil
+	return allDropped(&sum, &drops.Tally)
 }
 
 func readAll(rr *trace.RequestReader) ([]trace.Request, error) {

@@ -47,6 +47,8 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "latency", Usage: "latency model: auto, roofline, fitted or linear", DefaultText: "auto"},
 			&cli.StringFlag{Name: "coefficients", Usage: "fitted coefficients `FILE`"},
 			&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(policy.Names(policy.StageRouting), ", "), DefaultText: "round-robin"},
+			&cli.StringFlag{Name: "policy", Usage: "policy bundle `FILE` (YAML; overrides the cluster YAML's policy key; see docs/policies.md)"},
+			&cli.BoolFlag{Name: "list-policies", Usage: "list every policy template with its parameters and ranges, and exit"},
 			&cli.StringFlag{Name: "seed", Usage: "master seed", DefaultText: "42"},
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
@@ -161,7 +163,15 @@ func clusterConfig(c *cli.Context) (config.Cluster, error) {
 }
 
 func run(c *cli.Context) error {
+	if c.Bool("list-policies") {
+		listPolicies(c.App.Writer)
+		return nil
+	}
 	cfg, err := clusterConfig(c)
+	if err != nil {
+		return err
+	}
+	pb, err := loadPolicy(c, &cfg)
 	if err != nil {
 		return err
 	}
@@ -235,6 +245,9 @@ func run(c *cli.Context) error {
 		names[i] = m.Name()
 	}
 	outMeta.Set("blis.sim.model", strings.Join(names, ","))
+	if pb != nil {
+		pb.Annotate(outMeta)
+	}
 	out, err := createOutput(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
 	if err != nil {
 		return cliutil.Usage("%v", err)
@@ -244,6 +257,9 @@ func run(c *cli.Context) error {
 	var stepsOut *output
 	if p := c.String("steps"); p != "" {
 		sm := trace.NewMeta().With(stage)
+		if pb != nil {
+			pb.Annotate(sm)
+		}
 		stepsOut, err = createOutput(p, nil, trace.StepsSchema(sm))
 		if err != nil {
 			rw.Close()
@@ -282,7 +298,18 @@ func run(c *cli.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	sum, runErr := engine.Run(cfg, models, source, rw, opts)
+	var sink engine.Sink = rw
+	if pb != nil {
+		if _, sink, err = pb.Apply(&cfg, &opts, rw); err != nil {
+			rw.Close()
+			out.commit(false)
+			if stepsOut != nil {
+				stepsOut.commit(false)
+			}
+			return cliutil.BadInput(err)
+		}
+	}
+	sum, runErr := engine.Run(cfg, models, source, sink, opts)
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(stderr)

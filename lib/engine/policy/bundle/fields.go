@@ -98,7 +98,7 @@ var replicaFields = []field{
 	{name: "queue_depth", k: kInt, unit: "requests", doc: "in its waiting queue", i: func(c *evalCtx) int64 { return int64(c.replica().Waiting()) }},
 	{name: "batch_size", k: kInt, unit: "requests", doc: "in its running batch", i: func(c *evalCtx) int64 { return int64(c.replica().Running()) }},
 	{name: "in_flight", k: kInt, unit: "requests", doc: "routed there, not yet in its queue", i: func(c *evalCtx) int64 { return int64(c.replica().InFlight()) }},
-	{name: "load", k: kInt, unit: "requests", doc: "queue_depth + batch_size + in_flight", i: func(c *evalCtx) int64 { return int64(c.replica().Load()) }},
+	{name: "outstanding", k: kInt, unit: "requests", doc: "queue_depth + batch_size + in_flight (what least-loaded compares)", i: func(c *evalCtx) int64 { return int64(c.replica().Load()) }},
 	{name: "kv_utilization", k: kFloat, unit: "fraction", doc: "KV blocks in use / total (0 when unknown)", f: func(c *evalCtx) float64 { return c.replica().KVUtilization() }},
 	{name: "kv_free_blocks", k: kInt, unit: "blocks", doc: "KV blocks not in use", i: func(c *evalCtx) int64 { r := c.replica(); return r.KVTotal() - r.KVUsed() }},
 	{name: "kv_used_blocks", k: kInt, unit: "blocks", doc: "KV blocks in use", i: func(c *evalCtx) int64 { return c.replica().KVUsed() }},
@@ -135,8 +135,8 @@ var routerFields = []field{
 // clusterFields are aggregates over the candidates.
 var clusterFields = []field{
 	{name: "size", k: kInt, unit: "replicas", doc: "number of candidates", i: func(c *evalCtx) int64 { return int64(c.cv.Len()) }},
-	{name: "max_load", k: kInt, unit: "requests", doc: "largest load among the candidates, at least 1", i: func(c *evalCtx) int64 { return int64(c.maxLoad()) }},
-	{name: "min_load", k: kInt, unit: "requests", doc: "smallest load among the candidates", i: func(c *evalCtx) int64 { return int64(c.cv.Replica(c.cv.LeastLoaded()).Load()) }},
+	{name: "max_load", k: kInt, unit: "requests", doc: "largest outstanding among the candidates, at least 1", i: func(c *evalCtx) int64 { return int64(c.maxLoad()) }},
+	{name: "min_load", k: kInt, unit: "requests", doc: "smallest outstanding among the candidates", i: func(c *evalCtx) int64 { return int64(c.cv.Replica(c.cv.LeastLoaded()).Load()) }},
 	{name: "queued", k: kInt, unit: "requests", doc: "Σ (queue_depth + in_flight) over the candidates (what queue-limit counts)", i: func(c *evalCtx) int64 { return queued(c.cv) }},
 	{name: "now_us", k: kInt, unit: "µs", doc: "time of the decision", i: func(c *evalCtx) int64 { return c.cv.NowUS() }},
 }

@@ -137,7 +137,7 @@ var poolFields = []field{
 	{name: "queue_depth", k: kInt, unit: "requests", doc: "Σ waiting", i: func(c *evalCtx) int64 { return int64(c.pool.Waiting) }},
 	{name: "batch_size", k: kInt, unit: "requests", doc: "Σ running", i: func(c *evalCtx) int64 { return int64(c.pool.Running) }},
 	{name: "in_flight", k: kInt, unit: "requests", doc: "Σ routed, not yet queued", i: func(c *evalCtx) int64 { return int64(c.pool.InFlight) }},
-	{name: "load", k: kInt, unit: "requests", doc: "queue_depth + batch_size + in_flight", i: func(c *evalCtx) int64 { return int64(c.pool.Load()) }},
+	{name: "outstanding", k: kInt, unit: "requests", doc: "queue_depth + batch_size + in_flight", i: func(c *evalCtx) int64 { return int64(c.pool.Load()) }},
 	{name: "kv_utilization", k: kFloat, unit: "fraction", doc: "mean KV fraction in use over serving replicas", f: func(c *evalCtx) float64 { return c.pool.KVUtilization }},
 	{name: "now_us", k: kInt, unit: "µs", doc: "time of the evaluation", i: func(c *evalCtx) int64 { return c.pool.NowUS }},
 }

@@ -51,7 +51,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		if st.Kind == KindStarlark {
 			needTracker = true
 		}
-		if st.Kind == KindTree && (st.info.used["tenant"] || st.info.used["router"] || st.info.used["replica"]) {
+		if st.Kind == KindTree && st.info.used["tracker"] {
 			needTracker = true
 		}
 	}
@@ -221,42 +221,46 @@ func (a *trackedAdmission) Admit(r policy.RequestView, c *policy.ClusterView) po
 // ---- decision trees
 
 type treeAdmission struct {
-	st *Stage
-	tr *Tracker
+	st  *Stage
+	tr  *Tracker
+	ctx evalCtx
 }
 
 func (t *treeAdmission) Admit(r policy.RequestView, c *policy.ClusterView) policy.AdmitDecision {
-	ctx := evalCtx{rv: r, cv: c, tr: t.tr}
-	n := t.st.tree.eval(&ctx)
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	n := t.st.tree.eval(&t.ctx)
 	return policy.AdmitDecision{Verdict: n.verdict, Reason: n.reason, DelayUS: n.delayUS}
 }
 
 type treePriority struct {
-	st *Stage
-	tr *Tracker
+	st  *Stage
+	tr  *Tracker
+	ctx evalCtx
 }
 
 func (t *treePriority) Priority(r policy.RequestView, c *policy.ClusterView) int64 {
-	ctx := evalCtx{rv: r, cv: c, tr: t.tr}
-	return t.st.tree.eval(&ctx).prio
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	return t.st.tree.eval(&t.ctx).prio
 }
 
 type treeRouting struct {
 	st     *Stage
 	tr     *Tracker
 	leaves []policy.Routing
+	ctx    evalCtx
 }
 
 func (t *treeRouting) Route(r policy.RequestView, c *policy.ClusterView) policy.RouteDecision {
-	ctx := evalCtx{rv: r, cv: c, tr: t.tr}
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	ctx := &t.ctx
 	if !t.st.info.perCandidate {
-		n := t.st.tree.eval(&ctx)
+		n := t.st.tree.eval(ctx)
 		return t.leaves[n.routeIdx].Route(r, c)
 	}
 	best, bs := 0, 0.0
 	for i := 0; i < c.Len(); i++ {
 		ctx.i = i
-		s := t.st.tree.eval(&ctx).score.f(&ctx)
+		s := t.st.tree.eval(ctx).score.f(ctx)
 		c.Score(i, s)
 		if i == 0 || s > bs {
 			best, bs = i, s

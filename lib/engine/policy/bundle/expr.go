@@ -117,6 +117,12 @@ func (c *exprCompiler) expr(x syntax.Expr) (*expr, error) {
 			return nil, c.errf(x.Name.NamePos, "unknown field %s.%s (expected one of %s)", id.Name, x.Name.Name, strings.Join(t.names(), ", "))
 		}
 		c.used[id.Name] = true
+		switch {
+		case id.Name == "tenant" || id.Name == "router":
+			c.used["tracker"] = true
+		case id.Name == "replica" && (f.name == "cache_hit_rate" || f.name == "recent_ttft_us" || f.name == "recent_tpot_us" || f.name == "estimated_wait_us"):
+			c.used["tracker"] = true
+		}
 		if id.Name == "replica" && f.name == "cached_blocks" {
 			c.used["prefix"] = true
 		}

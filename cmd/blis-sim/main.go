@@ -344,6 +344,9 @@ func run(c *cli.Context) error {
 	}
 	if !quiet {
 		printSummary(stderr, &sum, &cfg, wall)
+		if pb != nil {
+			fmt.Fprintf(stderr, "  %s\n", pb.Describe())
+		}
 	}
 	return nil
 }

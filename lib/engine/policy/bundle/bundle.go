@@ -517,3 +517,31 @@ func (e *RunError) Unwrap() error { return e.Err }
 func (e *RunError) BadInput() bool { return true }
 
 var errNoStage = errors.New("no such stage")
+
+// Describe is a one-line account of the bundle for run summaries: its id
+// and how each stage it gives is decided.
+func (b *Bundle) Describe() string {
+	var parts []string
+	for _, name := range StageNames {
+		st := b.stages[name]
+		if st == nil {
+			continue
+		}
+		switch st.Kind {
+		case KindParameterized:
+			parts = append(parts, name+" "+st.Template)
+		case KindTree:
+			parts = append(parts, name+" decision tree")
+		case KindStarlark:
+			parts = append(parts, name+" starlark "+filepath.Base(st.File))
+		}
+	}
+	id := b.ID
+	if id == "" {
+		id = "(no id)"
+	}
+	if len(parts) == 0 {
+		parts = []string{"no stages"}
+	}
+	return fmt.Sprintf("policy %s generation %d from %s: %s (other stages built in)", id, b.Generation, b.Path, strings.Join(parts, ", "))
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/blis-sim/blis/lib/cliutil"
@@ -15,17 +14,13 @@ import (
 // loadPolicy loads the bundle named by --policy or the cluster YAML's
 // policy key (relative to the cluster file), before anything is simulated.
 func loadPolicy(c *cli.Context, cfg *config.Cluster) (*bundle.Bundle, error) {
-	p := c.String("policy")
-	if p == "" && cfg.Policy != "" {
-		p = cfg.Policy
-		if !filepath.IsAbs(p) && cfg.Name != "" {
-			p = filepath.Join(filepath.Dir(cfg.Name), p)
-		}
+	var b *bundle.Bundle
+	var err error
+	if p := c.String("policy"); p != "" {
+		b, err = bundle.Load(p, bundle.Env{})
+	} else {
+		b, err = bundle.FromConfig(cfg, bundle.Env{})
 	}
-	if p == "" {
-		return nil, nil
-	}
-	b, err := bundle.Load(p, bundle.Env{})
 	if err != nil {
 		return nil, cliutil.BadInput(err)
 	}

@@ -3,6 +3,7 @@ package bundle
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
@@ -601,3 +602,16 @@ func (s *starScaler) Scale(pool *PoolView, pools []*PoolView) (int, string, erro
 }
 
 var errPolicyFailed = errors.New("policy failed")
+
+// FromConfig loads the bundle a cluster YAML names in its policy key
+// (relative to the cluster file), or returns nil when it names none.
+func FromConfig(cfg *config.Cluster, env Env) (*Bundle, error) {
+	p := cfg.Policy
+	if p == "" {
+		return nil, nil
+	}
+	if !filepath.IsAbs(p) && cfg.Name != "" {
+		p = filepath.Join(filepath.Dir(cfg.Name), p)
+	}
+	return Load(p, env)
+}

@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -282,9 +281,8 @@ func (t *treeRouting) Clone() any {
 // treeOrder sorts the waiting requests by the tree's score, highest first,
 // vLLM's order among equals.
 type treeOrder struct {
-	st     *Stage
-	scores map[*request.State]float64
-	buf    []scored
+	st  *Stage
+	buf []scored
 }
 
 type scored struct {
@@ -600,8 +598,6 @@ func (s *starScaler) Scale(pool *PoolView, pools []*PoolView) (int, string, erro
 	}
 	return int(n), reason, nil
 }
-
-var errPolicyFailed = errors.New("policy failed")
 
 // FromConfig loads the bundle a cluster YAML names in its policy key
 // (relative to the cluster file), or returns nil when it names none.

@@ -24,7 +24,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -515,8 +514,6 @@ func (e *RunError) Unwrap() error { return e.Err }
 
 // BadInput marks a policy failure as the user's input (exit status 2).
 func (e *RunError) BadInput() bool { return true }
-
-var errNoStage = errors.New("no such stage")
 
 // Describe is a one-line account of the bundle for run summaries: its id
 // and how each stage it gives is decided.

@@ -413,7 +413,28 @@ def schedule(queue, replica):
     keyed = [(r.input_tokens - r.computed_tokens, i) for i, r in enumerate(queue)]
     return [i for _, i in sorted(keyed)]
 `})
-	_ = sfStar // Starlark sorts by (remaining, position); the template breaks ties by vLLM's order.
+	// Starlark breaks ties by queue position, the template by vLLM's order:
+	// close to the template, far from vLLM's FCFS.
+	if reflect.DeepEqual(base, sfStar) {
+		t.Fatal("Starlark shortest-first changed nothing")
+	}
+	firstSched := func(rs []trace.Result) (short, long float64) {
+		var ns, nl float64
+		for _, r := range rs {
+			w := float64(r.FirstScheduledUS - r.EnqueuedUS)
+			if r.InputTokens < 400 {
+				short, ns = short+w, ns+1
+			} else if r.InputTokens > 1200 {
+				long, nl = long+w, nl+1
+			}
+		}
+		return short / ns, long / nl
+	}
+	bs0, bl0 := firstSched(base)
+	ss0, sl0 := firstSched(sfStar)
+	if !(ss0 < bs0 && sl0 > bl0) {
+		t.Fatalf("Starlark shortest-first: short prompts wait %.0f µs (FCFS %.0f), long %.0f (FCFS %.0f)", ss0, bs0, sl0, bl0)
+	}
 	sfTree, _ := run(map[string]string{"b.yaml": "scheduler:\n  kind: decision_tree\n  tree: {score: \"0 - (request.input_tokens - request.computed_tokens)\"}\n"})
 	same(t, "tree shortest-first = template", sf, sfTree)
 

@@ -283,6 +283,7 @@ func (t *treeRouting) Clone() any {
 type treeOrder struct {
 	st  *Stage
 	buf []scored
+	ctx evalCtx
 }
 
 type scored struct {
@@ -292,9 +293,10 @@ type scored struct {
 
 func (t *treeOrder) Sort(now int64, w []*request.State) {
 	t.buf = t.buf[:0]
+	c := &t.ctx
 	for _, r := range w {
-		c := evalCtx{rv: policy.NewRequestView(&r.Req, now, nil), st: r}
-		t.buf = append(t.buf, scored{r, t.st.tree.eval(&c).score.f(&c)})
+		*c = evalCtx{rv: policy.NewRequestView(&r.Req, now, nil), st: r}
+		t.buf = append(t.buf, scored{r, t.st.tree.eval(c).score.f(c)})
 	}
 	sortScored(t.buf)
 	for i := range t.buf {
@@ -304,15 +306,19 @@ func (t *treeOrder) Sort(now int64, w []*request.State) {
 
 // treeVictim preempts the running request with the highest score, the
 // newest among equals.
-type treeVictim struct{ st *Stage }
+type treeVictim struct {
+	st  *Stage
+	ctx evalCtx
+}
 
 func (t *treeVictim) Choose(running []*request.State) *request.State {
 	var best *request.State
 	bs := 0.0
+	c := &t.ctx
 	for i := len(running) - 1; i >= 0; i-- {
 		r := running[i]
-		c := evalCtx{rv: policy.NewRequestView(&r.Req, 0, nil), st: r}
-		s := t.st.tree.eval(&c).score.f(&c)
+		*c = evalCtx{rv: policy.NewRequestView(&r.Req, 0, nil), st: r}
+		s := t.st.tree.eval(c).score.f(c)
 		if best == nil || s > bs {
 			best, bs = r, s
 		}
@@ -461,8 +467,10 @@ func (p *starRouting) Route(rv policy.RequestView, c *policy.ClusterView) policy
 }
 
 type starOrder struct {
-	r   *starRT
-	idx int32
+	r     *starRT
+	idx   int32
+	vals  []reqValue
+	queue starlark.Tuple
 }
 
 func (o *starOrder) Sort(now int64, w []*request.State) {
@@ -470,8 +478,11 @@ func (o *starOrder) Sort(now int64, w []*request.State) {
 	if r.rt.err != nil {
 		return
 	}
-	queue := make(starlark.Tuple, len(w))
-	vals := make([]reqValue, len(w))
+	if cap(o.vals) < len(w) {
+		o.vals = make([]reqValue, len(w), 2*len(w))
+		o.queue = make(starlark.Tuple, len(w), 2*len(w))
+	}
+	vals, queue := o.vals[:len(w)], o.queue[:len(w)]
 	for i, s := range w {
 		vals[i] = reqValue{r: r, st: s, now: now}
 		queue[i] = &vals[i]

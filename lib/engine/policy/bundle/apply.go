@@ -19,6 +19,17 @@ type Runtime struct {
 	tr     *Tracker
 	err    error
 	scaler Scaler
+	stars  map[string]*starRT
+}
+
+// State is a Starlark stage's state dict now, in Starlark syntax (keys in
+// insertion order), for decision traces; "" when the stage is not
+// Starlark.
+func (rt *Runtime) State(stage string) string {
+	if r := rt.stars[stage]; r != nil {
+		return r.state.String()
+	}
+	return ""
 }
 
 // Err is the first policy failure of the run (a *RunError), or nil.
@@ -40,7 +51,7 @@ func (rt *Runtime) Scaler() Scaler { return rt.scaler }
 // up to date from finished requests. opts.PolicyErr stops the run at a
 // policy failure.
 func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.Sink) (*Runtime, cluster.Sink, error) {
-	rt := &Runtime{b: b}
+	rt := &Runtime{b: b, stars: map[string]*starRT{}}
 	env := policy.Env{Seed: cfg.Seed}
 	needTracker := false
 	for _, name := range []string{StageAdmission, StagePriority, StageRouting} {
@@ -64,6 +75,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 			return nil, err
 		}
 		r.ctx.tr = rt.tr
+		rt.stars[st.Name] = r
 		return r, nil
 	}
 

@@ -248,6 +248,28 @@ func TestWorkedExamplesDoWhatTheySay(t *testing.T) {
 	}
 }
 
+func TestState(t *testing.T) {
+	p := writeBundle(t, map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star}\n",
+		"r.star": "def route(request, cluster):\n    state['n'] = state.get('n', 0) + 1\n    return cluster.replicas[0].id\n"})
+	b, err := bundle.Load(p, bundle.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testCluster(2)
+	models, _, _ := engine.Prepare(&cfg)
+	opts := engine.Options{}
+	rt, sink, err := b.Apply(&cfg, &opts, &memSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Run(cfg, models, engine.SliceSource(workload(50, 10)), sink, opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.State("routing"); got != `{"n": 50}` {
+		t.Fatalf("state %s", got)
+	}
+}
+
 func TestDeterministic(t *testing.T) {
 	reqs := workload(2000, 150)
 	cfg := testCluster(4)

@@ -258,7 +258,22 @@ func (r *starRT) checked() map[string]*starlark.Builtin {
 			if err != nil {
 				return nil, err
 			}
-			return v, r.charge(v)
+			if err := r.charge(v); err != nil {
+				return nil, err
+			}
+			// _add(a, b, c, …) is ((a + b) + c) + …: a chain of + is one call.
+			for _, y := range args[2:] {
+				if err := r.precheck(op, v, y); err != nil {
+					return nil, err
+				}
+				if v, err = starlark.Binary(op, v, y); err != nil {
+					return nil, err
+				}
+				if err := r.charge(v); err != nil {
+					return nil, err
+				}
+			}
+			return v, nil
 		})
 	}
 	rangeFn := starlark.Universe["range"].(*starlark.Builtin)
@@ -473,6 +488,11 @@ func call(name string, pos syntax.Position, args ...syntax.Expr) syntax.Expr {
 	return &syntax.CallExpr{Fn: &syntax.Ident{NamePos: pos, Name: name}, Lparen: pos, Args: args, Rparen: pos}
 }
 
+func isIdent(x syntax.Expr, name string) bool {
+	id, ok := x.(*syntax.Ident)
+	return ok && id.Name == name
+}
+
 func rwList(xs []syntax.Expr) {
 	for i, x := range xs {
 		xs[i] = rw(x)
@@ -487,6 +507,10 @@ func rw(x syntax.Expr) syntax.Expr {
 		x.X, x.Y = rw(x.X), rw(x.Y)
 		switch x.Op {
 		case syntax.PLUS:
+			if c, ok := x.X.(*syntax.CallExpr); ok && isIdent(c.Fn, "_add") {
+				c.Args = append(c.Args, x.Y) // a + b + c → _add(a, b, c)
+				return c
+			}
 			return call("_add", x.OpPos, x.X, x.Y)
 		case syntax.STAR:
 			return call("_mul", x.OpPos, x.X, x.Y)

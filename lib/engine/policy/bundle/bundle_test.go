@@ -270,6 +270,54 @@ func TestState(t *testing.T) {
 	}
 }
 
+// TestTenantCountsExact: a tree rejecting a tenant's requests after its
+// first three rejects exactly Σ max(0, n_t − 3) with a live view.
+func TestTenantCountsExact(t *testing.T) {
+	reqs := workload(400, 40)
+	per := map[string]int{}
+	for _, r := range reqs {
+		per[r.TenantID]++
+	}
+	want := 0
+	for _, n := range per {
+		want += max(0, n-3)
+	}
+	p := writeBundle(t, map[string]string{"b.yaml": "admission:\n  kind: decision_tree\n  tree: {if: \"tenant.request_count >= 3\", then: {admit: reject, reason: quota}, else: {admit: admit}}\n"})
+	rs, sum, err := simulate(t, testCluster(2), p, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rejected != int64(want) {
+		t.Fatalf("rejected %d, want %d (%v)", sum.Rejected, want, per)
+	}
+	for _, r := range rs {
+		if r.Status == trace.StatusRejected && r.DropReason != "quota" {
+			t.Fatalf("reason %q", r.DropReason)
+		}
+	}
+}
+
+func TestRandomStream(t *testing.T) {
+	files := map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star, random: true}\n",
+		"r.star": "def route(request, cluster):\n    return cluster.replicas[random.int(cluster.size)].id\n"}
+	reqs := workload(300, 30)
+	cfg := testCluster(4)
+	a, _, err := simulate(t, cfg, writeBundle(t, files), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := simulate(t, cfg, writeBundle(t, files), reqs)
+	same(t, "same seed", a, b)
+	cfg.Seed = 7
+	c, _, _ := simulate(t, cfg, writeBundle(t, files), reqs)
+	if reflect.DeepEqual(a, c) {
+		t.Fatal("another seed drew the same replicas")
+	}
+	if len(spread(a)) != 4 {
+		t.Fatalf("spread %v", spread(a))
+	}
+}
+
 func TestDeterministic(t *testing.T) {
 	reqs := workload(2000, 150)
 	cfg := testCluster(4)
@@ -341,6 +389,8 @@ func TestSandboxErrors(t *testing.T) {
 		{"join growth", "def route(request, cluster):\n    s = 'x' * 100000\n    return ''.join([s for i in range(100)])\n", "(sandbox.max_len)"},
 		{"state growth", "def route(request, cluster):\n    l = state.setdefault('l', [])\n    l.extend(range(1000))\n    return cluster.replicas[0].id\n", "(sandbox.max_state)"},
 		{"view in state", "def route(request, cluster):\n    state['r'] = request\n    return cluster.replicas[0].id\n", "keep numbers, not views"},
+		{"integer growth", "def route(request, cluster):\n    x = 3\n    for i in range(20):\n        x = x * x\n    return 'x'\n", "r.star:4: routing policy, request r0: integer of more than 4096 bits"},
+		{"replace growth", "def route(request, cluster):\n    s = 'ab' * 1000\n    return s.replace('a', 'x' * 10000)\n", "r.star:3: routing policy, request r0: value of 10002000 elements or bytes"},
 		{"frozen global", "L = []\ndef route(request, cluster):\n    L.append(1)\n    return cluster.replicas[0].id\n", "r.star:3: routing policy, request r0: append: cannot append to frozen list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -408,7 +408,11 @@ func TestSandboxErrors(t *testing.T) {
 // against the same decision seen by a decision tree.
 func TestStarlarkViews(t *testing.T) {
 	src := `
+load("math.star", "math")
+
 def admit(request, cluster):
+    if math.floor(2.5) != 2:
+        return ("reject", "math")
     live = cluster.router.request_count == state.get("n", 0)
     r = request
     fields = [r.id, r.tenant_id, r.slo_class, r.model, r.session_id, r.priority, r.input_tokens,

@@ -54,6 +54,10 @@ type Options struct {
 	// global prefix index and the load tree); 0 lets the cluster choose by
 	// group size. The answers are the same either way (a test checks it).
 	RouterIndexes int
+	// PolicyErr, when set, is asked after each router decision and each
+	// step formed: a policy that failed (a sandboxed policy's runtime
+	// error, say) stops the run with its error.
+	PolicyErr func() error
 }
 
 // Deployment is one model on one kind of GPU: its replicas share an engine
@@ -452,6 +456,9 @@ func (c *Cluster) process(ev *event) {
 func (c *Cluster) start(rep *replica.Replica) {
 	dur, ok := rep.Start(c.now)
 	c.markDirty(rep.Index)
+	if c.opts.PolicyErr != nil && c.policyFailed() {
+		return
+	}
 	if !ok {
 		return
 	}
@@ -512,6 +519,15 @@ func (c *Cluster) status(i int32) policy.ReplicaStatus {
 	l := rep.Sched.Load()
 	return policy.ReplicaStatus{Waiting: l.Waiting, Running: l.Running, InFlight: rep.InFlight,
 		KVUsed: int64(l.KVUsed), KVTotal: int64(l.KVTotal)}
+}
+
+// policyFailed stops the run if a policy failed.
+func (c *Cluster) policyFailed() bool {
+	if err := c.opts.PolicyErr(); err != nil {
+		c.fail(err)
+		return true
+	}
+	return false
 }
 
 // markDirty notes that replica i's status changed; with a live router view

@@ -175,6 +175,7 @@ func TestGPUYAML(t *testing.T) {
 		{strings.Replace(good, "hbm_tb_s: 5.3", "hbm_tb_s: 0", 1), "field hbm_tb_s: expected a finite positive number, found 0"},
 		{good + "efficiency:\n  kernel_us: .inf\n", "field efficiency.kernel_us: expected a finite non-negative number, found +Inf"},
 		{good + "efficiency:\n  gemm: 1.5\n", "field efficiency.gemm: expected a fraction in (0,1], found 1.5"},
+		{good + "efficiency:\n  seq_step_overhead_us: -1\n", "field efficiency.seq_step_overhead_us: expected a finite non-negative number, found -1"},
 		{strings.Replace(good, "name: mi300x", "", 1), "field name"},
 		{"", "bad.yaml: empty file, expected a GPU YAML document"},
 		{"# only a comment\n", "bad.yaml: empty file, expected a GPU YAML document"},

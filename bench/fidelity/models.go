@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/blis-sim/blis/lib/fit"
+	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/resolve"
 	"github.com/blis-sim/blis/lib/roofline"
 )
@@ -60,22 +61,10 @@ func sha256File(p string) string {
 // familyOf is the GPU architecture family, the granularity of the error
 // table blis-report quotes.
 func familyOf(gpu string) string {
-	g, ok := roofline.LookupGPU(gpu)
-	name := strings.ToLower(gpu)
-	if ok {
-		name = g.Name
+	if g, ok := roofline.LookupGPU(gpu); ok {
+		gpu = g.Name
 	}
-	switch name {
-	case "a100-80gb":
-		return "Ampere"
-	case "l40s", "rtx4090":
-		return "Ada"
-	case "h100", "h200":
-		return "Hopper"
-	case "b200", "gb200", "rtxpro6000":
-		return "Blackwell"
-	}
-	return name
+	return latency.GPUFamily(gpu)
 }
 
 // regimeOf classifies a closed-loop serving point by its concurrency.

@@ -69,8 +69,14 @@ func TestPoolNormalisesStatistics(t *testing.T) {
 	p.add("roofline", "Hopper", "r", "p90 TTFT", 500, 100) // the p50 stands for a run
 	p.add("roofline", "Hopper", "r", "mean TPOT", 80, 100)
 	rows := p.rows()
-	if len(rows) != 1 || rows[0].N != 2 || math.Abs(rows[0].TTFT-10) > 1e-9 || math.Abs(rows[0].TTFTB) > 1e-9 || math.Abs(rows[0].TPOT-20) > 1e-9 {
+	if len(rows) != 1 || rows[0].N != 2 || math.Abs(rows[0].TTFT-10) > 1e-9 || math.Abs(rows[0].TTFTB) > 1e-9 || math.Abs(rows[0].TPOT-20) > 1e-9 || rows[0].Cap != nil {
 		t.Fatalf("rows %+v", rows)
+	}
+	// Capacity only where a saturated run gave one: 1.30 against 1.43 req/s.
+	p.add("roofline", "Hopper", "r", "capacity (saturated)", 1.30, 1.43)
+	rows = p.rows()
+	if rows[0].CapN != 1 || rows[0].Cap == nil || math.Abs(*rows[0].Cap-(1-1.30/1.43)*100) > 1e-9 || *rows[0].CapB > 0 {
+		t.Fatalf("capacity %+v", rows[0])
 	}
 }
 

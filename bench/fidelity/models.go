@@ -138,6 +138,11 @@ type pooledRow struct {
 	TTFTB  float64 `json:"ttft_bias_pct"`
 	TPOT   float64 `json:"tpot_mdape_pct"`
 	TPOTB  float64 `json:"tpot_bias_pct"`
+	// Capacity (saturated replays only): completions per second while a
+	// queue waited, simulated against real.
+	CapN int      `json:"capacity_points,omitempty"`
+	Cap  *float64 `json:"capacity_mdape_pct,omitempty"`
+	CapB *float64 `json:"capacity_bias_pct,omitempty"`
 }
 
 func (p *pool) rows() []pooledRow {
@@ -169,6 +174,10 @@ func (p *pool) rows() []pooledRow {
 		r.N = max(len(tt), len(tp))
 		r.TTFT, r.TTFTB = errStats(tt)
 		r.TPOT, r.TPOTB = errStats(tp)
+		if cp := p.m[[4]string{k.m, k.f, k.r, "capacity"}]; len(cp) > 0 {
+			md, b := errStats(cp)
+			r.CapN, r.Cap, r.CapB = len(cp), &md, &b
+		}
 		out = append(out, r)
 	}
 	return out
@@ -177,13 +186,17 @@ func (p *pool) rows() []pooledRow {
 func writePooled(w *strings.Builder, p *pool) {
 	fmt.Fprintln(w, "#### Pooled: median absolute error (median signed error) by latency model, GPU family and load regime")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| latency model | GPU family | load regime | points | TTFT | TPOT |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| latency model | GPU family | load regime | points | TTFT | TPOT | capacity |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|")
 	for _, r := range p.rows() {
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s |\n", r.Model, r.Family, r.Regime, r.N, errCell(r.TTFT, r.TTFTB), errCell(r.TPOT, r.TPOTB))
+		c := "–"
+		if r.Cap != nil {
+			c = errCell(*r.Cap, *r.CapB)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s | %s |\n", r.Model, r.Family, r.Regime, r.N, errCell(r.TTFT, r.TTFTB), errCell(r.TPOT, r.TPOTB), c)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "TTFT and TPOT are the means of a closed-loop serving point and the medians of a replayed run. Points a fitted file was trained on are left out of its rows.")
+	fmt.Fprintln(w, "TTFT and TPOT are the means of a closed-loop serving point and the medians of a replayed run; capacity is a saturated replay's completion rate while its queue waited. Points a fitted file was trained on are left out of its rows.")
 	fmt.Fprintln(w)
 }
 

@@ -24,6 +24,11 @@ type KnownErr struct {
 	TTFTBias float64 `json:"ttft_bias_pct"`
 	TPOT     float64 `json:"tpot_mdape_pct"`
 	TPOTBias float64 `json:"tpot_bias_pct"`
+	// Capacity (saturated replays only): the completion rate while a queue
+	// waited; nil where the regime has none.
+	CapacityPoints int      `json:"capacity_points,omitempty"`
+	Capacity       *float64 `json:"capacity_mdape_pct,omitempty"`
+	CapacityBias   *float64 `json:"capacity_bias_pct,omitempty"`
 }
 
 // knownErrorJSON is `go run ./bench/fidelity -json lib/latency/knownerror.json`
@@ -92,7 +97,11 @@ func DescribeKnownError(model, family string) string {
 	sort.SliceStable(rows, func(i, j int) bool { return regimeRank(rows[i].Regime) < regimeRank(rows[j].Regime) })
 	parts := make([]string, len(rows))
 	for i, r := range rows {
-		parts[i] = fmt.Sprintf("%s: TTFT %s, TPOT %s, %d %s", r.Regime, pct(r.TTFT, r.TTFTBias), pct(r.TPOT, r.TPOTBias), r.Points, map[bool]string{true: "point", false: "points"}[r.Points == 1])
+		c := ""
+		if r.Capacity != nil && r.CapacityBias != nil {
+			c = ", capacity " + pct(*r.Capacity, *r.CapacityBias)
+		}
+		parts[i] = fmt.Sprintf("%s: TTFT %s, TPOT %s%s, %d %s", r.Regime, pct(r.TTFT, r.TTFTBias), pct(r.TPOT, r.TPOTBias), c, r.Points, map[bool]string{true: "point", false: "points"}[r.Points == 1])
 	}
 	return fmt.Sprintf("known %s error on %s GPUs (bench/fidelity against real vLLM runs; median absolute error, signed in brackets, + = simulator slow): %s", model, family, strings.Join(parts, "; "))
 }

@@ -30,6 +30,11 @@ func TestKnownErrorTable(t *testing.T) {
 	if _, ok := KnownError("roofline", "Hopper", "closed loop, C ≤ 4"); !ok {
 		t.Error("no roofline Hopper C ≤ 4 row")
 	}
+	// The saturated replays carry the capacity knee (issue 16 item 3).
+	if r, ok := KnownError("roofline", "Ada", "saturated replay"); !ok || r.Capacity == nil || r.CapacityPoints != 1 ||
+		!strings.Contains(DescribeKnownError("roofline", "Ada"), "saturated replay: TTFT "+pct(r.TTFT, r.TTFTBias)+", TPOT "+pct(r.TPOT, r.TPOTBias)+", capacity "+pct(*r.Capacity, *r.CapacityBias)+", 1 point") {
+		t.Errorf("Ada saturated replay: %+v %v: %s", r, ok, DescribeKnownError("roofline", "Ada"))
+	}
 	if _, ok := KnownError("roofline", "Hopper", "open loop"); ok {
 		t.Error("found a regime the harness does not have")
 	}

@@ -309,7 +309,11 @@ func (r *Roofline) StepTime(b *latency.Batch) int64 {
 // StepTime: the engine adds it or overlaps it with the GPU step depending on
 // its scheduler (latency.WithHost).
 func (r *Roofline) HostStepUS(b *latency.Batch) int64 {
-	return int64(float64(b.PrefillSeqs+b.DecodeSeqs)*r.G.Eff.SeqStepUS + 0.5)
+	us := float64(b.PrefillSeqs+b.DecodeSeqs) * r.G.Eff.SeqStepUS
+	if !(us < MaxStepUS) {
+		return MaxStepUS // an absurd GPU file must not wrap the int64
+	}
+	return int64(us + 0.5)
 }
 
 // HostTimed implements latency.HostTimer.

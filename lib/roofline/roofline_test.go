@@ -341,6 +341,10 @@ func TestHostStep(t *testing.T) {
 	if !r2.HostTimed() || r2.HostStepUS(b) != 404 || r2.StepTime(b) != step {
 		t.Errorf("host %v %d (want 404), step %d (want %d)", r2.HostTimed(), r2.HostStepUS(b), r2.StepTime(b), step)
 	}
+	g.Eff.SeqStepUS = 1e300
+	if r3, _ := New(a, g, 1); r3.HostStepUS(b) != MaxStepUS {
+		t.Errorf("absurd seq_step_overhead_us: %d", r3.HostStepUS(b))
+	}
 }
 
 // The RTX PRO 6000 all-reduce by hand: its profile's link efficiency 0.25

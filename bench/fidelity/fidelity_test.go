@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -123,5 +126,41 @@ func TestReplaySharedRun(t *testing.T) {
 	}
 	if math.IsNaN(a.real.capacity) || math.IsNaN(a.sim.capacity) {
 		t.Errorf("the run saturates: capacity real %g sim %g", a.real.capacity, a.sim.capacity)
+	}
+}
+
+// The known-error table blis-sim quotes (lib/latency/knownerror.json) and
+// the pooled table of docs/latency.md come from the same harness run: make
+// fidelity writes both, and this catches one regenerated without the other.
+func TestKnownErrorMatchesDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/latency.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(doc, []byte("#### Pooled:"))
+	if i < 0 {
+		t.Fatal("docs/latency.md has no pooled table")
+	}
+	var rows int
+	for _, line := range strings.Split(string(doc[i:]), "\n")[4:] {
+		if !strings.HasPrefix(line, "| ") {
+			break
+		}
+		f := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(f) < 6 {
+			t.Fatalf("pooled row %q", line)
+		}
+		k, ok := latency.KnownError(f[0], f[1], f[2])
+		if !ok {
+			t.Errorf("docs row %q is not in lib/latency/knownerror.json", line)
+			continue
+		}
+		if want := fmt.Sprintf("%d", k.Points); f[3] != want || f[4] != errCell(k.TTFT, k.TTFTBias) || f[5] != errCell(k.TPOT, k.TPOTBias) {
+			t.Errorf("docs row %q, knownerror.json %+v: regenerate both with make fidelity", line, k)
+		}
+		rows++
+	}
+	if rows != len(latency.KnownErrors()) {
+		t.Errorf("docs has %d pooled rows, knownerror.json %d", rows, len(latency.KnownErrors()))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/blis-sim/blis/lib/engine/autoscale"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/policy"
@@ -54,6 +55,16 @@ type Options struct {
 	// global prefix index and the load tree); 0 lets the cluster choose by
 	// group size. The answers are the same either way (a test checks it).
 	RouterIndexes int
+	// ScaleEvents collects the scale-events rows (ScaleEvents) even when
+	// no pool is autoscaled: one start and one end row per pool.
+	ScaleEvents bool
+	// Autoscale, when set, gives the autoscaling policy of a deployment's
+	// pool (a policy bundle's autoscaler stage); nil, or a nil answer,
+	// keeps the pool's configured policy.
+	Autoscale func(deployment string, pool int) autoscale.Policy
+	// ScaleEventsTo, when set, receives the scale-events rows when the
+	// run finishes (and makes the cluster collect them, as ScaleEvents).
+	ScaleEventsTo func([]trace.ScaleEvent)
 }
 
 // Deployment is one model on one kind of GPU: its replicas share an engine
@@ -75,6 +86,15 @@ type group struct {
 	board   *policy.Board
 	index   *prefixIndex // nil unless prefix-aware routing uses one
 	deps    []*Deployment
+	// With an autoscaled pool (scale.go): members are the routable
+	// replicas, all every replica (the index's slot positions), slotOf and
+	// posOfSlot map board positions to slots and back; held are requests
+	// waiting at the router while no replica can serve.
+	all       []int32
+	slotOf    []int32
+	posOfSlot []int32
+	held      []heldReq
+	hbuf      []int32
 }
 
 // Summary counts what happened. Injected = Completed + Dropped + Rejected +
@@ -92,6 +112,13 @@ type Summary struct {
 	// PeakHeld is the most requests held in memory at once (in flight, or
 	// finished but still nameable by a later row): what memory grows with.
 	PeakHeld int64
+	// Autoscaling: requests that waited at the router for a replica
+	// (HeldAtRouter, with HeldUS µs of waiting in all), requests re-routed
+	// by a redirect drain, requests dropped by a drain (immediate, or at
+	// its timeout), and GPU-hours per deployment (replicas not stopped ×
+	// tp × time; with Options.ScaleEvents or an autoscaler, else nil).
+	HeldAtRouter, HeldUS, Redirected, DrainDropped int64
+	GPUHours                                       []float64
 	// Deployments describes each deployment (id, model, replicas, latency
 	// model, KV blocks per replica).
 	Deployments []DeploymentSummary
@@ -172,6 +199,8 @@ type Cluster struct {
 	res trace.Result
 	sum Summary
 	err error
+
+	sc *scaler // autoscaling; nil without
 }
 
 // New builds a cluster for cfg; models holds each resolved deployment's
@@ -220,6 +249,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		c.prefixOn = cfg.Router.Routing == "prefix-affinity" || p["prefix"] != 0
 	}
 	c.prefixOn = c.prefixOn || opts.Routing != nil
+	if scaleOn(dcfg, &opts) {
+		c.sc = &scaler{policy: opts.Autoscale}
+	}
 	for i, d := range dcfg {
 		e := d.Engine
 		if e.KVBlocks <= 0 {
@@ -237,9 +269,10 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
 			Async: e.AsyncScheduling}
 		n := 0
-		for _, p := range d.Pools {
+		for pi, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)
-			for k := 0; k < p.Replicas; k++ {
+			first := int32(len(c.reps))
+			for k := 0; k < poolSlots(&p); k++ {
 				idx := int32(len(c.reps))
 				store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
 				var order sched.Order
@@ -253,6 +286,11 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				dep.Replicas = append(dep.Replicas, idx)
 				n++
 			}
+			if c.sc != nil {
+				if err := c.addPool(dep, i, &dcfg[i], pi, first, scfg); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	c.liveView = c.snapEvery == 0 && !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing))
@@ -262,6 +300,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	c.isDirty = make([]bool, len(c.reps))
 	c.gpos = make([]int32, len(c.reps))
 	c.buildGroups(dcfg)
+	if c.sc != nil {
+		c.initScale()
+	}
 	c.pbFn = c.promptBlocks
 	c.sum.Deployments = make([]DeploymentSummary, len(c.deps))
 	for i, d := range c.deps {
@@ -325,6 +366,10 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) {
 		}
 		for j := range g.members {
 			g.board.Set(j, c.status(g.members[j]))
+		}
+		if c.dynamic(g) {
+			g.all = g.members
+			c.rebuildBoard(g)
 		}
 	}
 }
@@ -441,6 +486,13 @@ func (c *Cluster) process(ev *event) {
 		c.terminal(r)
 	case evTimeout:
 		c.expire(ev.r)
+	case evLifecycle:
+		c.lifecycleEvent(ev)
+	case evScale:
+		c.scaleTick()
+	}
+	if c.sc != nil && ev.kind() != evScale && (ev.kind() != evLifecycle || c.sc.gen[ev.inst()] != ev.life()) {
+		c.sc.lastReal = c.now
 	}
 	if c.opts.Progress != nil && c.sum.Events&0x3fff == 0 {
 		done := c.sum.Completed + c.sum.Dropped + c.sum.Rejected + c.sum.TimedOut + c.sum.SourceFailed
@@ -450,6 +502,9 @@ func (c *Cluster) process(ev *event) {
 
 // start forms and launches a step on rep at now.
 func (c *Cluster) start(rep *replica.Replica) {
+	if c.checks && rep.State != replica.Serving && rep.State != replica.Warming && rep.State != replica.Draining {
+		c.fail(fmt.Errorf("invariant violated: replica %s started a step while %s", rep.ID, rep.State))
+	}
 	dur, ok := rep.Start(c.now)
 	c.markDirty(rep.Index)
 	if !ok {
@@ -479,6 +534,9 @@ func (c *Cluster) end(rep *replica.Replica) {
 		c.terminal(r)
 	}
 	c.markDirty(rep.Index)
+	if rep.State == replica.Draining && c.drainedCheck(rep) {
+		return
+	}
 	c.kick(rep)
 }
 
@@ -527,7 +585,9 @@ func (c *Cluster) markDirty(i int32) {
 func (c *Cluster) refreshDirty() {
 	for _, i := range c.dirty {
 		c.isDirty[i] = false
-		c.deps[c.reps[i].Deployment].group.board.Set(int(c.gpos[i]), c.status(i))
+		if p := c.gpos[i]; p >= 0 { // -1: not routable (autoscaling)
+			c.deps[c.reps[i].Deployment].group.board.Set(int(p), c.status(i))
+		}
 	}
 	c.dirty = c.dirty[:0]
 }

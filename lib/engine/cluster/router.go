@@ -82,6 +82,13 @@ func (c *Cluster) arrive(r *request.State) {
 		c.terminal(r)
 		return
 	}
+	if c.sc != nil {
+		c.scaleArrival(g)
+		if g.board.Len() == 0 {
+			c.hold(g, r) // no replica serving: wait at the router (scale.go)
+			return
+		}
+	}
 	if c.liveView {
 		c.refreshDirty()
 	}
@@ -162,6 +169,9 @@ type groupOracle struct {
 func (o *groupOracle) CachedBlocks(i int) int {
 	c, g := o.c, o.g
 	if g.index != nil {
+		if g.slotOf != nil {
+			i = int(g.slotOf[i])
+		}
 		return g.index.cached(c, i)
 	}
 	rep := c.reps[g.members[i]]
@@ -173,6 +183,9 @@ func (o *groupOracle) CachedBlocks(i int) int {
 func (o *groupOracle) Holders() ([]int32, bool) {
 	if o.g.index == nil {
 		return nil, false
+	}
+	if o.g.slotOf != nil {
+		return o.c.boardHolders(o.g), true
 	}
 	return o.g.index.holders(o.c), true
 }

@@ -59,6 +59,9 @@ type Deployment struct {
 	Engine      Engine   `yaml:"engine"`
 	Latency     Latency  `yaml:"latency"`
 	Pools       []Pool   `yaml:"pools"`
+	// GPUHourUSD is the price of one GPU-hour, for the cost in blis-report
+	// (0 = not priced).
+	GPUHourUSD float64 `yaml:"gpu_hour_usd,omitempty"`
 }
 
 // Pool is a set of identical replicas with one role.
@@ -69,6 +72,10 @@ type Pool struct {
 	// 0 means "= replicas".
 	MinReplicas int `yaml:"min_replicas,omitempty"`
 	MaxReplicas int `yaml:"max_replicas,omitempty"`
+	// Autoscaler, when set, adds and removes the pool's replicas within
+	// its bounds (see Bounds and autoscale.go); replicas is then the count
+	// at the start (0 allowed).
+	Autoscaler *Autoscaler `yaml:"autoscaler,omitempty"`
 }
 
 // Engine holds one replica's vLLM-v1 scheduler and KV-cache settings.

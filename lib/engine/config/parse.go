@@ -129,10 +129,14 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 	if t == durationType {
 		if n.Kind != yaml.ScalarNode {
 			w.fail(n.Line, path, "expected a duration such as 90s, 10m or 1h (or seconds), found a %s", kindName(n))
+		} else if strings.HasPrefix(strings.TrimSpace(n.Value), "-") {
+			w.fail(n.Line, path, "expected a non-negative duration, found %q", n.Value)
 		}
 		return
 	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		w.walk(n, t.Elem(), path)
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			w.fail(n.Line, path, "expected a mapping of keys (%s), found %s", strings.Join(structKeys(t), ", "), describe(n))

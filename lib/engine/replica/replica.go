@@ -13,8 +13,8 @@ import (
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-// State is a replica's lifecycle state. Only Serving is reachable until
-// autoscaling adds the others.
+// State is a replica's lifecycle state; without autoscaling every
+// replica is Serving (lib/engine/cluster/scale.go drives the others).
 type State uint8
 
 // Lifecycle states, in order.
@@ -69,6 +69,9 @@ type Replica struct {
 	InFlight int
 	// WantSteps asks End to describe each step (for the steps table).
 	WantSteps bool
+	// Warm, while the replica warms up (autoscaling), is the factor its
+	// step times are multiplied by at a step's start.
+	Warm func(now int64) float64
 
 	busy         bool
 	startPending bool
@@ -108,6 +111,9 @@ func (p *Replica) Start(now int64) (dur int64, ok bool) {
 		return 0, false
 	}
 	dur = p.Model.StepTime(&p.batch)
+	if p.Warm != nil {
+		dur = int64(float64(dur) * p.Warm(now))
+	}
 	if dur < 1 {
 		dur = 1
 	}

@@ -42,8 +42,8 @@ type ScaleEvent struct {
 	GPUHourUSD      float64
 	// Metrics the policy saw (decisions only).
 	QueueDepth, Running, Utilization, KVUtilization, RequestRate, SLOAttainment float64
-	TTFTP50US, TTFTP99US, E2EP50US, E2EP99US                                  int64
-	Pending                                                                   int32
+	TTFTP50US, TTFTP99US, E2EP50US, E2EP99US                                    int64
+	Pending                                                                     int32
 	// ProvisioningUS is the longest provisioning + weight-load delay of the
 	// replicas an up decision started (lifecycle rows: the replica's);
 	// WarmEndUS is when the last of them is warm.

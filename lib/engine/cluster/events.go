@@ -16,7 +16,7 @@ const (
 	evTimeout
 	evLifecycle // a replica's lifecycle timer (autoscaling): ready, warm, drain timeout
 	evScale     // the autoscaler's sampling tick
-	evSnapshot // not an event: the rank at which a periodic router snapshot is taken
+	evSnapshot  // not an event: the rank at which a periodic router snapshot is taken
 	evArrival
 	evEnqueue
 	evStepStart

@@ -155,7 +155,9 @@ var HPAMetrics = []string{"queue_depth", "running", "utilization", "kv_utilizati
 func (c *Cluster) validateAutoscaler(at string, p *Pool) error {
 	a := p.Autoscaler
 	k := func(s string) string { return at + "." + s }
-	bad := func(key, format string, args ...any) error { return errors.New(c.Where(key, fmt.Sprintf(format, args...))) }
+	bad := func(key, format string, args ...any) error {
+		return errors.New(c.Where(key, fmt.Sprintf(format, args...)))
+	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch a.Policy {
 	case "hpa", "queue-threshold", "slo":

@@ -55,6 +55,7 @@ func app() *cli.App {
 			&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "token budget per step", DefaultText: "8192"},
 			&cli.Int64Flag{Name: "kv-blocks", Usage: "KV blocks per replica", DefaultText: "from GPU memory"},
 			&cli.StringFlag{Name: "steps", Usage: "write the per-step table to `FILE`"},
+			&cli.StringFlag{Name: "scale-events", Usage: "write the scale-events table (autoscaler decisions, replica lifecycle) to `FILE`"},
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
 			&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
@@ -190,6 +191,13 @@ func run(c *cli.Context) error {
 	if o, st := c.String("output"), c.String("steps"); st != "" && o != "-" && o != "" && sameFile(o, st) {
 		return cliutil.Usage("-o and --steps name the same file %s", o)
 	}
+	if se := c.String("scale-events"); se != "" {
+		for _, f := range []string{"output", "steps"} {
+			if o := c.String(f); o != "" && o != "-" && sameFile(o, se) {
+				return cliutil.Usage("--%s and --scale-events name the same file %s", f, se)
+			}
+		}
+	}
 	in, err := cliutil.Input(c)
 	if err != nil {
 		return err
@@ -254,6 +262,11 @@ func run(c *cli.Context) error {
 		opts.Steps = sw
 	}
 
+	var scaleRows []trace.ScaleEvent
+	if c.String("scale-events") != "" {
+		opts.ScaleEventsTo = func(rows []trace.ScaleEvent) { scaleRows = rows }
+	}
+
 	var bar *progressbar.ProgressBar
 	start := time.Now()
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !quiet {
@@ -305,6 +318,11 @@ func run(c *cli.Context) error {
 			closeErr = err
 		}
 	}
+	if p := c.String("scale-events"); p != "" && ok {
+		if err := writeScaleEvents(p, stage, scaleRows); err != nil {
+			return err
+		}
+	}
 	if runErr != nil {
 		var re *trace.RowError
 		if errors.As(runErr, &re) {
@@ -345,4 +363,19 @@ func sameFile(a, b string) bool {
 	aa, err1 := filepath.Abs(a)
 	bb, err2 := filepath.Abs(b)
 	return err1 == nil && err2 == nil && aa == bb
+}
+
+// writeScaleEvents writes the scale-events table (small: written whole
+// after the run) with the run's provenance.
+func writeScaleEvents(path string, stage trace.Stage, rows []trace.ScaleEvent) error {
+	schema := trace.ScaleEventsSchema(trace.NewMeta().With(stage))
+	out, err := createOutput(path, nil, schema)
+	if err != nil {
+		return cliutil.Usage("--scale-events: %v", err)
+	}
+	if err := trace.WriteScaleEvents(out, schema, rows); err != nil {
+		out.commit(false)
+		return err
+	}
+	return out.commit(true)
 }

@@ -118,6 +118,7 @@ type Summary struct {
 	// its timeout), and GPU-hours per deployment (replicas not stopped ×
 	// tp × time; with Options.ScaleEvents or an autoscaler, else nil).
 	HeldAtRouter, HeldUS, Redirected, DrainDropped int64
+	ScaleUps, ScaleDowns                           int64
 	GPUHours                                       []float64
 	// Deployments describes each deployment (id, model, replicas, latency
 	// model, KV blocks per replica).
@@ -306,8 +307,14 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	c.pbFn = c.promptBlocks
 	c.sum.Deployments = make([]DeploymentSummary, len(c.deps))
 	for i, d := range c.deps {
+		n := 0 // replicas at the start (an autoscaled pool keeps stopped ones)
+		for _, m := range d.Replicas {
+			if c.reps[m].State != replica.Stopped {
+				n++
+			}
+		}
 		c.sum.Deployments[i] = DeploymentSummary{ID: d.ID, Model: d.Model, Latency: d.Latency.Name(),
-			Replicas: len(d.Replicas), KVBlocks: d.Engine.KVBlocks, BlockSize: d.Engine.BlockSize}
+			Replicas: n, KVBlocks: d.Engine.KVBlocks, BlockSize: d.Engine.BlockSize}
 	}
 	if c.snapEvery > 0 {
 		c.refreshAll()

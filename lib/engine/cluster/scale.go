@@ -647,6 +647,7 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 	sp.lastAction = c.now
 	sp.ctrl.LastAction = c.now
 	if d.Target > v.Current {
+		c.sum.ScaleUps++
 		row.Action = trace.ScaleUp
 		n := d.Target - v.Current
 		var started []int32
@@ -675,6 +676,7 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 		c.scaleRow(sp, row)
 	} else {
 		row.Action = trace.ScaleDown
+		c.sum.ScaleDowns++
 		c.scaleRow(sp, row) // before the lifecycle rows it causes
 		n := v.Current - d.Target
 		for _, st := range []replica.State{replica.Provisioning, replica.Warming, replica.Serving} {

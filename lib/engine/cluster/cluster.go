@@ -498,8 +498,8 @@ func (c *Cluster) process(ev *event) {
 	case evScale:
 		c.scaleTick()
 	}
-	if c.sc != nil && ev.kind() != evScale && (ev.kind() != evLifecycle || c.sc.gen[ev.inst()] != ev.life()) {
-		c.sc.lastReal = c.now
+	if c.sc != nil && ev.kind() != evScale && ev.kind() != evLifecycle {
+		c.sc.lastReal = c.now // lifecycle timers count when not stale (lifecycleEvent)
 	}
 	if c.opts.Progress != nil && c.sum.Events&0x3fff == 0 {
 		done := c.sum.Completed + c.sum.Dropped + c.sum.Rejected + c.sum.TimedOut + c.sum.SourceFailed

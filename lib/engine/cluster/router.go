@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -118,6 +119,10 @@ func (c *Cluster) arrive(r *request.State) {
 		return
 	}
 	rep := c.reps[g.members[rd.Target]]
+	if c.checks && rep.State != replica.Serving && rep.State != replica.Warming {
+		c.fail(fmt.Errorf("invariant violated: request %s routed to replica %s while %s", r.Req.ID, rep.ID, rep.State))
+		return
+	}
 	dep := c.deps[rep.Deployment]
 	if dep.Engine.SchedulingPolicy != "priority" {
 		r.Prio = 0

@@ -304,6 +304,7 @@ func (c *Cluster) lifecycleEvent(ev *event) {
 	if s.gen[i] != ev.life() {
 		return // the replica changed state since
 	}
+	s.lastReal = c.now
 	rep := c.reps[i]
 	sp := s.pools[s.poolOf[i]]
 	a := sp.cfg
@@ -751,10 +752,13 @@ func (c *Cluster) onReplica(rep *replica.Replica, phases ...request.Phase) []*re
 }
 
 // redirect sends rep's waiting requests back through routing; running
-// ones (and those in their alpha delay, already sent) finish on rep.
+// ones, those in their alpha delay (already sent) and preempted ones
+// (scheduled before: their times are rep's) finish on rep.
 func (c *Cluster) redirect(rep *replica.Replica) {
 	for _, r := range c.onReplica(rep, request.Waiting) {
-		r.Generated = rep.Sched.Progress(r)
+		if r.FirstSched != trace.Null {
+			continue
+		}
 		rep.Cancel(r)
 		r.Replica, r.Routed, r.Enqueued = -1, trace.Null, trace.Null
 		r.Phase = request.Arriving

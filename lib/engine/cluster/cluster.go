@@ -493,14 +493,10 @@ func (c *Cluster) process(ev *event) {
 		c.terminal(r)
 	case evTimeout:
 		c.expire(ev.r)
-	case evLifecycle:
-		c.lifecycleEvent(ev)
-	case evScale:
-		c.scaleTick()
+	default: // evLifecycle, evScale: autoscaling (scale.go); a default keeps the common cases' dispatch as it was
+		c.scaleEvent(ev)
 	}
-	if c.sc != nil && ev.kind() != evScale && ev.kind() != evLifecycle {
-		c.sc.lastReal = c.now // lifecycle timers count when not stale (lifecycleEvent)
-	}
+
 	if c.opts.Progress != nil && c.sum.Events&0x3fff == 0 {
 		done := c.sum.Completed + c.sum.Dropped + c.sum.Rejected + c.sum.TimedOut + c.sum.SourceFailed
 		c.opts.Progress(c.now, done)
@@ -509,9 +505,6 @@ func (c *Cluster) process(ev *event) {
 
 // start forms and launches a step on rep at now.
 func (c *Cluster) start(rep *replica.Replica) {
-	if c.checks && rep.State != replica.Serving && rep.State != replica.Warming && rep.State != replica.Draining {
-		c.fail(fmt.Errorf("invariant violated: replica %s started a step while %s", rep.ID, rep.State))
-	}
 	dur, ok := rep.Start(c.now)
 	c.markDirty(rep.Index)
 	if !ok {
@@ -519,6 +512,9 @@ func (c *Cluster) start(rep *replica.Replica) {
 	}
 	c.h.push(c.now+dur, evStepEnd, rep.Index, nil)
 	if c.checks {
+		if rep.State != replica.Serving && rep.State != replica.Warming && rep.State != replica.Draining {
+			c.fail(fmt.Errorf("invariant violated: replica %s started a step while %s", rep.ID, rep.State))
+		}
 		if err := rep.Check(rep.Steps%1024 == 0); err != nil {
 			c.fail(fmt.Errorf("invariant violated: %w", err))
 		}
@@ -541,9 +537,6 @@ func (c *Cluster) end(rep *replica.Replica) {
 		c.terminal(r)
 	}
 	c.markDirty(rep.Index)
-	if rep.State == replica.Draining && c.drainedCheck(rep) {
-		return
-	}
 	c.kick(rep)
 }
 
@@ -552,6 +545,9 @@ func (c *Cluster) end(rep *replica.Replica) {
 // that same-time arrivals join the step).
 func (c *Cluster) kick(rep *replica.Replica) {
 	if !rep.CanStart() {
+		if rep.State == replica.Draining {
+			c.drainedCheck(rep) // idle: it may have finished its drain (scale.go)
+		}
 		return
 	}
 	if c.h.Len() == 0 || c.h.Top().t > c.now {

@@ -36,8 +36,11 @@ func (c *Cluster) terminal(r *request.State) {
 	}
 	r.Phase = request.Done
 	c.liveRemove(r)
-	if c.sc != nil && r.Replica >= 0 {
-		c.scaleFinished(r)
+	if c.sc != nil {
+		c.sc.lastReal = c.now
+		if r.Replica >= 0 {
+			c.scaleFinished(r)
+		}
 	}
 	c.count(r)
 	c.writeResult(r)

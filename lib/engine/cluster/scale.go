@@ -12,6 +12,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/engine/sched"
+	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/rng"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -296,6 +297,15 @@ func (c *Cluster) scaleFinished(r *request.State) {
 	}
 }
 
+// scaleEvent runs an autoscaling event.
+func (c *Cluster) scaleEvent(ev *event) {
+	if ev.kind() == evScale {
+		c.scaleTick()
+		return
+	}
+	c.lifecycleEvent(ev)
+}
+
 // lifecycleEvent handles a replica's timer: ready to warm, warm, or the
 // end of its drain's timeout.
 func (c *Cluster) lifecycleEvent(ev *event) {
@@ -312,8 +322,8 @@ func (c *Cluster) lifecycleEvent(ev *event) {
 	case replica.Provisioning:
 		if a.Warmup.Duration > 0 && a.Warmup.InitialFactor > 1 {
 			rep.State = replica.Warming
-			start, dur, curve, f0 := c.now, a.Warmup.Duration.US(), a.Warmup.Curve, a.Warmup.InitialFactor
-			rep.Warm = func(now int64) float64 { return autoscale.WarmFactor(curve, f0, now-start, dur) }
+			dur := a.Warmup.Duration.US()
+			rep.Model = &warmModel{Model: rep.Model, now: &c.now, start: c.now, dur: dur, curve: a.Warmup.Curve, f0: a.Warmup.InitialFactor}
 			s.gen[i]++
 			c.h.pushGen(c.now+dur, evLifecycle, i, s.gen[i])
 			c.rebuildBoard(sp.g)
@@ -326,7 +336,7 @@ func (c *Cluster) lifecycleEvent(ev *event) {
 		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleServing, ReplicaID: rep.ID, Reason: "provisioned, weights loaded"})
 	case replica.Warming:
 		rep.State = replica.Serving
-		rep.Warm = nil
+		rep.Model = rep.Model.(*warmModel).Model
 		s.gen[i]++
 		if p := c.gpos[i]; p >= 0 {
 			sp.g.board.SetState(int(p), "serving")
@@ -334,10 +344,14 @@ func (c *Cluster) lifecycleEvent(ev *event) {
 		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleServing, ReplicaID: rep.ID, Reason: "warm"})
 	case replica.Draining:
 		if rep.Busy() {
-			s.killEnd[i] = true
+			c.killAtStepEnd(rep) // the GPU is released between steps
 			return
 		}
-		c.kill(rep, fmt.Sprintf("replica %s drained: timeout %s", rep.ID, a.Drain.Timeout))
+		reason := fmt.Sprintf("replica %s drained: timeout %s", rep.ID, a.Drain.Timeout)
+		if s.killEnd[i] {
+			reason = fmt.Sprintf("replica %s scaled down (drain: immediate)", rep.ID)
+		}
+		c.kill(rep, reason)
 	}
 }
 
@@ -718,8 +732,10 @@ func (c *Cluster) retireReplica(sp *spool, rep *replica.Replica) {
 		c.stop(sp, rep, "cancelled while provisioning")
 		return
 	}
+	if w, ok := rep.Model.(*warmModel); ok {
+		rep.Model = w.Model
+	}
 	rep.State = replica.Draining
-	rep.Warm = nil
 	s.gen[i]++
 	c.rebuildBoard(sp.g)
 	a := sp.cfg
@@ -727,6 +743,7 @@ func (c *Cluster) retireReplica(sp *spool, rep *replica.Replica) {
 	case "immediate":
 		if rep.Busy() {
 			s.killEnd[i] = true
+			c.killAtStepEnd(rep)
 			return
 		}
 		c.kill(rep, fmt.Sprintf("replica %s scaled down (drain: immediate)", rep.ID))
@@ -787,12 +804,25 @@ func (c *Cluster) kill(rep *replica.Replica, reason string) {
 	c.stop(c.sc.pools[c.sc.poolOf[rep.Index]], rep, reason)
 }
 
+// killAtStepEnd schedules rep's kill at the end of its executing step
+// (found in the event queue: rare, so a scan): a lifecycle timer of the
+// same instant runs after the step end and before a next step starts.
+func (c *Cluster) killAtStepEnd(rep *replica.Replica) {
+	for _, e := range c.h.S {
+		if e.kind() == evStepEnd && e.inst() == rep.Index {
+			c.sc.gen[rep.Index]++
+			c.h.pushGen(e.t, evLifecycle, rep.Index, c.sc.gen[rep.Index])
+			return
+		}
+	}
+	c.fail(fmt.Errorf("internal error: replica %s is busy with no step end queued", rep.ID))
+}
+
 // drainedCheck stops a draining replica with nothing left to do; it
 // reports whether rep stopped.
 func (c *Cluster) drainedCheck(rep *replica.Replica) bool {
-	if c.sc.killEnd[rep.Index] && !rep.Busy() {
-		c.kill(rep, fmt.Sprintf("replica %s scaled down (drain: immediate)", rep.ID))
-		return true
+	if c.sc.killEnd[rep.Index] {
+		return false // killed by its timer at the end of its step
 	}
 	if rep.Busy() || rep.InFlight > 0 || rep.Sched.HasWork() {
 		return false
@@ -810,7 +840,6 @@ func (c *Cluster) stop(sp *spool, rep *replica.Replica, reason string) {
 			rep.ID, rep.Busy(), rep.InFlight, rep.Sched.Waiting(), rep.Sched.Running()))
 	}
 	rep.State = replica.Stopped
-	rep.Warm = nil
 	c.sc.gen[i]++
 	c.sc.killEnd[i] = false
 	// The scheduler is replaced: keep its counts for the summary.
@@ -956,6 +985,13 @@ func (s *scaler) clone(m *request.Clone, d *Cluster, depMap map[*Deployment]*Dep
 	x.killEnd = append([]bool(nil), s.killEnd...)
 	x.rows = append([]trace.ScaleEvent(nil), s.rows...)
 	x.views, x.lat = nil, nil
+	for _, rep := range d.reps {
+		if w, ok := rep.Model.(*warmModel); ok {
+			y := *w
+			y.now = &d.now // the fork's clock
+			rep.Model = &y
+		}
+	}
 	x.pools = make([]*spool, len(s.pools))
 	for i, sp := range s.pools {
 		y := *sp
@@ -975,4 +1011,21 @@ func (s *scaler) clone(m *request.Clone, d *Cluster, depMap map[*Deployment]*Dep
 		x.pools[i] = &y
 	}
 	return &x
+}
+
+// warmModel is a warming replica's latency model: the deployment's, with
+// step times multiplied by the warm-up curve's factor at the step's start
+// (the cluster's clock). Swapping the model, rather than testing a flag on
+// every step, keeps replicas that never warm free of the cost.
+type warmModel struct {
+	latency.Model
+	now        *int64
+	start, dur int64
+	curve      string
+	f0         float64
+}
+
+func (w *warmModel) StepTime(b *latency.Batch) int64 {
+	d := w.Model.StepTime(b)
+	return int64(float64(d) * autoscale.WarmFactor(w.curve, w.f0, *w.now-w.start, w.dur))
 }

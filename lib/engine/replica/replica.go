@@ -62,16 +62,13 @@ type Replica struct {
 	Role       Role
 	State      State
 
-	Model latency.Model
+	Model latency.Model // while warming up (autoscaling), a model slowed by the warm-up curve
 	Sched sched.Scheduler
 
 	// InFlight counts requests routed here still in the alpha delay.
 	InFlight int
 	// WantSteps asks End to describe each step (for the steps table).
 	WantSteps bool
-	// Warm, while the replica warms up (autoscaling), is the factor its
-	// step times are multiplied by at a step's start.
-	Warm func(now int64) float64
 
 	busy         bool
 	startPending bool
@@ -111,9 +108,6 @@ func (p *Replica) Start(now int64) (dur int64, ok bool) {
 		return 0, false
 	}
 	dur = p.Model.StepTime(&p.batch)
-	if p.Warm != nil {
-		dur = int64(float64(dur) * p.Warm(now))
-	}
 	if dur < 1 {
 		dur = 1
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/engine/autoscale"
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/latency"
@@ -266,6 +267,15 @@ func TestAutoscaleDeterminism(t *testing.T) {
 		s, rs := out(&chunkSource{reqs: reqs, n: 5}, Options{})
 		i1, ri1 := out(SliceSource(reqs), Options{RouterIndexes: 1})
 		i0, ri0 := out(SliceSource(reqs), Options{RouterIndexes: -1})
+		// The load tree too (least-loaded reads it when it is kept).
+		cl, ml := phasedConfig(t, "hpa", drain, "least-loaded", 1)
+		c, models = cl, ml
+		l1, rl1 := out(SliceSource(reqs), Options{RouterIndexes: 1})
+		l0, rl0 := out(SliceSource(reqs), Options{RouterIndexes: -1})
+		c, models = phasedConfig(t, "hpa", drain, "prefix-affinity", 0)
+		if !bytes.Equal(l1, l0) || rl1 != rl0 {
+			t.Fatal("least-loaded runs with and without the load tree differ")
+		}
 		if !bytes.Equal(a, b) || ra != rb {
 			t.Fatal("two runs differ")
 		}
@@ -386,5 +396,43 @@ func TestAutoscalerConfigErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// fixedPolicy is a user policy (what a policy bundle's autoscaler stage
+// plugs in): it asks for a count by time, and sees every pool.
+type fixedPolicy struct{ seen int }
+
+func (p *fixedPolicy) Recommend(v *autoscale.PoolView, all []autoscale.PoolView) autoscale.Recommendation {
+	p.seen = len(all)
+	if v.NowUS >= 20e6 {
+		return autoscale.Recommendation{Desired: 99, Reason: "fixed: many"}
+	}
+	return autoscale.Recommendation{Desired: 2, Reason: "fixed: two"}
+}
+
+func TestUserAutoscalePolicy(t *testing.T) {
+	c, models := scaledConfig(t, 1, 1, 3, "least-loaded", `target: 4, interval: 10s`)
+	p := &fixedPolicy{}
+	var rows []trace.ScaleEvent
+	opts := Options{CheckInvariants: true, ScaleEventsTo: func(r []trace.ScaleEvent) { rows = r },
+		Autoscale: func(dep string, pool int) autoscale.Policy {
+			if dep == "d" && pool == 0 {
+				return p
+			}
+			return nil
+		}}
+	if _, err := Run(c, models, SliceSource(stepLoad(1, 40, 1, 40, 10, 2)), &memSink{}, opts); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		if r.Action == trace.ScaleUp || r.Action == trace.ScaleDown {
+			got = append(got, fmt.Sprintf("%d:%d→%d:%s", r.TimeUS/1e6, r.From, r.To, r.Reason))
+		}
+	}
+	want := []string{"10:1→2:fixed: two", "20:2→3:fixed: many; capped at max_replicas 3"}
+	if !reflect.DeepEqual(got, want) || p.seen != 1 {
+		t.Fatalf("decisions %q (policy saw %d pools), want %q", got, p.seen, want)
 	}
 }

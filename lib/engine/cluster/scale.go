@@ -38,7 +38,8 @@ type scaler struct {
 	policy   func(deployment string, pool int) autoscale.Policy
 	rows     []trace.ScaleEvent
 	views    []autoscale.PoolView
-	lat      []int64 // scratch for percentiles
+	lat, lat2 []int64 // scratch for percentiles
+	due       []int   // pools to evaluate at this tick
 	noCount  bool    // an arrival being replayed (held, redirected): not a new request
 	// counts of the schedulers replaced when replicas stopped
 	preempts, evicts int64
@@ -64,6 +65,7 @@ type spool struct {
 
 	nextEval   int64
 	lastAction int64
+	trigger    string // the trigger that fired at this tick ("" for the interval)
 	// metrics: a ring of per-sample buckets covering the window
 	ring     []bucket
 	head     int // next bucket to write
@@ -366,28 +368,32 @@ func (c *Cluster) scaleTick() {
 		}
 		c.sample(sp)
 	}
-	s.views = s.views[:0]
-	due := make([]int, 0, 2)
+	s.due = s.due[:0]
 	for k, sp := range s.pools {
 		if sp.cfg == nil {
 			continue
 		}
-		why := ""
 		if c.now >= sp.nextEval {
 			for sp.nextEval <= c.now {
 				sp.nextEval += sp.cfg.Interval.US()
 			}
-			why = "interval"
-		} else {
-			why = c.triggered(sp)
+			sp.trigger = ""
+			s.due = append(s.due, k)
+		} else if c.triggered(sp) {
+			s.due = append(s.due, k)
 		}
-		if why != "" {
-			due = append(due, k)
-		}
-		s.views = append(s.views, c.poolView(sp))
 	}
-	for _, k := range due {
-		c.evaluate(s.pools[k], k)
+	if len(s.due) > 0 {
+		// Every pool's view: a policy may look across pools.
+		s.views = s.views[:0]
+		for _, sp := range s.pools {
+			if sp.cfg != nil {
+				s.views = append(s.views, c.poolView(sp))
+			}
+		}
+		for _, k := range s.due {
+			c.evaluate(s.pools[k], k)
+		}
 	}
 	if c.h.Len() > 0 && (c.liveH != nil || c.transitions()) {
 		s.ticking = true
@@ -477,14 +483,10 @@ func (c *Cluster) heldLive(g *group) int {
 	return n
 }
 
-// recent returns the last n buckets (newest first order is not needed).
-func (sp *spool) recent(n int) []bucket {
-	n = min(n, sp.filled)
-	out := make([]bucket, 0, n)
-	for k := 1; k <= n; k++ {
-		out = append(out, sp.ring[(sp.head-k+len(sp.ring))%len(sp.ring)])
-	}
-	return out
+// recent returns the k-th newest bucket (k = 1: the last sample); the
+// caller keeps k <= sp.filled.
+func (sp *spool) recent(k int) *bucket {
+	return &sp.ring[(sp.head-k+len(sp.ring))%len(sp.ring)]
 }
 
 // metrics averages the pool's last n buckets.
@@ -492,9 +494,9 @@ func (c *Cluster) metrics(sp *spool, n int) autoscale.Metrics {
 	m := autoscale.Metrics{SLOAttainment: math.NaN()}
 	var q, run, kvs, ready, busy, readyUS float64
 	var arr, fin, met int
-	lat := c.sc.lat[:0]
-	var e2e []int64
-	for _, b := range sp.recent(n) {
+	lat, e2e := c.sc.lat[:0], c.sc.lat2[:0]
+	for k := 1; k <= min(n, sp.filled); k++ {
+		b := sp.recent(k)
 		m.WindowUS += b.dur
 		q += b.queue
 		run += b.running
@@ -525,7 +527,7 @@ func (c *Cluster) metrics(sp *spool, n int) autoscale.Metrics {
 	}
 	m.TTFTP50US, m.TTFTP99US = percentiles(lat)
 	m.E2EP50US, m.E2EP99US = percentiles(e2e)
-	c.sc.lat = lat
+	c.sc.lat, c.sc.lat2 = lat, e2e
 	return m
 }
 
@@ -572,14 +574,19 @@ func (c *Cluster) poolView(sp *spool) autoscale.PoolView {
 	return v
 }
 
-// triggered checks the pool's event triggers on its latest samples; the
-// reason is "" when none fires.
-func (c *Cluster) triggered(sp *spool) string {
+// triggered checks the pool's event triggers on its latest samples (the
+// reason goes in sp.trigger, for the decision's row).
+func (c *Cluster) triggered(sp *spool) bool {
+	sp.trigger = c.trigger(sp)
+	return sp.trigger != ""
+}
+
+func (c *Cluster) trigger(sp *spool) string {
 	t := &sp.cfg.Triggers
 	if sp.filled == 0 {
 		return ""
 	}
-	last := sp.recent(1)[0]
+	last := sp.recent(1)
 	if t.QueueDepthAbove > 0 {
 		if q := last.queue / max(last.ready, 1); q > t.QueueDepthAbove {
 			return fmt.Sprintf("trigger queue_depth_above: %.3g > %g", q, t.QueueDepthAbove)
@@ -601,7 +608,8 @@ func (c *Cluster) triggered(sp *spool) string {
 		n := int((span + c.sc.sampleUS - 1) / c.sc.sampleUS)
 		if sp.filled >= n {
 			hi, lo := true, true
-			for _, b := range sp.recent(n) {
+			for k := 1; k <= n; k++ {
+				b := sp.recent(k)
 				u := 0.0
 				if b.readyUS > 0 {
 					u = float64(b.busy) / float64(b.readyUS)
@@ -620,7 +628,8 @@ func (c *Cluster) triggered(sp *spool) string {
 	if t.RateChange > 0 && sp.filled == len(sp.ring) && len(sp.ring) >= 2 {
 		half := len(sp.ring) / 2
 		var newer, older int
-		for k, b := range sp.recent(2 * half) {
+		for k := 0; k < 2*half; k++ {
+			b := sp.recent(k + 1)
 			if k < half {
 				newer += b.arrivals
 			} else {
@@ -651,8 +660,13 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 	// counts: refresh this one's.
 	v.Current, v.Ready = c.counts(sp)
 	d := sp.ctrl.Evaluate(v, c.sc.views)
+	trig := sp.trigger
+	sp.trigger = ""
 	if d.Target == v.Current {
 		return
+	}
+	if trig != "" {
+		d.Reason = trig + ": " + d.Reason
 	}
 	row := trace.ScaleEvent{From: int32(v.Current), To: int32(d.Target), Reason: d.Reason,
 		QueueDepth: v.Metrics.QueueDepth, Running: v.Metrics.Running, Utilization: v.Metrics.Utilization,
@@ -984,7 +998,7 @@ func (s *scaler) clone(m *request.Clone, d *Cluster, depMap map[*Deployment]*Dep
 	x.gen = append([]uint32(nil), s.gen...)
 	x.killEnd = append([]bool(nil), s.killEnd...)
 	x.rows = append([]trace.ScaleEvent(nil), s.rows...)
-	x.views, x.lat = nil, nil
+	x.views, x.lat, x.lat2, x.due = nil, nil, nil, nil
 	for _, rep := range d.reps {
 		if w, ok := rep.Model.(*warmModel); ok {
 			y := *w

@@ -29,18 +29,18 @@ import (
 
 // scaler is the cluster's autoscaling state.
 type scaler struct {
-	pools    []*spool
-	poolOf   []int32  // replica index -> pool, -1 for replicas of no autoscaled pool
-	gen      []uint32 // replica index -> lifecycle generation (stale lifecycle events)
-	killEnd  []bool   // replica index -> drained immediately when its step ends
-	sampleUS int64    // metric sampling period (smallest of the pools')
-	ticking  bool
-	policy   func(deployment string, pool int) autoscale.Policy
-	rows     []trace.ScaleEvent
-	views    []autoscale.PoolView
+	pools     []*spool
+	poolOf    []int32  // replica index -> pool, -1 for replicas of no autoscaled pool
+	gen       []uint32 // replica index -> lifecycle generation (stale lifecycle events)
+	killEnd   []bool   // replica index -> drained immediately when its step ends
+	sampleUS  int64    // metric sampling period (smallest of the pools')
+	ticking   bool
+	policy    func(deployment string, pool int) autoscale.Policy
+	rows      []trace.ScaleEvent
+	views     []autoscale.PoolView
 	lat, lat2 []int64 // scratch for percentiles
 	due       []int   // pools to evaluate at this tick
-	noCount  bool    // an arrival being replayed (held, redirected): not a new request
+	noCount   bool    // an arrival being replayed (held, redirected): not a new request
 	// counts of the schedulers replaced when replicas stopped
 	preempts, evicts int64
 	lastReal         int64 // time of the last event that was not an autoscaler tick or a stale timer

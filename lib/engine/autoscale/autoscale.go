@@ -98,35 +98,36 @@ func New(a *config.Autoscaler) (Policy, error) {
 	return nil, fmt.Errorf("unknown autoscaler policy %q", a.Policy)
 }
 
-// MetricValue is a named hpa metric per replica of the pool's Current
-// count: the Ready replicas' average scaled by Ready/Current, so that
-// replicas not yet ready count as 0 (Kubernetes' rule for pods not ready
-// when scaling up; for an AverageValue target it is the metric's total over
-// the current replicas), and request_rate is the pool's rate over Current.
+// MetricValue is a named hpa metric per ready replica (the average
+// Kubernetes computes over ready pods); request_rate is the pool's rate
+// over its ready replicas.
 func MetricValue(p *PoolView, metric string) float64 {
 	m := &p.Metrics
-	f := float64(p.Ready) / float64(max(p.Current, 1))
 	switch metric {
 	case "queue_depth":
-		if p.Ready == 0 {
-			return m.QueueDepth / float64(max(p.Current, 1)) // the router's queue
-		}
-		return m.QueueDepth * f
+		return m.QueueDepth
 	case "running":
-		return m.Running * f
+		return m.Running
 	case "utilization":
-		return m.Utilization * f
+		return m.Utilization
 	case "kv_utilization":
-		return m.KVUtilization * f
+		return m.KVUtilization
 	case "request_rate":
-		return m.RequestRate / float64(max(p.Current, 1))
+		return m.RequestRate / float64(max(p.Ready, 1))
 	}
 	return math.NaN()
 }
 
-// HPA is Kubernetes' horizontal pod autoscaler algorithm on one metric:
-// desired = ceil(current × metric / target), unchanged while the ratio is
-// within the tolerance of 1.
+// HPA is Kubernetes' horizontal pod autoscaler algorithm on one per-pod
+// metric (its replica calculator for Pods and Resource metrics): with r =
+// metric per ready replica / target,
+//
+//	desired = ceil(r × ready), unchanged while |r − 1| <= tolerance;
+//
+// and when replicas are not ready yet (provisioning) and r > 1, they count
+// as using 0: r' = r × ready / current, desired = ceil(r' × current),
+// unchanged when |r' − 1| <= tolerance or r' < 1 (a scale-down would
+// reverse the direction).
 type HPA struct {
 	Metric    string
 	Target    float64
@@ -134,22 +135,33 @@ type HPA struct {
 }
 
 func (h *HPA) Recommend(p *PoolView, _ []PoolView) Recommendation {
-	v := MetricValue(p, h.Metric)
-	cur := p.Current
+	cur, ready := p.Current, p.Ready
 	if cur == 0 {
 		// Scale from zero: Kubernetes' HPA cannot; like KEDA, one replica
 		// is started as soon as anything waits.
-		if p.Pending > 0 || v > 0 {
+		if p.Pending > 0 {
 			return Recommendation{1, fmt.Sprintf("hpa: %d pending at 0 replicas", p.Pending)}
 		}
 		return Recommendation{0, "hpa: idle at 0 replicas"}
 	}
-	ratio := v / h.Target
-	if math.Abs(ratio-1) <= h.Tolerance {
-		return Recommendation{cur, fmt.Sprintf("hpa: %s %.3g / target %g within tolerance %g", h.Metric, v, h.Target, h.Tolerance)}
+	if ready == 0 {
+		return Recommendation{cur, "hpa: no replica ready: no metric"}
 	}
-	d := int(math.Ceil(float64(cur) * ratio))
-	return Recommendation{d, fmt.Sprintf("hpa: ceil(%d × %s %.3g / target %g) = %d", cur, h.Metric, v, h.Target, d)}
+	v := MetricValue(p, h.Metric)
+	r := v / h.Target
+	if unready := cur - ready; unready == 0 || r <= 1 {
+		if math.Abs(r-1) <= h.Tolerance {
+			return Recommendation{cur, fmt.Sprintf("hpa: %s %.3g / target %g within tolerance %g", h.Metric, v, h.Target, h.Tolerance)}
+		}
+		d := int(math.Ceil(r * float64(ready)))
+		return Recommendation{d, fmt.Sprintf("hpa: ceil(%d ready × %s %.3g / target %g) = %d", ready, h.Metric, v, h.Target, d)}
+	}
+	r2 := r * float64(ready) / float64(cur)
+	if math.Abs(r2-1) <= h.Tolerance || r2 < 1 {
+		return Recommendation{cur, fmt.Sprintf("hpa: %s %.3g on %d ready of %d (not ready count as 0): ratio %.3g, unchanged", h.Metric, v, ready, cur, r2)}
+	}
+	d := max(cur, int(math.Ceil(r2*float64(cur))))
+	return Recommendation{d, fmt.Sprintf("hpa: ceil(%d × %s %.3g × %d ready / %d / target %g) = %d (not ready count as 0)", cur, h.Metric, v, ready, cur, h.Target, d)}
 }
 
 // QueueThreshold adds Step replicas while the queue per replica is at or

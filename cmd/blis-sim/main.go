@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/blis-sim/blis/lib/cliutil"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
@@ -263,7 +264,20 @@ func run(c *cli.Context) error {
 	}
 
 	var scaleRows []trace.ScaleEvent
-	if c.String("scale-events") != "" {
+	var scaleOut *output
+	var scaleSchema *arrow.Schema
+	if p := c.String("scale-events"); p != "" {
+		// Created before the run, so a bad path fails at once.
+		scaleSchema = trace.ScaleEventsSchema(trace.NewMeta().With(stage))
+		if scaleOut, err = createOutput(p, nil, scaleSchema); err != nil {
+			rw.Close()
+			out.commit(false)
+			if sw != nil {
+				sw.Close()
+				stepsOut.commit(false)
+			}
+			return cliutil.Usage("--scale-events: %v", err)
+		}
 		opts.ScaleEventsTo = func(rows []trace.ScaleEvent) { scaleRows = rows }
 	}
 
@@ -307,6 +321,12 @@ func run(c *cli.Context) error {
 			closeErr = err
 		}
 	}
+	if scaleOut != nil {
+		// Written whole after the run: a row per decision or lifecycle change.
+		if err := trace.WriteScaleEvents(scaleOut, scaleSchema, scaleRows); closeErr == nil {
+			closeErr = err
+		}
+	}
 	// A failed run leaves no new output file behind and existing ones as
 	// they were.
 	ok := runErr == nil && closeErr == nil
@@ -318,9 +338,9 @@ func run(c *cli.Context) error {
 			closeErr = err
 		}
 	}
-	if p := c.String("scale-events"); p != "" && ok {
-		if err := writeScaleEvents(p, stage, scaleRows); err != nil {
-			return err
+	if scaleOut != nil {
+		if err := scaleOut.commit(ok); closeErr == nil && runErr == nil {
+			closeErr = err
 		}
 	}
 	if runErr != nil {
@@ -365,17 +385,3 @@ func sameFile(a, b string) bool {
 	return err1 == nil && err2 == nil && aa == bb
 }
 
-// writeScaleEvents writes the scale-events table (small: written whole
-// after the run) with the run's provenance.
-func writeScaleEvents(path string, stage trace.Stage, rows []trace.ScaleEvent) error {
-	schema := trace.ScaleEventsSchema(trace.NewMeta().With(stage))
-	out, err := createOutput(path, nil, schema)
-	if err != nil {
-		return cliutil.Usage("--scale-events: %v", err)
-	}
-	if err := trace.WriteScaleEvents(out, schema, rows); err != nil {
-		out.commit(false)
-		return err
-	}
-	return out.commit(true)
-}

@@ -46,7 +46,7 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 	fmt.Fprintf(w, "  simulated %s in %s wall (%.0f× real time); %d events (%.1f M/s), %d steps, busy %.0f%%\n",
 		sim.Round(time.Millisecond), wall.Round(time.Millisecond), sim.Seconds()/max(wall.Seconds(), 1e-9),
 		s.Events, float64(s.Events)/max(wall.Seconds(), 1e-9)/1e6, s.Steps, 100*util)
-	if s.GPUHours != nil {
+	if s.GPUHours != nil && autoscaled(cfg) {
 		total, cost := 0.0, 0.0
 		for i, g := range s.GPUHours {
 			total += g
@@ -61,4 +61,15 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 	}
 	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted; at most %d requests held in memory\n",
 		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
+}
+
+func autoscaled(cfg *config.Cluster) bool {
+	for _, d := range cfg.Resolved() {
+		for _, p := range d.Pools {
+			if p.Autoscaler != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -384,4 +384,3 @@ func sameFile(a, b string) bool {
 	bb, err2 := filepath.Abs(b)
 	return err1 == nil && err2 == nil && aa == bb
 }
-

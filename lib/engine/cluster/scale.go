@@ -901,8 +901,7 @@ func (c *Cluster) scaleRow(sp *spool, e trace.ScaleEvent) {
 	if sp.cfg == nil {
 		e.Replicas, e.Ready = int32(len(sp.slots)), int32(len(sp.slots))
 	} else {
-		cur, ready := c.counts(sp)
-		_ = cur
+		_, ready := c.counts(sp)
 		e.Replicas, e.Ready = int32(sp.billed), int32(ready)
 	}
 	e.GPUsPerReplica, e.GPUHourUSD = sp.tp, sp.price

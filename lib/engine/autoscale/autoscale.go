@@ -50,7 +50,8 @@ type Metrics struct {
 // PoolView is what a policy sees of one pool at an evaluation.
 type PoolView struct {
 	Deployment string
-	Pool       int   // index in the deployment's pools
+	Pool       int    // index in the deployment's pools
+	Role       string // the pool's role (monolithic)
 	NowUS      int64 // simulated time
 	// Current is the pool's replica count: provisioning, warming and
 	// serving replicas (draining ones are leaving and do not count).
@@ -62,6 +63,9 @@ type PoolView struct {
 	// Pending is the requests waiting for the pool now: in its replicas'
 	// queues, in their alpha delay, or held at the router.
 	Pending int
+	// Waiting, Running and InFlight are sums over the pool's replicas now
+	// (not stopped): queued, in the running batch, in the alpha delay.
+	Waiting, Running, InFlight int
 	// SinceLastScaleUS is the time since the pool's last scale action
 	// (-1 before the first).
 	SinceLastScaleUS int64

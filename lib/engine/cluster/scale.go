@@ -563,14 +563,17 @@ func (c *Cluster) poolView(sp *spool) autoscale.PoolView {
 	if sp.lastAction != math.MinInt64 {
 		v.SinceLastScaleUS = c.now - sp.lastAction
 	}
-	pend := c.heldLive(sp.g)
 	for _, m := range sp.slots {
 		rep := c.reps[m]
 		if rep.State != replica.Stopped {
-			pend += rep.Sched.Waiting() + rep.InFlight
+			l := rep.Sched.Load()
+			v.Waiting += l.Waiting
+			v.Running += l.Running
+			v.InFlight += rep.InFlight
 		}
 	}
-	v.Pending = pend
+	v.Pending = v.Waiting + v.InFlight + c.heldLive(sp.g)
+	v.Role = c.reps[sp.slots[0]].Role.String()
 	return v
 }
 
@@ -660,6 +663,12 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 	// counts: refresh this one's.
 	v.Current, v.Ready = c.counts(sp)
 	d := sp.ctrl.Evaluate(v, c.sc.views)
+	if c.opts.PolicyErr != nil {
+		if err := c.opts.PolicyErr(); err != nil {
+			c.fail(err) // a bundle's autoscaler stage failed
+			return
+		}
+	}
 	trig := sp.trigger
 	sp.trigger = ""
 	if d.Target == v.Current {

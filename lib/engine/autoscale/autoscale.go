@@ -52,7 +52,7 @@ type PoolView struct {
 	Deployment string
 	Pool       int    // index in the deployment's pools
 	Role       string // the pool's role (monolithic)
-	NowUS      int64 // simulated time
+	NowUS      int64  // simulated time
 	// Current is the pool's replica count: provisioning, warming and
 	// serving replicas (draining ones are leaving and do not count).
 	Current int

@@ -204,6 +204,7 @@ type run struct {
 	rec        [3][2]*Dist // ttft, e2e, itl × sim, real
 	sess       *sessions
 	done, toks *series
+	arr        *series          // llm arrivals
 	reasonKey  *strKey          // drop_reason, when the table has it
 	reasons    [][nStatus]int64 // rows by drop_reason code and status
 }
@@ -268,7 +269,7 @@ func readRun(path string, opt *Options) (*run, error) {
 	}
 	bud := &budget{max: int64(opt.RunBudget)}
 	r := &run{meta: src.Meta(), path: src.Path, budget: bud, all: newAcc(opt.ExactLimit, false, bud), inst: map[int64]*instLoad{},
-		start: math.MaxInt64, end: math.MinInt64, done: newSeries(), toks: newSeries()}
+		start: math.MaxInt64, end: math.MinInt64, done: newSeries(), toks: newSeries(), arr: newSeries()}
 	if opt.By != "" {
 		r.groupCol = GroupColumns[opt.By]
 		if r.groupCol == "" {
@@ -507,6 +508,9 @@ func (r *run) llmRow(rd *reader, i int, v *rowv, fin int64, hasFin bool) {
 			l.inTok += v.in
 			l.outTok += v.gen
 		}
+	}
+	if v.hasEff {
+		r.arr.add(v.eff, 1)
 	}
 	if v.st == stCompleted {
 		if hasFin && fin >= 0 {

@@ -16,13 +16,16 @@ import (
 
 // Options configures a report.
 type Options struct {
-	By         string  // group key: one of GroupNames, or ""
-	SLOs       *SLOSet // nil or empty: no SLO table
-	Compare    string  // a reference results table (--compare)
-	Steps      string  // a steps table for the time-series charts
-	ExactLimit int     // values kept exactly per distribution (0: ExactLimit)
-	RunBudget  int     // exact values kept per run over all distributions (0: RunBudget)
-	Stdin      io.Reader
+	By      string  // group key: one of GroupNames, or ""
+	SLOs    *SLOSet // nil or empty: no SLO table
+	Compare string  // a reference results table (--compare)
+	Steps   string  // a steps table for the time-series charts
+	// ScaleEvents is a scale-events table (blis-sim --scale-events): GPU-hours,
+	// cost, scale oscillations, replicas over time.
+	ScaleEvents string
+	ExactLimit  int // values kept exactly per distribution (0: ExactLimit)
+	RunBudget   int // exact values kept per run over all distributions (0: RunBudget)
+	Stdin       io.Reader
 }
 
 // Input describes one table read.
@@ -40,6 +43,7 @@ type Report struct {
 	runs   []*run
 	ref    int
 	steps  *stepStats
+	scale  *scaleStats
 }
 
 var quantiles = []struct {
@@ -73,6 +77,9 @@ func Build(paths []string, opt Options) (*Report, error) {
 	if opt.Steps == "-" {
 		stdinUsed++
 	}
+	if opt.ScaleEvents == "-" {
+		stdinUsed++
+	}
 	if stdinUsed > 1 {
 		return nil, fmt.Errorf("stdin (-) can be read only once, found it %d times among the inputs", stdinUsed)
 	}
@@ -91,6 +98,13 @@ func Build(paths []string, opt Options) (*Report, error) {
 			return nil, err
 		}
 		rep.steps = st
+	}
+	if opt.ScaleEvents != "" {
+		st, err := readScaleEvents(opt.ScaleEvents, &opt)
+		if err != nil {
+			return nil, err
+		}
+		rep.scale = st
 	}
 	rep.build(&opt)
 	return rep, nil
@@ -267,6 +281,7 @@ func (rep *Report) build(opt *Options) {
 	rep.instanceTable()
 	rep.sessionTable()
 	rep.simRealTable()
+	rep.scaleTable()
 	if len(rep.runs) > 1 {
 		rep.compareTable()
 	}

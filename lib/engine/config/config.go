@@ -62,6 +62,9 @@ type Deployment struct {
 	Engine      Engine   `yaml:"engine"`
 	Latency     Latency  `yaml:"latency"`
 	Pools       []Pool   `yaml:"pools"`
+	// GPUHourUSD is the price of one GPU-hour, for the cost in blis-report
+	// (0 = not priced).
+	GPUHourUSD float64 `yaml:"gpu_hour_usd,omitempty"`
 }
 
 // Pool is a set of identical replicas with one role.
@@ -72,6 +75,10 @@ type Pool struct {
 	// 0 means "= replicas".
 	MinReplicas int `yaml:"min_replicas,omitempty"`
 	MaxReplicas int `yaml:"max_replicas,omitempty"`
+	// Autoscaler, when set, adds and removes the pool's replicas within
+	// its bounds (see Bounds and autoscale.go); replicas is then the count
+	// at the start (0 allowed).
+	Autoscaler *Autoscaler `yaml:"autoscaler,omitempty"`
 }
 
 // Engine holds one replica's vLLM-v1 scheduler and KV-cache settings.
@@ -203,6 +210,15 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // YAMLScalar describes a Duration for yamlcheck's messages.
 func (*Duration) YAMLScalar() string { return "a duration such as 90s, 10m or 1h (or seconds)" }
+
+// YAMLScalarForm refuses a negative duration, so that yamlcheck names its
+// key (other malformed values are reported by UnmarshalYAML).
+func (*Duration) YAMLScalarForm(v string) error {
+	if strings.HasPrefix(strings.TrimSpace(v), "-") {
+		return fmt.Errorf("expected a non-negative duration, found %q", v)
+	}
+	return nil
+}
 
 // UnmarshalYAML reads a Go duration string or a number of seconds.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {

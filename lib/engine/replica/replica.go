@@ -13,8 +13,8 @@ import (
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-// State is a replica's lifecycle state. Only Serving is reachable until
-// autoscaling adds the others.
+// State is a replica's lifecycle state; without autoscaling every
+// replica is Serving (lib/engine/cluster/scale.go drives the others).
 type State uint8
 
 // Lifecycle states, in order.
@@ -62,7 +62,7 @@ type Replica struct {
 	Role       Role
 	State      State
 
-	Model latency.Model
+	Model latency.Model // while warming up (autoscaling), a model slowed by the warm-up curve
 	Sched sched.Scheduler
 
 	// InFlight counts requests routed here still in the alpha delay.

@@ -180,7 +180,7 @@ func (s *Spec) compile() error {
 		}
 	}
 	for i, c := range s.Clients {
-		if c.RateFraction == nil && c.replay == nil && fractions >= 1-1e-9 {
+		if c.RateFraction == nil && c.replay == nil && c.Arrival.Process != "synchronized" && fractions >= 1-1e-9 {
 			return s.errAt(path{"clients", i}, "client %q: rate_fraction clients take the whole aggregate_rate, so its weight gets no rate; give it a rate_fraction", c.Name)
 		}
 	}

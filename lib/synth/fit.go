@@ -106,6 +106,9 @@ func ComputeTraceStats(rows []trace.Request) TraceStats {
 // histogram on the sample's quantiles (empirical edges/counts), which keeps
 // any shape. Both are clamped to the sample's range.
 func FitLengths(xs []float64) (yaml string, ks float64) {
+	if len(xs) == 0 {
+		return "1", 0
+	}
 	s := make([]float64, 0, len(xs))
 	for _, x := range xs {
 		s = append(s, math.Max(x, 1))
@@ -173,7 +176,25 @@ func tenantRows(rows []trace.Request) ([]string, map[string][]int) {
 	return names, idx
 }
 
-var clientNameRE = strings.NewReplacer(" ", "_", "/", "_", ":", "_", "@", "_")
+// clientName makes a tenant id a client name: letters, digits, '_' and
+// '.' only (no '-', so no name is another's followed by '-'), unique.
+func clientName(t string, used map[string]bool) string {
+	n := strings.Map(func(r rune) rune {
+		if r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, t)
+	if n == "" {
+		n = "trace"
+	}
+	base := n
+	for k := 2; used[n]; k++ {
+		n = fmt.Sprintf("%s_%d", base, k)
+	}
+	used[n] = true
+	return n
+}
 
 // FitSpec proposes a spec for rows (a converted trace); source names it in
 // the spec's description. The YAML carries comments with the statistics
@@ -231,26 +252,25 @@ func FitSpec(rows []trace.Request, source string) (string, error) {
 		}
 	}
 	b.WriteString("clients:\n")
-	for k, t := range names {
+	used := map[string]bool{}
+	for _, t := range names {
 		tr := make([]trace.Request, 0, len(idx[t]))
 		for _, i := range idx[t] {
 			tr = append(tr, rows[i])
 		}
 		ts := ComputeTraceStats(tr)
-		name := t
-		if name == "" {
-			name = "trace"
+		if ts.Roots == 0 {
+			fmt.Fprintf(&b, "  # tenant %q has no root request with an arrival time: left out\n", t)
+			continue
 		}
-		name = clientNameRE.Replace(name)
-		if k > 0 && t == "" {
-			name = "untenanted"
-		}
+		name := clientName(t, used)
 		fmt.Fprintf(&b, "  - name: %s\n", yamlQuote(name))
 		if t != "" {
 			fmt.Fprintf(&b, "    tenant_id: %s\n", yamlQuote(t))
 		}
 		if len(names) > 1 {
-			fmt.Fprintf(&b, "    rate_fraction: %.6g  # %d of %d roots\n", float64(ts.Roots)/float64(all.Roots), ts.Roots, all.Roots)
+			// Rounded down, so the fractions never sum above 1.
+			fmt.Fprintf(&b, "    rate_fraction: %.6f  # %d of %d roots\n", math.Max(math.Floor(1e6*float64(ts.Roots)/float64(all.Roots)), 1)/1e6, ts.Roots, all.Roots)
 		}
 		b.WriteString(fitArrival(tr, all.SpanS))
 		// Sessions: turns per session, think times, and the new tokens of

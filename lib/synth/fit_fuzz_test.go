@@ -23,7 +23,7 @@ func FuzzFit(f *testing.F) {
 			r.ArrivalUS = at
 			r.InputTokens = int32(binary.LittleEndian.Uint16(data[2:4])) + 1
 			r.OutputTokens = int32(data[4])
-			r.TenantID = []string{"", "a", "b c", "-x"}[data[5]%4]
+			r.TenantID = []string{"", "a", "a-1", "é,x", "b c", "a_1"}[data[5]%6]
 			if data[6]%3 == 1 {
 				r.SessionID = "s" + strconv.Itoa(int(data[6]%7))
 			}

@@ -315,7 +315,7 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 			cv = b.attackConv
 		}
 	}
-	if cv != nil && c.ConversationalProbability != nil && cg.convRNG.r.Float64() >= *c.ConversationalProbability {
+	if cv != nil && cv == c.Conversation && c.ConversationalProbability != nil && cg.convRNG.r.Float64() >= *c.ConversationalProbability {
 		cv = nil // this session is a single request
 	}
 	if cv != nil && u == nil {

@@ -27,9 +27,10 @@ type arrivals struct {
 	speedup float64
 	ri      int
 	// synchronized: the current burst's times, sorted, and the burst number.
-	sync  *Arrival
-	buf   []int64
-	burst int64
+	sync   *Arrival
+	buf    []int64
+	burst  int64
+	burstN int32 // sessions in the latest burst
 }
 
 func newArrivals(c *Client, rate float64) *arrivals {
@@ -125,6 +126,7 @@ func (a *arrivals) nextSync(g rng) (int64, bool) {
 			}
 			a.buf = append(a.buf, start+d)
 		}
+		a.burstN = int32(n)
 		slices.Sort(a.buf)
 		slices.Reverse(a.buf) // pop from the end
 	}

@@ -206,8 +206,8 @@ func (s *Spec) compileFeatures(c *Client, p path, cn string) error {
 		if cr.Prefix != nil && *cr.Prefix > 0 && c.Prefix == nil {
 			return s.errAt(cp.add("prefix"), "%s: correlation prefix needs a prefix: block (which system prompts the sessions draw)", cn)
 		}
-		if cr.BurstSize != nil && *cr.BurstSize > 0 && c.Behaviour.Type != "bursty" {
-			return s.errAt(cp.add("burst_size"), "%s: correlation burst_size needs behaviour bursty", cn)
+		if cr.BurstSize != nil && *cr.BurstSize > 0 && c.Behaviour.Type != "bursty" && c.Behaviour.Attack != "synchronized_burst" {
+			return s.errAt(cp.add("burst_size"), "%s: correlation burst_size needs behaviour bursty (or attack synchronized_burst)", cn)
 		}
 		if cr.PromptGrowth != nil && *cr.PromptGrowth > 0 && c.Conversation == nil {
 			return s.errAt(cp.add("prompt_growth"), "%s: correlation prompt_growth needs a conversation (it grows per turn)", cn)
@@ -247,11 +247,14 @@ func (s *Spec) compileFeatures(c *Client, p path, cn string) error {
 func (s *Spec) compileAdversarial(c *Client, p path, cn string) error {
 	b := c.Behaviour
 	switch b.Attack {
-	case "long_prompt_flood", "kv_exhaustion":
+	case "long_prompt_flood", "kv_exhaustion", "synchronized_burst":
 	case "":
-		return s.errAt(p, "%s: behaviour adversarial needs attack: long_prompt_flood or kv_exhaustion (synchronised bursts are the arrival process synchronized)", cn)
+		return s.errAt(p, "%s: behaviour adversarial needs attack: long_prompt_flood, kv_exhaustion or synchronized_burst", cn)
 	default:
-		return s.errAt(p.add("attack"), "%s: behaviour adversarial attack: expected long_prompt_flood or kv_exhaustion, found %q", cn, b.Attack)
+		return s.errAt(p.add("attack"), "%s: behaviour adversarial attack: expected long_prompt_flood, kv_exhaustion or synchronized_burst, found %q", cn, b.Attack)
+	}
+	if b.Attack != "synchronized_burst" && (b.Period != 0 || b.Offset != 0 || b.Spread != 0) {
+		return s.errAt(p.add("period"), "%s: period, offset and spread apply to attack synchronized_burst", cn)
 	}
 	if b.Start < 0 || b.Duration < 0 {
 		return s.errAt(p.add("start"), "%s: behaviour adversarial: start and duration must be >= 0", cn)
@@ -262,7 +265,7 @@ func (s *Spec) compileAdversarial(c *Client, p path, cn string) error {
 	if b.RateMultiplier < 1 || !finite(b.RateMultiplier) {
 		return s.errAt(p.add("rate_multiplier"), "%s: rate_multiplier: expected >= 1, found %s", cn, fmtFloat(b.RateMultiplier))
 	}
-	if b.Input == nil {
+	if b.Input == nil && b.Attack != "synchronized_burst" {
 		return s.errAt(p, "%s: behaviour adversarial needs input (the attack's prompt lengths)", cn)
 	}
 	if err := s.compileDist(b.Input, p.add("input"), cn+" attack input"); err != nil {
@@ -275,6 +278,20 @@ func (s *Spec) compileAdversarial(c *Client, p path, cn string) error {
 		return s.errAt(p, "%s: behaviour adversarial applies to chat and completion clients", cn)
 	}
 	switch b.Attack {
+	case "synchronized_burst":
+		if b.Turns != nil || b.ThinkTime != nil {
+			return s.errAt(p.add("turns"), "%s: turns and think_time apply to attack kv_exhaustion", cn)
+		}
+		if b.Period <= 0 || b.BurstSize == nil {
+			return s.errAt(p, "%s: attack synchronized_burst needs period > 0 and burst_size (sessions per burst, on a clock shared by every client)", cn)
+		}
+		if b.Offset < 0 || b.Spread < 0 || b.Spread >= b.Period {
+			return s.errAt(p.add("spread"), "%s: attack synchronized_burst: offset >= 0 and 0 <= spread < period", cn)
+		}
+		if err := s.compileDist(b.BurstSize, p.add("burst_size"), cn+" attack burst_size"); err != nil {
+			return err
+		}
+		b.syncArrival = &Arrival{Process: "synchronized", Period: b.Period, Offset: b.Offset, Spread: b.Spread, BurstSize: b.BurstSize}
 	case "long_prompt_flood":
 		if b.Turns != nil || b.ThinkTime != nil {
 			return s.errAt(p.add("turns"), "%s: turns and think_time apply to attack kv_exhaustion", cn)
@@ -307,6 +324,23 @@ func (s *Spec) compileAdversarial(c *Client, p path, cn string) error {
 // inAttack reports whether t (µs) is inside an adversarial client's window.
 func (b *Behaviour) inAttack(t int64) bool {
 	return b.Type == "adversarial" && t >= int64(b.Start) && (b.Duration == 0 || t < int64(b.Start+b.Duration))
+}
+
+// nextAttackBurst moves a synchronized_burst client to its next burst
+// arrival inside the attack window (syncNext -1 when there is none).
+func (cg *clientGen) nextAttackBurst() {
+	b := cg.c.Behaviour
+	for {
+		t, ok := cg.syncA.nextSync(cg.syncRNG)
+		if !ok || (b.Duration > 0 && t >= int64(b.Start+b.Duration)) {
+			cg.syncNext = -1
+			return
+		}
+		if t >= int64(b.Start) {
+			cg.syncNext, cg.syncN = t, cg.syncA.burstN
+			return
+		}
+	}
 }
 
 // compileSynchronized validates the synchronized arrival process.

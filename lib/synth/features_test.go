@@ -350,3 +350,43 @@ clients:
 		}
 	}
 }
+
+// Behaviour synchronized_burst adds bursts on the shared clock, inside the
+// attack window, on top of the client's own process; a burst's prompts
+// follow the burst-size correlation.
+func TestSynchronizedBurstBehaviour(t *testing.T) {
+	s := parse(t, `version: 1
+seed: 3
+horizon: 100s
+aggregate_rate: 2
+clients:
+  - name: a
+    input: 100
+    output: 5
+    behaviour: {type: adversarial, attack: synchronized_burst, start: 30s, duration: 40s, period: 20s, offset: 10s, burst_size: 25, spread: 50ms}
+    correlation: {burst_size: 0.5}
+  - {name: b, input: 100, output: 5, arrival: {process: synchronized, period: 20s, offset: 10s, burst_size: 25, spread: 50ms}}
+`)
+	rows, _ := collect(t, s)
+	checkInvariants(t, s, rows)
+	inBurst := map[int64]int{}
+	var base int
+	for _, r := range rows {
+		if !strings.HasPrefix(r.ID, "a-") {
+			continue
+		}
+		off := (r.ArrivalUS - 10_000_000) % 20_000_000
+		if r.InputTokens == 500 { // 100 × 25^0.5
+			if off < 0 || off >= 50_000 || r.ArrivalUS < 30e6 || r.ArrivalUS >= 70e6 {
+				t.Fatalf("%s: burst row at %d", r.ID, r.ArrivalUS)
+			}
+			inBurst[(r.ArrivalUS-10_000_000)/20_000_000]++
+		} else {
+			base++
+		}
+	}
+	// Bursts at 30 s and 50 s (10 s and 70 s are outside the window).
+	if len(inBurst) != 2 || inBurst[1] != 25 || inBurst[2] != 25 || base < 60 {
+		t.Fatalf("bursts %v, base rows %d", inBurst, base)
+	}
+}

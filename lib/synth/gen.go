@@ -59,6 +59,10 @@ type clientGen struct {
 	rs, mm, corr, convRNG, prioRNG rng
 	lastSys                        seg
 	hasLast                        bool
+	syncA                          *arrivals // synchronized_burst attack: its burst clock
+	syncRNG                        rng
+	syncNext                       int64 // next attack burst arrival (-1: none)
+	syncN                          int32
 	sessMean                       float64 // output_spread: the session's own mean answer length
 }
 
@@ -176,6 +180,12 @@ func newGenerator(s *Spec, emit Emit) *Generator {
 		if c.Priority != nil && !c.Priority.constant {
 			cg.prioRNG = newRNG(s.Seed, pre+"priority")
 		}
+		cg.syncNext = -1
+		if b := c.Behaviour; b.syncArrival != nil {
+			cg.syncA = &arrivals{kind: "synchronized", sync: b.syncArrival}
+			cg.syncRNG = newRNG(s.Seed, pre+"attack")
+			cg.nextAttackBurst()
+		}
 		if t, ok := cg.a.next(cg.arr); ok {
 			cg.regular = t
 		} else {
@@ -193,6 +203,11 @@ func newGenerator(s *Spec, emit Emit) *Generator {
 
 // advance picks the client's next root time from its base process and pending bursts.
 func (cg *clientGen) advance() {
+	if cg.syncNext >= 0 && (cg.regular < 0 || cg.syncNext < cg.regular) && (len(cg.bursts) == 0 || cg.syncNext < cg.bursts[0].t) {
+		cg.next, cg.burstN = cg.syncNext, cg.syncN
+		cg.nextAttackBurst()
+		return
+	}
 	switch {
 	case cg.regular < 0 && len(cg.bursts) == 0:
 		cg.done = true
@@ -307,7 +322,9 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 	cv := c.Conversation
 	inD, outD := c.Input, c.Output
 	if b := c.Behaviour; b.Type == "adversarial" && b.inAttack(t) {
-		inD = b.Input
+		if b.Input != nil {
+			inD = b.Input
+		}
 		if b.Output != nil {
 			outD = b.Output
 		}

@@ -158,8 +158,14 @@ type Behaviour struct {
 	Output    *Dist    `yaml:"output"`
 	Turns     *Dist    `yaml:"turns"`
 	ThinkTime *Dist    `yaml:"think_time"`
+	// synchronized_burst: burst_size sessions every period (at offset + k·period,
+	// within spread) on a clock shared by every client, on top of the base process.
+	Period Duration `yaml:"period"`
+	Offset Duration `yaml:"offset"`
+	Spread Duration `yaml:"spread"`
 
-	attackConv *Conversation // kv_exhaustion's sessions
+	attackConv  *Conversation // kv_exhaustion's sessions
+	syncArrival *Arrival      // synchronized_burst's clock
 }
 
 // UnmarshalYAML accepts `behaviour: bursty` as well as a mapping. The

@@ -434,9 +434,10 @@ func (s *Spec) compileBehaviour(c *Client, p path, cn string) error {
 	}
 	bursty := b.BurstProbability != 0 || b.BurstSize != nil || b.BurstInterval != 0
 	abusive := b.RateMultiplier != 0 || b.OversizeProbability != 0 || b.OversizeFactor != 0
-	attack := b.Attack != "" || b.Start != 0 || b.Duration != 0 || b.Input != nil || b.Output != nil || b.Turns != nil || b.ThinkTime != nil
+	attack := b.Attack != "" || b.Start != 0 || b.Duration != 0 || b.Input != nil || b.Output != nil || b.Turns != nil || b.ThinkTime != nil ||
+		b.Period != 0 || b.Offset != 0 || b.Spread != 0
 	if attack && b.Type != "adversarial" {
-		return s.errAt(p, "%s: attack, start, duration, input, output, turns and think_time apply to behaviour adversarial", cn)
+		return s.errAt(p, "%s: attack, start, duration, input, output, turns, think_time, period, offset and spread apply to behaviour adversarial", cn)
 	}
 	switch b.Type {
 	case "", "normal":
@@ -480,8 +481,8 @@ func (s *Spec) compileBehaviour(c *Client, p path, cn string) error {
 			return s.errAt(p.add("oversize_factor"), "%s: oversize_factor: expected >= 1, found %s", cn, fmtFloat(b.OversizeFactor))
 		}
 	case "adversarial":
-		if bursty || b.OversizeProbability != 0 || b.OversizeFactor != 0 {
-			return s.errAt(p, "%s: behaviour adversarial takes attack, start, duration, rate_multiplier, input, output, turns, think_time", cn)
+		if b.BurstProbability != 0 || b.BurstInterval != 0 || (b.BurstSize != nil && b.Attack != "synchronized_burst") || b.OversizeProbability != 0 || b.OversizeFactor != 0 {
+			return s.errAt(p, "%s: behaviour adversarial takes attack, start, duration, rate_multiplier, input, output, turns, think_time (and period, offset, burst_size, spread for synchronized_burst)", cn)
 		}
 		if k := c.Arrival.Process; b.RateMultiplier > 1 && (k == "replay" || k == "synchronized") {
 			return s.errAt(p.add("rate_multiplier"), "%s: rate_multiplier needs an arrival process with a rate (not %s)", cn, k)

@@ -48,6 +48,14 @@ func TestAgenticCutAndFanOut(t *testing.T) {
 	if err := w.Write(&rr); err != nil {
 		t.Fatal(err)
 	}
+	// t3 starts after the horizon: never started, neither cut nor counted.
+	late := trace.NewRequest("t3-d")
+	late.ArrivalUS, late.SessionID, late.StepID, late.InputTokens = 9_000_000, "t3", "decompose", 10
+	lr := trace.NewResult(late)
+	lr.Status, lr.DropReason, lr.InstanceID = trace.StatusUnfinished, "arrives after horizon", -1
+	if err := w.Write(&lr); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +65,7 @@ func TestAgenticCutAndFanOut(t *testing.T) {
 	}
 	st := rep.runs[0].sess.summarize()
 	// t1 reached 5 steps (decompose + 4 candidates; refine never arrived), t2 3.
-	if st.cut != 1 || st.reachedCut.Max() != 5 || st.reached.Max() != 5 || st.reached.Quantile(0) != 3 {
+	if st.total != 3 || st.cut != 1 || st.reached.Count() != 2 || st.reachedCut.Max() != 5 || st.reached.Max() != 5 || st.reached.Quantile(0) != 3 {
 		t.Fatalf("cut %d reached %v..%v cut reached %v", st.cut, st.reached.Quantile(0), st.reached.Max(), st.reachedCut.Max())
 	}
 	if st.fanSpawned != 6 || st.fanFinished != 5 {

@@ -219,7 +219,7 @@ type reader struct {
 	stIdx                                                                        []int8
 	isTool                                                                       []int8
 	grp                                                                          icol
-	reqID, deps, step                                                            arrow.Array
+	reqID, deps, step, reason                                                    arrow.Array
 	rec                                                                          arrow.RecordBatch
 }
 
@@ -369,6 +369,10 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		}
 		if j := idx(trace.ColStepID); j >= 0 {
 			rd.step = rec.Column(j)
+		}
+		rd.reason = nil
+		if j := idx(trace.ColDropReason); j >= 0 {
+			rd.reason = rec.Column(j)
 		}
 	}
 	rd.rec = rec

@@ -24,6 +24,7 @@ type sessNode struct {
 	tool      bool
 	completed bool
 	cut       bool   // unfinished at the horizon
+	late      bool   // arrives after the horizon: never reached
 	step      string // step_id: instances sharing a step and iteration are a fan-out
 }
 
@@ -39,6 +40,9 @@ func (s *sessions) add(sc int32, rd *reader, i int, v *rowv, hasArr bool, arr, f
 	n := sessNode{sess: sc, id: strings.Clone(strValue(rd.reqID, i)), root: hasArr, arr: trace.Null, fin: trace.Null,
 		e2e: trace.Null, delay: rd.delay.or(i, 0), loop: rd.loop.or(i, 0), tool: v.tool, completed: v.st == stCompleted,
 		cut: v.st == stUnfinished}
+	if n.cut && rd.reason != nil && strValue(rd.reason, i) == "arrives after horizon" {
+		n.late = true
+	}
 	if rd.step != nil {
 		n.step = strings.Clone(strValue(rd.step, i))
 	}
@@ -92,9 +96,12 @@ func (st *sessStats) fanOut(nodes []sessNode, members []int32) {
 	for _, j := range members {
 		n := &nodes[j]
 		cut = cut || n.cut
-		if n.arr != trace.Null {
+		if n.arr != trace.Null && !n.late {
 			reached++
 		}
+	}
+	if reached == 0 {
+		return // the session starts after the horizon: never started, not cut
 	}
 	st.reached.Add(reached)
 	if cut {
@@ -116,7 +123,7 @@ func (st *sessStats) fanOut(nodes []sessNode, members []int32) {
 		}
 		if hi-lo >= 2 && nodes[ms[lo]].step != "" {
 			for _, j := range ms[lo:hi] {
-				if nodes[j].arr != trace.Null {
+				if nodes[j].arr != trace.Null && !nodes[j].late {
 					st.fanSpawned++
 				}
 				if nodes[j].completed {

@@ -72,3 +72,14 @@ func FuzzParseNetwork(f *testing.F) {
 		_ = c.Network.DelayUS(1 << 30)
 	})
 }
+
+// examples/defended-cluster.yaml (docs/workload.md's defended cluster) loads.
+func TestDefendedClusterExample(t *testing.T) {
+	c, err := Load("../../../examples/defended-cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil || c.Router.Admission != "queue-limit" || c.Engine.SchedulingPolicy != "priority" || c.Replicas != 4 {
+		t.Fatalf("%+v %v", c, err)
+	}
+}

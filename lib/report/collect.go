@@ -44,10 +44,11 @@ var GroupColumns = map[string]string{
 	"instance": trace.ColInstanceID, "tenant": trace.ColTenantID, "slo_class": trace.ColSLOClass,
 	"model": trace.ColModel, "session": trace.ColSessionID, "step_id": trace.ColStepID,
 	"deployment": trace.ColDeployment, "replica": trace.ColReplicaID,
+	"request_type": trace.ColRequestType,
 }
 
 // GroupNames lists the --by values in help order.
-var GroupNames = []string{"instance", "replica", "deployment", "tenant", "slo_class", "model", "session", "step_id"}
+var GroupNames = []string{"instance", "replica", "deployment", "tenant", "slo_class", "model", "session", "step_id", "request_type"}
 
 // summaryColumns are needed by the default tables.
 var summaryColumns = []string{trace.ColStatus, trace.ColArrivalUS, trace.ColInputTokens, trace.ColGeneratedTokens,
@@ -223,7 +224,7 @@ type reader struct {
 	stIdx                                                                        []int8
 	isTool                                                                       []int8
 	grp                                                                          icol
-	reqID, deps                                                                  arrow.Array
+	reqID, deps, step, reason                                                    arrow.Array
 	rec                                                                          arrow.RecordBatch
 }
 
@@ -373,9 +374,16 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 	if r.sess != nil {
 		r.sess.key.bind(rec, idx(trace.ColSessionID))
 		rd.reqID = rec.Column(idx(trace.ColRequestID))
-		rd.deps = nil
+		rd.deps, rd.step = nil, nil
 		if j := idx(trace.ColDependsOn); j >= 0 {
 			rd.deps = rec.Column(j)
+		}
+		if j := idx(trace.ColStepID); j >= 0 {
+			rd.step = rec.Column(j)
+		}
+		rd.reason = nil
+		if j := idx(trace.ColDropReason); j >= 0 {
+			rd.reason = rec.Column(j)
 		}
 	}
 	rd.rec = rec

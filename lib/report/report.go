@@ -571,6 +571,22 @@ func (rep *Report) sessionTable() {
 		for k := 0; k < nSess; k++ {
 			t.add(rep.runCell(i, append([]Cell{txt(sessNames[k])}, distCells(st.d[k], sessIsTime[k])...)...)...)
 		}
+		// Issue 19's agentic rows appear when they say something, so tables
+		// of runs without cuts or fan-outs keep their shape.
+		if (st.cut > 0 || st.fanSpawned > 0) && !strings.Contains(t.Note, "cut_sessions") {
+			t.Note += "; cut_sessions: a request unfinished at the horizon; steps_reached: requests that arrived, cut sessions included (steps_reached_cut: cut ones only); " +
+				"fanout: requests of a session sharing step_id and loop_iteration, utilisation = finished before the horizon / spawned (arrived)"
+		}
+		if st.cut > 0 {
+			t.add(rep.runCell(i, txt("cut_sessions"), integer(st.cut), na, na, na, na, na, na)...)
+			t.add(rep.runCell(i, append([]Cell{txt("steps_reached")}, distCells(st.reached, false)...)...)...)
+			t.add(rep.runCell(i, append([]Cell{txt("steps_reached_cut")}, distCells(st.reachedCut, false)...)...)...)
+		}
+		if st.fanSpawned > 0 {
+			t.add(rep.runCell(i, txt("fanout_spawned"), integer(st.fanSpawned), na, na, na, na, na, na)...)
+			t.add(rep.runCell(i, txt("fanout_finished"), integer(st.fanFinished), na, na, na, na, na, na)...)
+			t.add(rep.runCell(i, txt("fanout_utilisation"), integer(st.fanSpawned), num(float64(st.fanFinished)/float64(st.fanSpawned), 3), na, na, na, na, na)...)
+		}
 		if st.dangling > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d depends_on entries name requests that are not in the table; critical paths stop there", r.path, st.dangling))
 		}

@@ -304,6 +304,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	c.liveView = c.snapEvery == 0 && !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing))
 	for _, rep := range c.reps {
 		rep.WantSteps = opts.Steps != nil
+		rep.ImageEncodeUS = dcfg[rep.Deployment].Latency.ImageEncodeUS
 	}
 	c.isDirty = make([]bool, len(c.reps))
 	c.gpos = make([]int32, len(c.reps))

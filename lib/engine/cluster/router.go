@@ -74,6 +74,9 @@ func (c *Cluster) arrive(r *request.State) {
 			c.h.push(r.Deadline, evTimeout, -1, r)
 		}
 	}
+	if c.inTransit(r) {
+		return // reaches the router after the client → gateway transfer (network.go)
+	}
 	g, why := c.groupOf(r)
 	if g == nil {
 		if why == "" {

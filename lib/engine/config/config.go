@@ -40,6 +40,8 @@ type Cluster struct {
 	// before giving up, for requests without their own timeout_us (0 = never).
 	ClientTimeout Duration `yaml:"client_timeout"`
 	Router        Router   `yaml:"router"`
+	// Network delays each prompt's arrival at the router (network.go; off by default).
+	Network Network `yaml:"network,omitempty"`
 	// Policy is a policy bundle (docs/policies.md), relative to this file;
 	// its stages replace the router's and the schedulers' built-ins.
 	Policy string `yaml:"policy,omitempty"`
@@ -115,6 +117,9 @@ type Latency struct {
 	Coefficients string    `yaml:"coefficients"` // fitted coefficients file
 	Beta         []float64 `yaml:"beta"`         // β0 µs/step, β1 µs/prefill token, β2 µs/decode token
 	Alpha        []float64 `yaml:"alpha"`        // α0 µs, α1 µs/input token, α2 µs/output token
+	// ImageEncodeUS is the vision encoder's time per image, added to the
+	// step that schedules a request's first prefill chunk (0 = off).
+	ImageEncodeUS float64 `yaml:"image_encode_us,omitempty"`
 }
 
 // DefaultEngine is vLLM v1's engine defaults (async scheduling is vLLM's

@@ -39,6 +39,9 @@ func (c *Cluster) Validate() error {
 	} else if err := c.validateDeployments(); err != nil {
 		return err
 	}
+	if err := c.validateNetwork(); err != nil {
+		return err
+	}
 	return c.validateRouter()
 }
 
@@ -161,6 +164,9 @@ func (c *Cluster) validateLatency(at string, l *Latency) error {
 		if !(v >= 0) || math.IsInf(v, 1) {
 			return errors.New(c.Where(at, fmt.Sprintf("coefficients must be >= 0 and finite, found %g", v)))
 		}
+	}
+	if !(l.ImageEncodeUS >= 0) || math.IsInf(l.ImageEncodeUS, 1) {
+		return errors.New(c.Where(k("image_encode_us"), fmt.Sprintf("expected µs per image >= 0 and finite, found %g", l.ImageEncodeUS)))
 	}
 	if l.Mode == "linear" && len(l.Beta) == 0 {
 		return errors.New(c.Where(k("mode"), fmt.Sprintf("linear needs %s", k("beta"))))

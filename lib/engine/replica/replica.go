@@ -69,6 +69,8 @@ type Replica struct {
 	InFlight int
 	// WantSteps asks End to describe each step (for the steps table).
 	WantSteps bool
+	// ImageEncodeUS is the per-image vision encoder time (latency.image_encode_us).
+	ImageEncodeUS float64
 
 	busy         bool
 	startPending bool
@@ -108,6 +110,9 @@ func (p *Replica) Start(now int64) (dur int64, ok bool) {
 		return 0, false
 	}
 	dur = p.Model.StepTime(&p.batch)
+	if p.batch.PrefillImages > 0 {
+		dur += latency.ImageEncodeUS(p.ImageEncodeUS, p.batch.PrefillImages)
+	}
 	if dur < 1 {
 		dur = 1
 	}

@@ -35,7 +35,7 @@ func app() *cli.App {
 			"writes the results table (one row per request) to stdout or -o. Flags override the YAML.\n" +
 			"See docs/engine.md and docs/policies.md.",
 		HideHelpCommand: true,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML (see examples/cluster.yaml)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "results output (`FILE`, - for stdout)"},
 			&cli.IntFlag{Name: "replicas", Aliases: []string{"n"}, Usage: "number of replicas", DefaultText: "1"},
@@ -59,7 +59,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the run to `FILE`", Hidden: true},
-		},
+		}, traceFlags()...),
 		Action: run,
 	}
 }
@@ -254,6 +254,21 @@ func run(c *cli.Context) error {
 		opts.Steps = sw
 	}
 
+	tr, err := setupTrace(c, &cfg, stage, &opts)
+	if err != nil {
+		rw.Close()
+		out.commit(false)
+		if sw != nil {
+			sw.Close()
+			stepsOut.commit(false)
+		}
+		return err
+	}
+	var sink engine.Sink = rw
+	if tr != nil {
+		sink = tr.rec.Sink(rw)
+	}
+
 	var bar *progressbar.ProgressBar
 	start := time.Now()
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !quiet {
@@ -282,13 +297,16 @@ func run(c *cli.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	sum, runErr := engine.Run(cfg, models, source, rw, opts)
+	sum, runErr := engine.Run(cfg, models, source, sink, opts)
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(stderr)
 	}
 	wall := time.Since(start)
 	closeErr := rw.Close()
+	if err := tr.close(); closeErr == nil {
+		closeErr = err
+	}
 	if sw != nil {
 		if err := sw.Close(); closeErr == nil {
 			closeErr = err
@@ -305,6 +323,9 @@ func run(c *cli.Context) error {
 			closeErr = err
 		}
 	}
+	if err := tr.commit(ok); closeErr == nil && runErr == nil {
+		closeErr = err
+	}
 	if runErr != nil {
 		var re *trace.RowError
 		if errors.As(runErr, &re) {
@@ -317,6 +338,10 @@ func run(c *cli.Context) error {
 	}
 	if !quiet {
 		printSummary(stderr, &sum, &cfg, wall)
+		if tr != nil {
+			st := tr.rec.Stats()
+			fmt.Fprintf(stderr, "  %s\n", st.Describe())
+		}
 	}
 	return nil
 }

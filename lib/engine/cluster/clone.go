@@ -23,6 +23,7 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	d.sink = sink
 	d.opts.Steps = steps
 	d.opts.Progress = nil
+	d.opts.Decisions, d.opts.Forker = nil, nil // forks are not traced
 
 	d.h.S = make([]event, len(c.h.S))
 	for i, e := range c.h.S {
@@ -93,6 +94,12 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	d.sum.BusyUS = append([]int64(nil), c.sum.BusyUS...)
 	d.sum.Deployments = append([]DeploymentSummary(nil), c.sum.Deployments...)
 	m.Finish()
+	if c.opts.Decisions != nil {
+		d.hookPreemptions(false)
+		for _, rep := range d.reps {
+			rep.WantSteps = d.opts.Steps != nil
+		}
+	}
 	return &d
 }
 

@@ -32,7 +32,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "steps", Usage: "steps table of the (first) run, for queue depth and busy time"},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report to `FILE`"},
 			&cli.StringFlag{Name: "o", Usage: "write the report to `FILE` instead of stdout"},
-		}, sweepFlags()...),
+		}, append(sweepFlags(), evalFlags()...)...),
 		Action: run,
 	}
 }
@@ -51,6 +51,15 @@ func run(c *cli.Context) error {
 		if len(a) > 1 && strings.HasPrefix(a, "-") {
 			return cliutil.Usage("flag %s after the input files: flags go first (blis-report --html r.html results.arrow)", a)
 		}
+	}
+	if c.Bool("summary") {
+		return runSummary(c)
+	}
+	if c.String("fitness") != "" {
+		return runFitness(c, f)
+	}
+	if c.Bool("pareto") {
+		return cliutil.Usage("--pareto ranks runs by a fitness spec: give --fitness FILE")
 	}
 	if c.NArg() == 1 && report.IsSweepTable(c.Args().First()) {
 		return runSweep(c, c.Args().First(), f)

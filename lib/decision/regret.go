@@ -123,7 +123,7 @@ func (r *Recorder) counterfactual(d *trace.Decision, st *request.State, chosen i
 		}
 		f.SetSink(&g.collect)
 		f.ForceRoute(st.Req.ID, ci)
-		if !runTo(f, end) {
+		if !r.runWindow(f, end) {
 			return
 		}
 		var sum float64
@@ -169,18 +169,39 @@ func (r *Recorder) counterfactual(d *trace.Decision, st *request.State, chosen i
 	}
 }
 
-// runTo runs a fork up to t, with no more input than it holds.
-func runTo(f *cluster.Cluster, t int64) bool {
+// runWindow runs a fork up to end, with no more input than it holds, or
+// until every request of the window has its first token (nothing after
+// that changes the window's numbers): most replays stop long before end.
+func (r *Recorder) runWindow(f *cluster.Cluster, end int64) bool {
 	for {
-		st := f.RunUntil(t)
+		for k := 0; k < 64; k++ {
+			switch f.Step(end) {
+			case cluster.Idle:
+				return f.Err() == nil
+			case cluster.NeedInput:
+				f.InputDone()
+			}
+		}
 		if f.Err() != nil {
 			return false
 		}
-		if st != cluster.NeedInput {
+		if r.windowDone(f) {
 			return true
 		}
-		f.InputDone()
 	}
+}
+
+func (r *Recorder) windowDone(f *cluster.Cluster) bool {
+	g := &r.regret
+	for _, id := range g.setIDs {
+		if g.collect.first[id] != trace.Null {
+			continue
+		}
+		if s := f.Request(id); s != nil && s.Req.ID == id && s.FirstTok == trace.Null && s.Phase != request.Done {
+			return false
+		}
+	}
+	return true
 }
 
 // firstToken steps f until request id has its first token (its time) or

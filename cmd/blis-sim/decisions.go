@@ -71,9 +71,13 @@ func setupTrace(c *cli.Context, cfg *config.Cluster, stage trace.Stage, opts *en
 		}
 		window = d.US()
 	}
+	if window == 0 {
+		window = decision.DefaultWindowUS
+	}
 	dcfg := decision.Config{Level: level, TopK: c.Int("top-k"), SLOs: slos, PriorityName: cfg.Router.Priority,
 		Regret: decision.RegretConfig{Sample: sample, Seed: cfg.Seed, WindowUS: window}}
 	md := trace.NewMeta().With(stage)
+	decision.DescribeRegret(md, dcfg.Regret)
 	if dp != "" {
 		if t.dOut, err = createOutput(dp, nil, trace.DecisionsSchema(md)); err != nil {
 			return nil, cliutil.Usage("--decisions: %v", err)

@@ -3,6 +3,7 @@ package decision
 import (
 	"hash/fnv"
 	"math"
+	"strconv"
 
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/request"
@@ -19,6 +20,26 @@ type RegretConfig struct {
 
 // DefaultWindowUS is the replay window when none is given.
 const DefaultWindowUS = 2_000_000
+
+// Schema metadata of a decisions table whose routing rows were sampled.
+const (
+	MetaRegretSample   = "blis.regret_sample"
+	MetaRegretWindowUS = "blis.regret_window_us"
+)
+
+// DescribeRegret records the regret sampling in a decisions table's
+// metadata (the summary reads the window to mark censored replays).
+func DescribeRegret(md trace.Meta, cfg RegretConfig) {
+	if cfg.Sample <= 0 {
+		return
+	}
+	w := cfg.WindowUS
+	if w <= 0 {
+		w = DefaultWindowUS
+	}
+	md.Set(MetaRegretSample, strconv.FormatFloat(cfg.Sample, 'g', -1, 64))
+	md.Set(MetaRegretWindowUS, strconv.FormatInt(w, 10))
+}
 
 type regretState struct {
 	cfg      *RegretConfig

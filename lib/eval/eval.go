@@ -243,6 +243,7 @@ func runSeed(o *Options, cfg config.Cluster, reqs []trace.Request, md trace.Meta
 	}
 	rw := trace.NewResultWriter(rout, trace.ResultsSchema(rmeta))
 	tm := trace.NewMeta().With(stage)
+	decision.DescribeRegret(tm, decision.RegretConfig{Sample: o.RegretSample})
 	dout, err := trace.Create(paths["decisions"], nil, trace.DecisionsSchema(tm))
 	if err != nil {
 		rw.Abort()

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -39,6 +40,7 @@ type Decisions struct {
 	ByRegret   bool
 	Divergent  int64 // routing rows whose expected and actual cache hits differ by a block or more
 	Compared   int64 // routing rows with both
+	WindowUS   int64 // regret replay window (blis.regret_window_us), 0 if unknown
 	worstLimit int
 }
 
@@ -141,6 +143,7 @@ func ReadDecisions(path string) (*Decisions, error) {
 	}
 	defer src.Close()
 	d := &Decisions{Path: path, ByKind: map[string]int64{}, Reasons: map[string]int64{}, Targets: map[string]int64{}, worstLimit: 3}
+	d.WindowUS, _ = strconv.ParseInt(src.Meta().Get("blis.regret_window_us"), 10, 64)
 	var all []Decision // candidates for the worst: kept bounded
 	for {
 		rec, err := src.Next()

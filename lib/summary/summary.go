@@ -343,7 +343,7 @@ func (s *writer) worst(n int) {
 			for _, c := range d.Candidates {
 				x := fmt.Sprintf("%s (score %s, load %d, KV %s%%, cached %d blocks", c.ReplicaID, f(c.Score, 3), c.Waiting+c.Running+c.InFlight, f(100*c.KVUtil, 0), c.CachedBlocks)
 				if c.CFTTFTUS != trace.Null {
-					x += ", replay TTFT " + ms(c.CFTTFTUS) + " ms"
+					x += ", replay TTFT " + s.cf(c.CFTTFTUS) + " ms"
 				}
 				cs = append(cs, x+")")
 			}
@@ -351,10 +351,19 @@ func (s *writer) worst(n int) {
 		}
 		if d.RegretUS != trace.Null {
 			best := bestAlt(d.Candidates)
-			s.p("   Best alternative %s: TTFT %s ms instead of %s ms in the replay (regret %s ms).\n", best.ReplicaID, ms(best.CFTTFTUS), ms(d.Candidates[0].CFTTFTUS), ms(d.RegretUS))
+			s.p("   Best alternative %s: TTFT %s ms instead of %s ms in the replay (regret %s ms).\n", best.ReplicaID, s.cf(best.CFTTFTUS), s.cf(d.Candidates[0].CFTTFTUS), ms(d.RegretUS))
 		}
 	}
 	s.p("\n")
+}
+
+// cf formats a replayed TTFT; "≥" marks one censored at the replay's end
+// (no first token within 4 windows).
+func (s *writer) cf(us int64) string {
+	if w := s.dec.WindowUS; w > 0 && us >= 4*w {
+		return "≥ " + ms(us)
+	}
+	return ms(us)
 }
 
 func bestAlt(cs []trace.Candidate) trace.Candidate {

@@ -296,7 +296,10 @@ func (r *fileReader) Next() (arrow.RecordBatch, error) {
 	if r.i >= r.fr.NumRecords() {
 		return nil, io.EOF
 	}
-	rec, err := r.fr.RecordBatch(r.i)
+	// RecordBatchAt hands the batch to us; RecordBatch would also release
+	// the previous one itself, so with our own Release a batch retained by
+	// a consumer (blis-report reads ahead) was freed under it.
+	rec, err := r.fr.RecordBatchAt(r.i)
 	if err != nil {
 		return nil, err
 	}

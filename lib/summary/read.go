@@ -38,8 +38,8 @@ type Decisions struct {
 	WinRegret  []float64        // window_regret_us (ms)
 	Worst      []Decision       // by regret (sampled rows) or TTFT, worst first, at most 3
 	ByRegret   bool
-	Divergent  int64 // routing rows whose expected and actual cache hits differ by a block or more
-	Compared   int64 // routing rows with both
+	Divergent  int64 // routing rows whose expected and actual cache hits differ
+	Compared   int64 // routing rows with prefix keys and both values
 	WindowUS   int64 // regret replay window (blis.regret_window_us), 0 if unknown
 	worstLimit int
 }
@@ -156,7 +156,7 @@ func ReadDecisions(path string) (*Decisions, error) {
 		kind, seq, tm := col(rec, "kind"), col(rec, "seq"), col(rec, "time_us")
 		req, ten, cls, tgt, rsn := col(rec, "request_id"), col(rec, "tenant_id"), col(rec, "slo_class"), col(rec, "target"), col(rec, "reason")
 		ttft, reg, wreg := col(rec, "ttft_us"), col(rec, "regret_us"), col(rec, "window_regret_us")
-		exp, hit := col(rec, "expected_cache_hit_tokens"), col(rec, "cache_hit_tokens")
+		exp, hit, pbk := col(rec, "expected_cache_hit_tokens"), col(rec, "cache_hit_tokens"), col(rec, "prompt_blocks")
 		wt, rn, fl, kvu := col(rec, "waiting"), col(rec, "running"), col(rec, "in_flight"), col(rec, "kv_util")
 		cands, _ := col(rec, "candidates").(*array.List)
 		if kind == nil || seq == nil {
@@ -173,7 +173,7 @@ func ReadDecisions(path string) (*Decisions, error) {
 			d.Reasons[strAt(rsn, i)]++
 			d.Targets[strAt(tgt, i)]++
 			e, h := i32At(exp, i), i32At(hit, i)
-			if e != trace.NullI32 && h != trace.NullI32 {
+			if e != trace.NullI32 && h != trace.NullI32 && i32At(pbk, i) > 0 {
 				d.Compared++
 				if e != h {
 					d.Divergent++

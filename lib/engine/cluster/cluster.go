@@ -262,7 +262,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			}
 		}
 	}
-	c.liveView = c.snapEvery == 0 && !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing))
+	// Decision traces record what the router's view shows, so it is kept
+	// live for them even when every stage is blind to it.
+	c.liveView = c.snapEvery == 0 && (opts.Decisions != nil || !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing)))
 	for _, rep := range c.reps {
 		rep.WantSteps = opts.Steps != nil || opts.Decisions != nil && opts.Decisions.WantBatches()
 	}

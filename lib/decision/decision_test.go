@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/rng"
@@ -247,4 +248,34 @@ func TestPreemptionStorm(t *testing.T) {
 	if int64(n) > st.ByKind[trace.DecisionPreemption] {
 		t.Fatalf("storms count %v preemptions, more than the %d recorded", n, st.ByKind[trace.DecisionPreemption])
 	}
+}
+
+// The hooks for features built in parallel: scale and KV-transfer rows
+// and their anomalies go through the cluster to the recorder.
+func TestParallelFeatureHooks(t *testing.T) {
+	c := testConfig(2, "round-robin")
+	models, _, err := engine.Prepare(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, as := &decisions{}, &anomalies{}
+	rec := New(Config{Level: Decisions, Decisions: ds, Anomalies: as})
+	opts := cluster.Options{}
+	rec.Attach(&opts)
+	cl, err := cluster.New(&c, models, rec.Sink(&results{}), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.TraceScale("llama-3.1-8b", "llama-3.1-8b/2", "scale_up", "queue above 10 for 30 s", 3)
+	cl.ReportAnomaly(&trace.Anomaly{Type: trace.AnomalyScaleOscillation, Severity: "medium", Magnitude: 4, Description: "4 scale changes in 60 s"})
+	if len(ds.ds) != 1 || ds.ds[0].Kind != trace.DecisionScale || ds.ds[0].Value != 3 || ds.ds[0].Target != "llama-3.1-8b/2" {
+		t.Fatalf("scale row: %+v", ds.ds)
+	}
+	if len(as.as) != 1 || as.as[0].Type != trace.AnomalyScaleOscillation || rec.Stats().Anomalies[trace.AnomalyScaleOscillation] != 1 {
+		t.Fatalf("anomaly: %+v", as.as)
+	}
+	// Untraced, the hooks are no-ops.
+	plain, _ := cluster.New(&c, models, &results{}, cluster.Options{})
+	plain.TraceScale("d", "r", "scale_up", "", 1)
+	plain.ReportAnomaly(&trace.Anomaly{})
 }

@@ -153,6 +153,9 @@ func Run(o Options) (*Output, error) {
 	}
 	fr := o.Fitness.Score(ms)
 	fr.Run = o.Cluster
+	one := []fitness.Result{fr}
+	fitness.Rank(one) // alone: rank 1 and the front when feasible
+	fr = one[0]
 	out.Fitness, out.Primary = &fr, fr.Primary
 	out.Valid = fr.Feasible
 	if !fr.Feasible {

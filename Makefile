@@ -7,9 +7,12 @@ GO ?= go
 
 all: build
 
+# --version and provenance name the commit the binaries were built from.
+COMMIT := $(shell git describe --always --dirty --abbrev=12 --exclude '*' 2>/dev/null)
+
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) build -ldflags "-X github.com/blis-sim/blis/lib/trace.commit=$(COMMIT)" -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 # A real pipeline on data shipped in the repo: the Azure LLM inference trace
 # (coding, 2023; 8,819 requests) replayed on 4 simulated H100s serving Llama-3.1-8B.

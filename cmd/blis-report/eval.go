@@ -28,7 +28,7 @@ func evalFlags() []cli.Flag {
 
 // output opens -o (or stdout) for text written through a temporary file.
 func withOutput(c *cli.Context, write func(w *bufio.Writer) error) error {
-	p := c.String("o")
+	p := c.String("output")
 	if p == "" || p == "-" {
 		bw := bufio.NewWriter(os.Stdout)
 		if err := write(bw); err != nil {

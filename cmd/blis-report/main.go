@@ -31,7 +31,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "compare", Usage: "reference results table: errors are relative to it"},
 			&cli.StringFlag{Name: "steps", Usage: "steps table of the (first) run, for queue depth and busy time"},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report to `FILE`"},
-			&cli.StringFlag{Name: "o", Usage: "write the report to `FILE` instead of stdout"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` instead of stdout (- for stdout)"},
 		}, append(sweepFlags(), evalFlags()...)...),
 		Action: run,
 	}
@@ -79,7 +79,7 @@ func run(c *cli.Context) error {
 			return err
 		}
 	}
-	if p := c.String("o"); p != "" && p != "-" {
+	if p := c.String("output"); p != "" && p != "-" {
 		return rep.WriteFile(p, f) // via a temporary name: a failed write leaves nothing
 	}
 	if err := rep.Write(os.Stdout, f); err != nil {

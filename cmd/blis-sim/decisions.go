@@ -24,14 +24,14 @@ func traceFlags() []cli.Flag {
 	}
 }
 
-// traceOutputs is what --decisions and --anomalies write to.
+// traceOutputs is what --decisions and --anomalies write to; like -o and
+// --steps, they are put in place only when the whole run succeeded.
 type traceOutputs struct {
-	rec          *decision.Recorder
-	dw           *trace.DecisionWriter
-	aw           *trace.AnomalyWriter
-	dOut, aOut   *output
-	level        decision.Level
-	anyRequested bool
+	rec        *decision.Recorder
+	dw         *trace.DecisionWriter
+	aw         *trace.AnomalyWriter
+	dOut, aOut trace.Sink
+	level      decision.Level
 }
 
 // setupTrace reads the trace flags and, when any asks for it, attaches a
@@ -79,18 +79,18 @@ func setupTrace(c *cli.Context, cfg *config.Cluster, stage trace.Stage, opts *en
 	md := trace.NewMeta().With(stage)
 	decision.DescribeRegret(md, dcfg.Regret)
 	if dp != "" {
-		if t.dOut, err = createOutput(dp, nil, trace.DecisionsSchema(md)); err != nil {
+		if t.dOut, err = trace.Create(dp, nil, trace.DecisionsSchema(md)); err != nil {
 			return nil, cliutil.Usage("--decisions: %v", err)
 		}
-		t.dw = trace.NewDecisionWriter(t.dOut, trace.DecisionsSchema(md))
+		t.dw = trace.NewDecisionWriter(trace.Hold(t.dOut), trace.DecisionsSchema(md))
 		dcfg.Decisions = t.dw
 	}
 	if ap != "" {
-		if t.aOut, err = createOutput(ap, nil, trace.AnomaliesSchema(md)); err != nil {
-			t.commit(false)
+		if t.aOut, err = trace.Create(ap, nil, trace.AnomaliesSchema(md)); err != nil {
+			t.abort()
 			return nil, cliutil.Usage("--anomalies: %v", err)
 		}
-		t.aw = trace.NewAnomalyWriter(t.aOut, trace.AnomaliesSchema(md))
+		t.aw = trace.NewAnomalyWriter(trace.Hold(t.aOut), trace.AnomaliesSchema(md))
 		dcfg.Anomalies = t.aw
 	}
 	t.rec = decision.New(dcfg)
@@ -98,8 +98,8 @@ func setupTrace(c *cli.Context, cfg *config.Cluster, stage trace.Stage, opts *en
 	return t, nil
 }
 
-// close ends the recorder and closes the writers.
-func (t *traceOutputs) close() error {
+// finish ends the recorder and completes the tables (not yet in place).
+func (t *traceOutputs) finish() error {
 	if t == nil {
 		return nil
 	}
@@ -117,17 +117,39 @@ func (t *traceOutputs) close() error {
 	return err
 }
 
-func (t *traceOutputs) commit(ok bool) error {
+// commit puts the completed tables in place.
+func (t *traceOutputs) commit() error {
 	if t == nil {
 		return nil
 	}
 	var err error
-	for _, o := range []*output{t.dOut, t.aOut} {
-		if o != nil {
-			if e := o.commit(ok); err == nil {
-				err = e
-			}
+	for _, o := range []trace.Sink{t.dOut, t.aOut} {
+		if o == nil {
+			continue
 		}
+		if err != nil {
+			trace.Abort(o)
+			continue
+		}
+		err = o.Close()
 	}
 	return err
+}
+
+// abort leaves no new table behind (and existing files as they were).
+func (t *traceOutputs) abort() {
+	if t == nil {
+		return
+	}
+	if t.dw != nil {
+		t.dw.Abort()
+	}
+	if t.aw != nil {
+		t.aw.Abort()
+	}
+	for _, o := range []trace.Sink{t.dOut, t.aOut} {
+		if o != nil {
+			trace.Abort(o)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -576,6 +577,7 @@ func prefetch(src *trace.Source) (<-chan batchItem, func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(ch)
+		defer bug.Catch()
 		for {
 			rec, err := src.Next()
 			if err == nil {

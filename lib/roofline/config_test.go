@@ -171,7 +171,11 @@ func TestGPUYAML(t *testing.T) {
 		t.Errorf("efficiency override: %+v %v", g2.Eff, err)
 	}
 	for _, c := range []struct{ doc, want string }{
-		{good + "hbm_tbs: 3\n", "field hbm_tbs not found"},
+		// Keys are named in the user's words, never as Go types (roofline.GPU).
+		{good + "hbm_tbs: 3\n", "bad.yaml:8: hbm_tbs: unknown key; did you mean hbm_tb_s? (expected one of name, aliases, bf16_tflops, fp8_tflops, fp4_tflops, hbm_tb_s, memory_gib, link_gb_s, link_latency_us, efficiency, source)"},
+		{good + "efficiency:\n  gem: 0.6\n", "bad.yaml:9: efficiency.gem: unknown key; did you mean gemm?"},
+		{strings.Replace(good, "hbm_tb_s: 5.3", "hbm_tb_s: fast", 1), `bad.yaml:4: hbm_tb_s: expected a number, found "fast"`},
+		{good + "aliases: mi300\n", `bad.yaml:8: aliases: expected a list, found "mi300"`},
 		{strings.Replace(good, "hbm_tb_s: 5.3", "hbm_tb_s: 0", 1), "field hbm_tb_s: expected a finite positive number, found 0"},
 		{good + "efficiency:\n  kernel_us: .inf\n", "field efficiency.kernel_us: expected a finite non-negative number, found +Inf"},
 		{good + "efficiency:\n  gemm: 1.5\n", "field efficiency.gemm: expected a fraction in (0,1], found 1.5"},

@@ -1,7 +1,6 @@
 package roofline
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/blis-sim/blis/lib/yamlcheck"
 )
 
 // GPU is one accelerator: vendor peaks plus the efficiency profile that turns
@@ -166,13 +165,11 @@ func LoadGPU(name string) (GPU, error) {
 // fields take the H100 calibration.
 func ParseGPU(path string, data []byte) (GPU, error) {
 	g := GPU{Eff: defaultEff()}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&g); err != nil {
+	if err := yamlcheck.Decode(path, data, &g); err != nil {
 		if errors.Is(err, io.EOF) {
 			return GPU{}, fmt.Errorf("%s: empty file, expected a GPU YAML document", path)
 		}
-		return GPU{}, fmt.Errorf("%s: %w", path, err)
+		return GPU{}, err
 	}
 	return g, g.Validate(path)
 }

@@ -198,6 +198,9 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // MarshalYAML writes the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
+// YAMLScalar describes a Duration for yamlcheck's messages.
+func (*Duration) YAMLScalar() string { return "a duration such as 90s, 10m or 1h (or seconds)" }
+
 // UnmarshalYAML reads a Go duration string or a number of seconds.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string

@@ -13,6 +13,7 @@
 #   CLUSTER=bench/two-deployments.yaml MODELS=llama-3.1-8b,qwen3-14b RATE=12000 bench/sim.sh 1000000
 #   TRACE=decisions bench/sim.sh    # --trace-level decisions|full with --decisions and --anomalies
 #   REGRET=0.01 bench/sim.sh        # --regret-sample (counterfactual forks of 1% of routing decisions)
+#   POLICY=examples/policies/bench.yaml bench/sim.sh   # a policy bundle (Starlark routing + admission)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100000}
@@ -31,6 +32,8 @@ if [ -n "${TRACE:-}" ]; then
 fi
 if [ -n "${REGRET:-}" ]; then
   set -- "$@" --regret-sample "$REGRET"
+if [ -n "${POLICY:-}" ]; then
+  set -- "$@" --policy "$POLICY"
 fi
 /usr/bin/time -v "$work/blis-sim" "$@" -o "$work/results.arrows" "$work/requests.arrows" 2>"$work/stderr" || {
   cat "$work/stderr"; exit 1; }

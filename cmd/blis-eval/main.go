@@ -30,7 +30,7 @@ func app() *cli.App {
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML of the candidate", Required: true},
-			&cli.StringFlag{Name: "policy", Usage: "policy bundle of the candidate (pending: issue 12)"},
+			&cli.StringFlag{Name: "policy", Usage: "policy bundle of the candidate (YAML: templates, decision trees, Starlark; docs/policies.md); default: the one the cluster file names, if any"},
 			&cli.StringFlag{Name: "fitness", Aliases: []string{"f"}, Usage: "fitness spec YAML", Required: true},
 			&cli.StringFlag{Name: "workload", Usage: "blis-synth workload spec, regenerated with seed+i for replication i (instead of a requests table)"},
 			&cli.IntFlag{Name: "seeds", Value: 1, Usage: "seeded replications: metrics get their mean and 95% CI"},

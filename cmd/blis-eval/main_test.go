@@ -75,6 +75,20 @@ func TestEval(t *testing.T) {
 	if code != 0 || m["valid"] != false || !strings.Contains(m["error"].(string), "no-such") {
 		t.Fatalf("invalid candidate: exit %d %v %s", code, m, stderr)
 	}
+	// A policy bundle that does not load is the candidate's failure too.
+	code, m, stderr = runEval(t, "--cluster", evolve+"cluster.yaml", "--policy", "no-such-bundle.yaml", "--fitness", evolve+"fitness.yaml", "--workload", evolve+"workload.yaml", "--artifacts", t.TempDir())
+	if code != 0 || m["valid"] != false || !strings.Contains(m["error"].(string), "no-such-bundle.yaml") {
+		t.Fatalf("missing bundle: exit %d %v %s", code, m, stderr)
+	}
+	// A Starlark routing policy (a bundle naming it) is evaluated.
+	bdir := t.TempDir()
+	bpath := filepath.Join(bdir, "b.yaml")
+	abs, _ := filepath.Abs(evolve + "candidates/good.star")
+	os.WriteFile(bpath, []byte("id: t\nrouting: {kind: starlark, file: "+abs+"}\n"), 0o644)
+	code, m, stderr = runEval(t, "--cluster", evolve+"cluster.yaml", "--policy", bpath, "--fitness", evolve+"fitness.yaml", "--workload", evolve+"workload.yaml", "--artifacts", t.TempDir())
+	if code != 0 || m["valid"] != true {
+		t.Fatalf("Starlark bundle: exit %d %v %s", code, m, stderr)
+	}
 	// A violated constraint too.
 	strict := filepath.Join(t.TempDir(), "f.yaml")
 	os.WriteFile(strict, []byte("objectives: [{metric: throughput, direction: maximize}]\nconstraints: [\"ttft_p99 < 0.001\"]\n"), 0o644)
@@ -99,7 +113,7 @@ func TestEvalUsage(t *testing.T) {
 		{[]string{"--cluster", good, "--fitness", zero, "--workload", evolve + "workload.yaml"}, "every weight is 0"},
 		{[]string{"--cluster", good, "--fitness", unknown, "--workload", evolve + "workload.yaml"}, `unknown metric "thruput"`},
 		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "--seeds", "0", "--workload", evolve + "workload.yaml"}, "--seeds"},
-		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "--policy", "p.star", "--workload", evolve + "workload.yaml"}, "issue 12"},
+		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "--policy", evolve + "candidates/good.bundle.yaml", "--regret-sample", "0.1", "--workload", evolve + "workload.yaml"}, "--regret-sample"},
 		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "nope.arrow"}, "nope.arrow"},
 	} {
 		code, _, stderr := runEval(t, append([]string{"--artifacts", t.TempDir()}, tc.args...)...)

@@ -153,3 +153,10 @@ func (t *traceOutputs) abort() {
 		}
 	}
 }
+
+// checkClonable refuses regret forks of a run whose policies came from a
+// bundle: their state (Starlark state dicts, the bundle's tracker) is not
+// cloned yet, so a fork would share it with the original and change it.
+func (t *traceOutputs) checkClonable(opts *engine.Options) error {
+	return decision.CheckClonable(t.rec, opts)
+}

@@ -1,10 +1,12 @@
 """Run blis-eval on one candidate (standard library only).
 
-A candidate is a policy file: a YAML ``router:`` section (appended to the
-base cluster YAML), or, once policy bundles exist, a bundle or Starlark
-file passed as ``--policy``. Configuration comes from arguments or the
-environment: BLIS_EVAL (the blis-eval binary), BLIS_CLUSTER, BLIS_FITNESS,
-and BLIS_REQUESTS (a requests table) or BLIS_WORKLOAD (a blis-synth spec).
+A candidate is a policy file: a Starlark routing policy (``.star``, with
+``def route(request, cluster)``; wrapped in a one-stage policy bundle), a
+policy bundle (YAML: templates, decision trees, Starlark; docs/policies.md),
+or a YAML ``router:`` section (appended to the base cluster YAML).
+Configuration comes from arguments or the environment: BLIS_EVAL (the
+blis-eval binary), BLIS_CLUSTER, BLIS_FITNESS, and BLIS_REQUESTS (a
+requests table) or BLIS_WORKLOAD (a blis-synth spec).
 """
 
 import json
@@ -45,13 +47,19 @@ def run(candidate_path, cfg=None, workdir=None):
             "--summary-strategy", cfg["strategy"]]
     if cfg["regret_sample"] > 0:
         args += ["--regret-sample", str(cfg["regret_sample"])]
-    if candidate_path.endswith((".star", ".bundle.yaml")):
+    with open(candidate_path) as f:
+        cand = f.read()
+    if candidate_path.endswith(".star"):
+        bundle = os.path.join(workdir, "candidate.bundle.yaml")
+        with open(bundle, "w") as f:
+            f.write("id: %s\nrouting: {kind: starlark, file: %s}\n"
+                    % (os.path.basename(candidate_path), json.dumps(os.path.abspath(candidate_path))))
+        args += ["--cluster", cfg["cluster"], "--policy", bundle]
+    elif not is_router_section(cand):
         args += ["--cluster", cfg["cluster"], "--policy", candidate_path]
     else:
         with open(cfg["cluster"]) as f:
             base = f.read()
-        with open(candidate_path) as f:
-            cand = f.read()
         cluster = os.path.join(workdir, "cluster.yaml")
         with open(cluster, "w") as f:
             f.write(base.rstrip("\n") + "\n" + cand)
@@ -64,6 +72,11 @@ def run(candidate_path, cfg=None, workdir=None):
     if p.returncode != 0:
         raise RuntimeError("blis-eval failed (exit %d): %s" % (p.returncode, p.stderr.strip()))
     return json.loads(p.stdout)
+
+
+def is_router_section(text):
+    """A cluster-file fragment (a top-level router: key) rather than a bundle."""
+    return any(line.startswith("router:") for line in text.splitlines())
 
 
 def score(result):

@@ -2,10 +2,11 @@
 
 GEPA optimises text components of a candidate with an adapter that
 evaluates a batch and builds a reflective dataset from the traces. Here a
-candidate is ``{"router": "<YAML router: section>"}`` (a Starlark policy
-once bundles exist), a batch is a list of workloads (blis-synth specs or
-requests tables), the score is blis-eval's primary, and the reflective
-dataset is the reflective summary with the worst decisions, per workload.
+candidate is ``{"routing": "<Starlark source with def route(request,
+cluster)>"}`` (or ``{"router": "<YAML router: section>"}``), a batch is a
+list of workloads (blis-synth specs or requests tables), the score is
+blis-eval's primary, and the reflective dataset is the reflective summary
+with the worst decisions, per workload.
 It follows gepa's GEPAAdapter protocol without importing gepa.
 """
 
@@ -33,9 +34,12 @@ class BlisAdapter:
         self.cfg = blis_eval.config(**cfg)
 
     def _write(self, candidate, workdir):
-        path = os.path.join(workdir, "candidate.yaml")
+        if "routing" in candidate:
+            path, text = os.path.join(workdir, "candidate.star"), candidate["routing"]
+        else:
+            path, text = os.path.join(workdir, "candidate.yaml"), candidate["router"]
         with open(path, "w") as f:
-            f.write(candidate["router"])
+            f.write(text)
         return path
 
     def evaluate(self, batch, candidate, capture_traces=False):
@@ -66,7 +70,7 @@ class BlisAdapter:
             if not t["valid"]:
                 feedback = "INVALID: %s\n\n%s" % (t["error"], feedback)
             records.append({"Inputs": {"workload": t["workload"]},
-                            "Generated Outputs": candidate.get("router", ""),
+                            "Generated Outputs": candidate.get("routing", candidate.get("router", "")),
                             "Feedback": feedback,
                             "Score": s})
         return {c: list(records) for c in components_to_update}

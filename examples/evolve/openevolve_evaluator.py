@@ -2,9 +2,10 @@
 
 OpenEvolve calls ``evaluate(program_path)`` on each evolved program and
 ranks programs by the ``combined_score`` of the returned dict. The program
-is a candidate policy: today a YAML ``router:`` section (a built-in
-template and its parameters); with policy bundles (issue 12) a Starlark
-routing policy, passed to blis-eval as ``--policy``.
+is a Starlark routing policy (``def route(request, cluster)``, returning a
+replica id; see docs/policies.md), which blis-eval runs sandboxed as a
+one-stage policy bundle. A policy bundle or a YAML ``router:`` section
+works too.
 
     evaluator_file: examples/evolve/openevolve_evaluator.py   # OpenEvolve config
 """

@@ -13,8 +13,10 @@ sys.path.insert(0, HERE)
 import gepa_adapter  # noqa: E402
 import openevolve_evaluator  # noqa: E402
 
-GOOD = os.path.join(HERE, "candidates", "good.yaml")
-BAD = os.path.join(HERE, "candidates", "bad.yaml")
+GOOD = os.path.join(HERE, "candidates", "good.star")  # Starlark: least loaded
+BAD = os.path.join(HERE, "candidates", "bad.star")  # Starlark: all to the first replica
+GOOD_ROUTER = os.path.join(HERE, "candidates", "good.yaml")  # a router: section
+BAD_ROUTER = os.path.join(HERE, "candidates", "bad.yaml")
 
 
 class OpenEvolveTest(unittest.TestCase):
@@ -25,6 +27,19 @@ class OpenEvolveTest(unittest.TestCase):
         self.assertGreater(good["combined_score"], bad["combined_score"])
         self.assertLess(good["ttft_p99.interactive"], bad["ttft_p99.interactive"])
         self.assertIn("## Outcome vs targets", good["summary"])
+
+    def test_router_sections(self):
+        good = openevolve_evaluator.evaluate(GOOD_ROUTER)
+        bad = openevolve_evaluator.evaluate(BAD_ROUTER)
+        self.assertGreater(good["combined_score"], bad["combined_score"])
+
+    def test_starlark_error_is_invalid(self):
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "blis-broken.star")
+        with open(path, "w") as f:
+            f.write("def route(request, cluster):\n    return cluster.replicas[99].id\n")
+        r = openevolve_evaluator.evaluate(path)
+        self.assertEqual(r["valid"], 0.0)
+        self.assertEqual(r["combined_score"], -1e9)
 
     def test_invalid_candidate_is_scored_not_raised(self):
         path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "blis-invalid-candidate.yaml")
@@ -41,17 +56,17 @@ class GEPATest(unittest.TestCase):
         a = gepa_adapter.BlisAdapter()
         wl = os.path.join(HERE, "workload.yaml")
         with open(GOOD) as f:
-            good = {"router": f.read()}
+            good = {"routing": f.read()}
         with open(BAD) as f:
-            bad = {"router": f.read()}
+            bad = {"routing": f.read()}
         eg = a.evaluate([wl], good, capture_traces=True)
         eb = a.evaluate([wl], bad, capture_traces=True)
         self.assertGreater(eg.scores[0], eb.scores[0])
-        ds = a.make_reflective_dataset(bad, eb, ["router"])
-        rec = ds["router"][0]
+        ds = a.make_reflective_dataset(bad, eb, ["routing"])
+        rec = ds["routing"][0]
         self.assertIn("## Top issues", rec["Feedback"])
         self.assertIn("Worst decisions", rec["Feedback"])
-        self.assertEqual(rec["Generated Outputs"], bad["router"])
+        self.assertEqual(rec["Generated Outputs"], bad["routing"])
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 package decision
 
 import (
+	"errors"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"strconv"
 
 	"github.com/blis-sim/blis/lib/engine/cluster"
+	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/rng"
 	"github.com/blis-sim/blis/lib/trace"
@@ -247,4 +250,26 @@ func (r *Recorder) firstToken(f *cluster.Cluster, id string, limit int64) int64 
 		return ft
 	}
 	return trace.Null
+}
+
+// CheckClonable reports an error when regret is sampled but the run's
+// policies were supplied by the caller (a policy bundle's Starlark or tree
+// stages, say) and are not all policy.Cloner: a fork would share their
+// state with the original run and change its decisions.
+func CheckClonable(r *Recorder, opts *cluster.Options) error {
+	if r == nil || r.cfg.Regret.Sample <= 0 {
+		return nil
+	}
+	for _, p := range []any{opts.Admission, opts.Priority, opts.Routing} {
+		if p == nil {
+			continue
+		}
+		if _, ok := p.(policy.Cloner); !ok {
+			return fmt.Errorf("--regret-sample: the run's %T policy cannot be cloned, so a counterfactual fork would share (and change) its state; regret with policy bundles waits for cloneable bundles (docs/policies.md)", p)
+		}
+	}
+	if opts.Scheduling != nil || opts.PolicyErr != nil {
+		return errors.New("--regret-sample: the run's policy bundle keeps state a counterfactual fork cannot clone yet (docs/policies.md); drop --regret-sample")
+	}
+	return nil
 }

@@ -1,6 +1,6 @@
 // Package eval is the evaluator a policy search calls (blis-eval): it runs
-// a candidate — a cluster config, and a policy bundle once bundles exist
-// (ApplyPolicy) — through the simulator in-process, with decision traces
+// a candidate — a cluster config and a policy bundle (issue 12's: built-in
+// templates, decision trees, sandboxed Starlark) — through the simulator in-process, with decision traces
 // and anomalies on, scores it with a fitness spec and writes one JSON
 // object: validity, fitness, the primary scalar, metrics (mean and 95%
 // confidence interval over seeded replications), the reflective summary
@@ -25,6 +25,7 @@ import (
 	"github.com/blis-sim/blis/lib/decision"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/fitness"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/summary"
@@ -60,15 +61,25 @@ type Output struct {
 	Artifacts map[string]string           `json:"artifacts"`
 }
 
-// ErrBundlesPending is ApplyPolicy's answer until policy bundles (issue
-// 12) are merged.
-var ErrBundlesPending = errors.New("--policy: policy bundles (lib/engine/policy/bundle, issue 12) are not in this build yet; evaluate a cluster YAML's router: section meanwhile")
+// LoadPolicy loads the candidate's policy bundle: the file given
+// (--policy), else the one the cluster file names (its policy: key), else
+// none (nil).
+func LoadPolicy(path string, cfg *config.Cluster) (*bundle.Bundle, error) {
+	if path != "" {
+		return bundle.Load(path, bundle.Env{})
+	}
+	return bundle.FromConfig(cfg, bundle.Env{})
+}
 
-// ApplyPolicy loads a policy bundle into a run's options: the one call
-// the bundle loader of issue 12 plugs into (bundle.Load(path) then set
-// opts.Admission/Priority/Routing/Scheduling).
-func ApplyPolicy(path string, cfg *config.Cluster, opts *engine.Options) error {
-	return ErrBundlesPending
+// ApplyPolicy puts a loaded bundle into a run's config and options (its
+// stages, and the sink wrapper a stateful bundle needs) — what blis-sim
+// does with --policy.
+func ApplyPolicy(b *bundle.Bundle, cfg *config.Cluster, opts *engine.Options, sink engine.Sink) (engine.Sink, error) {
+	if b == nil {
+		return sink, nil
+	}
+	_, sink, err := b.Apply(cfg, opts, sink)
+	return sink, err
 }
 
 // invalid is a candidate's own failure: reported as valid: false.
@@ -87,11 +98,6 @@ func Run(o Options) (*Output, error) {
 	}
 	if (o.Requests == "") == (o.Workload == "") {
 		return nil, errors.New("expected one requests table, or --workload SPEC")
-	}
-	if o.Policy != "" {
-		if err := ApplyPolicy(o.Policy, nil, nil); errors.Is(err, ErrBundlesPending) {
-			return nil, err
-		}
 	}
 	if err := os.MkdirAll(o.Artifacts, 0o755); err != nil {
 		return nil, err
@@ -116,6 +122,10 @@ func Run(o Options) (*Output, error) {
 	if err != nil {
 		return out.fail(err), nil
 	}
+	pol, err := LoadPolicy(o.Policy, &cfg)
+	if err != nil {
+		return out.fail(err), nil // the candidate's bundle does not load
+	}
 	var perSeed []map[string]float64
 	for i := 0; i < o.Seeds; i++ {
 		seed := cfg.Seed + uint64(i)
@@ -131,7 +141,7 @@ func Run(o Options) (*Output, error) {
 			}
 			meta, pb = trace.NewMeta(), s.PrefixBlockSize
 		}
-		m, paths, err := runSeed(&o, c, rs, meta, pb, i)
+		m, paths, err := runSeed(&o, c, pol, rs, meta, pb, i)
 		if err != nil {
 			var inv invalid
 			if errors.As(err, &inv) {
@@ -225,7 +235,7 @@ func LoadRequests(path string) ([]trace.Request, trace.Meta, int, error) {
 
 // runSeed simulates one replication with decisions and anomalies written
 // to the artifacts directory, and returns its metrics.
-func runSeed(o *Options, cfg config.Cluster, reqs []trace.Request, md trace.Meta, prefixBlock, i int) (map[string]float64, map[string]string, error) {
+func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Request, md trace.Meta, prefixBlock, i int) (map[string]float64, map[string]string, error) {
 	models, _, err := engine.Prepare(&cfg)
 	if err != nil {
 		return nil, nil, invalid{err}
@@ -240,6 +250,9 @@ func runSeed(o *Options, cfg config.Cluster, reqs []trace.Request, md trace.Meta
 	}
 	paths := map[string]string{"results": name("results"), "decisions": name("decisions"), "anomalies": name("anomalies")}
 	rmeta := md.With(stage)
+	if pol != nil {
+		pol.Annotate(rmeta)
+	}
 	rout, err := trace.Create(paths["results"], nil, trace.ResultsSchema(rmeta))
 	if err != nil {
 		return nil, nil, err
@@ -261,18 +274,25 @@ func runSeed(o *Options, cfg config.Cluster, reqs []trace.Request, md trace.Meta
 	}
 	aw := trace.NewAnomalyWriter(aout, trace.AnomaliesSchema(tm))
 	opts := engine.Options{PrefixBlockSize: prefixBlock, Path: o.Requests}
-	if o.Policy != "" {
-		if err := ApplyPolicy(o.Policy, &cfg, &opts); err != nil {
-			rw.Abort()
-			dw.Abort()
-			aw.Abort()
-			return nil, nil, invalid{err}
-		}
-	}
 	rec := decision.New(decision.Config{Level: decision.Decisions, Decisions: dw, Anomalies: aw, SLOs: o.Fitness.SLOs(),
 		PriorityName: cfg.Router.Priority, Regret: decision.RegretConfig{Sample: o.RegretSample, Seed: seed}})
 	rec.Attach(&opts)
-	_, runErr := engine.Run(cfg, models, engine.SliceSource(reqs), rec.Sink(rw), opts)
+	sink, err := ApplyPolicy(pol, &cfg, &opts, rec.Sink(rw))
+	if err == nil {
+		if err = decision.CheckClonable(rec, &opts); err != nil {
+			rw.Abort()
+			dw.Abort()
+			aw.Abort()
+			return nil, nil, err // the evaluator's own options: exit 2
+		}
+	}
+	if err != nil {
+		rw.Abort()
+		dw.Abort()
+		aw.Abort()
+		return nil, nil, invalid{err}
+	}
+	_, runErr := engine.Run(cfg, models, engine.SliceSource(reqs), sink, opts)
 	if runErr != nil {
 		rw.Abort()
 		dw.Abort()

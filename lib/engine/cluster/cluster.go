@@ -58,6 +58,10 @@ type Options struct {
 	Decisions Decisions
 	// Forker, when set, is called before each arrival (regret forks).
 	Forker Forker
+	// PolicyErr, when set, is asked after each router decision and each
+	// step formed: a policy that failed (a sandboxed policy's runtime
+	// error, say) stops the run with its error.
+	PolicyErr func() error
 }
 
 // Deployment is one model on one kind of GPU: its replicas share an engine
@@ -476,6 +480,9 @@ func (c *Cluster) process(ev *event) {
 func (c *Cluster) start(rep *replica.Replica) {
 	dur, ok := rep.Start(c.now)
 	c.markDirty(rep.Index)
+	if c.opts.PolicyErr != nil && c.policyFailed() {
+		return
+	}
 	if !ok {
 		return
 	}
@@ -539,6 +546,15 @@ func (c *Cluster) status(i int32) policy.ReplicaStatus {
 	l := rep.Sched.Load()
 	return policy.ReplicaStatus{Waiting: l.Waiting, Running: l.Running, InFlight: rep.InFlight,
 		KVUsed: int64(l.KVUsed), KVTotal: int64(l.KVTotal)}
+}
+
+// policyFailed stops the run if a policy failed.
+func (c *Cluster) policyFailed() bool {
+	if err := c.opts.PolicyErr(); err != nil {
+		c.fail(err)
+		return true
+	}
+	return false
 }
 
 // markDirty notes that replica i's status changed; with a live router view

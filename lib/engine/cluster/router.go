@@ -90,6 +90,9 @@ func (c *Cluster) arrive(r *request.State) {
 	view := g.board.View(c.now, c.oracleFor(g), dec != nil)
 	rv := policy.NewRequestView(&r.Req, c.now, c.pbFn)
 	ad := c.admission.Admit(rv, view)
+	if c.opts.PolicyErr != nil && c.policyFailed() {
+		return
+	}
 	if dec != nil {
 		dec.Admitted(c.now, r, ad, view)
 	}
@@ -114,6 +117,9 @@ func (c *Cluster) arrive(r *request.State) {
 		view = g.board.View(c.now, c.oracleFor(g), true) // fresh scores for routing
 	}
 	rd := c.routing.Route(rv, view)
+	if c.opts.PolicyErr != nil && c.policyFailed() {
+		return
+	}
 	if c.forceID != "" && c.forceID == r.Req.ID {
 		rd = policy.RouteDecision{Target: c.forceTo, Reason: "counterfactual: forced"}
 		c.forceID = ""

@@ -49,9 +49,10 @@ coefficients: build
 	scripts/regen-coefficients.sh
 
 # Replays every real run in ../shared/data/measurements and regenerates the
-# fidelity tables of docs/latency.md (deterministic).
+# fidelity tables of docs/latency.md and the known-error table blis-sim
+# quotes (lib/latency/knownerror.json); deterministic.
 fidelity:
-	$(GO) run ./bench/fidelity -q -update docs/latency.md
+	$(GO) run ./bench/fidelity -q -update docs/latency.md -json lib/latency/knownerror.json
 
 clean:
 	rm -rf $(BIN)

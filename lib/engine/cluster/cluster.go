@@ -247,6 +247,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
 			Async: e.AsyncScheduling}
+		// The step model with the engine's CPU work, added to the GPU step
+		// or overlapped with it as the scheduler does (latency.WithHost).
+		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
 		n := 0
 		for _, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)
@@ -260,7 +263,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				}
 				s := sched.NewVLLM(scfg, store, dep.keys, order, victim)
 				// The scheduler orders by priority only under scheduling_policy: priority.
-				c.reps = append(c.reps, replica.New(fmt.Sprintf("%s/%d", d.ID, n), idx, int32(i), role, models[i], s))
+				c.reps = append(c.reps, replica.New(fmt.Sprintf("%s/%d", d.ID, n), idx, int32(i), role, stepModel, s))
 				dep.Replicas = append(dep.Replicas, idx)
 				n++
 			}

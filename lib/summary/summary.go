@@ -128,7 +128,7 @@ func (s *writer) write() {
 	case IssueFocused:
 		s.issues(5)
 		s.regret(false)
-		s.worst(2)
+		s.worst(3)
 		s.focus()
 	case DecisionAudit:
 		s.audit()

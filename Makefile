@@ -26,7 +26,7 @@ demo: build
 # browser tests too, so that make test says when they were skipped.
 test: fmt-check vet
 	BLIS_SKIP_TIMING=1 $(GO) test -count=1 -skip 'InBrowser' ./...
-	$(GO) test -count=1 -run 'Precision|MockLLM' ./lib/load/ ./cmd/blis-load/
+	$(GO) test -count=1 -run 'Precision|MockLLM|Schedulers|DurationAndLimit' ./lib/load/ ./cmd/blis-load/
 	scripts/browser-tests.sh
 	scripts/fuzz-smoke.sh
 

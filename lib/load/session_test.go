@@ -286,6 +286,9 @@ func indexOf(reqs []trace.Request, id string) int {
 // The three schedules put roots where they belong: at arrival_us (scaled),
 // on a Poisson stream, all at t=0, or N at a time in a closed loop.
 func TestSchedulers(t *testing.T) {
+	if os.Getenv("BLIS_SKIP_TIMING") == "1" {
+		t.Skip("make test runs the timing tests on their own, after the others")
+	}
 	srv := fakellm.New(fakellm.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	defer srv.Close()
 	var reqs []trace.Request
@@ -598,6 +601,9 @@ func TestStopDrains(t *testing.T) {
 }
 
 func TestDurationAndLimit(t *testing.T) {
+	if os.Getenv("BLIS_SKIP_TIMING") == "1" {
+		t.Skip("make test runs the timing tests on their own, after the others")
+	}
 	srv := fakellm.New(fakellm.Config{TTFT: time.Millisecond, ITL: time.Millisecond})
 	defer srv.Close()
 	var reqs []trace.Request

@@ -12,11 +12,13 @@ import (
 // its deadline completes (step end before timeout).
 const (
 	evStepEnd uint8 = iota
+	evXferDone // a P/D KV transfer ends: the prefill replica frees its blocks
 	evToolDone
 	evTimeout
 	evSnapshot // not an event: the rank at which a periodic router snapshot is taken
 	evArrival
 	evEnqueue
+	evWake // an idle replica's KV load from a lower tier ends
 	evStepStart
 )
 

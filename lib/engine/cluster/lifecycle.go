@@ -149,6 +149,8 @@ func (c *Cluster) expire(r *request.State) {
 			return
 		}
 		c.kick(rep) // it may have blocked the head of the queue
+	case request.Transfer:
+		c.cancelTransfer(r)
 	default:
 		return // pending, tool: not a client request in flight
 	}

@@ -136,6 +136,16 @@ func (c *Cluster) arrive(r *request.State) {
 		c.terminal(r)
 		return
 	}
+	if dep.pd != nil {
+		r.PrefillOnly = r.Req.OutputTokens > 0
+		r.PReplica = rep.Index
+		if dep.pd.decodeFirst && r.PrefillOnly {
+			c.pickDecode(r, dep)
+			if r.DReplica < 0 {
+				return // c.err
+			}
+		}
+	}
 	rep.InFlight++
 	g.board.AddInFlight(rd.Target)
 	c.markDirty(rep.Index)

@@ -59,11 +59,16 @@ type Deployment struct {
 	Engine      Engine   `yaml:"engine"`
 	Latency     Latency  `yaml:"latency"`
 	Pools       []Pool   `yaml:"pools"`
+	// KV adds lower KV tiers (CPU, storage); nil = GPU only.
+	KV *KV `yaml:"kv,omitempty"`
+	// KVTransfer is the prefill→decode KV link of a P/D deployment; nil =
+	// the defaults (DefaultKVTransfer).
+	KVTransfer *KVTransfer `yaml:"kv_transfer,omitempty"`
 }
 
 // Pool is a set of identical replicas with one role.
 type Pool struct {
-	Role     string `yaml:"role"` // monolithic (prefill and decode come with disaggregated serving)
+	Role     string `yaml:"role"` // monolithic, or prefill and decode (disaggregated serving)
 	Replicas int    `yaml:"replicas"`
 	// MinReplicas and MaxReplicas bound the pool once autoscaling lands;
 	// 0 means "= replicas".

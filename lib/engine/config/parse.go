@@ -133,6 +133,8 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		return
 	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		w.walk(n, t.Elem(), path)
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			w.fail(n.Line, path, "expected a mapping of keys (%s), found %s", strings.Join(structKeys(t), ", "), describe(n))

@@ -94,6 +94,9 @@ func (p *Replica) CanStart() bool {
 	return !p.busy && !p.startPending && p.Sched.HasWork()
 }
 
+// StartPending reports whether a step-start event is queued.
+func (p *Replica) StartPending() bool { return p.startPending }
+
 // StartQueued records that a step-start event is queued for this instant.
 func (p *Replica) StartQueued() { p.startPending = true }
 

@@ -80,6 +80,17 @@ const (
 	ColGeneratedTokens  = "generated_tokens"
 	ColDeployment       = "deployment"
 	ColReplicaID        = "replica_id"
+	// Tiered KV and disaggregated serving.
+	ColCachedTokensGPU     = "cached_tokens_gpu"
+	ColCachedTokensCPU     = "cached_tokens_cpu"
+	ColCachedTokensStorage = "cached_tokens_storage"
+	ColKVReloadUS          = "kv_reload_us"
+	ColKVThrashTokens      = "kv_thrash_tokens"
+	ColPrefillReplica      = "prefill_replica"
+	ColDecodeReplica       = "decode_replica"
+	ColKVTransferUS        = "kv_transfer_us"
+	ColKVTransferWaitUS    = "kv_transfer_wait_us"
+	ColKVTransferBytes     = "kv_transfer_bytes"
 )
 
 // Step column names.
@@ -95,6 +106,7 @@ const (
 	ColWaiting       = "waiting"
 	ColRunning       = "running"
 	ColPreempted     = "preempted"
+	ColRole          = "role"
 )
 
 // Request kinds.
@@ -174,6 +186,16 @@ var resultOnlyFields = []arrow.Field{
 	field(ColGeneratedTokens, arrow.PrimitiveTypes.Int32, false),
 	field(ColDeployment, dictString, true),
 	field(ColReplicaID, dictString, true),
+	field(ColCachedTokensGPU, arrow.PrimitiveTypes.Int32, false),
+	field(ColCachedTokensCPU, arrow.PrimitiveTypes.Int32, false),
+	field(ColCachedTokensStorage, arrow.PrimitiveTypes.Int32, false),
+	field(ColKVReloadUS, arrow.PrimitiveTypes.Int64, false),
+	field(ColKVThrashTokens, arrow.PrimitiveTypes.Int32, false),
+	field(ColPrefillReplica, dictString, true),
+	field(ColDecodeReplica, dictString, true),
+	field(ColKVTransferUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColKVTransferWaitUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColKVTransferBytes, arrow.PrimitiveTypes.Int64, false),
 }
 
 var stepFields = []arrow.Field{
@@ -190,6 +212,7 @@ var stepFields = []arrow.Field{
 	field(ColRunning, arrow.PrimitiveTypes.Int32, false),
 	field(ColPreempted, arrow.PrimitiveTypes.Int32, false),
 	field(ColReplicaID, dictString, false),
+	field(ColRole, dictString, false),
 }
 
 // RequestsSchema returns the requests schema carrying md (which must include

@@ -140,7 +140,9 @@ type Cluster struct {
 	h    eventHeap
 	reps []*replica.Replica
 	deps []*Deployment
-	grps []*group
+	grps []*group // one per model served, then the decode pools of P/D deployments
+	// nmodel is the number of groups of models served (c.grps[:nmodel]).
+	nmodel int
 	// byModel caches the group of each request model name seen.
 	byModel map[string]*group
 	gpos    []int32 // replica index -> position in its group
@@ -269,7 +271,11 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 					order, victim = opts.Scheduling(idx)
 				}
 				s := sched.NewVLLM(scfg, store, dep.keys, order, victim)
-				if ts := newTiers(&dcfg[i], store); ts != nil {
+				ts, err := newTiers(cfg, i, &dcfg[i], store)
+				if err != nil {
+					return nil, err
+				}
+				if ts != nil {
 					s.SetTiers(ts)
 					if c.wakeAt == nil {
 						c.wakeAt = []int64{}
@@ -360,6 +366,7 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 		c.byModel[k] = g
 	}
 	nmodel := len(c.grps)
+	c.nmodel = nmodel
 	for _, g := range c.grps[:nmodel] {
 		for _, d := range g.deps {
 			if d.pd != nil && len(g.deps) > 1 {

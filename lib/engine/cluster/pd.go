@@ -26,12 +26,15 @@ type pdState struct {
 
 // newTiers builds one replica's lower KV tiers from its deployment's kv
 // section (nil when it has none).
-func newTiers(d *config.Deployment, store kv.Store) *kv.Tiers {
+func newTiers(cfg *config.Cluster, i int, d *config.Deployment, store kv.Store) (*kv.Tiers, error) {
 	if d.KV == nil || !d.KV.HasTiers() {
-		return nil
+		return nil, nil
 	}
 	var specs []kv.TierSpec
-	for _, t := range d.KV.Tiers {
+	for j, t := range d.KV.Tiers {
+		if t.BandwidthGBs == nil || t.CapacityBlocks <= 0 || d.KV.BytesPerToken <= 0 {
+			return nil, fmt.Errorf("%s: capacity in blocks, bandwidth or KV bytes per token unset (engine.Prepare fills them)", cfg.DeploymentKey(i, fmt.Sprintf("kv.tiers[%d]", j)))
+		}
 		ev := kv.EvictLRU
 		switch t.Eviction {
 		case "lfu":
@@ -49,7 +52,7 @@ func newTiers(d *config.Deployment, store kv.Store) *kv.Tiers {
 	case "threshold":
 		pol = kv.OffloadThreshold
 	}
-	return kv.NewTiers(specs, pol, d.KV.Threshold, d.KV.BytesPerToken*float64(d.Engine.BlockSize), store)
+	return kv.NewTiers(specs, pol, d.KV.Threshold, d.KV.BytesPerToken*float64(d.Engine.BlockSize), store), nil
 }
 
 // newPD reads a P/D deployment's transfer settings (engine.Prepare filled
@@ -197,6 +200,19 @@ func (c *Cluster) cancelTransfer(r *request.State) {
 	c.releaseSource(r, c.reps[r.PReplica])
 	c.admitIncoming(d)
 	c.kick(d)
+}
+
+// pdResult fills a P/D request's result columns.
+func (c *Cluster) pdResult(r *request.State, res *trace.Result) {
+	res.PrefillReplica = c.reps[r.PReplica].ID
+	if r.DReplica >= 0 {
+		res.DecodeReplica = c.reps[r.DReplica].ID
+	}
+	if r.XferDone != trace.Null && r.XferDone <= c.now {
+		res.KVTransferUS = r.XferDone - r.XferStart
+		res.KVTransferWaitUS = r.XferWaitUS
+	}
+	res.KVTransferBytes = r.XferBytes
 }
 
 // armWake schedules a wake-up for an idle replica whose KV loads from a

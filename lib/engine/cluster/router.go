@@ -20,7 +20,7 @@ func (c *Cluster) groupOf(r *request.State) (*group, string) {
 	}
 	m := r.Req.Model
 	if m == "" {
-		if len(c.grps) == 1 {
+		if c.nmodel == 1 {
 			return c.grps[0], ""
 		}
 		c.fail(c.rowErr(&r.Req, r.Row, "column %s: null, but the cluster serves several models (%s): every request must name one", trace.ColModel, c.servedModels()))

@@ -149,7 +149,7 @@ func (p *Replica) End(now int64, fx *Effects) {
 		fx.Step = trace.Step{InstanceID: p.Index, StepIndex: step, StartUS: p.stepStart, DurationUS: now - p.stepStart,
 			BatchSize: int32(p.batch.Size()), PrefillTokens: int32(p.batch.PrefillTokens), DecodeTokens: int32(p.batch.DecodeSeqs),
 			KVBlocksUsed: l.KVUsed, KVBlocksTotal: l.KVTotal, Waiting: int32(l.Waiting), Running: int32(l.Running),
-			Preempted: p.Sched.Preempted(), ReplicaID: p.ID}
+			Preempted: p.Sched.Preempted(), ReplicaID: p.ID, Role: roleNames[p.Role]}
 	}
 	p.busy = false
 }

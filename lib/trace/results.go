@@ -39,7 +39,7 @@ type Result struct {
 	// Disaggregated serving ("" and Null otherwise): where it prefilled and
 	// decoded, the hand-off's time (prefill end to KV arrival), the part of
 	// it spent waiting (decode blocks, link queue), and the bytes moved.
-	PrefillReplica, DecodeReplica string
+	PrefillReplica, DecodeReplica  string
 	KVTransferUS, KVTransferWaitUS int64
 	KVTransferBytes                int64
 }

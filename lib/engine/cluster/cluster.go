@@ -172,11 +172,11 @@ type Cluster struct {
 	preloaded bool
 
 	// Tiered KV and P/D (nil when no deployment uses them).
-	wakeAt   []int64             // per replica: wake-up queued for a KV load
-	outQ     []int32             // per prefill replica: hand-offs not yet transferred
-	linkFree []int64             // per prefill replica: its outgoing link is busy until
-	incoming [][]*request.State  // per decode replica: hand-offs waiting for its blocks
-	rgroup   []*group            // per replica: the group whose board shows it
+	wakeAt   []int64            // per replica: wake-up queued for a KV load
+	outQ     []int32            // per prefill replica: hand-offs not yet transferred
+	linkFree []int64            // per prefill replica: its outgoing link is busy until
+	incoming [][]*request.State // per decode replica: hand-offs waiting for its blocks
+	rgroup   []*group           // per replica: the group whose board shows it
 
 	ids     map[string]*request.State
 	retired retireHeap

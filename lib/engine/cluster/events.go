@@ -11,8 +11,8 @@ import (
 // same-time arrival has reached its queue. A request finishing exactly at
 // its deadline completes (step end before timeout).
 const (
-	evStepEnd uint8 = iota
-	evXferDone // a P/D KV transfer ends: the prefill replica frees its blocks
+	evStepEnd  uint8 = iota
+	evXferDone       // a P/D KV transfer ends: the prefill replica frees its blocks
 	evToolDone
 	evTimeout
 	evSnapshot // not an event: the rank at which a periodic router snapshot is taken

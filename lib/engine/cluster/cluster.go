@@ -533,6 +533,15 @@ func (c *Cluster) start(rep *replica.Replica) {
 	dur, ok := rep.Start(c.now)
 	c.markDirty(rep.Index)
 	if !ok {
+		if rep.Sched.Preempted() > 0 && rep.CanStart() {
+			// Forming preempted the only running requests and so admitted
+			// nothing (vLLM admits nothing in a step that preempted); the
+			// engine schedules again at once. Only reachable when blocks
+			// are held outside the running set (P/D reservations).
+			rep.StartQueued()
+			c.h.push(c.now, evStepStart, rep.Index, nil)
+			return
+		}
 		if c.wakeAt != nil {
 			c.armWake(rep)
 		}

@@ -94,6 +94,7 @@ func (c *Cluster) handoff(r *request.State, p *replica.Replica) {
 	r.XferKV, r.KV = r.KV, r.XferKV
 	r.KV.IDs, r.KV.Anon = r.KV.IDs[:0], 0
 	r.NReg, r.Chunk = 0, 0
+	r.Failed = false // its failed-admission marks were about the prefill replica's store
 	r.XferStart = c.now
 	c.outQ[p.Index]++
 	if c.outQ[p.Index] >= dep.pd.maxQueue {
@@ -225,6 +226,8 @@ func (c *Cluster) armWake(rep *replica.Replica) {
 	if t == trace.Null || t == c.wakeAt[rep.Index] {
 		return
 	}
+	// A load that ended during the step just finished wakes it now.
+	t = max(t, c.now)
 	c.wakeAt[rep.Index] = t
 	c.h.push(t, evWake, rep.Index, nil)
 }

@@ -88,6 +88,7 @@ type State struct {
 	// lower tiers holds GPU blocks for LoadFrom+LoadN keys; it re-enters the
 	// waiting queue at LoadReady.
 	Loading   bool
+	Holder    bool // waiting with its KV in hand: first in the waiting order
 	LoadFrom  int32
 	LoadN     int32
 	LoadReady int64

@@ -21,7 +21,10 @@ func (s *VLLM) Tiers() *kv.Tiers { return s.tiers }
 // request waits, WAITING_FOR_REMOTE_KVS, while the batch runs without it).
 // It holds GPU blocks for all hits+lo keys; false when they do not fit.
 func (s *VLLM) startLoad(now int64, r *request.State, hits, lo int) bool {
-	need := int32(lo)
+	// Blocks for the whole prompt, so that once loaded it needs no more to
+	// finish its prefill (a loaded request never waits for blocks other
+	// waiting requests hold).
+	need := s.blocksFor(r.NumTokens()) - int32(hits)
 	free := s.kv.Free()
 	if free < need || (free < need+int32(hits) && free < need+s.kv.HitCost(r.Keys, hits)) {
 		// Not marked Failed: a lower tier dropping a key changes what
@@ -34,7 +37,7 @@ func (s *VLLM) startLoad(now int64, r *request.State, hits, lo int) bool {
 		s.kv.Touch(&r.KV, r.Keys, hits)
 		r.NReg = int32(hits)
 	}
-	s.kv.Alloc(&r.KV, need, need)
+	s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
 	ready, per, thrash := s.tiers.Load(r.Keys[hits:hits+lo], now)
 	B := s.B
 	if r.FirstSched == trace.Null {
@@ -64,6 +67,7 @@ func (s *VLLM) Wake(now int64) {
 		r.NReg = int32(to)
 		r.Computed = int32(to) * s.B
 		r.Loading = false
+		r.Holder = true
 		s.waiting.push(r)
 	}
 	clear(s.loading[k:])
@@ -88,6 +92,7 @@ func (s *VLLM) Resume(r *request.State) {
 	r.Phase = request.Waiting
 	s.enqSeq++
 	r.Order = s.enqSeq
+	r.Holder = true
 	s.waiting.push(r)
 }
 

@@ -424,7 +424,7 @@ func (s *VLLM) admit(now int64, budget int32) {
 		if n > left {
 			n = left
 		}
-		need := s.blocksFor(comp+n) - held
+		need := max(0, s.blocksFor(comp+n)-held)
 		free := s.kv.Free()
 		if free < need || (free < need+int32(hits) && free < need+s.kv.HitCost(r.Keys, hits)) {
 			r.Failed, r.FailFree, r.FailLeft, r.FailHits, r.FailEvict = true, free, left, hits, s.kv.Evictions()
@@ -432,6 +432,7 @@ func (s *VLLM) admit(now int64, budget int32) {
 		}
 		r.Failed = false
 		s.waiting.pop()
+		r.Holder = false
 		if hits > 0 {
 			s.kv.Touch(&r.KV, r.Keys, hits)
 			r.NReg = int32(hits)

@@ -202,6 +202,7 @@ type run struct {
 	rec        [3][2]*Dist // ttft, e2e, itl × sim, real
 	sess       *sessions
 	done, toks *series
+	kv         kvStats
 }
 
 func (r *run) span() float64 {
@@ -220,6 +221,7 @@ type reader struct {
 	grp                                                                          icol
 	reqID, deps                                                                  arrow.Array
 	rec                                                                          arrow.RecordBatch
+	kv                                                                           kvReader
 }
 
 func need(path string, s *arrow.Schema, view string, cols ...string) error {
@@ -345,6 +347,7 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		{&rd.recI, trace.ColRecordedITLUS}, {&rd.loop, trace.ColLoopIteration}, {&rd.delay, trace.ColDelayUS}} {
 		b.c.bind(rec, idx(b.name))
 	}
+	rd.kv.bind(rec, idx)
 	rd.status.bind(rec, idx(trace.ColStatus))
 	rd.kind.bind(rec, idx(trace.ColKind))
 	if r.groupKey != nil {
@@ -467,6 +470,9 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		}
 		if !v.tool {
 			r.llmRow(rd, i, &v, fin, hasFin)
+			if rd.kv.on {
+				r.kv.add(&rd.kv, i, &v, opt.ExactLimit, r.budget)
+			}
 		}
 		if r.sess != nil {
 			if sc := r.sess.key.code(i); sc >= 0 {

@@ -91,17 +91,17 @@ func (rep *Report) kvTables() {
 	tiers := &Table{Name: "kv_tiers", Title: "KV tiers",
 		Note: "scheduled llm requests; hit rates = cached tokens from each tier / input tokens; reload_tok_per_s = tokens reloaded from cpu+storage per second of span; " +
 			"thrash_pct = kv_thrash_tokens / reloaded tokens (blocks reloaded, evicted and reloaded within 1 s); thrashing = thrash_pct > 10. Offloads are in blis-sim's summary",
-		Columns: rep.runCol("gpu_hit_pct", "cpu_hit_pct", "storage_hit_pct", "reloads", "reload_tok_per_s", "reload_mean_ms", "reload_p99_ms", "thrash_pct", "thrashing")}
+		Columns: rep.runCol("group", "gpu_hit_pct", "cpu_hit_pct", "storage_hit_pct", "reloads", "reload_tok_per_s", "reload_mean_ms", "reload_p99_ms", "thrash_pct", "thrashing")}
 	pd := &Table{Name: "pd", Title: "Prefill/decode KV transfers",
 		Note: "transfer = prefill end to KV arrival on the decode replica; wait = the part before the transfer started (decode replica's blocks, prefill replica's link); " +
 			"pd_backpressure = more than 5% of transfers waited",
-		Columns: rep.runCol("transfers", "gb_per_s", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "waited_pct", "wait_p99_ms", "pd_backpressure")}
+		Columns: rep.runCol("group", "transfers", "gb_per_s", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "waited_pct", "wait_p99_ms", "pd_backpressure")}
 	for i, r := range rep.runs {
 		s := &r.kv
 		sp := r.span() / 1e6
 		if s.cpu+s.storage > 0 || s.reloads > 0 {
 			low := float64(s.cpu + s.storage)
-			c := rep.runCell(i, pct(float64(s.gpu), float64(s.in)), pct(float64(s.cpu), float64(s.in)), pct(float64(s.storage), float64(s.in)),
+			c := rep.runCell(i, txt("all"), pct(float64(s.gpu), float64(s.in)), pct(float64(s.cpu), float64(s.in)), pct(float64(s.storage), float64(s.in)),
 				integer(s.reloads), num(low/sp, 1))
 			if s.reload != nil {
 				c = append(c, ms(s.reload.Mean()), ms(s.reload.Quantile(0.99)))
@@ -122,7 +122,7 @@ func (rep *Report) kvTables() {
 				flag = "yes"
 			}
 			d := s.xfer
-			pd.add(rep.runCell(i, integer(s.xfers), num(float64(s.xferBytes)/1e9/sp, 3), ms(d.Mean()), ms(d.Quantile(0.5)), ms(d.Quantile(0.9)),
+			pd.add(rep.runCell(i, txt("all"), integer(s.xfers), num(float64(s.xferBytes)/1e9/sp, 3), ms(d.Mean()), ms(d.Quantile(0.5)), ms(d.Quantile(0.9)),
 				ms(d.Quantile(0.99)), ms(d.Max()), num(wp, 1), ms(s.wait.Quantile(0.99)), txt(flag))...)
 		}
 	}

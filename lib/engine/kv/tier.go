@@ -44,32 +44,42 @@ type TierStats struct {
 }
 
 // Tier is one lower KV tier of a replica: a set of block keys with a
-// capacity, an eviction order and a link to the GPU. Entries are an
-// indexed min-heap on (a, b): a is 0 (LRU), the use count (LFU) or the
-// priority; b the last use.
+// capacity, an eviction order and a link to the GPU. Entries live in slots
+// (the key index maps a key to its slot, touched only on insert and evict);
+// the eviction order is a min-heap of slots on (a, b): a is 0 (LRU), the
+// use count (LFU) or the priority; b the last use.
 type Tier struct {
 	Spec     TierSpec
-	pos      map[uint64]int32
-	h        []tierEnt
-	linkFree int64 // the load link is busy until then
-	Stats    TierStats
+	pos      keyTable // key → slot (grows with the entries)
+	slots    []tierEnt
+	freeSlot []int32
+	h        []int32 // heap of slots (LFU, priority)
+	n        int32   // entries held
+	// LRU (the default) is a list of slots, least recently used first:
+	// O(1) per touch instead of a heap's O(log n) of cache misses.
+	lru        bool
+	head, tail int32
+	linkFree   int64 // the load link is busy until then
+	Stats      TierStats
 }
 
 type tierEnt struct {
 	key              uint64
 	a, b             int64
 	loadedAt, evicAt int64 // last reload to the GPU, last GPU eviction seen
+	hpos             int32 // heap position (LFU, priority)
+	prev, next       int32 // LRU list neighbours (-1 at the ends)
 }
 
 func (t *Tier) less(i, j int) bool {
-	x, y := &t.h[i], &t.h[j]
+	x, y := &t.slots[t.h[i]], &t.slots[t.h[j]]
 	return x.a < y.a || (x.a == y.a && x.b < y.b)
 }
 
 func (t *Tier) swap(i, j int) {
 	t.h[i], t.h[j] = t.h[j], t.h[i]
-	t.pos[t.h[i].key] = int32(i)
-	t.pos[t.h[j].key] = int32(j)
+	t.slots[t.h[i]].hpos = int32(i)
+	t.slots[t.h[j]].hpos = int32(j)
 }
 
 func (t *Tier) up(i int) {
@@ -103,22 +113,90 @@ func (t *Tier) down(i int) {
 }
 
 // Len is the blocks the tier holds.
-func (t *Tier) Len() int32 { return int32(len(t.h)) }
+func (t *Tier) Len() int32 { return t.n }
+
+func (t *Tier) unlink(sl int32) {
+	e := &t.slots[sl]
+	if e.prev >= 0 {
+		t.slots[e.prev].next = e.next
+	} else {
+		t.head = e.next
+	}
+	if e.next >= 0 {
+		t.slots[e.next].prev = e.prev
+	} else {
+		t.tail = e.prev
+	}
+}
+
+func (t *Tier) pushBack(sl int32) {
+	e := &t.slots[sl]
+	e.prev, e.next = t.tail, -1
+	if t.tail >= 0 {
+		t.slots[t.tail].next = sl
+	} else {
+		t.head = sl
+	}
+	t.tail = sl
+}
+
+// touch moves slot sl after a use (its a/b were updated).
+func (t *Tier) touch(sl int32) {
+	if t.lru {
+		if t.tail != sl {
+			t.unlink(sl)
+			t.pushBack(sl)
+		}
+		return
+	}
+	t.down(int(t.slots[sl].hpos))
+}
 
 // Has reports whether the tier holds key.
-func (t *Tier) Has(key uint64) bool { _, ok := t.pos[key]; return ok }
+func (t *Tier) Has(key uint64) bool { _, ok := t.pos.get(key); return ok }
 
-// popMin removes the eviction victim.
-func (t *Tier) popMin() tierEnt {
-	e := t.h[0]
-	last := len(t.h) - 1
-	t.swap(0, last)
-	t.h = t.h[:last]
-	delete(t.pos, e.key)
-	if last > 0 {
-		t.down(0)
+// popMin removes the eviction victim and returns its key.
+func (t *Tier) popMin() uint64 {
+	var sl int32
+	if t.lru {
+		sl = t.head
+		t.unlink(sl)
+	} else {
+		sl = t.h[0]
+		last := len(t.h) - 1
+		t.swap(0, last)
+		t.h = t.h[:last]
+		if last > 0 {
+			t.down(0)
+		}
 	}
-	return e
+	t.n--
+	key := t.slots[sl].key
+	t.pos.del(key, sl)
+	t.freeSlot = append(t.freeSlot, sl)
+	return key
+}
+
+// insert adds e (not present) to the tier, which has room.
+func (t *Tier) insert(e tierEnt) {
+	var sl int32
+	if n := len(t.freeSlot); n > 0 {
+		sl = t.freeSlot[n-1]
+		t.freeSlot = t.freeSlot[:n-1]
+	} else {
+		t.slots = append(t.slots, tierEnt{})
+		sl = int32(len(t.slots) - 1)
+	}
+	t.slots[sl] = e
+	t.pos.put(e.key, sl)
+	t.n++
+	if t.lru {
+		t.pushBack(sl)
+		return
+	}
+	t.slots[sl].hpos = int32(len(t.h))
+	t.h = append(t.h, sl)
+	t.up(len(t.h) - 1)
 }
 
 // Tiers is a replica's lower tiers (cpu, then storage). It hears the GPU
@@ -140,7 +218,7 @@ type Tiers struct {
 func NewTiers(specs []TierSpec, policy uint8, threshold, blockBytes float64, gpu Store) *Tiers {
 	ts := &Tiers{Policy: policy, Threshold: threshold, BlockBytes: blockBytes, gpu: gpu}
 	for _, s := range specs {
-		ts.T = append(ts.T, &Tier{Spec: s, pos: map[uint64]int32{}})
+		ts.T = append(ts.T, &Tier{Spec: s, pos: newKeyTable(min(s.Blocks, 1<<12)), lru: s.Eviction == EvictLRU, head: -1, tail: -1})
 	}
 	return ts
 }
@@ -168,8 +246,8 @@ func (ts *Tiers) Cached(key uint64) {
 // threshold copy it down (eager already has).
 func (ts *Tiers) Evicted(key uint64) {
 	if ts.Policy == OffloadEager {
-		if e, ok := ts.T[0].pos[key]; ok {
-			ts.T[0].h[e].evicAt = ts.now
+		if sl, ok := ts.T[0].pos.get(key); ok {
+			ts.T[0].slots[sl].evicAt = ts.now
 		}
 		return
 	}
@@ -181,20 +259,20 @@ func (ts *Tiers) Evicted(key uint64) {
 func (ts *Tiers) put(i int, key uint64, evicted bool) {
 	t := ts.T[i]
 	ts.seq++
-	if p, ok := t.pos[key]; ok {
-		e := &t.h[p]
+	if sl, ok := t.pos.get(key); ok {
+		e := &t.slots[sl]
 		e.b = ts.seq
 		if evicted {
 			e.evicAt = ts.now
 		}
-		t.down(int(p))
+		t.touch(sl)
 		return
 	}
 	if t.Len() >= t.Spec.Blocks {
 		v := t.popMin()
 		t.Stats.Evictions++
 		if i+1 < len(ts.T) {
-			ts.put(i+1, v.key, true)
+			ts.put(i+1, v, true)
 		}
 	}
 	e := tierEnt{key: key, b: ts.seq, loadedAt: math.MinInt64, evicAt: math.MinInt64}
@@ -208,9 +286,7 @@ func (ts *Tiers) put(i int, key uint64, evicted bool) {
 		e.evicAt = ts.now
 	}
 	t.Stats.Offloads++
-	t.h = append(t.h, e)
-	t.pos[key] = int32(len(t.h) - 1)
-	t.up(len(t.h) - 1)
+	t.insert(e)
 }
 
 // Lookup counts the keys from keys[from] on, up to keys[max-1], found
@@ -241,12 +317,12 @@ func (ts *Tiers) Load(keys []uint64, now int64) (ready int64, per [2]int32, thra
 	ready = now
 	for _, k := range keys {
 		for ti, t := range ts.T {
-			p, ok := t.pos[k]
+			sl, ok := t.pos.get(k)
 			if !ok {
 				continue
 			}
 			per[ti]++
-			e := &t.h[p]
+			e := &t.slots[sl]
 			if e.loadedAt != math.MinInt64 && e.evicAt > e.loadedAt && now-e.loadedAt < ThrashWindowUS {
 				thrash++
 				t.Stats.ThrashLoad++
@@ -257,7 +333,7 @@ func (ts *Tiers) Load(keys []uint64, now int64) (ready int64, per [2]int32, thra
 			if t.Spec.Eviction == EvictLFU {
 				e.a++
 			}
-			t.down(int(p))
+			t.touch(sl)
 			break
 		}
 	}
@@ -283,11 +359,26 @@ func (ts *Tiers) Check() error {
 		if free := t.Spec.Blocks - held; held < 0 || free < 0 || held+free != t.Spec.Blocks {
 			return fmt.Errorf("%s tier: %d held + %d free != %d capacity", t.Spec.Name, held, free, t.Spec.Blocks)
 		}
-		if len(t.pos) != len(t.h) {
-			return fmt.Errorf("%s tier: index holds %d keys, heap %d", t.Spec.Name, len(t.pos), len(t.h))
+		if int(t.n)+len(t.freeSlot) != len(t.slots) || t.pos.n != int(t.n) {
+			return fmt.Errorf("%s tier: %d held (%d indexed) + %d free slots != %d", t.Spec.Name, t.n, t.pos.n, len(t.freeSlot), len(t.slots))
 		}
-		for i := range t.h {
-			if p, ok := t.pos[t.h[i].key]; !ok || int(p) != i {
+		if t.lru {
+			var k int32
+			prev := int32(-1)
+			for sl := t.head; sl >= 0; sl = t.slots[sl].next {
+				if p, _ := t.pos.get(t.slots[sl].key); t.slots[sl].prev != prev || p != sl {
+					return fmt.Errorf("%s tier: LRU list broken at slot %d", t.Spec.Name, sl)
+				}
+				prev = sl
+				k++
+			}
+			if k != t.n || prev != t.tail {
+				return fmt.Errorf("%s tier: LRU list holds %d of %d entries", t.Spec.Name, k, t.n)
+			}
+			continue
+		}
+		for i, sl := range t.h {
+			if p, ok := t.pos.get(t.slots[sl].key); !ok || p != sl || int(t.slots[sl].hpos) != i {
 				return fmt.Errorf("%s tier: entry %d not indexed", t.Spec.Name, i)
 			}
 			if i > 0 && t.less(i, (i-1)/2) {
@@ -305,11 +396,10 @@ func (ts *Tiers) Clone(gpu Store) *Tiers {
 	d.T = make([]*Tier, len(ts.T))
 	for i, t := range ts.T {
 		x := *t
-		x.h = append([]tierEnt(nil), t.h...)
-		x.pos = make(map[uint64]int32, len(t.pos))
-		for k, v := range t.pos {
-			x.pos[k] = v
-		}
+		x.h = append([]int32(nil), t.h...)
+		x.slots = append([]tierEnt(nil), t.slots...)
+		x.freeSlot = append([]int32(nil), t.freeSlot...)
+		x.pos = t.pos.clone()
 		d.T[i] = &x
 	}
 	return &d

@@ -97,7 +97,9 @@ func TestDefaultsAreVLLMs(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"", "replicas: 3\n", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 2}]}\n", "engine: {kv_blocks: 10}\n", "router: {routing: weighted, weights: {kv: 2}}\n",
-		"horizon: 1h\nsnapshot_interval: 0\n", "latency: {beta: [1,2,3], alpha: [4,5,6]}\n", "engine:\n  - 1\n"} {
+		"horizon: 1h\nsnapshot_interval: 0\n", "latency: {beta: [1,2,3], alpha: [4,5,6]}\n", "engine:\n  - 1\n",
+		"deployments:\n  - id: a\n    model: m\n    gpu: h100\n    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 2}]\n    kv_transfer: {bandwidth_gb_s: 50, latency: 20us, granularity: chunk, routing: prefill-first}\n",
+		"deployments:\n  - id: a\n    model: m\n    gpu: h100\n    pools: [{replicas: 1}]\n    kv: {offload: threshold, threshold: 0.5, tiers: [{name: cpu, capacity_blocks: 100, bandwidth_gb_s: 1, eviction: lfu}, {name: storage, capacity_gib: 10}]}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -112,6 +114,20 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted config fails validation: %v", err)
 		}
 	})
+}
+
+// The tiered and P/D examples load, and print back to themselves.
+func TestExampleKVYAML(t *testing.T) {
+	for _, f := range []string{"tiered.yaml", "pd.yaml"} {
+		c, err := Load("../../../examples/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, err := Parse("printed", []byte(c.YAML()))
+		if err != nil || c2.YAML() != c.YAML() {
+			t.Fatalf("%s round trip: %v\n%s\n%s", f, err, c.YAML(), c2.YAML())
+		}
+	}
 }
 
 func TestExampleDeploymentsYAML(t *testing.T) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -216,4 +217,60 @@ func TestKVDefaults(t *testing.T) {
 		t.Fatalf("kv_transfer %+v", x)
 	}
 	var _ latency.Model
+}
+
+// A fork of a P/D deployment with CPU tiers, taken mid-run (transfers and
+// loads in flight), continues exactly as the original; and the same run
+// twice gives the same results (determinism).
+func TestTieredPDCloneAndDeterminism(t *testing.T) {
+	reqs := workload(5, 300)
+	for i := range reqs {
+		if i%9 == 0 {
+			reqs[i].TimeoutUS = 300_000
+		}
+	}
+	for _, routing := range []string{"decode-first", "prefill-first"} {
+		t.Run(routing, func(t *testing.T) {
+			c := oneDeployment(testConfig(), config.Pool{Role: "prefill", Replicas: 2}, config.Pool{Role: "decode", Replicas: 2})
+			d := &c.Deployments[0]
+			d.Engine.KVBlocks = 120
+			d.Engine.MaxNumBatchedTokens = 512
+			d.KV = &config.KV{Offload: "lazy", BytesPerToken: 2000, Tiers: []config.Tier{
+				{Name: "cpu", CapacityBlocks: 60, BandwidthGBs: gbs(0.5), Latency: us(30), Eviction: "lru"},
+				{Name: "storage", CapacityBlocks: 200, BandwidthGBs: gbs(0.1), Latency: us(100), Eviction: "lfu"}}}
+			d.KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(0.2), Latency: us(20), Granularity: "block", Routing: routing, MaxQueue: 2}
+			c.Router.Routing = "least-loaded"
+			opts := Options{CheckInvariants: true}
+			straight := &memSink{}
+			sum, err := Run(c, testModel(c), SliceSource(reqs), straight, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Transfers == 0 || sum.TierLoads[0] == 0 {
+				t.Fatalf("the workload exercises nothing: %+v", sum)
+			}
+			again := &memSink{}
+			if _, err := Run(c, testModel(c), SliceSource(reqs), again, opts); err != nil || !reflect.DeepEqual(again.rs, straight.rs) {
+				t.Fatalf("a second run differs (%v)", err)
+			}
+			for _, at := range []int64{300_000, 1_500_000, 3_000_000} {
+				orig := &memSink{}
+				cl, f := start(t, c, reqs, orig, opts)
+				runUntil(t, cl, f, at)
+				before := len(orig.rs)
+				forked := &memSink{}
+				fork := cl.Clone(forked, nil)
+				ff := *f
+				ff.c = fork
+				finish(t, fork, &ff)
+				finish(t, cl, f)
+				if !reflect.DeepEqual(orig.rs, straight.rs) {
+					t.Fatalf("fork at %d µs: the original's results changed", at)
+				}
+				if !reflect.DeepEqual(forked.rs, straight.rs[before:]) {
+					t.Fatalf("fork at %d µs: the fork wrote %d results, want the %d after the fork", at, len(forked.rs), len(straight.rs)-before)
+				}
+			}
+		})
+	}
 }

@@ -104,8 +104,17 @@ func TestTierReloadTime(t *testing.T) {
 	a.PrefixHashes = hashes(1, 2, 3, 4)
 	b.PrefixHashes = hashes(100, 101, 102, 103, 104, 105, 106, 107)
 	x.PrefixHashes = hashes(1, 2, 3, 4)
-	sink, sum := run(t, c, []trace.Request{a, b, x}, Options{})
+	steps := &memSteps{}
+	sink, sum := run(t, c, []trace.Request{a, b, x}, Options{Steps: steps})
 	r := sink.byID()["c"]
+	var off, rel int32
+	for _, s := range steps.ss {
+		off += s.KVOffloads
+		rel += s.KVReloads
+	}
+	if off != 8 || rel != 3 {
+		t.Fatalf("steps record %d offloads, %d reloads", off, rel)
+	}
 	// b's 8 blocks evict a's 4 (lazy: they go to the CPU tier). c hits 3
 	// of them (the last prompt token is always computed): 3 blocks × 16
 	// tokens × 1000 B at 1000 B/µs = 48 µs, + 10 µs latency. Then one

@@ -90,12 +90,21 @@ func (s *kvStats) add(k *kvReader, i int, v *rowv, limit int, b *budget) {
 func (rep *Report) kvTables() {
 	tiers := &Table{Name: "kv_tiers", Title: "KV tiers",
 		Note: "scheduled llm requests; hit rates = cached tokens from each tier / input tokens; reload_tok_per_s = tokens reloaded from cpu+storage per second of span; " +
-			"thrash_pct = kv_thrash_tokens / reloaded tokens (blocks reloaded, evicted and reloaded within 1 s); thrashing = thrash_pct > 10. Offloads are in blis-sim's summary",
+			"thrash_pct = kv_thrash_tokens / reloaded tokens (blocks reloaded, evicted and reloaded within 1 s); thrashing = thrash_pct > 10; " +
+			"offload/reload_blk_per_s from the steps table (--steps, first run): blocks copied to and loaded from lower tiers per second of span",
 		Columns: rep.runCol("group", "gpu_hit_pct", "cpu_hit_pct", "storage_hit_pct", "reloads", "reload_tok_per_s", "reload_mean_ms", "reload_p99_ms", "thrash_pct", "thrashing")}
 	pd := &Table{Name: "pd", Title: "Prefill/decode KV transfers",
 		Note: "transfer = prefill end to KV arrival on the decode replica; wait = the part before the transfer started (decode replica's blocks, prefill replica's link); " +
 			"pd_backpressure = more than 5% of transfers waited",
 		Columns: rep.runCol("group", "transfers", "gb_per_s", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "waited_pct", "wait_p99_ms", "pd_backpressure")}
+	var off, rel int64
+	if rep.steps != nil {
+		tiers.Columns = append(tiers.Columns, "offload_blk_per_s", "reload_blk_per_s")
+		for _, in := range rep.steps.inst {
+			off += in.offloads
+			rel += in.reloads
+		}
+	}
 	for i, r := range rep.runs {
 		s := &r.kv
 		sp := r.span() / 1e6
@@ -113,7 +122,15 @@ func (rep *Report) kvTables() {
 			if tp > ThrashPct {
 				flag = "yes"
 			}
-			tiers.add(append(c, num(tp, 1), txt(flag))...)
+			c = append(c, num(tp, 1), txt(flag))
+			if rep.steps != nil {
+				if i == 0 {
+					c = append(c, num(float64(off)/sp, 1), num(float64(rel)/sp, 1))
+				} else {
+					c = append(c, txt(""), txt(""))
+				}
+			}
+			tiers.add(c...)
 		}
 		if s.xfers > 0 {
 			wp := 100 * float64(s.waited) / float64(s.xfers)

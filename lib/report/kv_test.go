@@ -61,7 +61,7 @@ func TestKVTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeSteps(t, steps, []trace.Step{
-		{InstanceID: 0, StartUS: 0, DurationUS: 100_000, PrefillTokens: 1000, Role: "prefill", ReplicaID: "d/0"},
+		{InstanceID: 0, StartUS: 0, DurationUS: 100_000, PrefillTokens: 1000, Role: "prefill", ReplicaID: "d/0", KVOffloads: 30, KVReloads: 25},
 		{InstanceID: 0, StartUS: 200_000, DurationUS: 100_000, PrefillTokens: 1000, Role: "prefill", ReplicaID: "d/0"},
 		{InstanceID: 1, StartUS: 100_000, DurationUS: 500_000, PrefillTokens: 2, DecodeTokens: 18, Role: "decode", ReplicaID: "d/1"},
 	})
@@ -76,6 +76,7 @@ func TestKVTables(t *testing.T) {
 		{"kv_tiers", "gpu_hit_pct", 10}, {"kv_tiers", "cpu_hit_pct", 20}, {"kv_tiers", "reloads", 1},
 		{"kv_tiers", "reload_tok_per_s", 400}, // span 1 s
 		{"kv_tiers", "reload_mean_ms", 2}, {"kv_tiers", "thrash_pct", 25},
+		{"kv_tiers", "offload_blk_per_s", 30}, {"kv_tiers", "reload_blk_per_s", 25},
 		{"pd", "transfers", 2}, {"pd", "gb_per_s", 0.5}, {"pd", "mean_ms", 20}, {"pd", "max_ms", 30}, {"pd", "waited_pct", 50},
 		{"pools", "busy_pct", 20}, // prefill: 200 ms busy over 1 replica × 1 s
 	} {

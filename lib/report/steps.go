@@ -16,6 +16,7 @@ type instSteps struct {
 	steps, busy, batch, waitDur int64
 	maxWaiting                  int64
 	prefill, decode             int64 // tokens (when the table has the columns)
+	offloads, reloads           int64 // lower-tier blocks (when the table has the columns)
 }
 
 // stepStats is read from a steps table. Series hold duration-weighted sums so
@@ -50,7 +51,7 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 	st := &stepStats{path: src.Path, waiting: newSeries(), running: newSeries(), kvU: newSeries(), kvT: newSeries(),
 		inst: map[int64]*instSteps{}}
 	var c [8]icol
-	var pre, dec icol
+	var pre, dec, off, rel icol
 	role := newStrKey()
 	if err := checkStr(src.Path, s, trace.ColRole); err != nil {
 		return nil, err
@@ -68,6 +69,8 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 		}
 		pre.bind(rec, colIndex(s, trace.ColPrefillTokens))
 		dec.bind(rec, colIndex(s, trace.ColDecodeTokens))
+		off.bind(rec, colIndex(s, trace.ColKVOffloads))
+		rel.bind(rec, colIndex(s, trace.ColKVReloads))
 		role.bind(rec, colIndex(s, trace.ColRole))
 		for i := 0; i < int(rec.NumRows()); i++ {
 			st.rows++
@@ -96,6 +99,8 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 			in.maxWaiting = max(in.maxWaiting, v[4])
 			in.prefill += pre.or(i, 0)
 			in.decode += dec.or(i, 0)
+			in.offloads += off.or(i, 0)
+			in.reloads += rel.or(i, 0)
 			if rc := role.code(i); rc >= 0 && in.steps == 1 {
 				if st.role == nil {
 					st.role = map[int64]string{}

@@ -269,6 +269,9 @@ type Step struct {
 	Preempted     int32 // requests preempted while forming this step
 	ReplicaID     string
 	Role          string // the replica's pool role: monolithic, prefill or decode
+	// Lower KV tiers: blocks copied into a lower tier, and loaded from
+	// one to the GPU, on this instance since its previous step row.
+	KVOffloads, KVReloads int32
 }
 
 // StepWriter writes Step rows in batches.
@@ -278,6 +281,7 @@ type StepWriter struct {
 	i64     [3]*array.Int64Builder
 	replica *dictCol
 	role    *dictCol
+	tiers   [2]*array.Int32Builder
 }
 
 // NewStepWriter writes steps to sink, created with StepsSchema(md).
@@ -291,6 +295,7 @@ func NewStepWriter(sink Sink, schema *arrow.Schema) *StepWriter {
 	}
 	w.replica = w.dicts[12]
 	w.role = w.dicts[13]
+	w.tiers[0], w.tiers[1] = b.Field(14).(*array.Int32Builder), b.Field(15).(*array.Int32Builder)
 	return w
 }
 
@@ -305,6 +310,8 @@ func (w *StepWriter) Write(s *Step) error {
 	}
 	w.replica.append(s.ReplicaID)
 	w.role.append(s.Role)
+	w.tiers[0].Append(s.KVOffloads)
+	w.tiers[1].Append(s.KVReloads)
 	return w.added()
 }
 

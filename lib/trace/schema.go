@@ -107,6 +107,8 @@ const (
 	ColRunning       = "running"
 	ColPreempted     = "preempted"
 	ColRole          = "role"
+	ColKVOffloads    = "kv_offloaded_blocks"
+	ColKVReloads     = "kv_reloaded_blocks"
 )
 
 // Request kinds.
@@ -213,6 +215,8 @@ var stepFields = []arrow.Field{
 	field(ColPreempted, arrow.PrimitiveTypes.Int32, false),
 	field(ColReplicaID, dictString, false),
 	field(ColRole, dictString, false),
+	field(ColKVOffloads, arrow.PrimitiveTypes.Int32, false),
+	field(ColKVReloads, arrow.PrimitiveTypes.Int32, false),
 }
 
 // RequestsSchema returns the requests schema carrying md (which must include

@@ -78,6 +78,8 @@ type Replica struct {
 
 	Steps  int64 // steps run
 	BusyUS int64 // time spent in steps
+
+	tierOff, tierLoad int64 // lower-tier counters at the last step row
 }
 
 // New returns a serving replica.
@@ -150,6 +152,15 @@ func (p *Replica) End(now int64, fx *Effects) {
 			BatchSize: int32(p.batch.Size()), PrefillTokens: int32(p.batch.PrefillTokens), DecodeTokens: int32(p.batch.DecodeSeqs),
 			KVBlocksUsed: l.KVUsed, KVBlocksTotal: l.KVTotal, Waiting: int32(l.Waiting), Running: int32(l.Running),
 			Preempted: p.Sched.Preempted(), ReplicaID: p.ID, Role: roleNames[p.Role]}
+		if ts := p.Sched.Tiers(); ts != nil {
+			var off, load int64
+			for _, t := range ts.T {
+				off += t.Stats.Offloads
+				load += t.Stats.Loads
+			}
+			fx.Step.KVOffloads, fx.Step.KVReloads = int32(off-p.tierOff), int32(load-p.tierLoad)
+			p.tierOff, p.tierLoad = off, load
+		}
 	}
 	p.busy = false
 }

@@ -7,9 +7,12 @@ GO ?= go
 
 all: build
 
+# --version and provenance name the commit the binaries were built from.
+COMMIT := $(shell git describe --always --dirty --abbrev=12 --exclude '*' 2>/dev/null)
+
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) build -ldflags "-X github.com/blis-sim/blis/lib/trace.commit=$(COMMIT)" -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 # A real pipeline on data shipped in the repo: the Azure LLM inference trace
 # (coding, 2023; 8,819 requests) replayed on 4 simulated H100s serving Llama-3.1-8B.
@@ -19,10 +22,12 @@ demo: build
 	  | $(BIN)/blis-report
 
 # Tests of blis-load's issue times run on their own, after the rest: a
-# parallel test run would measure the other packages' CPU, not ours.
+# parallel test run would measure the other packages' CPU, not ours. The
+# browser tests too, so that make test says when they were skipped.
 test: fmt-check vet
-	BLIS_SKIP_TIMING=1 $(GO) test -count=1 ./...
+	BLIS_SKIP_TIMING=1 $(GO) test -count=1 -skip 'InBrowser' ./...
 	$(GO) test -count=1 -run 'Precision|MockLLM' ./lib/load/ ./cmd/blis-load/
+	scripts/browser-tests.sh
 	scripts/fuzz-smoke.sh
 
 vet:
@@ -35,6 +40,7 @@ fmt-check:
 fuzz-smoke:
 	scripts/fuzz-smoke.sh
 
+# Every benchmark script with short defaults (bench/run.sh; FULL=1 for their full sizes).
 bench:
 	bench/run.sh
 
@@ -43,9 +49,10 @@ coefficients: build
 	scripts/regen-coefficients.sh
 
 # Replays every real run in ../shared/data/measurements and regenerates the
-# fidelity tables of docs/latency.md (deterministic).
+# fidelity tables of docs/latency.md and the known-error table blis-sim
+# quotes (lib/latency/knownerror.json); deterministic.
 fidelity:
-	$(GO) run ./bench/fidelity -q -update docs/latency.md
+	$(GO) run ./bench/fidelity -q -update docs/latency.md -json lib/latency/knownerror.json
 
 clean:
 	rm -rf $(BIN)

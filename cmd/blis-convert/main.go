@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -145,24 +144,6 @@ func action(c *cli.Context) error {
 		} else if st.Regrouped {
 			fmt.Fprintf(c.App.ErrWriter, "%s: note: session turns were interleaved with other sessions; the trace was buffered in memory to write each session after its first request\n", c.App.Name)
 		}
-	}
-	return classify(err)
-}
-
-// classify maps conversion errors to exit statuses: bad input and bad usage
-// exit 2, everything else 1.
-func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	var (
-		be *convert.BadRowError
-		nt *convert.NotTraceError
-		ue *convert.UsageError
-		re *trace.RowError
-	)
-	if errors.As(err, &be) || errors.As(err, &nt) || errors.As(err, &ue) || errors.As(err, &re) {
-		return cliutil.BadInput(err)
 	}
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
@@ -31,6 +32,7 @@ func main() { cliutil.Run(app()) }
 func app() *cli.App {
 	return &cli.App{
 		Name:      "blis-load",
+		Metadata:  map[string]any{cliutil.OwnSignals: true}, // an interrupt drains the requests in flight
 		Usage:     "drive an OpenAI-compatible server with a requests table and record what happened",
 		UsageText: "blis-load --url http://HOST:PORT/v1 [flags] [FILE|-] > results.arrow",
 		Description: "Sends the requests of a requests table (blis-convert, blis-synth) to a server, on the table's\n" +
@@ -250,6 +252,7 @@ func run(c *cli.Context) error {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	go func() {
+		defer bug.Catch()
 		first := true
 		for x := range sig {
 			if first {

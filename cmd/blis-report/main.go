@@ -31,7 +31,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "compare", Usage: "reference results table: errors are relative to it"},
 			&cli.StringFlag{Name: "steps", Usage: "steps table of the (first) run, for queue depth and busy time"},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report to `FILE`"},
-			&cli.StringFlag{Name: "o", Usage: "write the report to `FILE` instead of stdout"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` instead of stdout (- for stdout)"},
 		}, sweepFlags()...),
 		Action: run,
 	}
@@ -65,12 +65,15 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return cliutil.BadInput(err)
 	}
+	for _, n := range rep.Notes { // also in the report, where a script may not look
+		fmt.Fprintf(c.App.ErrWriter, "%s: note: %s\n", c.App.Name, n)
+	}
 	if p := c.String("html"); p != "" {
 		if err := rep.WriteHTMLFile(p); err != nil {
 			return err
 		}
 	}
-	if p := c.String("o"); p != "" && p != "-" {
+	if p := c.String("output"); p != "" && p != "-" {
 		return rep.WriteFile(p, f) // via a temporary name: a failed write leaves nothing
 	}
 	if err := rep.Write(os.Stdout, f); err != nil {

@@ -39,7 +39,7 @@ func runSweep(c *cli.Context, path string, f report.Format) error {
 		}
 	}
 	w := c.App.Writer
-	if p := c.String("o"); p != "" && p != "-" {
+	if p := c.String("output"); p != "" && p != "-" {
 		fo, err := os.Create(p)
 		if err != nil {
 			return err

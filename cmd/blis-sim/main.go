@@ -19,9 +19,8 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/trace"
-	"github.com/schollz/progressbar/v3"
+	_ "github.com/blis-sim/blis/lib/trace/parquetio"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 func main() { cliutil.Run(app()) }
@@ -31,8 +30,9 @@ func app() *cli.App {
 		Name:      "blis-sim",
 		Usage:     "simulate LLM serving replicas behind a router on a requests table (flags override the --cluster YAML)",
 		UsageText: "blis-sim [--cluster cluster.yaml] [flags] [FILE|-] > results.arrow",
-		Description: "Reads a requests table (Arrow IPC stream, .arrow file or stdin), simulates the cluster and\n" +
-			"writes the results table (one row per request) to stdout or -o. Flags override the YAML.\n" +
+		Description: "Reads a requests table (Arrow IPC stream, .arrow file or .parquet, gzipped or not; or stdin), simulates\n" +
+			"the cluster and writes the results table (one row per request) to stdout or -o (.arrow, .parquet or a\n" +
+			"stream, as --steps). Flags override the YAML.\n" +
 			"See docs/engine.md and docs/policies.md.",
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
@@ -47,7 +47,9 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "latency", Usage: "latency model: auto, roofline, fitted or linear", DefaultText: "auto"},
 			&cli.StringFlag{Name: "coefficients", Usage: "fitted coefficients `FILE`"},
 			&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(policy.Names(policy.StageRouting), ", "), DefaultText: "round-robin"},
-			&cli.StringFlag{Name: "seed", Usage: "master seed", DefaultText: "42"},
+			&cli.StringFlag{Name: "policy", Usage: "policy bundle `FILE` (YAML; overrides the cluster YAML's policy key; see docs/policies.md)"},
+			&cli.BoolFlag{Name: "list-policies", Usage: "list every policy template with its parameters and ranges, and exit"},
+			&cli.StringFlag{Name: "seed", Usage: "seed of the random streams: the random and power-of-two routers, and policy-bundle stages that ask for random (random: true), draw from it; nothing else is random, so without them every seed gives the same results", DefaultText: "42"},
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},
@@ -58,6 +60,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
 			&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
+			&cli.BoolFlag{Name: "progress", Usage: "print a progress line on stderr every few seconds even when it is not a terminal (CI, logs); on a terminal a bar is shown anyway"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the run to `FILE`", Hidden: true},
 		},
 		Action: run,
@@ -161,7 +164,15 @@ func clusterConfig(c *cli.Context) (config.Cluster, error) {
 }
 
 func run(c *cli.Context) error {
+	if c.Bool("list-policies") {
+		listPolicies(c.App.Writer)
+		return nil
+	}
 	cfg, err := clusterConfig(c)
+	if err != nil {
+		return err
+	}
+	pb, err := loadPolicy(c, &cfg)
 	if err != nil {
 		return err
 	}
@@ -213,6 +224,9 @@ func run(c *cli.Context) error {
 		opts.PrefixBlockSize = n
 	}
 	var source engine.Source = rr
+	// The progress line's total: the rows of a file, counted from the
+	// message headers (a pipe has no total: no ETA then).
+	total, _ := trace.CountRows(in)
 	if md.Get(trace.MetaSorted) != "arrival" {
 		all, err := readAll(rr)
 		if err != nil {
@@ -222,6 +236,7 @@ func run(c *cli.Context) error {
 			fmt.Fprintf(stderr, "blis-sim: %s is not marked %s=arrival: read %d rows into memory to sort them\n", src.Path, trace.MetaSorted, len(all))
 		}
 		source = engine.SliceSource(all)
+		total = int64(len(all))
 	}
 
 	seed := cfg.Seed
@@ -230,45 +245,46 @@ func run(c *cli.Context) error {
 		stage.Inputs = []trace.Input{inp}
 	}
 	outMeta := md.With(stage)
+	outMeta.Delete(trace.MetaSorted) // results come in the order requests end
 	names := make([]string, len(models))
 	for i, m := range models {
 		names[i] = m.Name()
 	}
 	outMeta.Set("blis.sim.model", strings.Join(names, ","))
-	out, err := createOutput(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
+	outMeta.SetSimDeployments(engine.Describe(&cfg, models))
+	outMeta.Set(trace.MetaSimRouter, cfg.Router.Routing)
+	// Both outputs are put into place only when the whole run succeeded: a
+	// failed run leaves no new file behind and existing ones as they were.
+	if pb != nil {
+		pb.Annotate(outMeta)
+	}
+	out, err := trace.Create(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
 	if err != nil {
 		return cliutil.Usage("%v", err)
 	}
-	rw := trace.NewResultWriter(out, trace.ResultsSchema(outMeta))
+	rw := trace.NewResultWriter(trace.Hold(out), trace.ResultsSchema(outMeta))
 	var sw *trace.StepWriter
-	var stepsOut *output
+	var stepsOut trace.Sink
 	if p := c.String("steps"); p != "" {
 		sm := trace.NewMeta().With(stage)
-		stepsOut, err = createOutput(p, nil, trace.StepsSchema(sm))
+		if pb != nil {
+			pb.Annotate(sm)
+		}
+		stepsOut, err = trace.Create(p, nil, trace.StepsSchema(sm))
 		if err != nil {
-			rw.Close()
-			out.commit(false)
+			rw.Abort()
+			trace.Abort(out)
 			return cliutil.Usage("--steps: %v", err)
 		}
-		sw = trace.NewStepWriter(stepsOut, trace.StepsSchema(sm))
+		sw = trace.NewStepWriter(trace.Hold(stepsOut), trace.StepsSchema(sm))
 		opts.Steps = sw
 	}
 
-	var bar *progressbar.ProgressBar
 	start := time.Now()
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !quiet {
+	prog := cliutil.NewProgress(stderr, "blis-sim", "requests", total, c.Bool("progress"), quiet)
+	if prog != nil {
 		opts.Progress = func(simUS, done int64) {
-			if bar == nil {
-				if time.Since(start) < 2*time.Second {
-					return
-				}
-				bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetDescription("simulating"), progressbar.OptionShowCount(),
-					progressbar.OptionSetElapsedTime(false), progressbar.OptionThrottle(200*time.Millisecond))
-			}
-			bar.Set64(done)
-			bar.Describe(fmt.Sprintf("simulated %s, %s wall; requests done:",
-				time.Duration(simUS/1e6)*time.Second, time.Since(start).Round(time.Second)))
+			prog.Update(done, "simulated "+(time.Duration(simUS/1e6)*time.Second).String())
 		}
 	}
 	if p := c.String("cpuprofile"); p != "" {
@@ -282,27 +298,51 @@ func run(c *cli.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	sum, runErr := engine.Run(cfg, models, source, rw, opts)
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(stderr)
-	}
-	wall := time.Since(start)
-	closeErr := rw.Close()
-	if sw != nil {
-		if err := sw.Close(); closeErr == nil {
-			closeErr = err
+	drops := &trace.DropCounter{W: rw}
+	var sink engine.Sink = drops
+	if pb != nil {
+		if _, sink, err = pb.Apply(&cfg, &opts, drops); err != nil {
+			rw.Abort()
+			trace.Abort(out)
+			if stepsOut != nil {
+				sw.Abort()
+				trace.Abort(stepsOut)
+			}
+			return cliutil.BadInput(err)
 		}
 	}
-	// A failed run leaves no new output file behind and existing ones as
-	// they were.
-	ok := runErr == nil && closeErr == nil
-	if err := out.commit(ok); closeErr == nil && runErr == nil {
-		closeErr = err
+	sum, runErr := engine.Run(cfg, models, source, sink, opts)
+	if runErr == nil {
+		prog.Finish(sum.Injected)
 	}
-	if stepsOut != nil {
-		if err := stepsOut.commit(ok); closeErr == nil && runErr == nil {
-			closeErr = err
+	wall := time.Since(start)
+	var closeErr error
+	if runErr == nil {
+		closeErr = rw.Close()
+		if sw != nil {
+			if err := sw.Close(); closeErr == nil {
+				closeErr = err
+			}
+		}
+	} else {
+		rw.Abort()
+		if sw != nil {
+			sw.Abort()
+		}
+	}
+	if runErr == nil && closeErr == nil {
+		closeErr = out.Close()
+		if stepsOut != nil {
+			if closeErr != nil {
+				trace.Abort(stepsOut)
+			} else {
+				closeErr = stepsOut.Close()
+			}
+		}
+	} else {
+		trace.Abort(out)
+		if stepsOut != nil {
+			trace.Abort(stepsOut)
 		}
 	}
 	if runErr != nil {
@@ -316,9 +356,12 @@ func run(c *cli.Context) error {
 		return closeErr
 	}
 	if !quiet {
-		printSummary(stderr, &sum, &cfg, wall)
+		printSummary(stderr, &sum, &cfg, wall, &drops.Tally)
+		if pb != nil {
+			fmt.Fprintf(stderr, "  %s\n", pb.Describe())
+		}
 	}
-	return nil
+	return allDropped(&sum, &drops.Tally)
 }
 
 func readAll(rr *trace.RequestReader) ([]trace.Request, error) {

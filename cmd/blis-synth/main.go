@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -108,10 +107,6 @@ func run(c *cli.Context) error {
 		return nil
 	}
 	st, err := synth.Write(spec, c.String("output"), c.App.Writer, synth.Meta(spec, os.Args[1:], inputs))
-	var le *synth.LimitError
-	if errors.As(err, &le) {
-		return cliutil.BadInput(err)
-	}
 	if err != nil {
 		return err
 	}

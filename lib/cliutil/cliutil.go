@@ -8,10 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
+	"runtime/debug"
 	"syscall"
 
+	"github.com/blis-sim/blis/lib/badinput"
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 // Exit codes shared by all tools.
@@ -21,29 +24,12 @@ const (
 	ExitUsage = 2 // bad usage or bad input: retrying will not help
 )
 
-// UsageError marks an error caused by the user's flags or input data; it
-// exits with status 2.
-type UsageError struct{ Err error }
+// Usage is a bad-usage error (exit status 2); see lib/badinput, the one
+// mechanism every tool and library uses for it.
+func Usage(format string, args ...any) error { return badinput.Errorf(format, args...) }
 
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-// Usage wraps err (or a formatted message) as a UsageError.
-func Usage(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
-}
-
-// BadInput wraps an existing error as a UsageError (nil stays nil).
-func BadInput(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ue *UsageError
-	if errors.As(err, &ue) {
-		return err
-	}
-	return &UsageError{Err: err}
-}
+// BadInput marks err as bad input (exit status 2); nil stays nil.
+func BadInput(err error) error { return badinput.Wrap(err) }
 
 // Run runs app with os.Args and exits with the right status. It never returns.
 func Run(app *cli.App) {
@@ -52,12 +38,23 @@ func Run(app *cli.App) {
 
 // RunArgs runs app and returns the exit status, printing errors to stderr.
 // SIGPIPE is ignored so that a closed downstream pipe surfaces as EPIPE,
-// which ends the tool quietly with status 0, as `| head` users expect.
-func RunArgs(app *cli.App, args []string, stderr io.Writer) int {
+// which ends the tool quietly with status 0, as `| head` users expect. A
+// panic, in the command or in a goroutine deferring bug.Catch, is reported
+// as a bug in blis with exit status 1.
+func RunArgs(app *cli.App, args []string, stderr io.Writer) (status int) {
 	signal.Ignore(syscall.SIGPIPE)
 	app.ErrWriter = stderr
+	setup(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
-	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return &UsageError{Err: err} }
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return badinput.Wrap(err) }
+	bug.SetHandler(func(v any, stack []byte) { os.Exit(reportBug(app.Name, v, stack, stderr)) })
+	defer func() {
+		if v := recover(); v != nil {
+			status = reportBug(app.Name, v, debug.Stack(), stderr)
+		}
+	}()
+	testPanic(app)
+	defer handleSignals(app, stderr)()
 	err := app.Run(args)
 	return Status(app.Name, err, stderr)
 }
@@ -68,22 +65,12 @@ func Status(name string, err error, stderr io.Writer) int {
 		return ExitOK
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", name, err)
-	var ue *UsageError
-	if errors.As(err, &ue) {
-		return ExitUsage
-	}
-	// Errors of other packages that know they describe bad input
-	// (lib/trace's InputError and RowError) carry a BadInput method.
-	var bi interface{ BadInput() bool }
-	if errors.As(err, &bi) && bi.BadInput() {
+	if badinput.Is(err) {
 		return ExitUsage
 	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
 		return ec.ExitCode()
-	}
-	if isFlagError(err) {
-		return ExitUsage
 	}
 	return ExitOther
 }
@@ -91,16 +78,6 @@ func Status(name string, err error, stderr io.Writer) int {
 // IsClosedPipe reports whether err comes from writing to a closed pipe.
 func IsClosedPipe(err error) bool {
 	return errors.Is(err, syscall.EPIPE)
-}
-
-func isFlagError(err error) bool {
-	s := err.Error()
-	for _, p := range []string{"flag provided but not defined", "invalid value", "Required flag", "flag needs an argument"} {
-		if strings.Contains(s, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // Input returns the positional input path of a command ("-" when absent) and
@@ -113,4 +90,10 @@ func Input(c *cli.Context) (string, error) {
 		return c.Args().First(), nil
 	}
 	return "", Usage("expected one input (a file or -), got %d: %v", c.NArg(), c.Args().Slice())
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

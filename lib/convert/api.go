@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blis-sim/blis/lib/badinput"
+	"github.com/blis-sim/blis/lib/cleanup"
 	"github.com/blis-sim/blis/lib/trace"
 	"golang.org/x/term"
 )
@@ -43,7 +45,7 @@ func openInput(path string, stdin io.Reader) (*input, error) {
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, &UsageError{err.Error()}
+			return nil, badinput.Wrap(err)
 		}
 		in.c = f
 		r = f
@@ -53,7 +55,7 @@ func openInput(path string, stdin io.Reader) (*input, error) {
 		zr, err := gzip.NewReader(in.br)
 		if err != nil {
 			in.close()
-			return nil, &UsageError{fmt.Sprintf("%s: gzip: %v", in.name, err)}
+			return nil, badinput.Errorf("%s: gzip: %v", in.name, err)
 		}
 		in.br = bufio.NewReaderSize(zr, readBuffer)
 		in.gz = true
@@ -140,7 +142,7 @@ func Convert(opts Options, out string, stdin io.Reader, stdout io.Writer) (*Stat
 		sink, err := trace.Create(path, stdout, schema)
 		if err != nil {
 			if path == "" || path == "-" {
-				return nil, &UsageError{err.Error()} // refused a terminal
+				return nil, badinput.Wrap(err) // refused a terminal
 			}
 			return nil, err
 		}
@@ -154,7 +156,7 @@ func describe(paths []string) ([]trace.Input, error) {
 	for _, p := range paths {
 		d, err := trace.DescribeInput(p)
 		if err != nil {
-			return nil, &UsageError{err.Error()}
+			return nil, badinput.Wrap(err)
 		}
 		out = append(out, d)
 	}
@@ -231,7 +233,7 @@ func openTable(in *input) (*trace.Source, func(), error) {
 			if i := strings.Index(msg, ": "); i >= 0 {
 				msg = in.name + msg[i:] // name the input, not a temporary file
 			}
-			return nil, noop, &UsageError{msg}
+			return nil, noop, badinput.Errorf("%s", msg)
 		}
 		src.Path = in.name
 		return src, noop, nil
@@ -247,7 +249,8 @@ func openTable(in *input) (*trace.Source, func(), error) {
 	if err != nil {
 		return nil, noop, err
 	}
-	cleanup := func() { os.RemoveAll(dir) }
+	forget := cleanup.Add(dir)
+	cleanup := func() { os.RemoveAll(dir); forget() }
 	tmp := filepath.Join(dir, "table"+ext)
 	if in.gz || in.path == "-" {
 		f, err := os.Create(tmp)
@@ -281,9 +284,12 @@ func openTable(in *input) (*trace.Source, func(), error) {
 
 func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writer) (*Stats, error) {
 	defer src.Close()
+	if kind := src.Meta().Table(); kind != "" && kind != trace.TableRequests {
+		return copyTable(opts, src, kind, out, stdout)
+	}
 	rr, err := trace.NewRequestReader(src)
 	if err != nil {
-		return &Stats{}, &UsageError{err.Error()}
+		return &Stats{}, badinput.Wrap(err)
 	}
 	descs, err := describe(opts.Inputs)
 	if err != nil {
@@ -318,6 +324,40 @@ func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writ
 		return trace.NewRequestWriter(sink, schema), nil
 	}
 	return run(opts, []parser{ap}, descs, open)
+}
+
+// copyTable writes a table of another kind (results, steps, chunks, ...)
+// in the output's format with its columns and metadata unchanged, adding
+// this run to its provenance: blis-convert changes only the format of the
+// tables it does not convert. The replay options, which select and retime
+// requests, are refused rather than ignored.
+func copyTable(opts *Options, src *trace.Source, kind, out string, stdout io.Writer) (*Stats, error) {
+	for _, o := range []struct {
+		name string
+		set  bool
+	}{
+		{"--start", opts.Start != ""}, {"--end", opts.End != ""}, {"--limit", opts.Limit != 0},
+		{"--speedup", opts.Speedup != 0 && opts.Speedup != 1}, {"--sample", opts.Sample != 0},
+		{"--filter-model", opts.FilterModel != ""}, {"--sort", opts.Sort}, {"--block-size", opts.BlockSize != 0},
+	} {
+		if o.set {
+			return &Stats{}, usageErr("%s: %s applies to requests tables; %s is a %s table, which blis-convert only copies to another format", src.Path, o.name, src.Path, kind)
+		}
+	}
+	descs, err := describe(opts.Inputs)
+	if err != nil {
+		return &Stats{}, err
+	}
+	md := src.Meta().With(trace.Stage{Tool: opts.Tool, Version: trace.Version, Args: opts.Args, Inputs: descs})
+	sink, err := trace.Create(out, stdout, trace.WithMeta(src.Schema(), md, kind))
+	if err != nil {
+		if out == "" || out == "-" {
+			return &Stats{}, badinput.Wrap(err) // refused a terminal
+		}
+		return &Stats{}, err
+	}
+	n, err := trace.Copy(src, sink)
+	return &Stats{Read: n, Written: n}, err
 }
 
 // arrowParser reads rows of an existing requests table back as Rows. Times
@@ -358,7 +398,7 @@ func (a *arrowParser) next(r *Row) error {
 			continue
 		}
 		if err != nil {
-			return &UsageError{err.Error()}
+			return badinput.Wrap(err)
 		}
 	}
 	r.Request = a.buf[a.i]
@@ -476,15 +516,34 @@ func convertWith(opts Options, stdin io.Reader, open func(trace.Meta) (rowSink, 
 	return run(&opts, ps, descs, open)
 }
 
+func countRows(src *trace.Source) (int64, error) {
+	var n int64
+	for {
+		rec, err := src.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, badinput.Wrap(err)
+		}
+		n += rec.NumRows()
+	}
+}
+
 // ValidateTable reads a whole requests table and checks every row (values,
 // unique ids, depends_on naming earlier rows, and the blis.sorted promise
 // when the table makes it). It returns the row count.
 func ValidateTable(src *trace.Source) (int64, error) {
+	if kind := src.Meta().Table(); kind != "" && kind != trace.TableRequests && kind != trace.TableResults {
+		return countRows(src) // other tables: checked batch by batch only
+	}
 	rr, err := trace.NewRequestReader(src)
 	if err != nil {
-		return 0, &UsageError{err.Error()}
+		return 0, badinput.Wrap(err)
 	}
-	sorted := src.Meta().Get(trace.MetaSorted) == "arrival"
+	// Results come in the order requests end (blis-sim once copied its
+	// input's promise onto them): only a requests table is held to it.
+	sorted := src.Meta().Get(trace.MetaSorted) == "arrival" && src.Meta().Table() != trace.TableResults
 	seen := map[string]struct{}{}
 	var (
 		buf   []trace.Request
@@ -497,17 +556,17 @@ func ValidateTable(src *trace.Source) (int64, error) {
 			r := &buf[i]
 			n++
 			if _, dup := seen[r.ID]; dup {
-				return n, &UsageError{fmt.Sprintf("%s: row %d: column %s: expected a unique id, found %q again", src.Path, n, trace.ColRequestID, r.ID)}
+				return n, badinput.Errorf("%s: row %d: column %s: expected a unique id, found %q again", src.Path, n, trace.ColRequestID, r.ID)
 			}
 			for _, d := range r.DependsOn {
 				if _, ok := seen[d]; !ok {
-					return n, &UsageError{fmt.Sprintf("%s: row %d (request %s): column %s: expected ids of earlier rows, found %q", src.Path, n, r.ID, trace.ColDependsOn, d)}
+					return n, badinput.Errorf("%s: row %d (request %s): column %s: expected ids of earlier rows, found %q", src.Path, n, r.ID, trace.ColDependsOn, d)
 				}
 			}
 			seen[r.ID] = struct{}{}
 			if sorted && r.ArrivalUS != trace.Null {
 				if r.ArrivalUS < lastA {
-					return n, &UsageError{fmt.Sprintf("%s: row %d (request %s): column %s: expected >= %d (the table promises blis.sorted=arrival), found %d", src.Path, n, r.ID, trace.ColArrivalUS, lastA, r.ArrivalUS)}
+					return n, badinput.Errorf("%s: row %d (request %s): column %s: expected >= %d (the table promises blis.sorted=arrival), found %d", src.Path, n, r.ID, trace.ColArrivalUS, lastA, r.ArrivalUS)
 				}
 				lastA = r.ArrivalUS
 			}
@@ -518,7 +577,7 @@ func ValidateTable(src *trace.Source) (int64, error) {
 		if err != nil {
 			// A bad row, a truncated or corrupt stream: the input is bad (exit 2),
 			// as when the same table is re-encoded.
-			return n, &UsageError{err.Error()}
+			return n, badinput.Wrap(err)
 		}
 	}
 }

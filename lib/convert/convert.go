@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/rng"
 
 	"github.com/blis-sim/blis/lib/trace"
@@ -308,12 +309,8 @@ func (p *pipeline) emit(r *Row) error {
 	return p.sink.Write(&r.Request)
 }
 
-func usageErr(format string, args ...any) error { return &UsageError{fmt.Sprintf(format, args...)} }
-
-// UsageError is a bad flag combination or value (exit status 2).
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
+// usageErr is a bad flag combination or value (exit status 2).
+func usageErr(format string, args ...any) error { return badinput.Errorf(format, args...) }
 
 // run drives parsers through the pipeline. open creates the output once the
 // metadata (start time) is known.

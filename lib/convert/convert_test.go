@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -320,8 +321,7 @@ func TestOptionErrors(t *testing.T) {
 		{Inputs: []string{"testdata/weka_trace_0187.json", "testdata/weka_trace_0277.json"}, SessionGap: -30_000_000},
 	} {
 		_, _, err := convertFiles(t, o)
-		var ue *UsageError
-		if !errors.As(err, &ue) {
+		if !badinput.Is(err) {
 			t.Errorf("%+v: expected a usage error, got %v", o, err)
 		}
 	}
@@ -476,9 +476,8 @@ func TestTruncatedStreamOnError(t *testing.T) {
 		_, _, cerr := Count(opts, bytes.NewReader(data))
 		_, rerr := Convert(opts, "-", bytes.NewReader(data), io.Discard)
 		for _, err := range []error{cerr, rerr} {
-			var ue *UsageError
-			if !errors.As(err, &ue) || !strings.Contains(err.Error(), "end-of-stream marker") {
-				t.Errorf("%+v: %T %v, want a UsageError about the missing end-of-stream marker", opts, err, err)
+			if !badinput.Is(err) || !strings.Contains(err.Error(), "end-of-stream marker") {
+				t.Errorf("%+v: %T %v, want a bad-input error about the missing end-of-stream marker", opts, err, err)
 			}
 		}
 	}

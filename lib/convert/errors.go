@@ -98,3 +98,9 @@ func (s *Stats) Report(tool string, w io.Writer) {
 	}
 	io.WriteString(w, b.String())
 }
+
+// BadInput marks the error as bad input (exit status 2; see lib/badinput).
+func (e *BadRowError) BadInput() bool { return true }
+
+// BadInput marks the error as bad input (exit status 2; see lib/badinput).
+func (e *NotTraceError) BadInput() bool { return true }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -33,7 +34,7 @@ func ReadRequests(path, format string) ([]trace.Request, error) {
 			defer src.Close()
 			reqs, err := trace.ReadAllRequests(src)
 			if err != nil {
-				return nil, &UsageError{err.Error()}
+				return nil, badinput.Wrap(err)
 			}
 			return reqs, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/latency"
 	"gonum.org/v1/gonum/optimize"
 )
@@ -205,6 +206,7 @@ func PredictAllWith(newModel func() latency.Model, targets []Target, workers int
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer bug.Catch()
 			m := newModel()
 			for i := range next {
 				out[i], errs[i] = targets[i].Predict(m)

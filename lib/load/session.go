@@ -10,6 +10,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/load/internal/wait"
 	"github.com/blis-sim/blis/lib/rng"
 	"github.com/blis-sim/blis/lib/trace"
@@ -246,7 +247,7 @@ func (s *Session) Run(ctx context.Context) (Summary, error) {
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); s.writer() }()
+	go func() { defer wg.Done(); defer bug.Catch(); s.writer() }()
 
 	s.src.prime()
 	s.clock = NewClock()

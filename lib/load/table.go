@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/blis-sim/blis/lib/cleanup"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -26,6 +27,7 @@ type Table struct {
 
 	file   string // what each pass opens
 	spool  string // a temporary copy of stdin, removed by Close
+	forget func() // unregisters spool from lib/cleanup
 	sorted bool
 	rows   []trace.Request // an unsorted table, in memory
 	order  []int32
@@ -47,6 +49,7 @@ func OpenTable(path string, stdin io.Reader) (*Table, error) {
 		if err != nil {
 			return nil, err
 		}
+		t.forget = cleanup.Add(tmp.Name())
 		_, err = io.Copy(tmp, stdin)
 		if cerr := tmp.Close(); err == nil {
 			err = cerr
@@ -62,7 +65,9 @@ func OpenTable(path string, stdin io.Reader) (*Table, error) {
 				t.Close()
 				return nil, err
 			}
+			t.forget()
 			t.spool += ext
+			t.forget = cleanup.Add(t.spool)
 			t.file = t.spool
 		}
 	}
@@ -114,6 +119,7 @@ func (t *Table) Close() {
 	if t.spool != "" {
 		os.Remove(t.spool)
 		t.spool = ""
+		t.forget()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -50,6 +51,7 @@ func (s *Session) Warmup(ctx context.Context) (WarmupSummary, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer bug.Catch()
 			ids := p.AppendIDs(nil, &r)
 			var text []byte
 			if s.target.API == Chat {

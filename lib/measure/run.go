@@ -1,7 +1,6 @@
 package measure
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 
@@ -17,7 +16,7 @@ import (
 func ReadRunRequests(path, format string) ([]trace.Request, error) {
 	reqs, err := convert.ReadRequests(path, format)
 	if err != nil {
-		return nil, asInput(err)
+		return nil, err // convert marks its bad input itself
 	}
 	if len(reqs) == 0 {
 		return nil, &InputError{Path: path, Msg: "expected at least one request, found none"}
@@ -59,24 +58,3 @@ const (
 	maxMedianTPOT = 10
 	maxRequestUS  = 30 * 86400 * 1e6
 )
-
-// convertInput marks lib/convert's input errors (which name the file, row
-// and column) as bad input.
-type convertInput struct{ err error }
-
-func (e *convertInput) Error() string  { return e.err.Error() }
-func (e *convertInput) Unwrap() error  { return e.err }
-func (e *convertInput) BadInput() bool { return true }
-
-func asInput(err error) error {
-	var (
-		be *convert.BadRowError
-		nt *convert.NotTraceError
-		ue *convert.UsageError
-		re *trace.RowError
-	)
-	if errors.As(err, &be) || errors.As(err, &nt) || errors.As(err, &ue) || errors.As(err, &re) {
-		return &convertInput{err}
-	}
-	return err
-}

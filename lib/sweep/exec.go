@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/blis-sim/blis/lib/bug"
 )
 
 // Options configure the execution of a plan.
@@ -103,6 +105,7 @@ func Execute(p *Plan, o Options) (Stats, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer bug.Catch()
 			for r := range jobs {
 				rec, err := x.run(r)
 				if err == nil {

@@ -8,6 +8,8 @@ import (
 	"math"
 	"sync"
 
+	"github.com/blis-sim/blis/lib/badinput"
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/synth"
@@ -138,9 +140,7 @@ func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
 	model, runErr := r.cluster.simulate(src, rw, prefixBlock, path)
 	if runErr != nil {
 		rw.Abort()
-		var re *trace.RowError
-		var le *synth.LimitError
-		if errors.As(runErr, &re) || errors.As(runErr, &le) || model == "" {
+		if badinput.Is(runErr) || model == "" {
 			// Bad rows and configs the latency model refuses repeat on a rerun.
 			return "", &errInput{runErr}
 		}
@@ -242,6 +242,7 @@ var errStopped = errors.New("stopped")
 func newSynthSource(sp *synth.Spec) *synthSource {
 	s := &synthSource{ch: make(chan []trace.Request, 2), errc: make(chan error, 1), stop: make(chan struct{})}
 	go func() {
+		defer bug.Catch()
 		// Rows and their slices are reused by the generator after emit
 		// returns; the engine keeps them, so each batch gets fresh storage.
 		var batch []trace.Request
@@ -304,8 +305,7 @@ func (s *synthSource) Next(buf []trace.Request) ([]trace.Request, error) {
 
 func (s *synthSource) finalErr() error {
 	if s.err != nil {
-		var le *synth.LimitError
-		if errors.As(s.err, &le) {
+		if badinput.Is(s.err) {
 			return s.err
 		}
 		return &errInput{s.err}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/blis-sim/blis/lib/cleanup"
 )
 
 // The output directory of a sweep:
@@ -39,6 +41,7 @@ func writeFileAtomic(path string, b []byte) error {
 	if err != nil {
 		return err
 	}
+	defer cleanup.Add(f.Name())()
 	_, err = f.Write(b)
 	if cerr := f.Close(); err == nil {
 		err = cerr

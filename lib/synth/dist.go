@@ -46,6 +46,14 @@ type Dist struct {
 	constant bool
 }
 
+// YAMLScalarForm accepts a number as a constant distribution.
+func (*Dist) YAMLScalarForm(v string) error {
+	if _, err := strconv.ParseFloat(v, 64); err != nil {
+		return fmt.Errorf("expected a number or a distribution such as {dist: uniform, min: 1, max: 10}, found %q", v)
+	}
+	return nil
+}
+
 // UnmarshalYAML accepts a bare number (a constant) or a mapping. The
 // function form keeps the decoder's KnownFields setting.
 func (d *Dist) UnmarshalYAML(unmarshal func(any) error) error {

@@ -485,6 +485,9 @@ type LimitError struct{ Err error }
 func (e *LimitError) Error() string { return e.Err.Error() }
 func (e *LimitError) Unwrap() error { return e.Err }
 
+// BadInput marks the error as bad input (exit status 2; see lib/badinput).
+func (e *LimitError) BadInput() bool { return true }
+
 // MaxPromptTokens bounds a synthesised prompt (accumulated context included).
 const MaxPromptTokens = 1 << 24
 

@@ -12,11 +12,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/blis-sim/blis/lib/yamlcheck"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -185,6 +186,9 @@ type Loop struct {
 // Duration is a time in µs, written as "250ms", "1.5s", "2h" or a number of seconds.
 type Duration int64
 
+// YAMLScalar describes a Duration for yamlcheck's messages.
+func (*Duration) YAMLScalar() string { return "a duration such as 30s or 250ms (or seconds)" }
+
 // UnmarshalYAML parses a Go duration string or a number of seconds.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
@@ -223,52 +227,26 @@ func Parse(data []byte, name, dir string) (*Spec, error) {
 	s := &Spec{file: name, dir: dir}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, errors.New(cleanYAMLError(name, err))
+		return nil, yamlcheck.Clean(name, err)
 	}
 	s.root = &root
+	if len(root.Content) > 0 {
+		if _, err := yamlcheck.Check(name, &root, reflect.TypeOf(Spec{})); err != nil {
+			return nil, err
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(s); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty spec", name)
 		}
-		return nil, errors.New(cleanYAMLError(name, err))
+		return nil, yamlcheck.Clean(name, err)
 	}
 	if err := s.compile(); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-var (
-	yamlLineRE    = regexp.MustCompile(`^line (\d+): `)
-	yamlUnknownRE = regexp.MustCompile(`field (\S+) not found in type synth\.(\w+)`)
-	yamlTypeRE    = regexp.MustCompile(`cannot unmarshal !!(\w+) (.*) into (\S+)`)
-)
-
-// cleanYAMLError turns yaml's "yaml: unmarshal errors:\n  line 3: field x
-// not found in type synth.Client" into "spec.yaml:3: unknown field x in a
-// client", one line per problem.
-func cleanYAMLError(name string, err error) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	lines := strings.Split(msg, "\n")
-	for i, l := range lines {
-		l = strings.TrimSpace(l)
-		l = yamlUnknownRE.ReplaceAllStringFunc(l, func(m string) string {
-			sm := yamlUnknownRE.FindStringSubmatch(m)
-			return fmt.Sprintf("unknown field %s in %s", sm[1], strings.ToLower(sm[2]))
-		})
-		l = yamlTypeRE.ReplaceAllString(l, "expected $3, found $1 $2")
-		if sm := yamlLineRE.FindStringSubmatch(l); sm != nil {
-			l = name + ":" + sm[1] + ": " + l[len(sm[0]):]
-		} else {
-			l = name + ": " + l
-		}
-		lines[i] = l
-	}
-	return strings.Join(lines, "\n")
 }
 
 // path is a location in the spec: mapping keys (string) and sequence indices (int).

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -127,6 +128,7 @@ func pipeline(s *Spec, w *trace.RequestWriter) (Stats, error) {
 	var failed atomic.Bool
 	werr := make(chan error, 1)
 	go func() {
+		defer bug.Catch()
 		var err error
 		for b := range full {
 			for i := range b.rows {

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/blis-sim/blis/lib/cleanup"
 	"golang.org/x/term"
 )
 
@@ -115,10 +117,25 @@ func Open(path string, stdin io.Reader) (*Source, error) {
 		var fh *os.File
 		fh, err = os.Open(path)
 		if err == nil {
-			br, err = openStream(fh)
+			// An IPC or Parquet file under another name: go by the content.
+			var magic [6]byte
+			n, _ := fh.ReadAt(magic[:], 0)
+			switch f, ok := formatFor("x.parquet"); {
+			case n == 6 && string(magic[:]) == "ARROW1":
+				fh.Close()
+				br, err = openIPCFile(path)
+			case n >= 4 && string(magic[:4]) == "PAR1" && ok && f.Open != nil:
+				fh.Close()
+				br, err = f.Open(path)
+			default:
+				br, err = openPlainOrGzip(fh)
+			}
 		}
 	}
 	if err != nil {
+		if ne := notArrow(name, path, err); ne != nil {
+			return nil, &InputError{Err: ne}
+		}
 		return nil, &InputError{Err: fmt.Errorf("%s: %w", name, err)}
 	}
 	md, err := MetaFromSchema(br.Schema())
@@ -129,12 +146,49 @@ func Open(path string, stdin io.Reader) (*Source, error) {
 	return &Source{Path: name, r: br, meta: md}, nil
 }
 
+// openPlainOrGzip reads a file with no table extension: an IPC stream, or
+// any table compressed with gzip (results.arrows.gz).
+func openPlainOrGzip(fh *os.File) (BatchReader, error) {
+	var magic [2]byte
+	if n, _ := fh.ReadAt(magic[:], 0); n == 2 && magic == gzipMagic {
+		r, err := openStdin(fh)
+		if err != nil {
+			fh.Close()
+			return nil, err
+		}
+		return &closeAlso{BatchReader: r, c: fh}, nil
+	}
+	return openStream(fh)
+}
+
+var gzipMagic = [2]byte{0x1f, 0x8b}
+
+type closeAlso struct {
+	BatchReader
+	c io.Closer
+}
+
+func (r *closeAlso) Close() error {
+	err := r.BatchReader.Close()
+	if cerr := r.c.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // openStdin reads an IPC stream from stdin; an IPC file or Parquet file
 // piped in (`blis-sim < results.arrow`) is spooled to a temporary file,
-// since both formats are read from their end.
+// since both formats are read from their end. Gzip is undone first.
 func openStdin(stdin io.Reader) (BatchReader, error) {
 	br := bufio.NewReaderSize(stdin, ioBuffer)
 	magic, _ := br.Peek(6)
+	if len(magic) >= 2 && [2]byte{magic[0], magic[1]} == gzipMagic {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip-compressed data that cannot be decompressed: %w", err)
+		}
+		return openStdin(zr)
+	}
 	var f Format
 	switch {
 	case string(magic) == "ARROW1":
@@ -151,27 +205,32 @@ func openStdin(stdin io.Reader) (BatchReader, error) {
 	if err != nil {
 		return nil, err
 	}
+	forget := cleanup.Add(tmp.Name())
 	defer tmp.Close()
 	if _, err := io.Copy(tmp, br); err != nil {
 		os.Remove(tmp.Name())
+		forget()
 		return nil, err
 	}
 	r, err := f.Open(tmp.Name())
 	if err != nil {
 		os.Remove(tmp.Name())
+		forget()
 		return nil, err
 	}
-	return &removeOnClose{BatchReader: r, path: tmp.Name()}, nil
+	return &removeOnClose{BatchReader: r, path: tmp.Name(), forget: forget}, nil
 }
 
 type removeOnClose struct {
 	BatchReader
-	path string
+	path   string
+	forget func()
 }
 
 func (r *removeOnClose) Close() error {
 	err := r.BatchReader.Close()
 	os.Remove(r.path)
+	r.forget()
 	return err
 }
 
@@ -235,6 +294,12 @@ type streamReader struct {
 
 func openStream(rc io.ReadCloser) (BatchReader, error) {
 	br := bufio.NewReaderSize(rc, ioBuffer)
+	if head, _ := br.Peek(sniffLen); len(head) > 0 {
+		if what := sniff(head); what != "" {
+			rc.Close()
+			return nil, &notArrowError{what: what}
+		}
+	}
 	fr := newFrameReader(br)
 	rd, err := ipc.NewReaderFromMessageReader(fr)
 	if err != nil {
@@ -296,7 +361,10 @@ func (r *fileReader) Next() (arrow.RecordBatch, error) {
 	if r.i >= r.fr.NumRecords() {
 		return nil, io.EOF
 	}
-	rec, err := r.fr.RecordBatch(r.i)
+	// RecordBatchAt hands the batch to us; RecordBatch would also release
+	// the previous one itself, so with our own Release a batch retained by
+	// a consumer (blis-report reads ahead) was freed under it.
+	rec, err := r.fr.RecordBatchAt(r.i)
 	if err != nil {
 		return nil, err
 	}
@@ -361,17 +429,23 @@ func writeStream(w io.Writer, schema *arrow.Schema) (Sink, error) {
 }
 
 type streamSink struct {
-	w  *ipc.Writer
-	bw *bufio.Writer
+	w      *ipc.Writer
+	bw     *bufio.Writer
+	closed bool
+	err    error
 }
 
 func (s *streamSink) Write(rec arrow.RecordBatch) error { return s.w.Write(rec) }
 func (s *streamSink) Close() error {
-	err := s.w.Close()
-	if ferr := s.bw.Flush(); err == nil {
-		err = ferr
+	if s.closed {
+		return s.err
 	}
-	return err
+	s.closed = true
+	s.err = s.w.Close()
+	if ferr := s.bw.Flush(); s.err == nil {
+		s.err = ferr
+	}
+	return s.err
 }
 
 // Abort flushes what was written but no end-of-stream marker.
@@ -379,19 +453,49 @@ func (s *streamSink) Abort() { s.bw.Flush() }
 
 type fileOutput struct {
 	Sink
-	out *OutputFile
+	out      *OutputFile
+	finished bool
+	err      error
 }
 
-func (o *fileOutput) Close() error { return o.out.Commit(o.Sink.Close()) }
+// finish completes the table in the temporary file.
+func (o *fileOutput) finish() error {
+	if !o.finished {
+		o.finished = true
+		o.err = o.Sink.Close()
+	}
+	return o.err
+}
+
+func (o *fileOutput) Close() error { return o.out.Commit(o.finish()) }
 func (o *fileOutput) Abort()       { o.out.Abort() }
+
+// Hold wraps an output from Create for a table writer: the writer's Close
+// completes the table but leaves it under its temporary name; Close on the
+// output itself then puts it into place, or Abort discards it. A tool
+// writing several tables (blis-sim's -o and --steps) so puts all of them in
+// place or none. A stream is complete (and stays so) at the writer's Close.
+func Hold(s Sink) Sink { return held{s} }
+
+type held struct{ Sink }
+
+func (h held) Close() error {
+	if f, ok := h.Sink.(interface{ finish() error }); ok {
+		return f.finish()
+	}
+	return h.Sink.Close()
+}
+
+func (h held) Abort() { Abort(h.Sink) }
 
 // OutputFile is a file being written for a path: a temporary file beside
 // the (symlink-resolved) destination, or the destination itself when it is
 // a device or FIFO. Tools writing non-table outputs (HTML, YAML) use it too.
 type OutputFile struct {
-	f    *os.File
-	dest string // rename target; "" when writing in place
-	path string // as the user gave it, for messages
+	f      *os.File
+	dest   string // rename target; "" when writing in place
+	path   string // as the user gave it, for messages
+	forget func() // unregisters the temporary file from lib/cleanup
 }
 
 // CreateFile opens an output file for path (see Create).
@@ -408,7 +512,7 @@ func CreateFile(path string) (*OutputFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &OutputFile{f: f, path: path}, nil
+		return &OutputFile{f: f, path: path, forget: func() {}}, nil
 	}
 	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp*")
 	if err != nil {
@@ -418,7 +522,8 @@ func CreateFile(path string) (*OutputFile, error) {
 		}
 		return nil, err
 	}
-	return &OutputFile{f: f, dest: dest, path: path}, nil
+	// An interrupted or crashing tool removes it (see lib/cleanup).
+	return &OutputFile{f: f, dest: dest, path: path, forget: cleanup.Add(f.Name())}, nil
 }
 
 // File is the open file to write to.
@@ -439,13 +544,14 @@ func (o *OutputFile) Commit(err error) error {
 		return err
 	}
 	if err := o.f.Close(); err != nil {
-		os.Remove(o.f.Name())
+		o.Abort()
 		return fmt.Errorf("%s: %w", o.path, err)
 	}
 	if err := os.Rename(o.f.Name(), o.dest); err != nil {
-		os.Remove(o.f.Name())
+		o.Abort()
 		return fmt.Errorf("%s: %w", o.path, err)
 	}
+	o.forget()
 	return nil
 }
 
@@ -455,6 +561,7 @@ func (o *OutputFile) Abort() {
 	if o.dest != "" {
 		os.Remove(o.f.Name())
 	}
+	o.forget()
 }
 
 type fileSink struct {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -28,8 +30,50 @@ type Input struct {
 	SHA256 string `json:"sha256,omitempty"`
 }
 
-// Version is the toolkit version recorded in provenance.
-const Version = "0.1.0"
+// BaseVersion is the toolkit's release line, the version of a build that
+// says nothing more precise (go test, go run).
+const BaseVersion = "0.1.0"
+
+// version and commit may be set at link time (make build sets commit):
+// go build -ldflags "-X github.com/blis-sim/blis/lib/trace.version=1.2.3".
+var version, commit string
+
+// Version is the toolkit version printed by --version and recorded in
+// provenance: the link-time version, else the main module's version from
+// the build info (a tag with `go install …@v1.2.3`, or the pseudo-version
+// Go stamps in a git checkout), else BaseVersion with the commit (from the
+// link time or the build info's vcs.revision; -dirty when modified).
+var Version = resolveVersion(version, commit)
+
+func resolveVersion(ldVersion, ldCommit string) string {
+	if ldVersion != "" {
+		return ldVersion
+	}
+	rev, dirty := ldCommit, false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			return v
+		}
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision" && rev == "":
+				rev = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				dirty = true
+			}
+		}
+	}
+	if rev == "" {
+		return BaseVersion
+	}
+	if len(rev) == 40 { // a full vcs.revision
+		rev = rev[:12]
+	}
+	if dirty && !strings.HasSuffix(rev, "-dirty") {
+		rev += "-dirty"
+	}
+	return BaseVersion + "+" + rev
+}
 
 // Meta is a table's schema metadata. Keys are written in sorted order so the
 // encoded schema is deterministic.
@@ -142,3 +186,43 @@ func DescribeInput(path string) (Input, error) {
 // Delete removes a metadata key (a tool that breaks a promise of its input,
 // such as blis.sorted, drops it).
 func (m Meta) Delete(k string) { delete(m.kv, k) }
+
+// Metadata blis-sim writes on a results table: what ran, for the report's
+// header (blis.sim.model, the latency model names joined by commas, is older
+// and kept).
+const (
+	MetaSimDeployments = "blis.sim.deployments" // JSON array of SimDeployment
+	MetaSimRouter      = "blis.sim.router"      // the routing policy
+)
+
+// SimDeployment describes one deployment of a simulated cluster.
+type SimDeployment struct {
+	ID       string `json:"id"`
+	Model    string `json:"model"`
+	GPU      string `json:"gpu"`
+	TP       int    `json:"tp"`
+	Replicas int    `json:"replicas"`
+	// Latency is the step-time model's name: roofline:MODEL/GPU/tpN,
+	// fitted:COEFFICIENTS-FILE or linear.
+	Latency  string `json:"latency"`
+	KVBlocks int64  `json:"kv_blocks"`
+}
+
+// SetSimDeployments records the deployments of a run.
+func (m Meta) SetSimDeployments(d []SimDeployment) {
+	b, _ := json.Marshal(d) // plain structs: cannot fail
+	m.Set(MetaSimDeployments, string(b))
+}
+
+// SimDeployments returns the deployments recorded by blis-sim (nil when none were).
+func (m Meta) SimDeployments() ([]SimDeployment, error) {
+	v := m.Get(MetaSimDeployments)
+	if v == "" {
+		return nil, nil
+	}
+	var d []SimDeployment
+	if err := json.Unmarshal([]byte(v), &d); err != nil {
+		return nil, fmt.Errorf("schema metadata %s: not a JSON list of deployments: %v", MetaSimDeployments, err)
+	}
+	return d, nil
+}

@@ -116,3 +116,45 @@ func TestOutputToFIFO(t *testing.T) {
 		t.Fatalf("read %d rows through the FIFO, %v", len(reqs), err)
 	}
 }
+
+// Hold: the writer's Close completes the table but leaves it under its
+// temporary name; the output's Close puts it in place, Abort discards it.
+func TestHold(t *testing.T) {
+	for _, name := range []string{"out.arrows", "out.arrow"} {
+		for _, commit := range []bool{true, false} {
+			dir := t.TempDir()
+			path := filepath.Join(dir, name)
+			s := RequestsSchema(NewMeta())
+			out, err := Create(path, nil, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := NewRequestWriter(Hold(out), s)
+			for _, r := range sampleRequests(4) {
+				if err := w.Write(&r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Fatalf("%s: in place before the output's Close: %v", name, err)
+			}
+			if commit {
+				if err := out.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if n := rows(t, path); n != 4 {
+					t.Fatalf("%s: %d rows, want 4", name, n)
+				}
+			} else {
+				Abort(out)
+			}
+			ents, _ := os.ReadDir(dir)
+			if want := map[bool]int{true: 1, false: 0}[commit]; len(ents) != want {
+				t.Errorf("%s commit=%v: directory holds %v, want %d files", name, commit, ents, want)
+			}
+		}
+	}
+}

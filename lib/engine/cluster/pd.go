@@ -78,6 +78,9 @@ func (c *Cluster) pickDecode(r *request.State, dep *Deployment) {
 	view := g.board.View(c.now, c.oracleFor(g), false)
 	rv := policy.NewRequestView(&r.Req, c.now, c.pbFn)
 	rd := c.routing.Route(rv, view)
+	if c.opts.PolicyErr != nil && c.policyFailed() {
+		return
+	}
 	if rd.Target < 0 || rd.Target >= len(g.members) {
 		c.fail(fmt.Errorf("routing policy %s returned decode candidate %d of %d", c.cfg.Router.Routing, rd.Target, len(g.members)))
 		return

@@ -40,6 +40,9 @@ type Cluster struct {
 	// before giving up, for requests without their own timeout_us (0 = never).
 	ClientTimeout Duration `yaml:"client_timeout"`
 	Router        Router   `yaml:"router"`
+	// Policy is a policy bundle (docs/policies.md), relative to this file;
+	// its stages replace the router's and the schedulers' built-ins.
+	Policy string `yaml:"policy,omitempty"`
 
 	// Name is the file the config came from, for messages.
 	Name string `yaml:"-"`
@@ -202,6 +205,9 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 // MarshalYAML writes the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// YAMLScalar describes a Duration for yamlcheck's messages.
+func (*Duration) YAMLScalar() string { return "a duration such as 90s, 10m or 1h (or seconds)" }
 
 // UnmarshalYAML reads a Go duration string or a number of seconds.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {

@@ -7,9 +7,9 @@ import (
 	"os"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 
+	"github.com/blis-sim/blis/lib/yamlcheck"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -44,12 +44,11 @@ func Parse(name string, b []byte) (Cluster, error) {
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 		return c, nil
 	}
-	c.lines = map[string]int{}
-	w := walker{name: name, lines: c.lines}
-	w.walk(root, reflect.TypeOf(Cluster{}), "")
-	if w.err != nil {
-		return c, w.err
+	lines, err := yamlcheck.Check(name, root, reflect.TypeOf(Cluster{}))
+	if err != nil {
+		return c, err
 	}
+	c.lines = lines
 	if err := checkForms(name, root); err != nil {
 		return c, err
 	}
@@ -92,194 +91,9 @@ func checkForms(name string, root *yaml.Node) error {
 	return nil
 }
 
-// walker checks a YAML tree against the Go types it decodes into: unknown
-// keys (with a "did you mean"), and scalars of the wrong kind, named by
-// file, line and key path. It records each key's line.
-type walker struct {
-	name  string
-	lines map[string]int
-	err   error
-}
-
-var durationType = reflect.TypeOf(Duration(0))
-
-func (w *walker) fail(line int, path, format string, args ...any) {
-	if w.err == nil {
-		w.err = fmt.Errorf("%s:%d: %s: %s", w.name, line, path, fmt.Sprintf(format, args...))
-	}
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
-	if w.err != nil {
-		return
-	}
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return
-	}
-	if t == durationType {
-		if n.Kind != yaml.ScalarNode {
-			w.fail(n.Line, path, "expected a duration such as 90s, 10m or 1h (or seconds), found a %s", kindName(n))
-		}
-		return
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		w.walk(n, t.Elem(), path)
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			w.fail(n.Line, path, "expected a mapping of keys (%s), found %s", strings.Join(structKeys(t), ", "), describe(n))
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			f, ok := fieldByTag(t, k.Value)
-			p := join(path, k.Value)
-			if !ok {
-				keys := structKeys(t)
-				msg := fmt.Sprintf("unknown key (expected one of %s)", strings.Join(keys, ", "))
-				if s := Suggest(k.Value, keys); s != "" {
-					msg = fmt.Sprintf("unknown key; did you mean %s? (expected one of %s)", s, strings.Join(keys, ", "))
-				}
-				w.fail(k.Line, p, "%s", msg)
-				return
-			}
-			w.lines[p] = k.Line
-			w.walk(v, f.Type, p)
-		}
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			w.fail(n.Line, path, "expected a list, found %s", describe(n))
-			return
-		}
-		for i, e := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			w.lines[p] = e.Line
-			w.walk(e, t.Elem(), p)
-		}
-	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			w.fail(n.Line, path, "expected a mapping, found %s", describe(n))
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			p := join(path, n.Content[i].Value)
-			w.lines[p] = n.Content[i].Line
-			w.walk(n.Content[i+1], t.Elem(), p)
-		}
-	case reflect.String:
-		if n.Kind != yaml.ScalarNode {
-			w.fail(n.Line, path, "expected a string, found %s", describe(n))
-		}
-	case reflect.Bool:
-		if _, err := strconv.ParseBool(n.Value); n.Kind != yaml.ScalarNode || err != nil {
-			w.fail(n.Line, path, "expected true or false, found %s", describe(n))
-		}
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		if _, err := strconv.ParseInt(n.Value, 0, 64); n.Kind != yaml.ScalarNode || err != nil {
-			w.fail(n.Line, path, "expected an integer, found %s", describe(n))
-		}
-	case reflect.Uint64:
-		if _, err := strconv.ParseUint(n.Value, 0, 64); n.Kind != yaml.ScalarNode || err != nil {
-			w.fail(n.Line, path, "expected a non-negative integer, found %s", describe(n))
-		}
-	case reflect.Float64:
-		if _, err := strconv.ParseFloat(n.Value, 64); n.Kind != yaml.ScalarNode || err != nil {
-			w.fail(n.Line, path, "expected a number, found %s", describe(n))
-		}
-	}
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "mapping"
-	case yaml.SequenceNode:
-		return "list"
-	}
-	return "value"
-}
-
-func describe(n *yaml.Node) string {
-	if n.Kind == yaml.ScalarNode {
-		return strconv.Quote(n.Value)
-	}
-	return "a " + kindName(n)
-}
-
-func tagName(f reflect.StructField) string {
-	tag := f.Tag.Get("yaml")
-	if i := strings.IndexByte(tag, ','); i >= 0 {
-		tag = tag[:i]
-	}
-	return tag
-}
-
-func fieldByTag(t reflect.Type, key string) (reflect.StructField, bool) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.IsExported() && tagName(f) == key {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
-}
-
-func structKeys(t reflect.Type) []string {
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if n := tagName(f); f.IsExported() && n != "" && n != "-" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // Suggest returns the option closest to word when it is close enough to be
-// a likely typo ("" otherwise): edit distance at most a third of the
-// word's length (at least 1), ties to the first option.
-func Suggest(word string, options []string) string {
-	best, bd := "", 1<<30
-	for _, o := range options {
-		if d := editDistance(strings.ToLower(word), strings.ToLower(o)); d < bd {
-			best, bd = o, d
-		}
-	}
-	if bd <= max(1, len(word)/3) {
-		return best
-	}
-	return ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// a likely typo ("" otherwise); see yamlcheck.Suggest.
+func Suggest(word string, options []string) string { return yamlcheck.Suggest(word, options) }
 
 // flatOut and deploymentsOut are the printed shapes of the two forms.
 type flatOut struct {

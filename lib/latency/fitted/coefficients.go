@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blis-sim/blis/lib/cleanup"
+	"github.com/blis-sim/blis/lib/yamlcheck"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/blis-sim/blis/lib/latency"
@@ -129,13 +131,11 @@ func (c *Coefficients) Validate(p string) error {
 // Parse decodes and validates a coefficients document (unknown keys are errors).
 func Parse(p string, data []byte) (*Coefficients, error) {
 	var c Coefficients
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	if err := yamlcheck.Decode(p, data, &c); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty file, expected a coefficients YAML document", p)
 		}
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, err
 	}
 	if err := c.Validate(p); err != nil {
 		return nil, err
@@ -188,10 +188,16 @@ func (c *Coefficients) Save(p string) error {
 		return err
 	}
 	tmp := p + ".tmp"
+	defer cleanup.Add(tmp)()
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, p)
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // FileName is the canonical path of the file under coefficients/:

@@ -108,7 +108,10 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	good, _ := sample().Marshal()
 	for _, c := range []struct{ doc, want string }{
-		{string(good) + "extra: 1\n", "field extra not found"},
+		// Keys are named in the user's words, never as Go types (fitted.Coefficients).
+		{string(good) + "extra: 1\n", "c.yaml:31: extra: unknown key (expected one of model, gpu, tp, engine, version, weight_dtype, kv_dtype, terms, roofline_efficiency, alpha, sources, fit, notes)"},
+		{strings.Replace(string(good), "model:", "modle:", 1), "c.yaml:1: modle: unknown key; did you mean model?"},
+		{strings.Replace(string(good), "tp: 1", "tp: one", 1), `c.yaml:3: tp: expected an integer, found "one"`},
 		{strings.Replace(string(good), "tp: 1", "tp: 0", 1), "field tp: expected a positive integer, found 0"},
 		{strings.Replace(string(good), "feature: const", "feature: konst", 1), `feature "konst": unknown`},
 		{strings.Replace(string(good), "value: 5000", "value: -5", 1), "field terms[0].value: expected a finite non-negative number, found -5"},

@@ -1,0 +1,52 @@
+package trace
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCountRows(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 5, 2*BatchRows + 7} {
+		for _, ext := range []string{".arrows", ".arrow"} {
+			p := filepath.Join(dir, "t"+ext)
+			if err := writeAll(t, p, n, false); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := CountRows(p)
+			if !ok || got != int64(n) {
+				t.Errorf("%d rows as %s: CountRows = %d, %v", n, ext, got, ok)
+			}
+		}
+	}
+	// Not a table, or not a file: no count.
+	txt := filepath.Join(dir, "a.csv")
+	os.WriteFile(txt, []byte("a,b\n1,2\n"), 0o644)
+	for _, p := range []string{txt, "-", filepath.Join(dir, "missing.arrows"), dir} {
+		if n, ok := CountRows(p); ok {
+			t.Errorf("%s: CountRows = %d, true; want no count", p, n)
+		}
+	}
+}
+
+func FuzzCountRows(f *testing.F) {
+	dir := f.TempDir()
+	p := filepath.Join(dir, "seed.arrows")
+	s := RequestsSchema(NewMeta())
+	sink, _ := Create(p, nil, s)
+	w := NewRequestWriter(sink, s)
+	for _, r := range sampleRequests(3) {
+		w.Write(&r)
+	}
+	w.Close()
+	b, _ := os.ReadFile(p)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q := filepath.Join(t.TempDir(), "x.arrows")
+		if err := os.WriteFile(q, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		CountRows(q) // must not panic or allocate what a header claims
+	})
+}

@@ -15,7 +15,9 @@ const (
 	evXferDone       // a P/D KV transfer ends: the prefill replica frees its blocks
 	evToolDone
 	evTimeout
-	evSnapshot // not an event: the rank at which a periodic router snapshot is taken
+	evLifecycle // a replica's lifecycle timer (autoscaling): ready, warm, drain timeout
+	evScale     // the autoscaler's sampling tick
+	evSnapshot  // not an event: the rank at which a periodic router snapshot is taken
 	evArrival
 	evEnqueue
 	evWake // an idle replica's KV load from a lower tier ends
@@ -54,6 +56,14 @@ func (h *eventHeap) push(t int64, kind uint8, inst int32, r *request.State) {
 		life = r.Life
 	}
 	h.Push(event{t: t, key: uint64(kind)<<56 | h.seq, tag: uint64(uint32(inst))<<32 | uint64(life), r: r})
+}
+
+// pushGen schedules a replica's lifecycle event: gen (the replica's
+// lifecycle generation) takes the place of a request's life, so an event
+// left behind by a state change is stale.
+func (h *eventHeap) pushGen(t int64, kind uint8, inst int32, gen uint32) {
+	h.seq++
+	h.Push(event{t: t, key: uint64(kind)<<56 | h.seq, tag: uint64(uint32(inst))<<32 | uint64(gen)})
 }
 
 // retireHeap orders finished requests by the root arrival they hang off.

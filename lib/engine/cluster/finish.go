@@ -16,6 +16,9 @@ func (c *Cluster) Finish() (Summary, error) {
 		return c.sum, c.err
 	}
 	c.sum.SimEndUS = c.now
+	if c.sc != nil {
+		c.finishHeld()
+	}
 	// With no event left, nothing can still be waiting: a request left
 	// here would be a silent stall, not a horizon cut.
 	if c.h.Len() == 0 && !c.hasStash && c.liveH != nil {
@@ -50,6 +53,9 @@ func (c *Cluster) Finish() (Summary, error) {
 	c.sum.BusyUS = c.sum.BusyUS[:0]
 	c.sum.Steps, c.sum.Preemptions, c.sum.Evictions = 0, 0, 0
 	c.sum.TierOffloads, c.sum.TierLoads, c.sum.ThrashLoads = [2]int64{}, [2]int64{}, 0
+	if c.sc != nil {
+		c.sum.TierOffloads, c.sum.TierLoads, c.sum.ThrashLoads = c.sc.tierOff, c.sc.tierLoad, c.sc.thrash
+	}
 	for _, rep := range c.reps {
 		c.sum.Steps += rep.Steps
 		c.sum.Preemptions += rep.Sched.Preemptions()
@@ -72,6 +78,9 @@ func (c *Cluster) Finish() (Summary, error) {
 				}
 			}
 		}
+	}
+	if c.sc != nil {
+		c.finishScale()
 	}
 	s := &c.sum
 	if t := s.Completed + s.Dropped + s.Rejected + s.TimedOut + s.Unfinished + s.SourceFailed; t != s.Injected {

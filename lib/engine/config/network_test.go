@@ -40,7 +40,7 @@ func TestNetworkConfig(t *testing.T) {
 		t.Fatalf("%s", y)
 	}
 	for _, bad := range []struct{ yaml, want string }{
-		{"network: {rtt: -1s}\n", "b.yaml:1: expected a non-negative duration, found \"-1s\""},
+		{"network: {rtt: -1s}\n", "b.yaml:1: network.rtt: expected a non-negative duration, found \"-1s\""},
 		{"network: {bytes_per_token: -2}\n", "b.yaml:1: network.bytes_per_token: expected bytes per token in [0, 1e6] (0 = 4), found -2"},
 		{"latency: {image_encode_us: -5}\n", "b.yaml:1: latency.image_encode_us: expected µs per image >= 0 and finite, found -5"},
 	} {

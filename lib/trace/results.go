@@ -63,6 +63,11 @@ type ResultWriter struct {
 	tierTok                                              [4]*array.Int32Builder // gpu, cpu, storage, thrash
 	reload, xfer, xferWait, xferBytes                    *array.Int64Builder
 	pre, dec                                             *dictCol
+	// Rows whose tiered-KV and P/D columns hold their defaults (no tiers,
+	// no P/D: every row of most runs) are appended in bulk when the batch
+	// is flushed or a row with values comes: pendGPU keeps their
+	// cached_tokens_gpu (= cached_tokens).
+	pendGPU []int32
 }
 
 // NewResultWriter writes results to sink, created with ResultsSchema(md).
@@ -112,6 +117,15 @@ func (w *ResultWriter) Write(r *Result) error {
 	w.generated.Append(r.GeneratedTokens)
 	w.deployment.append(r.Deployment)
 	w.replica.append(r.ReplicaID)
+	if r.CachedTokensCPU == 0 && r.CachedTokensStorage == 0 && r.KVReloadUS == 0 && r.KVThrashTokens == 0 &&
+		r.PrefillReplica == "" && r.DecodeReplica == "" && r.KVTransferUS == Null && r.KVTransferWaitUS == Null && r.KVTransferBytes == 0 {
+		w.pendGPU = append(w.pendGPU, r.CachedTokensGPU)
+		if w.n+1 >= BatchRows {
+			w.fillPending()
+		}
+		return w.added()
+	}
+	w.fillPending()
 	w.tierTok[0].Append(r.CachedTokensGPU)
 	w.tierTok[1].Append(r.CachedTokensCPU)
 	w.tierTok[2].Append(r.CachedTokensStorage)
@@ -125,11 +139,33 @@ func (w *ResultWriter) Write(r *Result) error {
 	return w.added()
 }
 
+// fillPending appends the default-valued rows held back by Write.
+func (w *ResultWriter) fillPending() {
+	n := len(w.pendGPU)
+	if n == 0 {
+		return
+	}
+	w.tierTok[0].AppendValues(w.pendGPU, nil)
+	for _, b := range []*array.Int32Builder{w.tierTok[1], w.tierTok[2], w.tierTok[3]} {
+		b.AppendEmptyValues(n)
+	}
+	w.reload.AppendEmptyValues(n)
+	w.xferBytes.AppendEmptyValues(n)
+	w.xfer.AppendNulls(n)
+	w.xferWait.AppendNulls(n)
+	w.pre.appendNulls(n)
+	w.dec.appendNulls(n)
+	w.pendGPU = w.pendGPU[:0]
+}
+
 // Rows returns the number of rows written so far.
 func (w *ResultWriter) Rows() int64 { return w.rows }
 
 // Close flushes the last batch and closes the sink.
-func (w *ResultWriter) Close() error { return w.close() }
+func (w *ResultWriter) Close() error {
+	w.fillPending()
+	return w.close()
+}
 
 // Abort ends the output of a failed run: a file is removed (an earlier one
 // at the path stays), a stream is left without its end-of-stream marker.

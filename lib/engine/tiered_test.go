@@ -283,3 +283,24 @@ func TestTieredPDCloneAndDeterminism(t *testing.T) {
 		})
 	}
 }
+
+// Round-robin keeps one turn per pool: with 2 prefill and 3 decode
+// replicas, 6 requests go to each prefill replica 3 times and each decode
+// replica twice (one shared turn sent every prefill to the same replica).
+func TestPDRoundRobinPerPool(t *testing.T) {
+	c := oneDeployment(testConfig(), config.Pool{Role: "prefill", Replicas: 2}, config.Pool{Role: "decode", Replicas: 3})
+	c.Deployments[0].KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(1), Latency: us(20), Granularity: "block", Routing: "decode-first", MaxQueue: 8}
+	var reqs []trace.Request
+	for i := 0; i < 6; i++ {
+		reqs = append(reqs, req(string(rune('a'+i)), int64(i)*100_000, 50, 3))
+	}
+	sink, _ := run(t, c, reqs, Options{})
+	pre, dec := map[string]int{}, map[string]int{}
+	for _, r := range sink.rs {
+		pre[r.PrefillReplica]++
+		dec[r.DecodeReplica]++
+	}
+	if pre["d/0"] != 3 || pre["d/1"] != 3 || dec["d/2"] != 2 || dec["d/3"] != 2 || dec["d/4"] != 2 {
+		t.Fatalf("prefill %v decode %v", pre, dec)
+	}
+}

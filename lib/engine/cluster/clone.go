@@ -38,6 +38,7 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 		x.keys = &request.Keyer{Enabled: dep.keys.Enabled, PrefixBlock: dep.keys.PrefixBlock, Block: dep.keys.Block}
 		if dep.pd != nil {
 			p := *dep.pd
+			p.route = policy.Clone(dep.pd.route)
 			x.pd = &p
 		}
 		d.deps[i] = &x

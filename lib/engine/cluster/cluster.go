@@ -294,6 +294,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			if dep.pd, err = newPD(cfg, i, &d); err != nil {
 				return nil, err
 			}
+			dep.pd.route = policy.Clone(c.routing)
 			if c.sc != nil {
 				return nil, fmt.Errorf("%s: prefill/decode pools cannot be autoscaled (or report scale events) yet", cfg.DeploymentKey(i, "pools"))
 			}

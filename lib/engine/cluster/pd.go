@@ -22,6 +22,10 @@ type pdState struct {
 	decodeFirst   bool
 	bytesPerToken float64
 	decode        *group // the decode pool's candidates
+	// route chooses the decode replica: a copy of the routing policy made
+	// at the start, so that a stateful policy (round-robin's turn, random's
+	// stream) keeps one state per pool instead of alternating between them.
+	route policy.Routing
 }
 
 // newTiers builds one replica's lower KV tiers from its deployment's kv
@@ -77,7 +81,7 @@ func (c *Cluster) pickDecode(r *request.State, dep *Deployment) {
 	c.cur, c.curG = r, g
 	view := g.board.View(c.now, c.oracleFor(g), false)
 	rv := policy.NewRequestView(&r.Req, c.now, c.pbFn)
-	rd := c.routing.Route(rv, view)
+	rd := dep.pd.route.Route(rv, view)
 	if c.opts.PolicyErr != nil && c.policyFailed() {
 		return
 	}

@@ -1,6 +1,6 @@
 # The two commands a new user needs are `make demo` and `make test`.
 BIN := bin
-BINARIES := blis-convert blis-synth blis-sim blis-report blis-calibrate blis-sweep blis-load
+BINARIES := blis-convert blis-synth blis-sim blis-report blis-calibrate blis-sweep blis-load blis-eval
 GO ?= go
 
 .PHONY: all build demo test vet fmt-check fuzz-smoke bench coefficients fidelity clean

@@ -11,6 +11,8 @@
 #   SORTED=false bench/sim.sh       # unsorted table: blis-sim reads it into memory
 #   REPLICAS=1000 RATE=12000 bench/sim.sh     # 1,000 replicas at the same load per replica
 #   CLUSTER=bench/two-deployments.yaml MODELS=llama-3.1-8b,qwen3-14b RATE=12000 bench/sim.sh 1000000
+#   TRACE=decisions bench/sim.sh    # --trace-level decisions|full with --decisions and --anomalies
+#   REGRET=0.01 bench/sim.sh        # --regret-sample (counterfactual forks of 1% of routing decisions)
 #   POLICY=examples/policies/bench.yaml bench/sim.sh   # a policy bundle (Starlark routing + admission)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,13 +27,18 @@ if [ -n "${CLUSTER:-}" ]; then
 else
   set -- --replicas "${REPLICAS:-8}" --model llama-3.1-8b --gpu h100 --tp 1 --latency "${LATENCY:-auto}" ${ROUTER:+--router "$ROUTER"}
 fi
+if [ -n "${TRACE:-}" ]; then
+  set -- "$@" --trace-level "$TRACE" --decisions "$work/decisions.arrows" --anomalies "$work/anomalies.arrows"
+fi
+if [ -n "${REGRET:-}" ]; then
+  set -- "$@" --regret-sample "$REGRET"
 if [ -n "${POLICY:-}" ]; then
   set -- "$@" --policy "$POLICY"
 fi
 /usr/bin/time -v "$work/blis-sim" "$@" -o "$work/results.arrows" "$work/requests.arrows" 2>"$work/stderr" || {
   cat "$work/stderr"; exit 1; }
 grep -v '^\s' "$work/stderr" | grep -v -e 'Command being timed' -e '^$' | head -3 || true
-grep -E '^  (simulated|[0-9]+ replicas|[0-9]+ deployments)|^    ' "$work/stderr" || true
+grep -E '^  (simulated|[0-9]+ replicas|[0-9]+ deployments|decisions:)|^    ' "$work/stderr" || true
 wall=$(grep 'Elapsed (wall clock)' "$work/stderr" | awk '{print $NF}')
 rss=$(grep 'Maximum resident set size' "$work/stderr" | awk '{print $NF}')
 user=$(grep 'User time' "$work/stderr" | awk '{print $NF}')

@@ -33,7 +33,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "scale-events", Usage: "scale-events table of the run (blis-sim --scale-events): GPU-hours, cost, replicas over time"},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report to `FILE`"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` instead of stdout (- for stdout)"},
-		}, sweepFlags()...),
+		}, append(sweepFlags(), evalFlags()...)...),
 		Action: run,
 	}
 }
@@ -52,6 +52,15 @@ func run(c *cli.Context) error {
 		if len(a) > 1 && strings.HasPrefix(a, "-") {
 			return cliutil.Usage("flag %s after the input files: flags go first (blis-report --html r.html results.arrow)", a)
 		}
+	}
+	if c.Bool("summary") {
+		return runSummary(c)
+	}
+	if c.String("fitness") != "" {
+		return runFitness(c, f)
+	}
+	if c.Bool("pareto") {
+		return cliutil.Usage("--pareto ranks runs by a fitness spec: give --fitness FILE")
 	}
 	if c.NArg() == 1 && report.IsSweepTable(c.Args().First()) {
 		return runSweep(c, c.Args().First(), f)

@@ -36,7 +36,7 @@ func app() *cli.App {
 			"stream, as --steps). Flags override the YAML.\n" +
 			"See docs/engine.md and docs/policies.md.",
 		HideHelpCommand: true,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML (see examples/cluster.yaml)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "results output (`FILE`, - for stdout)"},
 			&cli.IntFlag{Name: "replicas", Aliases: []string{"n"}, Usage: "number of replicas", DefaultText: "1"},
@@ -64,7 +64,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
 			&cli.BoolFlag{Name: "progress", Usage: "print a progress line on stderr every few seconds even when it is not a terminal (CI, logs); on a terminal a bar is shown anyway"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the run to `FILE`", Hidden: true},
-		},
+		}, traceFlags()...),
 		Action: run,
 	}
 }
@@ -289,6 +289,17 @@ func run(c *cli.Context) error {
 		opts.Steps = sw
 	}
 
+	tr, err := setupTrace(c, &cfg, stage, &opts)
+	if err != nil {
+		rw.Abort()
+		trace.Abort(out)
+		if sw != nil {
+			sw.Abort()
+			trace.Abort(stepsOut)
+		}
+		return err
+	}
+
 	// The scale-events table is created before the run (a bad path fails at
 	// once) and written whole after it: a row per decision or lifecycle change.
 	var scaleRows []trace.ScaleEvent
@@ -303,6 +314,7 @@ func run(c *cli.Context) error {
 		if scaleOut, err = trace.Create(p, nil, scaleSchema); err != nil {
 			rw.Abort()
 			trace.Abort(out)
+			tr.abort()
 			if stepsOut != nil {
 				sw.Abort()
 				trace.Abort(stepsOut)
@@ -332,8 +344,15 @@ func run(c *cli.Context) error {
 	}
 	drops := &trace.DropCounter{W: rw}
 	var sink engine.Sink = drops
+	if tr != nil {
+		sink = tr.rec.Sink(drops)
+	}
 	if pb != nil {
-		if _, sink, err = pb.Apply(&cfg, &opts, drops); err != nil {
+		var err error
+		if _, sink, err = pb.Apply(&cfg, &opts, sink); err == nil && tr != nil {
+			err = tr.checkClonable(&opts)
+		}
+		if err != nil {
 			rw.Abort()
 			trace.Abort(out)
 			if stepsOut != nil {
@@ -343,6 +362,7 @@ func run(c *cli.Context) error {
 			if scaleOut != nil {
 				trace.Abort(scaleOut)
 			}
+			tr.abort()
 			return cliutil.BadInput(err)
 		}
 	}
@@ -359,6 +379,9 @@ func run(c *cli.Context) error {
 				closeErr = err
 			}
 		}
+		if err := tr.finish(); closeErr == nil {
+			closeErr = err
+		}
 	} else {
 		rw.Abort()
 		if sw != nil {
@@ -374,11 +397,17 @@ func run(c *cli.Context) error {
 				closeErr = stepsOut.Close()
 			}
 		}
+		if closeErr != nil {
+			tr.abort()
+		} else {
+			closeErr = tr.commit()
+		}
 	} else {
 		trace.Abort(out)
 		if stepsOut != nil {
 			trace.Abort(stepsOut)
 		}
+		tr.abort()
 	}
 	if scaleOut != nil {
 		if runErr == nil && closeErr == nil {
@@ -401,6 +430,10 @@ func run(c *cli.Context) error {
 		printSummary(stderr, &sum, &cfg, wall, &drops.Tally)
 		if pb != nil {
 			fmt.Fprintf(stderr, "  %s\n", pb.Describe())
+		}
+		if tr != nil {
+			st := tr.rec.Stats()
+			fmt.Fprintf(stderr, "  %s\n", st.Describe())
 		}
 	}
 	return allDropped(&sum, &drops.Tally)

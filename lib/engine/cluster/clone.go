@@ -15,7 +15,7 @@ import (
 // run the fork with another choice. Policies that keep state are copied
 // (policy.Cloner); the caller's Progress callback is not carried over.
 func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
-	m := request.NewClone()
+	m := request.NewCloneN(len(c.ids) + 64)
 	d := *c
 	if sink == nil {
 		sink = discard{}
@@ -23,6 +23,7 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	d.sink = sink
 	d.opts.Steps = steps
 	d.opts.Progress = nil
+	d.opts.Decisions, d.opts.Forker = nil, nil // forks are not traced
 
 	d.h.S = make([]event, len(c.h.S))
 	for i, e := range c.h.S {
@@ -123,16 +124,21 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	for i, e := range c.retired.S {
 		d.retired.S[i] = retireEntry{m.Map(e.r)}
 	}
-	d.pool = make([]*request.State, len(c.pool))
-	for i, r := range c.pool {
-		d.pool[i] = m.Map(r)
-	}
+	// Free states are not copied: the fork allocates its own (a state's
+	// identity never shows in results), and forks stay cheap.
+	d.pool = nil
 	d.liveH, d.liveT = m.Map(c.liveH), m.Map(c.liveT)
 	d.work = nil
 	d.fx = replica.Effects{}
 	d.sum.BusyUS = append([]int64(nil), c.sum.BusyUS...)
 	d.sum.Deployments = append([]DeploymentSummary(nil), c.sum.Deployments...)
 	m.Finish()
+	if c.opts.Decisions != nil {
+		d.hookPreemptions(false)
+		for _, rep := range d.reps {
+			rep.WantSteps = d.opts.Steps != nil
+		}
+	}
 	return &d
 }
 

@@ -65,6 +65,10 @@ type Options struct {
 	// ScaleEventsTo, when set, receives the scale-events rows when the
 	// run finishes (and makes the cluster collect them, as ScaleEvents).
 	ScaleEventsTo func([]trace.ScaleEvent)
+	// Decisions, when set, hears every decision (decision traces).
+	Decisions Decisions
+	// Forker, when set, is called before each arrival (regret forks).
+	Forker Forker
 	// PolicyErr, when set, is asked after each router decision and each
 	// step formed: a policy that failed (a sandboxed policy's runtime
 	// error, say) stops the run with its error.
@@ -198,6 +202,9 @@ type Cluster struct {
 	curG   *group
 	pbFn   func() int
 	oracle groupOracle
+	// a counterfactual fork's forced routing decision (ForceRoute)
+	forceID string
+	forceTo int
 
 	// input
 	frontier  int64 // arrival of the latest root read; rows hanging off earlier roots are all read
@@ -345,10 +352,18 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			}
 		}
 	}
-	c.liveView = c.snapEvery == 0 && !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing))
+	// Decision traces record what the router's view shows, so it is kept
+	// live for them even when every stage is blind to it.
+	c.liveView = c.snapEvery == 0 && (opts.Decisions != nil || !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing)))
 	for _, rep := range c.reps {
-		rep.WantSteps = opts.Steps != nil
+		rep.WantSteps = opts.Steps != nil || opts.Decisions != nil && opts.Decisions.WantBatches()
 		rep.ImageEncodeUS = dcfg[rep.Deployment].Latency.ImageEncodeUS
+	}
+	if opts.Decisions != nil {
+		c.hookPreemptions(true)
+		if b, ok := opts.Decisions.(interface{ Bind(*Cluster) }); ok {
+			b.Bind(c)
+		}
 	}
 	c.isDirty = make([]bool, len(c.reps))
 	c.gpos = make([]int32, len(c.reps))
@@ -523,6 +538,9 @@ func (c *Cluster) Step(until int64) Status {
 		return Idle
 	}
 	if c.hasStash {
+		if c.opts.Forker != nil && c.stashed.kind() == evArrival && c.stashed.r != nil {
+			c.opts.Forker.BeforeArrival(c, c.stashed.r)
+		}
 		c.hasStash = false
 		c.process(&c.stashed)
 		return Stepped
@@ -550,6 +568,12 @@ func (c *Cluster) Step(until int64) Status {
 		c.awaiting = nil
 		c.stashed, c.hasStash = ev, true
 		return NeedInput
+	}
+	if c.opts.Forker != nil && ev.kind() == evArrival && ev.r != nil {
+		// A clone made now must replay this arrival: it is its stash.
+		c.stashed, c.hasStash = ev, true
+		c.opts.Forker.BeforeArrival(c, ev.r)
+		c.hasStash = false
 	}
 	c.process(&ev)
 	return Stepped
@@ -642,6 +666,9 @@ func (c *Cluster) end(rep *replica.Replica) {
 		if err := c.opts.Steps.Write(&c.fx.Step); err != nil {
 			c.fail(err)
 		}
+	}
+	if c.opts.Decisions != nil && rep.WantSteps {
+		c.opts.Decisions.Batch(&c.fx.Step)
 	}
 	for _, r := range c.fx.Done {
 		if r.Cancel {

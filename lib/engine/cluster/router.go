@@ -97,11 +97,15 @@ func (c *Cluster) arrive(r *request.State) {
 		c.refreshDirty()
 	}
 	c.cur, c.curG = r, g
-	view := g.board.View(c.now, c.oracleFor(g), false)
+	dec := c.opts.Decisions
+	view := g.board.View(c.now, c.oracleFor(g), dec != nil)
 	rv := policy.NewRequestView(&r.Req, c.now, c.pbFn)
 	ad := c.admission.Admit(rv, view)
 	if c.opts.PolicyErr != nil && c.policyFailed() {
 		return
+	}
+	if dec != nil {
+		dec.Admitted(c.now, r, ad, view)
 	}
 	switch ad.Verdict {
 	case policy.Reject:
@@ -119,13 +123,25 @@ func (c *Cluster) arrive(r *request.State) {
 	}
 	r.Admitted = c.now
 	r.Prio = c.priority.Priority(rv, view)
+	if dec != nil {
+		dec.Prioritized(c.now, r, r.Prio, view)
+		view = g.board.View(c.now, c.oracleFor(g), true) // fresh scores for routing
+	}
 	rd := c.routing.Route(rv, view)
 	if c.opts.PolicyErr != nil && c.policyFailed() {
 		return
 	}
+	if c.forceID != "" && c.forceID == r.Req.ID {
+		rd = policy.RouteDecision{Target: c.forceTo, Reason: "counterfactual: forced"}
+		c.forceID = ""
+	}
 	if rd.Target < 0 || rd.Target >= len(g.members) {
 		c.fail(fmt.Errorf("routing policy %s returned candidate %d of %d", c.cfg.Router.Routing, rd.Target, len(g.members)))
 		return
+	}
+	if dec != nil {
+		g.deps[0].keys.Ensure(r)
+		dec.Routed(c.now, r, rd, view, g.members)
 	}
 	rep := c.reps[g.members[rd.Target]]
 	if c.checks && rep.State != replica.Serving && rep.State != replica.Warming {

@@ -67,7 +67,10 @@ type spool struct {
 
 	nextEval   int64
 	lastAction int64
-	trigger    string // the trigger that fired at this tick ("" for the interval)
+	// acts are the pool's scale actions, kept only when decisions are
+	// traced: scale_oscillation anomalies are found in them at the end.
+	acts    []autoscale.Action
+	trigger string // the trigger that fired at this tick ("" for the interval)
 	// metrics: a ring of per-sample buckets covering the window
 	ring     []bucket
 	head     int // next bucket to write
@@ -714,10 +717,12 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 			row.ProvisioningUS, row.WarmEndUS = maxDelay, warmEnd
 		}
 		c.scaleRow(sp, row)
+		c.traceScale(sp, &row, true)
 	} else {
 		row.Action = trace.ScaleDown
 		c.sum.ScaleDowns++
 		c.scaleRow(sp, row) // before the lifecycle rows it causes
+		c.traceScale(sp, &row, false)
 		n := v.Current - d.Target
 		for _, st := range []replica.State{replica.Provisioning, replica.Warming, replica.Serving} {
 			for j := len(sp.slots) - 1; j >= 0 && n > 0; j-- {
@@ -965,6 +970,7 @@ func (c *Cluster) finishScale() {
 		c.bill(sp, 0)
 		c.sum.GPUHours[sp.depIdx] += sp.gpuUS / 3.6e9
 		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleEnd, Reason: "end of the run"})
+		c.reportOscillations(sp)
 	}
 	if c.opts.ScaleEventsTo != nil {
 		c.opts.ScaleEventsTo(s.rows)
@@ -1032,6 +1038,7 @@ func (s *scaler) clone(m *request.Clone, d *Cluster, depMap map[*Deployment]*Dep
 	for i, sp := range s.pools {
 		y := *sp
 		y.dep = depMap[sp.dep]
+		y.acts = slices.Clone(sp.acts)
 		y.g = grpMap[sp.g]
 		if sp.ctrl != nil {
 			y.ctrl = sp.ctrl.Clone()
@@ -1064,4 +1071,30 @@ type warmModel struct {
 func (w *warmModel) StepTime(b *latency.Batch) int64 {
 	d := w.Model.StepTime(b)
 	return int64(float64(d) * autoscale.WarmFactor(w.curve, w.f0, *w.now-w.start, w.dur))
+}
+
+// traceScale records an autoscaler's action in the decision trace (when
+// decisions are traced) and keeps it for the oscillation check.
+func (c *Cluster) traceScale(sp *spool, row *trace.ScaleEvent, up bool) {
+	if c.opts.Decisions == nil {
+		return
+	}
+	sp.acts = append(sp.acts, autoscale.Action{TimeUS: c.now, Up: up})
+	c.TraceScale(sp.dep.ID, fmt.Sprintf("%s/pool%d", sp.dep.ID, sp.idx), string(row.Action), row.Reason, int(row.To))
+}
+
+// reportOscillations reports each up/down/up (or down/up/down) of the pool
+// within autoscale.DefaultOscillationWindowUS as a scale_oscillation
+// anomaly: the same rule blis-report applies to the scale-events table.
+func (c *Cluster) reportOscillations(sp *spool) {
+	for _, o := range autoscale.Oscillations(sp.acts, autoscale.DefaultOscillationWindowUS) {
+		pattern := "down, up, down"
+		if o.FirstUp {
+			pattern = "up, down, up"
+		}
+		c.ReportAnomaly(&trace.Anomaly{Type: trace.AnomalyScaleOscillation, TimeUS: o.StartUS, EndUS: o.EndUS,
+			Severity: "medium", Magnitude: float64(o.EndUS-o.StartUS) / 1e6,
+			ReplicaID:   fmt.Sprintf("%s/pool%d", sp.dep.ID, sp.idx),
+			Description: fmt.Sprintf("pool %s/%d scaled %s within %s", sp.dep.ID, sp.idx, pattern, config.Duration((o.EndUS-o.StartUS)*1000))})
+	}
 }

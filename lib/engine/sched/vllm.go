@@ -40,6 +40,8 @@ type VLLM struct {
 	keys   *request.Keyer
 	order  Order
 	victim Victim
+	// onPreempt, when set, hears every preemption (decision traces).
+	onPreempt func(r *request.State)
 
 	waiting waitQueue
 	// Async: requests that reached the queue, in order, not yet seen by
@@ -224,6 +226,9 @@ func (s *VLLM) preempt(r *request.State) {
 		r.Generated = r.Gen0 + int32(s.step-1-r.S0)
 	}
 	s.leave(r)
+	if s.onPreempt != nil {
+		s.onPreempt(r)
+	}
 	r.Preemptions++
 	s.preempted++
 	s.preempts++
@@ -232,6 +237,9 @@ func (s *VLLM) preempt(r *request.State) {
 	r.Phase = request.Waiting
 	s.waiting.push(r)
 }
+
+// SetPreemptHook makes f hear every preemption, with the victim (nil: none).
+func (s *VLLM) SetPreemptHook(f func(r *request.State)) { s.onPreempt = f }
 
 // chooseVictim is the request to preempt: the newest running one, or the
 // Victim policy's choice.

@@ -1,0 +1,89 @@
+// Command blis-eval evaluates one policy candidate for a search loop
+// (OpenEvolve, GEPA, random search): it simulates the cluster in-process,
+// scores the run with a fitness spec and prints one JSON object. Flags and
+// wiring only: the evaluator is lib/eval. See docs/evaluator.md.
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/lib/eval"
+	"github.com/blis-sim/blis/lib/fitness"
+	"github.com/blis-sim/blis/lib/summary"
+)
+
+func main() { cliutil.Run(app()) }
+
+func app() *cli.App {
+	return &cli.App{
+		Name:      "blis-eval",
+		Usage:     "evaluate a policy candidate: simulate, score with a fitness spec, print one JSON object",
+		UsageText: "blis-eval --cluster c.yaml [--policy bundle.yaml] --fitness f.yaml [--seeds N] requests.arrow\n   blis-eval --cluster c.yaml --fitness f.yaml --workload spec.yaml [--seeds N]",
+		Description: "Prints {valid, error?, fitness, primary, metrics, ci95?, seeds, summary, artifacts}. A candidate that\n" +
+			"fails (its config does not load, the run fails, a constraint is violated) gives valid: false\n" +
+			"and exit 0; bad usage of blis-eval itself exits 2.",
+		HideHelpCommand: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML of the candidate", Required: true},
+			&cli.StringFlag{Name: "policy", Usage: "policy bundle of the candidate (YAML: templates, decision trees, Starlark; docs/policies.md); default: the one the cluster file names, if any"},
+			&cli.StringFlag{Name: "fitness", Aliases: []string{"f"}, Usage: "fitness spec YAML", Required: true},
+			&cli.StringFlag{Name: "workload", Usage: "blis-synth workload spec, regenerated with seed+i for replication i (instead of a requests table)"},
+			&cli.IntFlag{Name: "seeds", Value: 1, Usage: "seeded replications: metrics get their mean and 95% CI"},
+			&cli.StringFlag{Name: "artifacts", Usage: "directory for the results, decisions, anomalies and summary", DefaultText: "a new temporary directory"},
+			&cli.Float64Flag{Name: "regret-sample", Usage: "fraction of routing decisions replayed for counterfactual regret"},
+			&cli.StringFlag{Name: "summary-strategy", Value: summary.IssueFocused, Usage: "summary strategy: " + strings.Join(summary.Strategies, ", ")},
+		},
+		Action: run,
+	}
+}
+
+func run(c *cli.Context) error {
+	spec, err := fitness.Load(c.String("fitness"))
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	o := eval.Options{Cluster: c.String("cluster"), Policy: c.String("policy"), Fitness: spec, Workload: c.String("workload"),
+		Seeds: c.Int("seeds"), Artifacts: c.String("artifacts"), RegretSample: c.Float64("regret-sample"),
+		Strategy: c.String("summary-strategy"), Args: os.Args[1:]}
+	switch {
+	case c.NArg() == 1:
+		o.Requests = c.Args().First()
+	case c.NArg() > 1:
+		return cliutil.Usage("expected one requests table, found %d arguments (flags go before it)", c.NArg())
+	case o.Workload == "":
+		return cliutil.Usage("expected a requests table, or --workload SPEC")
+	}
+	if o.Requests != "" && o.Workload != "" {
+		return cliutil.Usage("give a requests table or --workload, not both")
+	}
+	if o.Seeds < 1 {
+		return cliutil.Usage("--seeds: expected >= 1, found %d", o.Seeds)
+	}
+	if r := o.RegretSample; r < 0 || r > 1 {
+		return cliutil.Usage("--regret-sample: expected a fraction in [0, 1], found %g", r)
+	}
+	valid := false
+	for _, s := range summary.Strategies {
+		valid = valid || s == o.Strategy
+	}
+	if !valid {
+		return cliutil.Usage("--summary-strategy %q: expected one of %s", o.Strategy, strings.Join(summary.Strategies, ", "))
+	}
+	if o.Artifacts == "" {
+		if o.Artifacts, err = os.MkdirTemp("", "blis-eval-"); err != nil {
+			return err
+		}
+	}
+	out, err := eval.Run(o)
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	e := json.NewEncoder(c.App.Writer)
+	e.SetIndent("", "  ")
+	return e.Encode(out)
+}

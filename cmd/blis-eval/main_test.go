@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/cliutil"
+)
+
+const evolve = "../../examples/evolve/"
+
+func runEval(t *testing.T, args ...string) (int, map[string]any, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := app()
+	a.Writer = &out
+	code := cliutil.RunArgs(a, append([]string{"blis-eval"}, args...), &errb)
+	var m map[string]any
+	if code == 0 {
+		if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+			t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
+		}
+	}
+	return code, m, errb.String()
+}
+
+func candidate(t *testing.T, router string) string {
+	t.Helper()
+	base, err := os.ReadFile(evolve + "cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, append(base, []byte(router)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestEval(t *testing.T) {
+	good := candidate(t, "router: {routing: least-loaded}\n")
+	code, m, stderr := runEval(t, "--cluster", good, "--fitness", evolve+"fitness.yaml", "--workload", evolve+"workload.yaml",
+		"--seeds", "3", "--artifacts", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if m["valid"] != true || m["primary"] == nil {
+		t.Fatalf("want a valid candidate with a primary: %v", m)
+	}
+	ci := m["ci95"].(map[string]any)["goodput"].([]any)
+	mean := m["metrics"].(map[string]any)["goodput"].(float64)
+	if lo, hi := ci[0].(float64), ci[1].(float64); !(lo <= mean && mean <= hi && lo < hi) {
+		t.Fatalf("goodput %v outside its CI %v (three workload seeds differ)", mean, ci)
+	}
+	if len(m["seeds"].([]any)) != 3 {
+		t.Fatalf("seeds %v", m["seeds"])
+	}
+	for _, k := range []string{"results", "decisions", "anomalies", "summary"} {
+		if _, err := os.Stat(m["artifacts"].(map[string]any)[k].(string)); err != nil {
+			t.Fatalf("artifact %s: %v", k, err)
+		}
+	}
+	if s := m["summary"].(string); !strings.Contains(s, "## Outcome vs targets") {
+		t.Fatalf("summary: %s", s)
+	}
+
+	// An invalid candidate is an answer: valid false, exit 0.
+	bad := candidate(t, "router: {routing: no-such}\n")
+	code, m, stderr = runEval(t, "--cluster", bad, "--fitness", evolve+"fitness.yaml", "--workload", evolve+"workload.yaml", "--artifacts", t.TempDir())
+	if code != 0 || m["valid"] != false || !strings.Contains(m["error"].(string), "no-such") {
+		t.Fatalf("invalid candidate: exit %d %v %s", code, m, stderr)
+	}
+	// A policy bundle that does not load is the candidate's failure too.
+	code, m, stderr = runEval(t, "--cluster", evolve+"cluster.yaml", "--policy", "no-such-bundle.yaml", "--fitness", evolve+"fitness.yaml", "--workload", evolve+"workload.yaml", "--artifacts", t.TempDir())
+	if code != 0 || m["valid"] != false || !strings.Contains(m["error"].(string), "no-such-bundle.yaml") {
+		t.Fatalf("missing bundle: exit %d %v %s", code, m, stderr)
+	}
+	// A Starlark routing policy (a bundle naming it) is evaluated.
+	bdir := t.TempDir()
+	bpath := filepath.Join(bdir, "b.yaml")
+	abs, _ := filepath.Abs(evolve + "candidates/good.star")
+	os.WriteFile(bpath, []byte("id: t\nrouting: {kind: starlark, file: "+abs+"}\n"), 0o644)
+	code, m, stderr = runEval(t, "--cluster", evolve+"cluster.yaml", "--policy", bpath, "--fitness", evolve+"fitness.yaml", "--workload", evolve+"workload.yaml", "--artifacts", t.TempDir())
+	if code != 0 || m["valid"] != true {
+		t.Fatalf("Starlark bundle: exit %d %v %s", code, m, stderr)
+	}
+	// A violated constraint too.
+	strict := filepath.Join(t.TempDir(), "f.yaml")
+	os.WriteFile(strict, []byte("objectives: [{metric: throughput, direction: maximize}]\nconstraints: [\"ttft_p99 < 0.001\"]\n"), 0o644)
+	code, m, _ = runEval(t, "--cluster", good, "--fitness", strict, "--workload", evolve+"workload.yaml", "--artifacts", t.TempDir())
+	if code != 0 || m["valid"] != false || !strings.Contains(m["error"].(string), "ttft_p99 < 0.001") {
+		t.Fatalf("constraint failure: exit %d %v", code, m)
+	}
+}
+
+// Bad usage of blis-eval itself exits 2 with a clear message.
+func TestEvalUsage(t *testing.T) {
+	good := candidate(t, "router: {routing: least-loaded}\n")
+	zero := filepath.Join(t.TempDir(), "zero.yaml")
+	os.WriteFile(zero, []byte("objectives: [{metric: throughput, direction: maximize, weight: 0}]\n"), 0o644)
+	unknown := filepath.Join(t.TempDir(), "unknown.yaml")
+	os.WriteFile(unknown, []byte("objectives: [{metric: thruput, direction: maximize}]\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml"}, "expected a requests table, or --workload"},
+		{[]string{"--cluster", good, "--fitness", zero, "--workload", evolve + "workload.yaml"}, "every weight is 0"},
+		{[]string{"--cluster", good, "--fitness", unknown, "--workload", evolve + "workload.yaml"}, `unknown metric "thruput"`},
+		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "--seeds", "0", "--workload", evolve + "workload.yaml"}, "--seeds"},
+		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "--policy", evolve + "candidates/good.bundle.yaml", "--regret-sample", "0.1", "--workload", evolve + "workload.yaml"}, "--regret-sample"},
+		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "nope.arrow"}, "nope.arrow"},
+	} {
+		code, _, stderr := runEval(t, append([]string{"--artifacts", t.TempDir()}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// The Python examples (OpenEvolve evaluator, GEPA adapter) against fixed
+// candidates, with plain python3 and the blis-eval of this tree.
+func TestPythonExamples(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found")
+	}
+	bin := filepath.Join(t.TempDir(), "blis-eval")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(py, evolve+"test_evolve.py")
+	cmd.Env = append(os.Environ(), "BLIS_EVAL="+bin, "TMPDIR="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python3 test_evolve.py: %v\n%s", err, out)
+	}
+}

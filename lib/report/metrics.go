@@ -1,0 +1,151 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Scalar metrics of a run, for fitness specs (lib/fitness): the same
+// numbers as the report's tables, computed by the same accumulators.
+// Latencies are in ms, throughputs per second of span, rates and
+// attainments fractions in [0, 1].
+var MetricNames = []string{
+	"throughput", "output_throughput", "goodput", "slo_attainment", "completed_fraction",
+	"ttft_mean", "ttft_p50", "ttft_p90", "ttft_p95", "ttft_p99",
+	"tpot_mean", "tpot_p50", "tpot_p90", "tpot_p95", "tpot_p99",
+	"e2e_mean", "e2e_p50", "e2e_p90", "e2e_p95", "e2e_p99",
+	"jain_fairness", "cache_hit_rate", "preemption_rate",
+}
+
+// MetricDoc describes each metric (docs/evaluator.md repeats it).
+var MetricDoc = map[string]string{
+	"throughput":         "completed llm requests per second of span",
+	"output_throughput":  "output tokens of completed llm requests per second of span",
+	"goodput":            "requests meeting every SLO target per second of span (needs SLOs)",
+	"slo_attainment":     "fraction of requests under an SLO meeting every target (needs SLOs)",
+	"completed_fraction": "completed llm requests / llm requests",
+	"jain_fairness":      "Jain index of output tokens per second over tenants (unscoped only)",
+	"cache_hit_rate":     "prompt tokens served from the prefix cache / prompt tokens of scheduled requests",
+	"preemption_rate":    "fraction of llm requests preempted at least once",
+}
+
+// Scope kinds of a metric.
+const (
+	ScopeAll    = ""
+	ScopeClass  = "slo_class"
+	ScopeTenant = "tenant"
+)
+
+// IsMetric reports whether name is a known metric.
+func IsMetric(name string) bool {
+	for _, n := range MetricNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsDist reports whether a metric needs latency distributions (a
+// scoped one then needs the report grouped by its scope).
+func NeedsDist(name string) bool {
+	return strings.HasPrefix(name, "ttft_") || strings.HasPrefix(name, "tpot_") || strings.HasPrefix(name, "e2e_")
+}
+
+// NumRuns is the number of runs (inputs) in the report.
+func (rep *Report) NumRuns() int { return len(rep.runs) }
+
+// ScopeValues lists the values of a scope kind seen in run i, sorted.
+func (rep *Report) ScopeValues(i int, kind string) []string {
+	r := rep.runs[i]
+	var names []string
+	switch {
+	case r.groupCol != "" && r.groupCol == GroupColumns[kind]:
+		names = r.names()
+	case kind == ScopeClass && r.classKey != nil:
+		names = r.classKey.names
+	case kind == ScopeTenant && r.tenantKey != nil:
+		names = r.tenantKey.names
+	}
+	out := append([]string(nil), names...)
+	sort.Strings(out)
+	return out
+}
+
+// Metric returns metric name of run i over the rows of a scope: all rows
+// (kind ""), one SLO class or one tenant.
+func (rep *Report) Metric(i int, name, kind, value string) (float64, error) {
+	if !IsMetric(name) {
+		return 0, fmt.Errorf("unknown metric %q: expected one of %s", name, strings.Join(MetricNames, ", "))
+	}
+	r := rep.runs[i]
+	a := r.all
+	if kind != ScopeAll {
+		if name == "jain_fairness" {
+			return 0, fmt.Errorf("jain_fairness is over tenants: it takes no scope")
+		}
+		a = nil
+		var names []string
+		var accs []*acc
+		switch {
+		case r.groupCol != "" && r.groupCol == GroupColumns[kind]:
+			names, accs = r.names(), r.groups
+		case kind == ScopeClass && r.classKey != nil:
+			names, accs = r.classKey.names, r.classes
+		case kind == ScopeTenant && r.tenantKey != nil:
+			names, accs = r.tenantKey.names, r.tenants
+		case kind != ScopeClass && kind != ScopeTenant:
+			return 0, fmt.Errorf("unknown scope %q: expected slo_class or tenant", kind)
+		}
+		for j, n := range names {
+			if n == value && j < len(accs) {
+				a = accs[j]
+			}
+		}
+		if a == nil {
+			known := rep.ScopeValues(i, kind)
+			if len(known) == 0 {
+				return 0, fmt.Errorf("%s: no %s %q: the results have no %s values", r.path, kind, value, kind)
+			}
+			return 0, fmt.Errorf("%s: no %s %q: expected one of %s", r.path, kind, value, strings.Join(known, ", "))
+		}
+		if NeedsDist(name) && a.d[0] == nil {
+			return 0, fmt.Errorf("%s by %s needs the report grouped by %s", name, kind, kind)
+		}
+	}
+	sp := r.span() / 1e6
+	switch name {
+	case "throughput":
+		return float64(a.completed) / sp, nil
+	case "output_throughput":
+		return float64(a.outTok) / sp, nil
+	case "goodput", "slo_attainment":
+		if a.sloN == 0 {
+			return 0, fmt.Errorf("%s: no request under an SLO in scope (give SLO targets)", name)
+		}
+		if name == "goodput" {
+			return float64(a.sloAll) / sp, nil
+		}
+		return float64(a.sloAll) / float64(a.sloN), nil
+	case "completed_fraction":
+		return ratio(float64(a.completed), float64(a.llm)), nil
+	case "cache_hit_rate":
+		return ratio(float64(a.cached), float64(a.schedIn)), nil
+	case "preemption_rate":
+		return ratio(float64(a.preempted), float64(a.llm)), nil
+	case "jain_fairness":
+		var xs []float64
+		for _, t := range r.tenants {
+			xs = append(xs, float64(t.outTok)/sp)
+		}
+		return jain(xs), nil
+	}
+	m, stat, _ := strings.Cut(name, "_")
+	d := a.d[map[string]int{"ttft": mTTFT, "tpot": mTPOT, "e2e": mE2E}[m]]
+	if d.Count() == 0 {
+		return math.NaN(), nil
+	}
+	return statValue(d, stat) / 1000, nil
+}

@@ -70,6 +70,14 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 	}
 	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted; at most %d requests held in memory\n",
 		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
+	if s.TierOffloads[0]+s.TierOffloads[1]+s.TierLoads[0]+s.TierLoads[1] > 0 {
+		fmt.Fprintf(w, "  KV tiers: %d blocks offloaded to cpu, %d to storage; %d reloaded from cpu, %d from storage; %d thrashing reloads\n",
+			s.TierOffloads[0], s.TierOffloads[1], s.TierLoads[0], s.TierLoads[1], s.ThrashLoads)
+	}
+	if s.Transfers > 0 {
+		fmt.Fprintf(w, "  P/D: %d KV transfers, %.3f GB; %d waited for the decode replica's blocks (backpressure)\n",
+			s.Transfers, float64(s.TransferBytes)/1e9, s.PDBackpressure)
+	}
 }
 
 // allDropped fails a run that served nothing because every request it could

@@ -118,6 +118,9 @@ func FuzzRun(f *testing.F) {
 			if a.ScaleToZero {
 				p.Replicas = int(kv>>1) % 2
 			}
+		} else if routing&0x80 == 0 && (kv&0x20 != 0 || routing&0x40 != 0) {
+			// Tiered KV and/or P/D on one deployment.
+			c = fuzzTiered(c, kv, routing)
 		}
 		sink := &memSink{}
 		sum, err := Run(c, models, SliceSource(reqs), sink, Options{CheckInvariants: true})
@@ -135,4 +138,32 @@ func FuzzRun(f *testing.F) {
 			t.Fatalf("no horizon but %d unfinished", sum.Unfinished)
 		}
 	})
+}
+
+// fuzzTiered turns the fuzz config into one deployment with lower KV tiers
+// (offload policy and eviction order from kv), and with prefill/decode
+// pools when routing says so.
+func fuzzTiered(c config.Cluster, kv, routing uint8) config.Cluster {
+	pools := []config.Pool{{Role: "monolithic", Replicas: 2}}
+	pd := routing&0x40 != 0
+	if pd {
+		pools = []config.Pool{{Role: "prefill", Replicas: 1 + int(kv>>4&1)}, {Role: "decode", Replicas: 1 + int(routing>>5&1)}}
+	}
+	c = oneDeployment(c, pools...)
+	d := &c.Deployments[0]
+	evs := []string{"lru", "lfu", "priority"}
+	offs := []string{"none", "eager", "lazy", "threshold"}
+	if kv&0x20 != 0 {
+		d.KV = &config.KV{Offload: offs[int(kv)%4], Threshold: 0.5, BytesPerToken: 100, Tiers: []config.Tier{
+			{Name: "cpu", CapacityBlocks: int64(kv%5) + 1, BandwidthGBs: gbs(0.1), Latency: us(int64(kv % 7)), Eviction: evs[int(kv)%3]}}}
+		if kv&0x10 != 0 {
+			d.KV.Tiers = append(d.KV.Tiers, config.Tier{Name: "storage", CapacityBlocks: int64(kv%9) + 1, BandwidthGBs: gbs(0.02), Latency: us(50), Eviction: evs[int(routing)%3]})
+		}
+	}
+	if pd {
+		routings := []string{"decode-first", "prefill-first"}
+		d.KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(0.05), Latency: us(int64(routing % 30)),
+			Granularity: "block", Routing: routings[int(kv>>3)&1], MaxQueue: int(routing%3) + 1}
+	}
+	return c
 }

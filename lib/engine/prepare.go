@@ -29,6 +29,7 @@ func Prepare(cfg *config.Cluster) (models []latency.Model, why []string, err err
 			cfg.Engine.KVBlocks = d.Engine.KVBlocks
 		} else {
 			cfg.Deployments[i].Engine.KVBlocks = d.Engine.KVBlocks
+			cfg.Deployments[i].KV, cfg.Deployments[i].KVTransfer = d.KV, d.KVTransfer
 		}
 		models = append(models, m)
 		if len(deps) > 1 {
@@ -43,7 +44,7 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 	key := func(k string) string { return cfg.DeploymentKey(i, k) }
 	lin, isLinear := linearModel(&d.Latency)
 	var res *resolve.Resolved
-	if !isLinear || d.Engine.KVBlocks == 0 {
+	if !isLinear || d.Engine.KVBlocks == 0 || needsCatalogue(d) {
 		mode := d.Latency.Mode
 		if mode == "linear" {
 			mode = "auto"
@@ -95,6 +96,9 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 			d.Engine.KVBlocks = 1<<31 - 1
 		}
 		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g)", d.Engine.KVBlocks, d.Engine.BlockSize, d.Engine.GPUMemoryUtilization)
+	}
+	if err := prepareKV(cfg, i, d, res); err != nil {
+		return nil, "", err
 	}
 	return model, why, nil
 }

@@ -205,6 +205,7 @@ type run struct {
 	rec        [3][2]*Dist // ttft, e2e, itl × sim, real
 	sess       *sessions
 	done, toks *series
+	kv         kvStats
 	arr        *series          // llm arrivals
 	reasonKey  *strKey          // drop_reason, when the table has it
 	reasons    [][nStatus]int64 // rows by drop_reason code and status
@@ -226,6 +227,7 @@ type reader struct {
 	grp                                                                          icol
 	reqID, deps, step, reason                                                    arrow.Array
 	rec                                                                          arrow.RecordBatch
+	kv                                                                           kvReader
 }
 
 func need(path string, s *arrow.Schema, view string, cols ...string) error {
@@ -354,6 +356,7 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		{&rd.recI, trace.ColRecordedITLUS}, {&rd.loop, trace.ColLoopIteration}, {&rd.delay, trace.ColDelayUS}} {
 		b.c.bind(rec, idx(b.name))
 	}
+	rd.kv.bind(rec, idx)
 	rd.status.bind(rec, idx(trace.ColStatus))
 	rd.kind.bind(rec, idx(trace.ColKind))
 	if r.groupKey != nil {
@@ -486,6 +489,9 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		}
 		if !v.tool {
 			r.llmRow(rd, i, &v, fin, hasFin)
+			if rd.kv.on {
+				r.kv.add(&rd.kv, i, &v, opt.ExactLimit, r.budget)
+			}
 		}
 		if r.reasonKey != nil && v.st != stCompleted {
 			if c := r.reasonKey.code(i); c >= 0 {

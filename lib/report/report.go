@@ -274,6 +274,7 @@ func (rep *Report) build(opt *Options) {
 	}
 	rep.Tables = append(rep.Tables, t)
 
+	rep.kvTables()
 	if !opt.SLOs.Empty() {
 		rep.sloTable(opt, rows, kc)
 	}

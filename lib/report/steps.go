@@ -15,6 +15,8 @@ var stepColumns = []string{trace.ColInstanceID, trace.ColStartUS, trace.ColDurat
 type instSteps struct {
 	steps, busy, batch, waitDur int64
 	maxWaiting                  int64
+	prefill, decode             int64 // tokens (when the table has the columns)
+	offloads, reloads           int64 // lower-tier blocks (when the table has the columns)
 }
 
 // stepStats is read from a steps table. Series hold duration-weighted sums so
@@ -25,6 +27,7 @@ type stepStats struct {
 	end                        int64 // latest step end, µs
 	waiting, running, kvU, kvT *series
 	inst                       map[int64]*instSteps
+	role                       map[int64]string // pool role per instance (role column; P/D runs)
 }
 
 func readSteps(path string, opt *Options) (*stepStats, error) {
@@ -48,6 +51,11 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 	st := &stepStats{path: src.Path, waiting: newSeries(), running: newSeries(), kvU: newSeries(), kvT: newSeries(),
 		inst: map[int64]*instSteps{}}
 	var c [8]icol
+	var pre, dec, off, rel icol
+	role := newStrKey()
+	if err := checkStr(src.Path, s, trace.ColRole); err != nil {
+		return nil, err
+	}
 	for {
 		rec, err := src.Next()
 		if errors.Is(err, io.EOF) {
@@ -59,6 +67,11 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 		for j, name := range stepColumns {
 			c[j].bind(rec, colIndex(s, name))
 		}
+		pre.bind(rec, colIndex(s, trace.ColPrefillTokens))
+		dec.bind(rec, colIndex(s, trace.ColDecodeTokens))
+		off.bind(rec, colIndex(s, trace.ColKVOffloads))
+		rel.bind(rec, colIndex(s, trace.ColKVReloads))
+		role.bind(rec, colIndex(s, trace.ColRole))
 		for i := 0; i < int(rec.NumRows()); i++ {
 			st.rows++
 			var v [8]int64
@@ -84,6 +97,16 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 			in.batch += v[3]
 			in.waitDur += v[4] * dur
 			in.maxWaiting = max(in.maxWaiting, v[4])
+			in.prefill += pre.or(i, 0)
+			in.decode += dec.or(i, 0)
+			in.offloads += off.or(i, 0)
+			in.reloads += rel.or(i, 0)
+			if rc := role.code(i); rc >= 0 && in.steps == 1 {
+				if st.role == nil {
+					st.role = map[int64]string{}
+				}
+				st.role[id] = role.names[rc]
+			}
 			st.waiting.addSpan(start, dur, float64(v[4]))
 			st.running.addSpan(start, dur, float64(v[5]))
 			st.kvU.addSpan(start, dur, float64(v[6]))

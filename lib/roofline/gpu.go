@@ -16,17 +16,21 @@ import (
 // peaks into achieved rates. Users add one with a YAML file of this shape
 // (see docs/latency.md).
 type GPU struct {
-	Name       string     `yaml:"name"`
-	Aliases    []string   `yaml:"aliases,omitempty"`
-	BF16TFLOPS float64    `yaml:"bf16_tflops"`          // dense tensor-core peak, no sparsity
-	FP8TFLOPS  float64    `yaml:"fp8_tflops,omitempty"` // 0: no FP8 tensor cores (FP8 weights run as W8A16)
-	FP4TFLOPS  float64    `yaml:"fp4_tflops,omitempty"` // 0: no FP4 tensor cores
-	HBMTBps    float64    `yaml:"hbm_tb_s"`             // memory bandwidth, 10^12 B/s
-	MemoryGiB  float64    `yaml:"memory_gib"`           // device memory, 2^30 B
-	LinkGBps   float64    `yaml:"link_gb_s"`            // TP interconnect, per GPU per direction, 10^9 B/s
-	LinkLatUS  float64    `yaml:"link_latency_us"`      // small-message all-reduce time, µs
-	Eff        Efficiency `yaml:"efficiency"`
-	Source     string     `yaml:"source,omitempty"`
+	Name       string   `yaml:"name"`
+	Aliases    []string `yaml:"aliases,omitempty"`
+	BF16TFLOPS float64  `yaml:"bf16_tflops"`          // dense tensor-core peak, no sparsity
+	FP8TFLOPS  float64  `yaml:"fp8_tflops,omitempty"` // 0: no FP8 tensor cores (FP8 weights run as W8A16)
+	FP4TFLOPS  float64  `yaml:"fp4_tflops,omitempty"` // 0: no FP4 tensor cores
+	HBMTBps    float64  `yaml:"hbm_tb_s"`             // memory bandwidth, 10^12 B/s
+	MemoryGiB  float64  `yaml:"memory_gib"`           // device memory, 2^30 B
+	LinkGBps   float64  `yaml:"link_gb_s"`            // TP interconnect, per GPU per direction, 10^9 B/s
+	LinkLatUS  float64  `yaml:"link_latency_us"`      // small-message all-reduce time, µs
+	// HostLinkGBps is the GPU's link to host memory, per direction, 10^9
+	// B/s (PCIe, or NVLink-C2C on Grace parts): the default bandwidth of a
+	// CPU KV tier. 0 = unknown (a CPU tier must then give bandwidth_gb_s).
+	HostLinkGBps float64    `yaml:"host_link_gb_s,omitempty"`
+	Eff          Efficiency `yaml:"efficiency"`
+	Source       string     `yaml:"source,omitempty"`
 }
 
 // Efficiency converts peaks into achieved rates and adds fixed costs. These
@@ -55,58 +59,66 @@ var GPUs = []GPU{
 	// (driver reports 81,559 MiB = 79.6 GiB); NVLink 900 GB/s bidirectional
 	// → 450 per direction. Link latency: vLLM custom all-reduce, 128 B, TP2–8,
 	// 4.3–4.7 µs (aiconfigurator h100_sxm custom_allreduce_perf).
+	// PCIe Gen5 x16 host link: datasheet "PCIe Gen5: 128 GB/s" (bidirectional) → 64 per direction.
 	{Name: "h100", Aliases: []string{"h100-sxm", "h100_sxm", "h100-80gb", "H100"},
-		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 3.35, MemoryGiB: 79.6, LinkGBps: 450, LinkLatUS: 4.5,
+		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 3.35, MemoryGiB: 79.6, LinkGBps: 450, LinkLatUS: 4.5, HostLinkGBps: 64,
 		Eff: defaultEff(), Source: "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
 	// NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 1,979 sparse → 989.5;
 	// FP8 3,958 → 1,979; HBM3e 4.8 TB/s; 141 GB (driver 143,771 MiB = 140.4
 	// GiB); NVLink 900 GB/s bidirectional → 450.
+	// PCIe Gen5 x16 host link: datasheet "PCIe Gen5: 128 GB/s" → 64 per direction.
 	{Name: "h200", Aliases: []string{"h200-sxm", "h200_sxm", "H200"},
-		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 4.8, MemoryGiB: 140.4, LinkGBps: 450, LinkLatUS: 4.5,
+		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 4.8, MemoryGiB: 140.4, LinkGBps: 450, LinkLatUS: 4.5, HostLinkGBps: 64,
 		Eff: defaultEff(), Source: "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
 	// NVIDIA HGX B200 datasheet, per GPU (8-GPU totals / 8): FP4 18 PFLOPS
 	// sparse → 9 dense; FP8 9 sparse → 4.5 dense; BF16 4.5 sparse → 2.25
 	// dense; HBM3e 8 TB/s; 180 GB (=167.6 GiB); NVLink 5 1.8 TB/s
 	// bidirectional → 900. Latency assumed equal to NVLink 4 (no table).
+	// Host link: PCIe Gen5 x16 on HGX B200 boards (datasheet "PCIe Gen5 128 GB/s" per GPU) → 64 per direction.
 	{Name: "b200", Aliases: []string{"b200-sxm", "b200_sxm", "B200"},
-		BF16TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, HBMTBps: 8, MemoryGiB: 167.6, LinkGBps: 900, LinkLatUS: 4.5,
+		BF16TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, HBMTBps: 8, MemoryGiB: 167.6, LinkGBps: 900, LinkLatUS: 4.5, HostLinkGBps: 64,
 		Eff: defaultEff(), Source: "NVIDIA HGX B200 datasheet (per-GPU share)"},
 	// NVIDIA GB200 NVL72 specifications, per GPU (72-GPU totals / 72): FP4
 	// 1,440 PFLOPS sparse → 10,000 dense; FP8 720 → 5,000 dense; BF16 360 →
 	// 2,500 dense; HBM3e 576 TB/s → 8 TB/s; 13.4 TB → 186 GB (173.2 GiB);
 	// NVLink 5 1.8 TB/s bidirectional → 900. Latency assumed as NVLink 4.
+	// Host link: NVLink-C2C, 900 GB/s bidirectional per superchip (one Grace, two Blackwell GPUs) → 450 per direction shared by two GPUs = 225 each.
 	{Name: "gb200", Aliases: []string{"GB200", "gb200-nvl72"},
-		BF16TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000, HBMTBps: 8, MemoryGiB: 173.2, LinkGBps: 900, LinkLatUS: 4.5,
+		BF16TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000, HBMTBps: 8, MemoryGiB: 173.2, LinkGBps: 900, LinkLatUS: 4.5, HostLinkGBps: 225,
 		Eff: defaultEff(), Source: "NVIDIA GB200 NVL72 specifications (per-GPU share)"},
 	// NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): BF16 312 dense; no
 	// FP8; HBM2e 2,039 GB/s; 80 GB (driver 81,920 MiB); NVLink 3 600 GB/s
 	// bidirectional → 300. Latency: aiconfigurator a100 vLLM custom
 	// all-reduce (CUDA graph), ≤1 KiB, TP2–4: 4.9–5.2 µs.
+	// Host link: datasheet "PCIe Gen4: 64 GB/s" → 32 per direction.
 	{Name: "a100-80gb", Aliases: []string{"a100", "a100-sxm", "a100_sxm", "a100-80", "A100-80", "A100-SXM"},
-		BF16TFLOPS: 312, HBMTBps: 2.039, MemoryGiB: 80, LinkGBps: 300, LinkLatUS: 5,
+		BF16TFLOPS: 312, HBMTBps: 2.039, MemoryGiB: 80, LinkGBps: 300, LinkLatUS: 5, HostLinkGBps: 32,
 		Eff: defaultEff(), Source: "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM)"},
 	// NVIDIA L40S datasheet: BF16 733 sparse → 362.05 dense (upstream BLIS
 	// lists FP8 1,466, which is the sparse figure); FP8 1,466 → 733 dense;
 	// GDDR6 864 GB/s; 48 GB (driver 46,068 MiB = 45 GiB); no NVLink: PCIe
 	// Gen4 x16 64 GB/s bidirectional → 32. Latency: aiconfigurator l40s NCCL
 	// all-reduce, TP2, 0.5–2 KiB: 6–6.5 µs.
+	// Host link: PCIe Gen4 x16, 64 GB/s bidirectional → 32.
 	{Name: "l40s", Aliases: []string{"L40S"},
-		BF16TFLOPS: 362.05, FP8TFLOPS: 733, HBMTBps: 0.864, MemoryGiB: 45, LinkGBps: 32, LinkLatUS: 6.5,
+		BF16TFLOPS: 362.05, FP8TFLOPS: 733, HBMTBps: 0.864, MemoryGiB: 45, LinkGBps: 32, LinkLatUS: 6.5, HostLinkGBps: 32,
 		Eff: defaultEff(), Source: "NVIDIA L40S datasheet"},
 	// NVIDIA Ada GPU architecture whitepaper, Appendix A (GeForce RTX 4090):
 	// BF16 tensor with FP32 accumulate 165.2 dense; FP8 (FP32 acc.) 330.3;
 	// GDDR6X 1,008 GB/s; 24 GB (driver 25,250,627,584 B = 23.5 GiB, from the
 	// LLMServingSim meta.json); PCIe Gen4 x16 → 32 GB/s per direction;
 	// latency taken from the L40S NCCL table (also PCIe Gen4, no NVLink).
+	// Host link: PCIe Gen4 x16 → 32 per direction.
 	{Name: "rtx4090", Aliases: []string{"rtx-4090", "RTX4090"},
-		BF16TFLOPS: 165.2, FP8TFLOPS: 330.3, HBMTBps: 1.008, MemoryGiB: 23.5, LinkGBps: 32, LinkLatUS: 6.5,
+		BF16TFLOPS: 165.2, FP8TFLOPS: 330.3, HBMTBps: 1.008, MemoryGiB: 23.5, LinkGBps: 32, LinkLatUS: 6.5, HostLinkGBps: 32,
 		Eff: defaultEff(), Source: "NVIDIA Ada GPU architecture whitepaper, Appendix A"},
 	// NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet: 4 PFLOPS FP4 AI
 	// TOPS (sparse) → FP4 2,000 dense, FP8 1,000, BF16 500 (each precision
 	// halves the rate); GDDR7 1,597 GB/s; 96 GB (94.5 GiB usable assumed,
 	// as for other 96 GB cards); PCIe Gen5 x16 → 64 GB/s; latency as L40S.
+	// Host link: PCIe Gen5 x16 → 64 per direction.
 	{Name: "rtxpro6000", Aliases: []string{"rtx-pro-6000", "RTXPRO6000"},
-		BF16TFLOPS: 500, FP8TFLOPS: 1000, FP4TFLOPS: 2000, HBMTBps: 1.597, MemoryGiB: 94.5, LinkGBps: 64, LinkLatUS: 6.5,
+		BF16TFLOPS: 500, FP8TFLOPS: 1000, FP4TFLOPS: 2000, HBMTBps: 1.597, MemoryGiB: 94.5, LinkGBps: 64, LinkLatUS: 6.5, HostLinkGBps: 64,
 		Eff: defaultEff(), Source: "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet"},
 }
 
@@ -215,7 +227,7 @@ func (g *GPU) Validate(path string) error {
 	for _, p := range []struct {
 		f string
 		v float64
-	}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}, {"link_gb_s", g.LinkGBps}, {"link_latency_us", g.LinkLatUS},
+	}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}, {"link_gb_s", g.LinkGBps}, {"link_latency_us", g.LinkLatUS}, {"host_link_gb_s", g.HostLinkGBps},
 		{"efficiency.kernel_us", g.Eff.KernelUS}, {"efficiency.attention_kernel_us", g.Eff.AttnUS}, {"efficiency.layer_overhead_us", g.Eff.LayerUS},
 		{"efficiency.step_overhead_us", g.Eff.StepUS}, {"efficiency.tp_step_overhead_us", g.Eff.TPStepUS}, {"efficiency.seq_step_overhead_us", g.Eff.SeqStepUS},
 		{"efficiency.tokenize_us", g.Eff.TokenizeUS}, {"efficiency.reserved_gib", g.Eff.ReserveGiB}} {

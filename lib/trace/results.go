@@ -29,12 +29,26 @@ type Result struct {
 	GeneratedTokens  int32  // output tokens emitted (equals OutputTokens when completed)
 	Deployment       string // the deployment that served it ("" when never routed)
 	ReplicaID        string // "<deployment>/<n>" ("" when never routed)
+
+	// Tiered KV: cached_tokens split by the tier the hit came from, the
+	// time spent loading from lower tiers, and reloaded tokens whose blocks
+	// were thrashing (reloaded, evicted and reloaded within 1 s).
+	CachedTokensGPU, CachedTokensCPU, CachedTokensStorage int32
+	KVReloadUS                                            int64
+	KVThrashTokens                                        int32
+	// Disaggregated serving ("" and Null otherwise): where it prefilled and
+	// decoded, the hand-off's time (prefill end to KV arrival), the part of
+	// it spent waiting (decode blocks, link queue), and the bytes moved.
+	PrefillReplica, DecodeReplica  string
+	KVTransferUS, KVTransferWaitUS int64
+	KVTransferBytes                int64
 }
 
 // NewResult returns a result for req with every outcome field absent.
 func NewResult(req Request) Result {
 	return Result{Request: req, InstanceID: -1, AdmittedUS: Null, RoutedUS: Null, EnqueuedUS: Null,
-		FirstScheduledUS: Null, FirstTokenUS: Null, FinishedUS: Null, TTFTUS: Null, E2EUS: Null, TPOTUS: Null}
+		FirstScheduledUS: Null, FirstTokenUS: Null, FinishedUS: Null, TTFTUS: Null, E2EUS: Null, TPOTUS: Null,
+		KVTransferUS: Null, KVTransferWaitUS: Null}
 }
 
 // ResultWriter writes Result rows in batches.
@@ -46,6 +60,14 @@ type ResultWriter struct {
 	adm, routed, enq, sched, first, fin, ttft, e2e, tpot *array.Int64Builder
 	preempt, cached, generated                           *array.Int32Builder
 	deployment, replica                                  *dictCol
+	tierTok                                              [4]*array.Int32Builder // gpu, cpu, storage, thrash
+	reload, xfer, xferWait, xferBytes                    *array.Int64Builder
+	pre, dec                                             *dictCol
+	// Rows whose tiered-KV and P/D columns hold their defaults (no tiers,
+	// no P/D: every row of most runs) are appended in bulk when the batch
+	// is flushed or a row with values comes: pendGPU keeps their
+	// cached_tokens_gpu (= cached_tokens).
+	pendGPU []int32
 }
 
 // NewResultWriter writes results to sink, created with ResultsSchema(md).
@@ -63,6 +85,9 @@ func NewResultWriter(sink Sink, schema *arrow.Schema) *ResultWriter {
 		tpot: f(11).(*array.Int64Builder), preempt: f(12).(*array.Int32Builder),
 		cached: f(13).(*array.Int32Builder), generated: f(14).(*array.Int32Builder),
 		deployment: bw.dicts[n+15], replica: bw.dicts[n+16],
+		tierTok: [4]*array.Int32Builder{f(17).(*array.Int32Builder), f(18).(*array.Int32Builder), f(19).(*array.Int32Builder), f(21).(*array.Int32Builder)},
+		reload:  f(20).(*array.Int64Builder), pre: bw.dicts[n+22], dec: bw.dicts[n+23],
+		xfer: f(24).(*array.Int64Builder), xferWait: f(25).(*array.Int64Builder), xferBytes: f(26).(*array.Int64Builder),
 	}
 	w.rb = newRequestBuilder(&w.batchWriter)
 	return w
@@ -92,14 +117,55 @@ func (w *ResultWriter) Write(r *Result) error {
 	w.generated.Append(r.GeneratedTokens)
 	w.deployment.append(r.Deployment)
 	w.replica.append(r.ReplicaID)
+	if r.CachedTokensCPU == 0 && r.CachedTokensStorage == 0 && r.KVReloadUS == 0 && r.KVThrashTokens == 0 &&
+		r.PrefillReplica == "" && r.DecodeReplica == "" && r.KVTransferUS == Null && r.KVTransferWaitUS == Null && r.KVTransferBytes == 0 {
+		w.pendGPU = append(w.pendGPU, r.CachedTokensGPU)
+		if w.n+1 >= BatchRows {
+			w.fillPending()
+		}
+		return w.added()
+	}
+	w.fillPending()
+	w.tierTok[0].Append(r.CachedTokensGPU)
+	w.tierTok[1].Append(r.CachedTokensCPU)
+	w.tierTok[2].Append(r.CachedTokensStorage)
+	w.reload.Append(r.KVReloadUS)
+	w.tierTok[3].Append(r.KVThrashTokens)
+	w.pre.append(r.PrefillReplica)
+	w.dec.append(r.DecodeReplica)
+	appendNullable64(w.xfer, r.KVTransferUS)
+	appendNullable64(w.xferWait, r.KVTransferWaitUS)
+	w.xferBytes.Append(r.KVTransferBytes)
 	return w.added()
+}
+
+// fillPending appends the default-valued rows held back by Write.
+func (w *ResultWriter) fillPending() {
+	n := len(w.pendGPU)
+	if n == 0 {
+		return
+	}
+	w.tierTok[0].AppendValues(w.pendGPU, nil)
+	for _, b := range []*array.Int32Builder{w.tierTok[1], w.tierTok[2], w.tierTok[3]} {
+		b.AppendEmptyValues(n)
+	}
+	w.reload.AppendEmptyValues(n)
+	w.xferBytes.AppendEmptyValues(n)
+	w.xfer.AppendNulls(n)
+	w.xferWait.AppendNulls(n)
+	w.pre.appendNulls(n)
+	w.dec.appendNulls(n)
+	w.pendGPU = w.pendGPU[:0]
 }
 
 // Rows returns the number of rows written so far.
 func (w *ResultWriter) Rows() int64 { return w.rows }
 
 // Close flushes the last batch and closes the sink.
-func (w *ResultWriter) Close() error { return w.close() }
+func (w *ResultWriter) Close() error {
+	w.fillPending()
+	return w.close()
+}
 
 // Abort ends the output of a failed run: a file is removed (an earlier one
 // at the path stays), a stream is left without its end-of-stream marker.
@@ -113,6 +179,9 @@ type resultCols struct {
 	status, reason, deployment, replica                  strCol
 	inst, adm, routed, enq, sched, first, fin, ttft, e2e intCol
 	tpot, preempt, cached, generated                     intCol
+	pre, dec                                             strCol
+	tierTok                                              [4]intCol
+	reload, xfer, xferWait, xferBytes                    intCol
 }
 
 func (c *resultCols) bind(rec arrow.RecordBatch) {
@@ -121,6 +190,16 @@ func (c *resultCols) bind(rec arrow.RecordBatch) {
 	c.reason.bind(rec, ColDropReason)
 	c.deployment.bind(rec, ColDeployment)
 	c.replica.bind(rec, ColReplicaID)
+	c.pre.bind(rec, ColPrefillReplica)
+	c.dec.bind(rec, ColDecodeReplica)
+	for _, x := range []struct {
+		c    *intCol
+		name string
+	}{{&c.tierTok[0], ColCachedTokensGPU}, {&c.tierTok[1], ColCachedTokensCPU}, {&c.tierTok[2], ColCachedTokensStorage},
+		{&c.tierTok[3], ColKVThrashTokens}, {&c.reload, ColKVReloadUS}, {&c.xfer, ColKVTransferUS},
+		{&c.xferWait, ColKVTransferWaitUS}, {&c.xferBytes, ColKVTransferBytes}} {
+		x.c.bind(rec, x.name)
+	}
 	for _, x := range []struct {
 		c    *intCol
 		name string
@@ -188,6 +267,15 @@ func (r *ResultReader) Next(buf []Result) ([]Result, error) {
 		c, _ := r.cols.cached.get(i)
 		g, _ := r.cols.generated.get(i)
 		x.Preemptions, x.CachedTokens, x.GeneratedTokens = int32(p), int32(c), int32(g)
+		x.PrefillReplica, x.DecodeReplica = r.cols.pre.get(i), r.cols.dec.get(i)
+		var tt [4]int64
+		for k := range tt {
+			tt[k], _ = r.cols.tierTok[k].get(i)
+		}
+		x.CachedTokensGPU, x.CachedTokensCPU, x.CachedTokensStorage, x.KVThrashTokens = int32(tt[0]), int32(tt[1]), int32(tt[2]), int32(tt[3])
+		x.KVReloadUS, _ = r.cols.reload.get(i)
+		x.KVTransferUS, x.KVTransferWaitUS = nullable(&r.cols.xfer, i), nullable(&r.cols.xferWait, i)
+		x.KVTransferBytes, _ = r.cols.xferBytes.get(i)
 	}
 	return buf, nil
 }
@@ -216,6 +304,10 @@ type Step struct {
 	Running       int32
 	Preempted     int32 // requests preempted while forming this step
 	ReplicaID     string
+	Role          string // the replica's pool role: monolithic, prefill or decode
+	// Lower KV tiers: blocks copied into a lower tier, and loaded from
+	// one to the GPU, on this instance since its previous step row.
+	KVOffloads, KVReloads int32
 }
 
 // StepWriter writes Step rows in batches.
@@ -224,6 +316,8 @@ type StepWriter struct {
 	i32     [10]*array.Int32Builder
 	i64     [3]*array.Int64Builder
 	replica *dictCol
+	role    *dictCol
+	tiers   [2]*array.Int32Builder
 }
 
 // NewStepWriter writes steps to sink, created with StepsSchema(md).
@@ -236,6 +330,8 @@ func NewStepWriter(sink Sink, schema *arrow.Schema) *StepWriter {
 		w.i32[i-3] = b.Field(i).(*array.Int32Builder)
 	}
 	w.replica = w.dicts[12]
+	w.role = w.dicts[13]
+	w.tiers[0], w.tiers[1] = b.Field(14).(*array.Int32Builder), b.Field(15).(*array.Int32Builder)
 	return w
 }
 
@@ -249,6 +345,9 @@ func (w *StepWriter) Write(s *Step) error {
 		w.i32[i+1].Append(v)
 	}
 	w.replica.append(s.ReplicaID)
+	w.role.append(s.Role)
+	w.tiers[0].Append(s.KVOffloads)
+	w.tiers[1].Append(s.KVReloads)
 	return w.added()
 }
 

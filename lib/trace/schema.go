@@ -94,6 +94,17 @@ const (
 	ColGeneratedTokens  = "generated_tokens"
 	ColDeployment       = "deployment"
 	ColReplicaID        = "replica_id"
+	// Tiered KV and disaggregated serving.
+	ColCachedTokensGPU     = "cached_tokens_gpu"
+	ColCachedTokensCPU     = "cached_tokens_cpu"
+	ColCachedTokensStorage = "cached_tokens_storage"
+	ColKVReloadUS          = "kv_reload_us"
+	ColKVThrashTokens      = "kv_thrash_tokens"
+	ColPrefillReplica      = "prefill_replica"
+	ColDecodeReplica       = "decode_replica"
+	ColKVTransferUS        = "kv_transfer_us"
+	ColKVTransferWaitUS    = "kv_transfer_wait_us"
+	ColKVTransferBytes     = "kv_transfer_bytes"
 )
 
 // Step column names.
@@ -109,6 +120,9 @@ const (
 	ColWaiting       = "waiting"
 	ColRunning       = "running"
 	ColPreempted     = "preempted"
+	ColRole          = "role"
+	ColKVOffloads    = "kv_offloaded_blocks"
+	ColKVReloads     = "kv_reloaded_blocks"
 )
 
 // Request kinds.
@@ -190,6 +204,16 @@ var resultOnlyFields = []arrow.Field{
 	field(ColGeneratedTokens, arrow.PrimitiveTypes.Int32, false),
 	field(ColDeployment, dictString, true),
 	field(ColReplicaID, dictString, true),
+	field(ColCachedTokensGPU, arrow.PrimitiveTypes.Int32, false),
+	field(ColCachedTokensCPU, arrow.PrimitiveTypes.Int32, false),
+	field(ColCachedTokensStorage, arrow.PrimitiveTypes.Int32, false),
+	field(ColKVReloadUS, arrow.PrimitiveTypes.Int64, false),
+	field(ColKVThrashTokens, arrow.PrimitiveTypes.Int32, false),
+	field(ColPrefillReplica, dictString, true),
+	field(ColDecodeReplica, dictString, true),
+	field(ColKVTransferUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColKVTransferWaitUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColKVTransferBytes, arrow.PrimitiveTypes.Int64, false),
 }
 
 var stepFields = []arrow.Field{
@@ -206,6 +230,9 @@ var stepFields = []arrow.Field{
 	field(ColRunning, arrow.PrimitiveTypes.Int32, false),
 	field(ColPreempted, arrow.PrimitiveTypes.Int32, false),
 	field(ColReplicaID, dictString, false),
+	field(ColRole, dictString, false),
+	field(ColKVOffloads, arrow.PrimitiveTypes.Int32, false),
+	field(ColKVReloads, arrow.PrimitiveTypes.Int32, false),
 }
 
 // RequestsSchema returns the requests schema carrying md (which must include

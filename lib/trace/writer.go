@@ -138,6 +138,20 @@ type dictCol struct {
 	hasLast bool
 }
 
+// appendNulls appends n nulls (the column is nullable).
+func (d *dictCol) appendNulls(n int) {
+	if d.valid == nil {
+		d.valid = make([]bool, len(d.idx), BatchRows)
+		for i := range d.valid {
+			d.valid[i] = true
+		}
+	}
+	for ; n > 0; n-- {
+		d.valid = append(d.valid, false)
+		d.idx = append(d.idx, 0)
+	}
+}
+
 func (d *dictCol) append(v string) {
 	if v == "" && d.nullable {
 		if d.valid == nil {

@@ -37,6 +37,11 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	for i, dep := range c.deps {
 		x := *dep
 		x.keys = &request.Keyer{Enabled: dep.keys.Enabled, PrefixBlock: dep.keys.PrefixBlock, Block: dep.keys.Block}
+		if dep.pd != nil {
+			p := *dep.pd
+			p.route = policy.Clone(dep.pd.route)
+			x.pd = &p
+		}
 		d.deps[i] = &x
 		depMap[dep] = &x
 	}
@@ -70,6 +75,29 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	}
 	for _, dep := range d.deps {
 		dep.group = grpMap[dep.group]
+		if dep.pd != nil {
+			dep.pd.decode = grpMap[dep.pd.decode]
+		}
+	}
+	d.rgroup = make([]*group, len(c.rgroup))
+	for i, g := range c.rgroup {
+		d.rgroup[i] = grpMap[g]
+	}
+	if c.wakeAt != nil {
+		d.wakeAt = append([]int64(nil), c.wakeAt...)
+	}
+	if c.outQ != nil {
+		d.outQ = append([]int32(nil), c.outQ...)
+		d.linkFree = append([]int64(nil), c.linkFree...)
+		d.incoming = make([][]*request.State, len(c.incoming))
+		for i, q := range c.incoming {
+			if len(q) > 0 {
+				d.incoming[i] = make([]*request.State, len(q))
+				for j, r := range q {
+					d.incoming[i][j] = m.Map(r)
+				}
+			}
+		}
 	}
 	d.byModel = make(map[string]*group, len(c.byModel))
 	for k, g := range c.byModel {

@@ -85,6 +85,10 @@ type Deployment struct {
 	Replicas []int32 // cluster-wide replica indices
 	keys     *request.Keyer
 	group    *group
+	pd       *pdState // nil unless it has prefill and decode pools
+	// tiers builds a replica's lower KV tiers over its store (nil: none);
+	// the autoscaler calls it for the fresh store of a restarted replica.
+	tiers func(kv.Store) *kv.Tiers
 }
 
 // group is the set of deployments a request's model selects: routing
@@ -131,6 +135,14 @@ type Summary struct {
 	// Deployments describes each deployment (id, model, replicas, latency
 	// model, KV blocks per replica).
 	Deployments []DeploymentSummary
+
+	// Lower KV tiers, all replicas: blocks copied in and loaded to the
+	// GPU per tier (cpu, storage), thrashing loads.
+	TierOffloads, TierLoads [2]int64
+	ThrashLoads             int64
+	// Disaggregated serving: KV transfers started, their bytes, and those
+	// that waited for the decode replica's blocks.
+	Transfers, TransferBytes, PDBackpressure int64
 }
 
 // DeploymentSummary describes one deployment of the run.
@@ -167,7 +179,9 @@ type Cluster struct {
 	h    eventHeap
 	reps []*replica.Replica
 	deps []*Deployment
-	grps []*group
+	grps []*group // one per model served, then the decode pools of P/D deployments
+	// nmodel is the number of groups of models served (c.grps[:nmodel]).
+	nmodel int
 	// byModel caches the group of each request model name seen.
 	byModel map[string]*group
 	gpos    []int32 // replica index -> position in its group
@@ -198,6 +212,13 @@ type Cluster struct {
 	stashed   event
 	hasStash  bool
 	preloaded bool
+
+	// Tiered KV and P/D (nil when no deployment uses them).
+	wakeAt   []int64            // per replica: wake-up queued for a KV load
+	outQ     []int32            // per prefill replica: hand-offs not yet transferred
+	linkFree []int64            // per prefill replica: its outgoing link is busy until
+	incoming [][]*request.State // per decode replica: hand-offs waiting for its blocks
+	rgroup   []*group           // per replica: the group whose board shows it
 
 	ids     map[string]*request.State
 	retired retireHeap
@@ -276,6 +297,19 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		dep := &Deployment{ID: d.ID, Model: d.Model, Engine: e, Latency: models[i],
 			keys: &request.Keyer{Enabled: e.PrefixCaching, PrefixBlock: pb, Block: int32(e.BlockSize)}}
 		c.deps = append(c.deps, dep)
+		if d.IsPD() {
+			if dep.pd, err = newPD(cfg, i, &d); err != nil {
+				return nil, err
+			}
+			dep.pd.route = policy.Clone(c.routing)
+			if c.sc != nil {
+				return nil, fmt.Errorf("%s: prefill/decode pools cannot be autoscaled (or report scale events) yet", cfg.DeploymentKey(i, "pools"))
+			}
+		}
+		if d.KV != nil && d.KV.HasTiers() {
+			di := i
+			dep.tiers = func(st kv.Store) *kv.Tiers { ts, _ := newTiers(cfg, di, &dcfg[di], st); return ts }
+		}
 		alpha := models[i].Alpha()
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
@@ -296,6 +330,16 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 					order, victim = opts.Scheduling(idx)
 				}
 				s := sched.NewVLLM(scfg, store, dep.keys, order, victim)
+				ts, err := newTiers(cfg, i, &dcfg[i], store)
+				if err != nil {
+					return nil, err
+				}
+				if ts != nil {
+					s.SetTiers(ts)
+					if c.wakeAt == nil {
+						c.wakeAt = []int64{}
+					}
+				}
 				// The scheduler orders by priority only under scheduling_policy: priority.
 				c.reps = append(c.reps, replica.New(fmt.Sprintf("%s/%d", d.ID, n), idx, int32(i), role, stepModel, s))
 				dep.Replicas = append(dep.Replicas, idx)
@@ -323,7 +367,23 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	c.isDirty = make([]bool, len(c.reps))
 	c.gpos = make([]int32, len(c.reps))
-	c.buildGroups(dcfg)
+	c.rgroup = make([]*group, len(c.reps))
+	if c.wakeAt != nil {
+		c.wakeAt = make([]int64, len(c.reps))
+		for i := range c.wakeAt {
+			c.wakeAt[i] = trace.Null
+		}
+	}
+	for _, d := range c.deps {
+		if d.pd != nil && c.outQ == nil {
+			c.outQ = make([]int32, len(c.reps))
+			c.linkFree = make([]int64, len(c.reps))
+			c.incoming = make([][]*request.State, len(c.reps))
+		}
+	}
+	if err := c.buildGroups(dcfg); err != nil {
+		return nil, err
+	}
 	if c.sc != nil {
 		c.initScale()
 	}
@@ -352,7 +412,7 @@ func modelKey(name string) string { return roofline.ModelKey(name) }
 
 // buildGroups makes one candidate group per distinct model served (a
 // deployment's model and its aliases), and maps every name to its group.
-func (c *Cluster) buildGroups(dcfg []config.Deployment) {
+func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 	byKey := map[string]*group{}
 	for i, d := range c.deps {
 		k := modelKey(d.Model)
@@ -363,8 +423,21 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) {
 			c.grps = append(c.grps, g)
 		}
 		g.deps = append(g.deps, d)
-		g.members = append(g.members, d.Replicas...)
 		d.group = g
+		if d.pd != nil {
+			// Requests are routed to the prefill pool; the decode pool is
+			// its own candidate group (pickDecode).
+			d.pd.decode = &group{deps: []*Deployment{d}}
+			for _, m := range d.Replicas {
+				if c.reps[m].Role == replica.Decode {
+					d.pd.decode.members = append(d.pd.decode.members, m)
+				} else {
+					g.members = append(g.members, m)
+				}
+			}
+		} else {
+			g.members = append(g.members, d.Replicas...)
+		}
 		for _, a := range dcfg[i].Aliases {
 			if _, ok := byKey[modelKey(a)]; !ok {
 				byKey[modelKey(a)] = g
@@ -374,16 +447,29 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) {
 	for k, g := range byKey {
 		c.byModel[k] = g
 	}
-	for _, g := range c.grps {
+	nmodel := len(c.grps)
+	c.nmodel = nmodel
+	for _, g := range c.grps[:nmodel] {
+		for _, d := range g.deps {
+			if d.pd != nil && len(g.deps) > 1 {
+				return fmt.Errorf("deployments %s and %s serve the same model: a prefill/decode deployment must be the only one serving its model", g.deps[0].ID, g.deps[1].ID)
+			}
+			if d.pd != nil {
+				c.grps = append(c.grps, d.pd.decode)
+			}
+		}
+	}
+	for gi, g := range c.grps {
 		ids, deps, roles := make([]string, len(g.members)), make([]string, len(g.members)), make([]string, len(g.members))
 		for j, m := range g.members {
 			r := c.reps[m]
 			c.gpos[m] = int32(j)
+			c.rgroup[m] = g
 			ids[j], deps[j], roles[j] = r.ID, c.deps[r.Deployment].ID, r.Role.String()
 		}
 		g.board = policy.NewBoard(ids, deps, roles, c.opts.RouterIndexes)
-		useIndex := c.prefixOn && len(g.members) > indexMinReplicas && sameBlockSize(g.deps)
-		if c.opts.RouterIndexes > 0 && c.prefixOn && sameBlockSize(g.deps) {
+		useIndex := c.prefixOn && len(g.members) > indexMinReplicas && sameBlockSize(g.deps) && gi < nmodel
+		if c.opts.RouterIndexes > 0 && c.prefixOn && sameBlockSize(g.deps) && gi < nmodel {
 			useIndex = true
 		} else if c.opts.RouterIndexes < 0 {
 			useIndex = false
@@ -402,6 +488,7 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) {
 			c.rebuildBoard(g)
 		}
 	}
+	return nil
 }
 
 func sameBlockSize(ds []*Deployment) bool {
@@ -518,6 +605,10 @@ func (c *Cluster) process(ev *event) {
 		c.start(c.reps[ev.inst()])
 	case evStepEnd:
 		c.end(c.reps[ev.inst()])
+	case evXferDone:
+		c.xferDone(ev.r)
+	case evWake:
+		c.wake(c.reps[ev.inst()])
 	case evToolDone:
 		r := ev.r
 		r.Finished = c.now
@@ -543,6 +634,18 @@ func (c *Cluster) start(rep *replica.Replica) {
 		return
 	}
 	if !ok {
+		if rep.Sched.Preempted() > 0 && rep.CanStart() {
+			// Forming preempted the only running requests and so admitted
+			// nothing (vLLM admits nothing in a step that preempted); the
+			// engine schedules again at once. Only reachable when blocks
+			// are held outside the running set (P/D reservations).
+			rep.StartQueued()
+			c.h.push(c.now, evStepStart, rep.Index, nil)
+			return
+		}
+		if c.wakeAt != nil {
+			c.armWake(rep)
+		}
 		return
 	}
 	c.h.push(c.now+dur, evStepEnd, rep.Index, nil)
@@ -572,10 +675,20 @@ func (c *Cluster) end(rep *replica.Replica) {
 			c.timedOut(r)
 			continue
 		}
+		if r.Phase == request.Transfer {
+			c.handoff(r, rep)
+			continue
+		}
 		c.terminal(r)
 	}
 	c.markDirty(rep.Index)
+	if c.incoming != nil && rep.Role == replica.Decode {
+		c.admitIncoming(rep)
+	}
 	c.kick(rep)
+	if c.wakeAt != nil {
+		c.armWake(rep)
+	}
 }
 
 // kick starts a step on an idle replica that has work: at once when no
@@ -636,7 +749,7 @@ func (c *Cluster) refreshDirty() {
 	for _, i := range c.dirty {
 		c.isDirty[i] = false
 		if p := c.gpos[i]; p >= 0 { // -1: not routable (autoscaling)
-			c.deps[c.reps[i].Deployment].group.board.Set(int(p), c.status(i))
+			c.rgroup[i].board.Set(int(p), c.status(i))
 		}
 	}
 	c.dirty = c.dirty[:0]

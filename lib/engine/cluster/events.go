@@ -11,7 +11,8 @@ import (
 // same-time arrival has reached its queue. A request finishing exactly at
 // its deadline completes (step end before timeout).
 const (
-	evStepEnd uint8 = iota
+	evStepEnd  uint8 = iota
+	evXferDone       // a P/D KV transfer ends: the prefill replica frees its blocks
 	evToolDone
 	evTimeout
 	evLifecycle // a replica's lifecycle timer (autoscaling): ready, warm, drain timeout
@@ -19,6 +20,7 @@ const (
 	evSnapshot  // not an event: the rank at which a periodic router snapshot is taken
 	evArrival
 	evEnqueue
+	evWake // an idle replica's KV load from a lower tier ends
 	evStepStart
 )
 

@@ -52,6 +52,10 @@ func (c *Cluster) Finish() (Summary, error) {
 	}
 	c.sum.BusyUS = c.sum.BusyUS[:0]
 	c.sum.Steps, c.sum.Preemptions, c.sum.Evictions = 0, 0, 0
+	c.sum.TierOffloads, c.sum.TierLoads, c.sum.ThrashLoads = [2]int64{}, [2]int64{}, 0
+	if c.sc != nil {
+		c.sum.TierOffloads, c.sum.TierLoads, c.sum.ThrashLoads = c.sc.tierOff, c.sc.tierLoad, c.sc.thrash
+	}
 	for _, rep := range c.reps {
 		c.sum.Steps += rep.Steps
 		c.sum.Preemptions += rep.Sched.Preemptions()
@@ -60,6 +64,18 @@ func (c *Cluster) Finish() (Summary, error) {
 		if c.checks {
 			if err := rep.Sched.KV().Check(); err != nil {
 				return c.sum, fmt.Errorf("invariant violated: replica %s: %w", rep.ID, err)
+			}
+		}
+		if ts := rep.Sched.Tiers(); ts != nil {
+			for i, t := range ts.T {
+				c.sum.TierOffloads[i] += t.Stats.Offloads
+				c.sum.TierLoads[i] += t.Stats.Loads
+				c.sum.ThrashLoads += t.Stats.ThrashLoad
+			}
+			if c.checks {
+				if err := ts.Check(); err != nil {
+					return c.sum, fmt.Errorf("invariant violated: replica %s: %w", rep.ID, err)
+				}
 			}
 		}
 	}

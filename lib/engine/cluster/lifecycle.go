@@ -102,10 +102,15 @@ func (c *Cluster) writeResult(r *request.State) {
 	*res = trace.Result{Request: r.Req, Status: r.Status, DropReason: r.Reason, InstanceID: r.Replica,
 		AdmittedUS: r.Admitted, RoutedUS: r.Routed, EnqueuedUS: r.Enqueued, FirstScheduledUS: r.FirstSched,
 		FirstTokenUS: r.FirstTok, FinishedUS: r.Finished, TTFTUS: trace.Null, E2EUS: trace.Null, TPOTUS: trace.Null,
-		Preemptions: r.Preemptions, CachedTokens: r.CachedTok, GeneratedTokens: r.Generated}
+		Preemptions: r.Preemptions, CachedTokens: r.CachedTok, GeneratedTokens: r.Generated,
+		CachedTokensGPU: r.CachedTok - r.CachedLow[0] - r.CachedLow[1], CachedTokensCPU: r.CachedLow[0], CachedTokensStorage: r.CachedLow[1],
+		KVReloadUS: r.ReloadUS, KVThrashTokens: r.ThrashTok, KVTransferUS: trace.Null, KVTransferWaitUS: trace.Null}
 	if r.Replica >= 0 {
 		rep := c.reps[r.Replica]
 		res.ReplicaID, res.Deployment = rep.ID, c.deps[rep.Deployment].ID
+	}
+	if r.PReplica >= 0 {
+		c.pdResult(r, res)
 	}
 	arr := r.Req.ArrivalUS
 	if r.FirstTok != trace.Null && arr != trace.Null {
@@ -156,6 +161,8 @@ func (c *Cluster) expire(r *request.State) {
 			return
 		}
 		c.kick(rep) // it may have blocked the head of the queue
+	case request.Transfer:
+		c.cancelTransfer(r)
 	default:
 		return // pending, tool: not a client request in flight
 	}

@@ -21,7 +21,7 @@ func (c *Cluster) groupOf(r *request.State) (*group, string) {
 	}
 	m := r.Req.Model
 	if m == "" {
-		if len(c.grps) == 1 {
+		if c.nmodel == 1 {
 			return c.grps[0], ""
 		}
 		c.fail(c.rowErr(&r.Req, r.Row, "column %s: null, but the cluster serves several models (%s): every request must name one", trace.ColModel, c.servedModels()))
@@ -172,6 +172,16 @@ func (c *Cluster) arrive(r *request.State) {
 		}
 		c.terminal(r)
 		return
+	}
+	if dep.pd != nil {
+		r.PrefillOnly = r.Req.OutputTokens > 0
+		r.PReplica = rep.Index
+		if dep.pd.decodeFirst && r.PrefillOnly {
+			c.pickDecode(r, dep)
+			if r.DReplica < 0 {
+				return // c.err
+			}
+		}
 	}
 	rep.InFlight++
 	g.board.AddInFlight(rd.Target)

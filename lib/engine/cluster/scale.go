@@ -42,8 +42,10 @@ type scaler struct {
 	due       []int   // pools to evaluate at this tick
 	noCount   bool    // an arrival being replayed (held, redirected): not a new request
 	// counts of the schedulers replaced when replicas stopped
-	preempts, evicts int64
-	lastReal         int64 // time of the last event that was not an autoscaler tick or a stale timer
+	preempts, evicts  int64
+	tierOff, tierLoad [2]int64 // lower-tier counts of replaced schedulers
+	thrash            int64
+	lastReal          int64 // time of the last event that was not an autoscaler tick or a stale timer
 }
 
 // spool is one pool's autoscaling state.
@@ -873,6 +875,13 @@ func (c *Cluster) stop(sp *spool, rep *replica.Replica, reason string) {
 	// The scheduler is replaced: keep its counts for the summary.
 	c.sc.preempts += rep.Sched.Preemptions()
 	c.sc.evicts += rep.Sched.KV().Evictions()
+	if ts := rep.Sched.Tiers(); ts != nil {
+		for k, t := range ts.T {
+			c.sc.tierOff[k] += t.Stats.Offloads
+			c.sc.tierLoad[k] += t.Stats.Loads
+			c.sc.thrash += t.Stats.ThrashLoad
+		}
+	}
 	e := sp.dep.Engine
 	store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
 	var order sched.Order
@@ -880,7 +889,12 @@ func (c *Cluster) stop(sp *spool, rep *replica.Replica, reason string) {
 	if c.opts.Scheduling != nil {
 		order, victim = c.opts.Scheduling(i)
 	}
-	rep.Sched = sched.NewVLLM(sp.scfg, store, sp.dep.keys, order, victim)
+	v := sched.NewVLLM(sp.scfg, store, sp.dep.keys, order, victim)
+	if sp.dep.tiers != nil {
+		// A restarted machine's host memory starts empty too.
+		v.SetTiers(sp.dep.tiers(store))
+	}
+	rep.Sched = v
 	if x := sp.g.index; x != nil {
 		slot := int32(slices.Index(sp.g.all, i))
 		x.purge(slot)

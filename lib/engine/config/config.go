@@ -64,6 +64,11 @@ type Deployment struct {
 	Engine      Engine   `yaml:"engine"`
 	Latency     Latency  `yaml:"latency"`
 	Pools       []Pool   `yaml:"pools"`
+	// KV adds lower KV tiers (CPU, storage); nil = GPU only.
+	KV *KV `yaml:"kv,omitempty"`
+	// KVTransfer is the prefill→decode KV link of a P/D deployment; nil =
+	// the defaults (DefaultKVTransfer).
+	KVTransfer *KVTransfer `yaml:"kv_transfer,omitempty"`
 	// GPUHourUSD is the price of one GPU-hour, for the cost in blis-report
 	// (0 = not priced).
 	GPUHourUSD float64 `yaml:"gpu_hour_usd,omitempty"`
@@ -71,7 +76,7 @@ type Deployment struct {
 
 // Pool is a set of identical replicas with one role.
 type Pool struct {
-	Role     string `yaml:"role"` // monolithic (prefill and decode come with disaggregated serving)
+	Role     string `yaml:"role"` // monolithic, or prefill and decode (disaggregated serving)
 	Replicas int    `yaml:"replicas"`
 	// MinReplicas and MaxReplicas bound the pool once autoscaling lands;
 	// 0 means "= replicas".

@@ -78,12 +78,26 @@ func (c *Cluster) validateDeployments() error {
 		if err := c.validateLatency(key("latency"), &d.Latency); err != nil {
 			return err
 		}
+		if err := c.validatePools(i, d); err != nil {
+			return err
+		}
+		if d.KV != nil {
+			if err := c.validateKV(key("kv"), d.KV); err != nil {
+				return err
+			}
+		}
+		if d.KVTransfer != nil {
+			if !d.IsPD() {
+				return errors.New(c.Where(key("kv_transfer"), "only used by a deployment with prefill and decode pools"))
+			}
+			if err := c.validateKVTransfer(key("kv_transfer"), d.KVTransfer); err != nil {
+				return err
+			}
+		}
 		for j := range d.Pools {
 			p := &d.Pools[j]
 			pk := func(k string) string { return fmt.Sprintf("deployments[%d].pools[%d].%s", i, j, k) }
 			switch {
-			case p.Role != "monolithic":
-				return errors.New(c.Where(pk("role"), fmt.Sprintf("expected monolithic (prefill and decode pools come with disaggregated serving), found %q", p.Role)))
 			case p.Replicas < 1 && (p.Autoscaler == nil || p.Replicas < 0):
 				return errors.New(c.Where(pk("replicas"), fmt.Sprintf("expected >= 1, found %d", p.Replicas)))
 			case p.Replicas == 0 && p.MaxReplicas < 1:

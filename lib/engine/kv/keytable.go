@@ -40,6 +40,8 @@ func (t *keyTable) put(k uint64, id int32) {
 			size <<= 1
 		}
 		t.keys, t.vals, t.mask = make([]uint64, size), make([]int32, size), size-1
+	} else if uint64(t.n+1)*2 > t.mask+1 {
+		t.grow() // only a table sized below its content (lower KV tiers)
 	}
 	i := k & t.mask
 	for t.vals[i] != 0 {
@@ -79,6 +81,23 @@ func (t *keyTable) del(k uint64, id int32) {
 	}
 	t.vals[i] = 0
 	t.n--
+}
+
+// grow doubles the table and reinserts every key.
+func (t *keyTable) grow() {
+	keys, vals := t.keys, t.vals
+	size := 2 * (t.mask + 1)
+	t.keys, t.vals, t.mask, t.n = make([]uint64, size), make([]int32, size), size-1, 0
+	for i, v := range vals {
+		if v != 0 {
+			j := keys[i] & t.mask
+			for t.vals[j] != 0 {
+				j = (j + 1) & t.mask
+			}
+			t.keys[j], t.vals[j] = keys[i], v
+			t.n++
+		}
+	}
 }
 
 func (t *keyTable) clone() keyTable {

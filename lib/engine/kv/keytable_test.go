@@ -46,3 +46,24 @@ func TestKeyTableMatchesMap(t *testing.T) {
 		}
 	}
 }
+
+// A table sized below its content (a lower KV tier's index) grows and keeps
+// every key.
+func TestKeyTableGrows(t *testing.T) {
+	kt := newKeyTable(4)
+	for i := int32(0); i < 1000; i++ {
+		kt.put(uint64(i)*0x9E3779B97F4A7C15, i)
+	}
+	for i := int32(0); i < 1000; i += 2 {
+		kt.del(uint64(i)*0x9E3779B97F4A7C15, i)
+	}
+	for i := int32(0); i < 1000; i++ {
+		id, ok := kt.get(uint64(i) * 0x9E3779B97F4A7C15)
+		if ok != (i%2 == 1) || (ok && id != i) {
+			t.Fatalf("key %d: %d %v", i, id, ok)
+		}
+	}
+	if kt.n != 500 || kt.mask+1 < 1000 {
+		t.Fatalf("n %d size %d", kt.n, kt.mask+1)
+	}
+}

@@ -31,6 +31,7 @@ type Paged struct {
 	cached    keyTable
 	evictions int64
 	obs       Observer
+	low       Observer // lower KV tiers (nil: GPU only)
 }
 
 // qent is a free-queue entry: a cached block (id >= 0) or n anonymous blocks.
@@ -75,6 +76,9 @@ func (c *Paged) Evictions() int64 { return c.evictions }
 
 // SetObserver implements Store.
 func (c *Paged) SetObserver(o Observer) { c.obs = o }
+
+// SetLower implements Store.
+func (c *Paged) SetLower(o Observer) { c.low = o }
 
 func (c *Paged) pushAnon(n int32) {
 	if n == 0 {
@@ -141,6 +145,9 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 			c.evictions++
 			if c.obs != nil {
 				c.obs.Evicted(bl.key)
+			}
+			if c.low != nil {
+				c.low.Evicted(bl.key)
 			}
 		}
 		n--
@@ -252,6 +259,9 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 		if c.obs != nil {
 			c.obs.Cached(k)
 		}
+		if c.low != nil {
+			c.low.Cached(k)
+		}
 	}
 }
 
@@ -329,7 +339,7 @@ func (c *Paged) Clone() Store {
 	d.idFree = append([]int32(nil), c.idFree...)
 	d.q = append([]qent(nil), c.q...)
 	d.cached = c.cached.clone()
-	d.obs = nil
+	d.obs, d.low = nil, nil
 	return &d
 }
 

@@ -52,6 +52,9 @@ type Store interface {
 
 	// SetObserver installs o (nil removes it).
 	SetObserver(o Observer)
+	// SetLower installs the lower tiers' observer (nil: none): it hears
+	// the same events as the observer, for offloading.
+	SetLower(o Observer)
 	// QuickCheck is an O(1) conservation check; Check walks everything.
 	QuickCheck() error
 	Check() error

@@ -80,6 +80,8 @@ type Replica struct {
 
 	Steps  int64 // steps run
 	BusyUS int64 // time spent in steps
+
+	tierOff, tierLoad int64 // lower-tier counters at the last step row
 }
 
 // New returns a serving replica.
@@ -95,6 +97,9 @@ func (p *Replica) Busy() bool { return p.busy }
 func (p *Replica) CanStart() bool {
 	return !p.busy && !p.startPending && p.Sched.HasWork()
 }
+
+// StartPending reports whether a step-start event is queued.
+func (p *Replica) StartPending() bool { return p.startPending }
 
 // StartQueued records that a step-start event is queued for this instant.
 func (p *Replica) StartQueued() { p.startPending = true }
@@ -151,7 +156,16 @@ func (p *Replica) End(now int64, fx *Effects) {
 		fx.Step = trace.Step{InstanceID: p.Index, StepIndex: step, StartUS: p.stepStart, DurationUS: now - p.stepStart,
 			BatchSize: int32(p.batch.Size()), PrefillTokens: int32(p.batch.PrefillTokens), DecodeTokens: int32(p.batch.DecodeSeqs),
 			KVBlocksUsed: l.KVUsed, KVBlocksTotal: l.KVTotal, Waiting: int32(l.Waiting), Running: int32(l.Running),
-			Preempted: p.Sched.Preempted(), ReplicaID: p.ID}
+			Preempted: p.Sched.Preempted(), ReplicaID: p.ID, Role: roleNames[p.Role]}
+		if ts := p.Sched.Tiers(); ts != nil {
+			var off, load int64
+			for _, t := range ts.T {
+				off += t.Stats.Offloads
+				load += t.Stats.Loads
+			}
+			fx.Step.KVOffloads, fx.Step.KVReloads = int32(off-p.tierOff), int32(load-p.tierLoad)
+			p.tierOff, p.tierLoad = off, load
+		}
 	}
 	p.busy = false
 }

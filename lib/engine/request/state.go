@@ -25,6 +25,9 @@ const (
 	Running               // in a replica's running set
 	Tool                  // a tool timer is running
 	Done                  // terminal; result written
+	// Transfer: prefilled on a prefill replica, its KV waiting for or in
+	// transfer to a decode replica (disaggregated serving).
+	Transfer
 )
 
 // State is one request in flight.
@@ -81,6 +84,30 @@ type State struct {
 	// event that names a State with another Life is stale.
 	Life uint32
 
+	// Tiered KV (owned by the scheduler): a request loading blocks from
+	// lower tiers holds GPU blocks for LoadFrom+LoadN keys; it re-enters the
+	// waiting queue at LoadReady.
+	Loading   bool
+	Holder    bool // waiting with its KV in hand: first in the waiting order
+	LoadFrom  int32
+	LoadN     int32
+	LoadReady int64
+	CachedLow [2]int32 // prompt tokens reloaded from the cpu and storage tiers
+	ReloadUS  int64    // time from the load's start to its end
+	ThrashTok int32    // reloaded tokens whose blocks ping-ponged (see kv.Tiers)
+
+	// Disaggregated serving (owned by the cluster): the prefill replica
+	// runs the prompt only (PrefillOnly); XferKV is its blocks there while
+	// the KV moves to DReplica, whose blocks are KV.
+	PrefillOnly bool
+	PReplica    int32 // prefill replica, -1 if none
+	DReplica    int32 // decode replica, -1 until chosen
+	XferKV      kv.Handle
+	XferStart   int64
+	XferDone    int64
+	XferBytes   int64
+	XferWaitUS  int64 // prefill end to the transfer's start (decode blocks, link queue)
+
 	RPrev, RNext *State // a replica's running list (admission order)
 	LPrev, LNext *State // the cluster's live list (registration order)
 }
@@ -89,6 +116,8 @@ type State struct {
 func (r *State) Reset() {
 	*r = State{
 		KV:       kv.Handle{IDs: r.KV.IDs[:0]},
+		XferKV:   kv.Handle{IDs: r.XferKV.IDs[:0]},
+		PReplica: -1, DReplica: -1, XferStart: trace.Null, XferDone: trace.Null,
 		Keys:     r.Keys[:0],
 		Children: r.Children[:0],
 		Epoch:    r.Epoch + 1,
@@ -154,6 +183,7 @@ func (c *Clone) Map(r *State) *State {
 		c.ids = append(c.ids, r.KV.IDs...)
 		d.KV.IDs = c.ids[k : k+n : k+n] // full: an append moves it out
 	}
+	d.XferKV.IDs = append([]int32(nil), r.XferKV.IDs...)
 	d.Keys = append([]uint64(nil), r.Keys...)
 	d.Req.DependsOn = append([]string(nil), r.Req.DependsOn...)
 	d.Req.PrefixHashes = append([]uint64(nil), r.Req.PrefixHashes...)

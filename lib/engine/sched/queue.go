@@ -11,7 +11,13 @@ type waitQueue struct {
 	custom bool
 }
 
+// wless orders the waiting heap. A request holding its KV (loaded from a
+// lower tier, or sent by a prefill replica) goes first: the blocks it holds
+// would otherwise starve the requests ahead of it.
 func wless(a, b *request.State) bool {
+	if a.Holder != b.Holder {
+		return a.Holder
+	}
 	return a.Prio > b.Prio || (a.Prio == b.Prio && a.Order < b.Order)
 }
 

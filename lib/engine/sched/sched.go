@@ -48,6 +48,17 @@ type Scheduler interface {
 	// Check verifies the scheduler's own invariants after a step formed
 	// (batch limits, prefill order); full adds the KV store's walk.
 	Check(full bool) error
+	// Wake moves requests whose KV loads ended by now back to the waiting
+	// queue; WakeAt is the earliest load end in progress (trace.Null if
+	// none): an idle replica must be woken then.
+	Wake(now int64)
+	WakeAt() int64
+	// Resume queues a request whose KV was placed in its handle by the
+	// caller (a P/D hand-off); Hold stops or resumes new admissions.
+	Resume(r *request.State)
+	Hold(on bool)
+	// Tiers is the lower KV tiers (nil: GPU only).
+	Tiers() *kv.Tiers
 	// Clone copies the scheduler onto cloned requests, a cloned store and
 	// the clone's key deriver.
 	Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Scheduler

@@ -72,6 +72,13 @@ type VLLM struct {
 	preSeq    int64
 	err       error
 	scratch   []*request.State
+
+	// Tiered KV (nil: GPU only) and the requests loading from it.
+	tiers   *kv.Tiers
+	loading []*request.State
+	// hold stops admissions of new prompts (a prefill replica whose
+	// outgoing KV transfers are backed up).
+	hold bool
 }
 
 type boundEntry struct {
@@ -91,7 +98,7 @@ func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victi
 var SkipFailed = true
 
 func (s *VLLM) KV() kv.Store       { return s.kv }
-func (s *VLLM) Waiting() int       { return s.waiting.len() + len(s.pending) - s.pendHead }
+func (s *VLLM) Waiting() int       { return s.waiting.len() + len(s.pending) - s.pendHead + len(s.loading) }
 func (s *VLLM) Running() int       { return s.nrun }
 func (s *VLLM) StepIndex() int64   { return s.step }
 func (s *VLLM) Preempted() int32   { return s.preempted }
@@ -277,6 +284,12 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 	s.used = 0
 	s.sched = s.sched[:0]
 	B := s.B
+	if s.tiers != nil {
+		s.tiers.SetNow(now, 0)
+		if len(s.loading) > 0 {
+			s.Wake(now)
+		}
+	}
 	if s.cfg.Async {
 		// Running back to back, this step was formed as the previous one
 		// was launched: it sees the requests enqueued before then (one
@@ -398,7 +411,23 @@ func (s *VLLM) admit(now int64, budget int32) {
 			// At least one token is always computed (vLLM caps hits at n-1).
 			hits = s.kv.Lookup(r.Keys, int((r.NumTokens()-1)/B))
 		}
-		comp := int32(hits) * B
+		comp, held := int32(hits)*B, int32(hits)
+		if r.KV.Blocks() > 0 {
+			// Its KV arrived from a lower tier or a prefill replica.
+			if s.cfg.Checks && (r.XferKV.Blocks() > 0 || r.XferDone > now) {
+				s.err = fmt.Errorf("request %s scheduled at %d before its KV transfer ended (%d) or its prefill replica freed its blocks", r.Req.ID, now, r.XferDone)
+			}
+			comp, held = r.Computed, r.KV.Blocks()
+		} else if s.hold {
+			break
+		} else if s.tiers != nil && r.Computed == 0 {
+			if lo := s.tiers.Lookup(r.Keys, hits, int((r.NumTokens()-1)/B)); lo > 0 {
+				if !s.startLoad(now, r, hits, lo) {
+					break
+				}
+				continue
+			}
+		}
 		n := r.NumTokens() - comp
 		if thr > 0 && n > thr {
 			n = thr
@@ -406,7 +435,7 @@ func (s *VLLM) admit(now int64, budget int32) {
 		if n > left {
 			n = left
 		}
-		need := s.blocksFor(comp+n) - int32(hits)
+		need := max(0, s.blocksFor(comp+n)-held)
 		free := s.kv.Free()
 		if free < need || (free < need+int32(hits) && free < need+s.kv.HitCost(r.Keys, hits)) {
 			r.Failed, r.FailFree, r.FailLeft, r.FailHits, r.FailEvict = true, free, left, hits, s.kv.Evictions()
@@ -414,6 +443,7 @@ func (s *VLLM) admit(now int64, budget int32) {
 		}
 		r.Failed = false
 		s.waiting.pop()
+		r.Holder = false
 		if hits > 0 {
 			s.kv.Touch(&r.KV, r.Keys, hits)
 			r.NReg = int32(hits)
@@ -449,6 +479,9 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		r.Computed += r.Chunk
 		r.Chunk = 0
 		if full := r.Computed / B; full > r.NReg && int(r.NReg) < len(r.Keys) {
+			if s.tiers != nil {
+				s.tiers.SetNow(now, r.Prio)
+			}
 			to := min(int(full), len(r.Keys))
 			s.kv.Register(&r.KV, r.Keys, int(r.NReg), to)
 			r.NReg = int32(to)
@@ -462,6 +495,16 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 				r.FirstTok = now
 			}
 			s.finish(now, r, done)
+			continue
+		}
+		if r.PrefillOnly {
+			// Disaggregated: the prompt's KV goes to a decode replica,
+			// which produces the first token (this replica's is dropped).
+			r.PrefillOnly = false
+			r.Epoch++
+			s.runRemove(r)
+			r.Phase = request.Transfer
+			*done = append(*done, r)
 			continue
 		}
 		r.Generated++
@@ -513,11 +556,18 @@ func (s *VLLM) alphaTokens(n int32) int64 {
 func (s *VLLM) Cancel(r *request.State) {
 	switch r.Phase {
 	case request.Waiting:
-		if i := indexOf(s.pending[s.pendHead:], r); i >= 0 {
+		if r.Loading {
+			s.loading = remove(s.loading, r)
+			r.Loading = false
+		} else if i := indexOf(s.pending[s.pendHead:], r); i >= 0 {
 			i += s.pendHead
 			s.pending = append(s.pending[:i], s.pending[i+1:]...)
 		} else {
 			s.waiting.remove(r)
+		}
+		if r.KV.Blocks() > 0 {
+			s.kv.Release(&r.KV) // loaded (tier or transfer), not yet running
+			r.Computed, r.NReg = 0, 0
 		}
 		r.Epoch++
 	case request.Running:
@@ -542,9 +592,15 @@ func (s *VLLM) Check(full bool) error {
 	if int(s.used)+s.nDecode > int(s.cfg.MaxNumBatchedTokens) {
 		return fmt.Errorf("step %d: %d tokens > max_num_batched_tokens %d", s.step, int(s.used)+s.nDecode, s.cfg.MaxNumBatchedTokens)
 	}
+	if s.err != nil {
+		return s.err
+	}
 	err := s.kv.QuickCheck()
 	if err == nil && full {
 		err = s.kv.Check()
+	}
+	if err == nil && s.tiers != nil && full {
+		err = s.tiers.Check()
 	}
 	return err
 }
@@ -560,6 +616,11 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 	d.prefilling = mapAll(c, s.prefilling)
 	d.sched = mapAll(c, s.sched)
 	d.scratch = nil
+	d.loading = mapAll(c, s.loading)
+	if s.tiers != nil {
+		d.tiers = s.tiers.Clone(store)
+		store.SetLower(d.tiers)
+	}
 	d.finishH.S = make([]stepEntry, len(s.finishH.S))
 	for i, e := range s.finishH.S {
 		e.r = c.Map(e.r)

@@ -1,0 +1,209 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// KV is a deployment's tiered KV cache: the GPU blocks (engine.kv_blocks)
+// and, below them, optional CPU and storage tiers that receive blocks by the
+// offload policy and give them back on a prefix hit (docs/engine.md,
+// "Tiered KV").
+type KV struct {
+	// Offload is when blocks are copied to the first lower tier: none,
+	// eager (as they are cached), lazy (as the GPU evicts them) or
+	// threshold (eagerly while GPU KV use is at least Threshold, else
+	// lazily).
+	Offload string `yaml:"offload"`
+	// Threshold is the GPU KV use (fraction of blocks) above which the
+	// threshold policy copies eagerly; 0 = 0.8.
+	Threshold float64 `yaml:"threshold,omitempty"`
+	Tiers     []Tier  `yaml:"tiers,omitempty"`
+	// BytesPerToken is the KV bytes one token takes on a replica (all TP
+	// ranks); 0 = from the model catalogue (engine.Prepare fills it).
+	BytesPerToken float64 `yaml:"bytes_per_token,omitempty"`
+}
+
+// Tier is one lower KV tier of every replica of the deployment.
+type Tier struct {
+	Name string `yaml:"name"` // cpu | storage (in that order)
+	// Capacity per replica, in GiB of KV (converted with BytesPerToken) or
+	// blocks; exactly one is given.
+	CapacityGiB    float64 `yaml:"capacity_gib,omitempty"`
+	CapacityBlocks int64   `yaml:"capacity_blocks,omitempty"`
+	// BandwidthGBs is the tier's bandwidth to the GPUs of one replica,
+	// 10^9 B/s; nil = the default (cpu: the GPU's host link × tp; storage:
+	// 5 GB/s per replica).
+	BandwidthGBs *float64 `yaml:"bandwidth_gb_s,omitempty"`
+	// Latency is paid once per transfer (a request's load from this tier).
+	Latency Duration `yaml:"latency"`
+	// Eviction order when the tier is full: lru (default), lfu, priority.
+	Eviction string `yaml:"eviction,omitempty"`
+}
+
+// KVTransfer is how a P/D deployment moves a request's KV from its prefill
+// replica to its decode replica.
+type KVTransfer struct {
+	// Link picks the defaults: rdma (between nodes: 50 GB/s per GPU, a
+	// 400 Gb/s NIC each, 20 µs) or nvlink (within a node: the GPU's
+	// NVLink bandwidth, 5 µs).
+	Link         string   `yaml:"link,omitempty"`
+	BandwidthGBs *float64 `yaml:"bandwidth_gb_s,omitempty"` // per replica pair, 10^9 B/s; nil = the link's default × tp
+	Latency      Duration `yaml:"latency"`                  // per transfer; 0 = the link's default
+	// Granularity is the unit sent: block, chunk or stream. Without
+	// pipelining every granularity sends the whole KV after the prefill.
+	Granularity string `yaml:"granularity"`
+	Pipelined   bool   `yaml:"pipelined"`
+	// Routing is when the decode replica is chosen: decode-first (at
+	// arrival, as llm-d does) or prefill-first (when the prefill ends).
+	Routing string `yaml:"routing"`
+	// MaxQueue is the outgoing transfers (waiting for a decode replica's
+	// blocks or in flight) above which a prefill replica admits no new
+	// prefills; 0 = 8.
+	MaxQueue int `yaml:"max_queue,omitempty"`
+}
+
+// Defaults of the KV settings.
+const (
+	DefaultOffloadThreshold = 0.8
+	DefaultStorageGBs       = 5.0
+	DefaultStorageLatencyUS = 200
+	DefaultCPULatencyUS     = 10
+	DefaultRDMAGBs          = 50.0 // per GPU: one 400 Gb/s NIC
+	DefaultRDMALatencyUS    = 20
+	DefaultNVLinkLatencyUS  = 5
+	DefaultMaxTransferQueue = 8
+	// MaxCPUTierGiB is the plausible host memory of one replica's machine:
+	// the largest common 8-GPU servers ship with 2–4 TiB of DRAM.
+	MaxCPUTierGiB = 4096
+)
+
+// DefaultKVTransfer is the kv_transfer of a deployment that gives none.
+func DefaultKVTransfer() KVTransfer {
+	return KVTransfer{Link: "rdma", Granularity: "block", Routing: "decode-first"}
+}
+
+// UnmarshalYAML fills absent keys with their defaults.
+func (t *KVTransfer) UnmarshalYAML(n *yaml.Node) error {
+	*t = DefaultKVTransfer()
+	type plain KVTransfer
+	return n.Decode((*plain)(t))
+}
+
+// HasTiers reports whether the deployment has lower KV tiers.
+func (k *KV) HasTiers() bool { return len(k.Tiers) > 0 && k.Offload != "none" }
+
+// IsPD reports whether the deployment has prefill and decode pools.
+func (d *Deployment) IsPD() bool {
+	for _, p := range d.Pools {
+		if p.Role == "prefill" || p.Role == "decode" {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Cluster) validateKV(at string, kv *KV) error {
+	k := func(s string) string { return at + "." + s }
+	switch kv.Offload {
+	case "none", "eager", "lazy", "threshold":
+	default:
+		return errors.New(c.Where(k("offload"), fmt.Sprintf("expected none, eager, lazy or threshold, found %q", kv.Offload)))
+	}
+	if kv.Threshold < 0 || kv.Threshold > 1 || math.IsNaN(kv.Threshold) {
+		return errors.New(c.Where(k("threshold"), fmt.Sprintf("expected a fraction of GPU KV blocks in [0, 1], found %g", kv.Threshold)))
+	}
+	if !(kv.BytesPerToken >= 0) || math.IsInf(kv.BytesPerToken, 1) {
+		return errors.New(c.Where(k("bytes_per_token"), fmt.Sprintf("expected a finite number >= 0, found %g", kv.BytesPerToken)))
+	}
+	if len(kv.Tiers) > 2 {
+		return errors.New(c.Where(k("tiers"), fmt.Sprintf("expected at most 2 tiers (cpu, storage), found %d", len(kv.Tiers))))
+	}
+	for i := range kv.Tiers {
+		t := &kv.Tiers[i]
+		tk := func(s string) string { return fmt.Sprintf("%s.tiers[%d].%s", at, i, s) }
+		switch {
+		case t.Name != "cpu" && t.Name != "storage":
+			return errors.New(c.Where(tk("name"), fmt.Sprintf("expected cpu or storage, found %q", t.Name)))
+		case i == 1 && (t.Name != "storage" || kv.Tiers[0].Name != "cpu"):
+			return errors.New(c.Where(tk("name"), "expected the tiers in order: cpu, then storage"))
+		case t.CapacityGiB != 0 && t.CapacityBlocks != 0:
+			return errors.New(c.Where(tk("capacity_gib"), "give capacity_gib or capacity_blocks, not both"))
+		case t.CapacityGiB == 0 && t.CapacityBlocks == 0:
+			return errors.New(c.Where(fmt.Sprintf("%s.tiers[%d]", at, i), "expected a capacity: capacity_gib or capacity_blocks"))
+		case !(t.CapacityGiB >= 0) || math.IsInf(t.CapacityGiB, 1):
+			return errors.New(c.Where(tk("capacity_gib"), fmt.Sprintf("expected a finite number > 0, found %g", t.CapacityGiB)))
+		case t.CapacityBlocks < 0 || t.CapacityBlocks > math.MaxInt32:
+			return errors.New(c.Where(tk("capacity_blocks"), fmt.Sprintf("expected 1 to %d, found %d", math.MaxInt32, t.CapacityBlocks)))
+		case t.Name == "cpu" && t.CapacityGiB > MaxCPUTierGiB:
+			return errors.New(c.Where(tk("capacity_gib"), fmt.Sprintf("%g GiB of CPU memory per replica is more than a machine plausibly has (at most %d GiB: the largest common 8-GPU servers have 2–4 TiB)", t.CapacityGiB, MaxCPUTierGiB)))
+		case t.BandwidthGBs != nil && (!(*t.BandwidthGBs > 0) || math.IsInf(*t.BandwidthGBs, 1)):
+			return errors.New(c.Where(tk("bandwidth_gb_s"), fmt.Sprintf("expected a finite bandwidth > 0 (GB/s), found %g", *t.BandwidthGBs)))
+		}
+		switch t.Eviction {
+		case "", "lru", "lfu", "priority":
+		default:
+			return errors.New(c.Where(tk("eviction"), fmt.Sprintf("expected lru, lfu or priority, found %q", t.Eviction)))
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) validateKVTransfer(at string, t *KVTransfer) error {
+	k := func(s string) string { return at + "." + s }
+	switch {
+	case t.Link != "rdma" && t.Link != "nvlink":
+		return errors.New(c.Where(k("link"), fmt.Sprintf("expected rdma or nvlink, found %q", t.Link)))
+	case t.BandwidthGBs != nil && (!(*t.BandwidthGBs > 0) || math.IsInf(*t.BandwidthGBs, 1)):
+		return errors.New(c.Where(k("bandwidth_gb_s"), fmt.Sprintf("expected a finite bandwidth > 0 (GB/s), found %g", *t.BandwidthGBs)))
+	case t.Granularity != "block" && t.Granularity != "chunk" && t.Granularity != "stream":
+		return errors.New(c.Where(k("granularity"), fmt.Sprintf("expected block, chunk or stream, found %q", t.Granularity)))
+	case t.Pipelined:
+		return errors.New(c.Where(k("pipelined"), "pipelined transfers are not implemented yet (expected false)"))
+	case t.Routing != "decode-first" && t.Routing != "prefill-first":
+		return errors.New(c.Where(k("routing"), fmt.Sprintf("expected decode-first or prefill-first, found %q", t.Routing)))
+	case t.MaxQueue < 0:
+		return errors.New(c.Where(k("max_queue"), fmt.Sprintf("expected >= 0, found %d", t.MaxQueue)))
+	}
+	return nil
+}
+
+// validatePools checks a deployment's pool roles: monolithic alone, or
+// prefill and decode together.
+func (c *Cluster) validatePools(i int, d *Deployment) error {
+	var mono, pre, dec int
+	for j, p := range d.Pools {
+		switch p.Role {
+		case "monolithic":
+			mono++
+		case "prefill":
+			pre++
+		case "decode":
+			dec++
+		default:
+			return errors.New(c.Where(fmt.Sprintf("deployments[%d].pools[%d].role", i, j), fmt.Sprintf("expected monolithic, prefill or decode, found %q", p.Role)))
+		}
+	}
+	at := fmt.Sprintf("deployments[%d].pools", i)
+	switch {
+	case dec > 0 && pre == 0:
+		return errors.New(c.Where(at, "a decode pool needs a prefill pool (add {role: prefill, replicas: N})"))
+	case pre > 0 && dec == 0:
+		return errors.New(c.Where(at, "a prefill pool needs a decode pool (add {role: decode, replicas: N})"))
+	case mono > 0 && pre > 0:
+		return errors.New(c.Where(at, "a deployment is either monolithic or prefill/decode; put the monolithic pool in its own deployment"))
+	case pre > 1 || dec > 1:
+		return errors.New(c.Where(at, "expected one prefill pool and one decode pool"))
+	}
+	return nil
+}
+
+// UnmarshalYAML fills absent keys with their defaults (offload: lazy).
+func (k *KV) UnmarshalYAML(n *yaml.Node) error {
+	*k = KV{Offload: "lazy"}
+	type plain KV
+	return n.Decode((*plain)(k))
+}

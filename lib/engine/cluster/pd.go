@@ -151,6 +151,9 @@ func (c *Cluster) admitIncoming(d *replica.Replica) {
 		c.sum.Transfers++
 		c.sum.TransferBytes += bytes
 		c.h.push(r.XferDone, evXferDone, d.Index, r)
+		if c.opts.Decisions != nil {
+			c.traceTransfer(r, c.reps[p], d, need)
+		}
 	}
 	n := copy(q, q[k:])
 	clear(q[n:])
@@ -248,4 +251,29 @@ func (c *Cluster) wake(rep *replica.Replica) {
 	c.markDirty(rep.Index)
 	c.kick(rep)
 	c.armWake(rep)
+}
+
+// traceTransfer records a KV transfer as a kv_transfer decision, and a
+// request that waited for the decode replica's blocks as a pd_backpressure
+// anomaly (decision traces only).
+func (c *Cluster) traceTransfer(r *request.State, p, d *replica.Replica, blocks int32) {
+	reason := fmt.Sprintf("%d bytes; sent at %d µs, in place at %d µs", r.XferBytes, r.XferStart+r.XferWaitUS, r.XferDone)
+	wait := c.now - r.XferStart // waiting for d's blocks
+	if wait > 0 {
+		reason += fmt.Sprintf("; waited %d µs for the decode replica's KV blocks", wait)
+	}
+	c.TraceKVTransfer(r, p.ID, d.ID, int64(blocks), reason)
+	if wait <= 0 {
+		return
+	}
+	sev := "low"
+	switch {
+	case wait >= 1e6:
+		sev = "high"
+	case wait >= 100e3:
+		sev = "medium"
+	}
+	c.ReportAnomaly(&trace.Anomaly{Type: trace.AnomalyPDBackpressure, TimeUS: r.XferStart, EndUS: c.now, Severity: sev,
+		Magnitude: float64(wait), ReplicaID: d.ID, Requests: []string{r.Req.ID},
+		Description: fmt.Sprintf("%s waited %d µs after its prefill on %s for %d KV blocks on decode replica %s", r.Req.ID, wait, p.ID, blocks, d.ID)})
 }

@@ -22,10 +22,12 @@ demo: build
 	  | $(BIN)/blis-report
 
 # Tests of blis-load's issue times run on their own, after the rest: a
-# parallel test run would measure the other packages' CPU, not ours.
+# parallel test run would measure the other packages' CPU, not ours. The
+# browser tests too, so that make test says when they were skipped.
 test: fmt-check vet
-	BLIS_SKIP_TIMING=1 $(GO) test -count=1 ./...
+	BLIS_SKIP_TIMING=1 $(GO) test -count=1 -skip 'InBrowser' ./...
 	$(GO) test -count=1 -run 'Precision|MockLLM' ./lib/load/ ./cmd/blis-load/
+	scripts/browser-tests.sh
 	scripts/fuzz-smoke.sh
 
 vet:
@@ -38,6 +40,7 @@ fmt-check:
 fuzz-smoke:
 	scripts/fuzz-smoke.sh
 
+# Every benchmark script with short defaults (bench/run.sh; FULL=1 for their full sizes).
 bench:
 	bench/run.sh
 
@@ -46,9 +49,10 @@ coefficients: build
 	scripts/regen-coefficients.sh
 
 # Replays every real run in ../shared/data/measurements and regenerates the
-# fidelity tables of docs/latency.md (deterministic).
+# fidelity tables of docs/latency.md and the known-error table blis-sim
+# quotes (lib/latency/knownerror.json); deterministic.
 fidelity:
-	$(GO) run ./bench/fidelity -q -update docs/latency.md
+	$(GO) run ./bench/fidelity -q -update docs/latency.md -json lib/latency/knownerror.json
 
 clean:
 	rm -rf $(BIN)

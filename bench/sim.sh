@@ -11,6 +11,7 @@
 #   SORTED=false bench/sim.sh       # unsorted table: blis-sim reads it into memory
 #   REPLICAS=1000 RATE=12000 bench/sim.sh     # 1,000 replicas at the same load per replica
 #   CLUSTER=bench/two-deployments.yaml MODELS=llama-3.1-8b,qwen3-14b RATE=12000 bench/sim.sh 1000000
+#   POLICY=examples/policies/bench.yaml bench/sim.sh   # a policy bundle (Starlark routing + admission)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100000}
@@ -23,6 +24,9 @@ if [ -n "${CLUSTER:-}" ]; then
   set -- --cluster "$CLUSTER" ${ROUTER:+--router "$ROUTER"}
 else
   set -- --replicas "${REPLICAS:-8}" --model llama-3.1-8b --gpu h100 --tp 1 --latency "${LATENCY:-auto}" ${ROUTER:+--router "$ROUTER"}
+fi
+if [ -n "${POLICY:-}" ]; then
+  set -- "$@" --policy "$POLICY"
 fi
 /usr/bin/time -v "$work/blis-sim" "$@" -o "$work/results.arrows" "$work/requests.arrows" 2>"$work/stderr" || {
   cat "$work/stderr"; exit 1; }

@@ -7,6 +7,7 @@
 #
 #   bench/sweep.sh          # 1,000 runs, one worker per core
 #   JOBS=1 bench/sweep.sh   # one worker
+#   RUNS=200 bench/sweep.sh # fewer runs (bench/run.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -17,7 +18,7 @@ name: bench
 workload: {trace: $PWD/testdata/azure2023_code.csv, limit: 1000}
 axes:
   replicas: [4]
-  seed: {replications: 1000}
+  seed: {replications: ${RUNS:-1000}}
 YAML
 jobs=()
 [ -n "${JOBS:-}" ] && jobs=(-j "$JOBS")

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -69,8 +72,14 @@ func TestPoolNormalisesStatistics(t *testing.T) {
 	p.add("roofline", "Hopper", "r", "p90 TTFT", 500, 100) // the p50 stands for a run
 	p.add("roofline", "Hopper", "r", "mean TPOT", 80, 100)
 	rows := p.rows()
-	if len(rows) != 1 || rows[0].N != 2 || math.Abs(rows[0].TTFT-10) > 1e-9 || math.Abs(rows[0].TTFTB) > 1e-9 || math.Abs(rows[0].TPOT-20) > 1e-9 {
+	if len(rows) != 1 || rows[0].N != 2 || math.Abs(rows[0].TTFT-10) > 1e-9 || math.Abs(rows[0].TTFTB) > 1e-9 || math.Abs(rows[0].TPOT-20) > 1e-9 || rows[0].Cap != nil {
 		t.Fatalf("rows %+v", rows)
+	}
+	// Capacity only where a saturated run gave one: 1.30 against 1.43 req/s.
+	p.add("roofline", "Hopper", "r", "capacity (saturated)", 1.30, 1.43)
+	rows = p.rows()
+	if rows[0].CapN != 1 || rows[0].Cap == nil || math.Abs(*rows[0].Cap-(1-1.30/1.43)*100) > 1e-9 || *rows[0].CapB > 0 {
+		t.Fatalf("capacity %+v", rows[0])
 	}
 }
 
@@ -117,5 +126,41 @@ func TestReplaySharedRun(t *testing.T) {
 	}
 	if math.IsNaN(a.real.capacity) || math.IsNaN(a.sim.capacity) {
 		t.Errorf("the run saturates: capacity real %g sim %g", a.real.capacity, a.sim.capacity)
+	}
+}
+
+// The known-error table blis-sim quotes (lib/latency/knownerror.json) and
+// the pooled table of docs/latency.md come from the same harness run: make
+// fidelity writes both, and this catches one regenerated without the other.
+func TestKnownErrorMatchesDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/latency.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(doc, []byte("#### Pooled:"))
+	if i < 0 {
+		t.Fatal("docs/latency.md has no pooled table")
+	}
+	var rows int
+	for _, line := range strings.Split(string(doc[i:]), "\n")[4:] {
+		if !strings.HasPrefix(line, "| ") {
+			break
+		}
+		f := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(f) < 6 {
+			t.Fatalf("pooled row %q", line)
+		}
+		k, ok := latency.KnownError(f[0], f[1], f[2])
+		if !ok {
+			t.Errorf("docs row %q is not in lib/latency/knownerror.json", line)
+			continue
+		}
+		if want := fmt.Sprintf("%d", k.Points); f[3] != want || f[4] != errCell(k.TTFT, k.TTFTBias) || f[5] != errCell(k.TPOT, k.TPOTBias) {
+			t.Errorf("docs row %q, knownerror.json %+v: regenerate both with make fidelity", line, k)
+		}
+		rows++
+	}
+	if rows != len(latency.KnownErrors()) {
+		t.Errorf("docs has %d pooled rows, knownerror.json %d", rows, len(latency.KnownErrors()))
 	}
 }

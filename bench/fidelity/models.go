@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/blis-sim/blis/lib/fit"
+	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/resolve"
 	"github.com/blis-sim/blis/lib/roofline"
 )
@@ -60,22 +61,10 @@ func sha256File(p string) string {
 // familyOf is the GPU architecture family, the granularity of the error
 // table blis-report quotes.
 func familyOf(gpu string) string {
-	g, ok := roofline.LookupGPU(gpu)
-	name := strings.ToLower(gpu)
-	if ok {
-		name = g.Name
+	if g, ok := roofline.LookupGPU(gpu); ok {
+		gpu = g.Name
 	}
-	switch name {
-	case "a100-80gb":
-		return "Ampere"
-	case "l40s", "rtx4090":
-		return "Ada"
-	case "h100", "h200":
-		return "Hopper"
-	case "b200", "gb200", "rtxpro6000":
-		return "Blackwell"
-	}
-	return name
+	return latency.GPUFamily(gpu)
 }
 
 // regimeOf classifies a closed-loop serving point by its concurrency.
@@ -149,6 +138,11 @@ type pooledRow struct {
 	TTFTB  float64 `json:"ttft_bias_pct"`
 	TPOT   float64 `json:"tpot_mdape_pct"`
 	TPOTB  float64 `json:"tpot_bias_pct"`
+	// Capacity (saturated replays only): completions per second while a
+	// queue waited, simulated against real.
+	CapN int      `json:"capacity_points,omitempty"`
+	Cap  *float64 `json:"capacity_mdape_pct,omitempty"`
+	CapB *float64 `json:"capacity_bias_pct,omitempty"`
 }
 
 func (p *pool) rows() []pooledRow {
@@ -180,6 +174,10 @@ func (p *pool) rows() []pooledRow {
 		r.N = max(len(tt), len(tp))
 		r.TTFT, r.TTFTB = errStats(tt)
 		r.TPOT, r.TPOTB = errStats(tp)
+		if cp := p.m[[4]string{k.m, k.f, k.r, "capacity"}]; len(cp) > 0 {
+			md, b := errStats(cp)
+			r.CapN, r.Cap, r.CapB = len(cp), &md, &b
+		}
 		out = append(out, r)
 	}
 	return out
@@ -188,13 +186,17 @@ func (p *pool) rows() []pooledRow {
 func writePooled(w *strings.Builder, p *pool) {
 	fmt.Fprintln(w, "#### Pooled: median absolute error (median signed error) by latency model, GPU family and load regime")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| latency model | GPU family | load regime | points | TTFT | TPOT |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| latency model | GPU family | load regime | points | TTFT | TPOT | capacity |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|")
 	for _, r := range p.rows() {
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s |\n", r.Model, r.Family, r.Regime, r.N, errCell(r.TTFT, r.TTFTB), errCell(r.TPOT, r.TPOTB))
+		c := "–"
+		if r.Cap != nil {
+			c = errCell(*r.Cap, *r.CapB)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s | %s |\n", r.Model, r.Family, r.Regime, r.N, errCell(r.TTFT, r.TTFTB), errCell(r.TPOT, r.TPOTB), c)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "TTFT and TPOT are the means of a closed-loop serving point and the medians of a replayed run. Points a fitted file was trained on are left out of its rows.")
+	fmt.Fprintln(w, "TTFT and TPOT are the means of a closed-loop serving point and the medians of a replayed run; capacity is a saturated replay's completion rate while its queue waited. Points a fitted file was trained on are left out of its rows.")
 	fmt.Fprintln(w)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/cliutil"
 	"github.com/blis-sim/blis/lib/fit"
+	_ "github.com/blis-sim/blis/lib/trace/parquetio" // --requests and the other tables may be Parquet
 	"github.com/urfave/cli/v2"
 )
 

@@ -65,6 +65,9 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return cliutil.BadInput(err)
 	}
+	for _, n := range rep.Notes { // also in the report, where a script may not look
+		fmt.Fprintf(c.App.ErrWriter, "%s: note: %s\n", c.App.Name, n)
+	}
 	if p := c.String("html"); p != "" {
 		if err := rep.WriteHTMLFile(p); err != nil {
 			return err

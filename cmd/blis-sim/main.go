@@ -19,6 +19,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/trace"
+	_ "github.com/blis-sim/blis/lib/trace/parquetio"
 	"github.com/urfave/cli/v2"
 )
 
@@ -29,8 +30,9 @@ func app() *cli.App {
 		Name:      "blis-sim",
 		Usage:     "simulate LLM serving replicas behind a router on a requests table (flags override the --cluster YAML)",
 		UsageText: "blis-sim [--cluster cluster.yaml] [flags] [FILE|-] > results.arrow",
-		Description: "Reads a requests table (Arrow IPC stream, .arrow file or stdin), simulates the cluster and\n" +
-			"writes the results table (one row per request) to stdout or -o. Flags override the YAML.\n" +
+		Description: "Reads a requests table (Arrow IPC stream, .arrow file or .parquet, gzipped or not; or stdin), simulates\n" +
+			"the cluster and writes the results table (one row per request) to stdout or -o (.arrow, .parquet or a\n" +
+			"stream, as --steps). Flags override the YAML.\n" +
 			"See docs/engine.md and docs/policies.md.",
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
@@ -45,7 +47,9 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "latency", Usage: "latency model: auto, roofline, fitted or linear", DefaultText: "auto"},
 			&cli.StringFlag{Name: "coefficients", Usage: "fitted coefficients `FILE`"},
 			&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(policy.Names(policy.StageRouting), ", "), DefaultText: "round-robin"},
-			&cli.StringFlag{Name: "seed", Usage: "seed of the random streams: the random and power-of-two routers draw from it; nothing else is random, so with other routers every seed gives the same results", DefaultText: "42"},
+			&cli.StringFlag{Name: "policy", Usage: "policy bundle `FILE` (YAML; overrides the cluster YAML's policy key; see docs/policies.md)"},
+			&cli.BoolFlag{Name: "list-policies", Usage: "list every policy template with its parameters and ranges, and exit"},
+			&cli.StringFlag{Name: "seed", Usage: "seed of the random streams: the random and power-of-two routers, and policy-bundle stages that ask for random (random: true), draw from it; nothing else is random, so without them every seed gives the same results", DefaultText: "42"},
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},
@@ -160,7 +164,15 @@ func clusterConfig(c *cli.Context) (config.Cluster, error) {
 }
 
 func run(c *cli.Context) error {
+	if c.Bool("list-policies") {
+		listPolicies(c.App.Writer)
+		return nil
+	}
 	cfg, err := clusterConfig(c)
+	if err != nil {
+		return err
+	}
+	pb, err := loadPolicy(c, &cfg)
 	if err != nil {
 		return err
 	}
@@ -233,13 +245,19 @@ func run(c *cli.Context) error {
 		stage.Inputs = []trace.Input{inp}
 	}
 	outMeta := md.With(stage)
+	outMeta.Delete(trace.MetaSorted) // results come in the order requests end
 	names := make([]string, len(models))
 	for i, m := range models {
 		names[i] = m.Name()
 	}
 	outMeta.Set("blis.sim.model", strings.Join(names, ","))
+	outMeta.SetSimDeployments(engine.Describe(&cfg, models))
+	outMeta.Set(trace.MetaSimRouter, cfg.Router.Routing)
 	// Both outputs are put into place only when the whole run succeeded: a
 	// failed run leaves no new file behind and existing ones as they were.
+	if pb != nil {
+		pb.Annotate(outMeta)
+	}
 	out, err := trace.Create(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
 	if err != nil {
 		return cliutil.Usage("%v", err)
@@ -249,6 +267,9 @@ func run(c *cli.Context) error {
 	var stepsOut trace.Sink
 	if p := c.String("steps"); p != "" {
 		sm := trace.NewMeta().With(stage)
+		if pb != nil {
+			pb.Annotate(sm)
+		}
 		stepsOut, err = trace.Create(p, nil, trace.StepsSchema(sm))
 		if err != nil {
 			rw.Abort()
@@ -277,7 +298,20 @@ func run(c *cli.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	sum, runErr := engine.Run(cfg, models, source, rw, opts)
+	drops := &trace.DropCounter{W: rw}
+	var sink engine.Sink = drops
+	if pb != nil {
+		if _, sink, err = pb.Apply(&cfg, &opts, drops); err != nil {
+			rw.Abort()
+			trace.Abort(out)
+			if stepsOut != nil {
+				sw.Abort()
+				trace.Abort(stepsOut)
+			}
+			return cliutil.BadInput(err)
+		}
+	}
+	sum, runErr := engine.Run(cfg, models, source, sink, opts)
 	if runErr == nil {
 		prog.Finish(sum.Injected)
 	}
@@ -322,9 +356,12 @@ func run(c *cli.Context) error {
 		return closeErr
 	}
 	if !quiet {
-		printSummary(stderr, &sum, &cfg, wall)
+		printSummary(stderr, &sum, &cfg, wall, &drops.Tally)
+		if pb != nil {
+			fmt.Fprintf(stderr, "  %s\n", pb.Describe())
+		}
 	}
-	return nil
+	return allDropped(&sum, &drops.Tally)
 }
 
 func readAll(rr *trace.RequestReader) ([]trace.Request, error) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:  "testdata/script",
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"mkrequests": mkrequests, "mkbadtable": mkbadtable, "dumpresults": dumpresults},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"mkrequests": mkrequests, "mkbadtable": mkbadtable, "dumpresults": dumpresults, "dumpmeta": dumpmeta},
 	})
 }
 
@@ -110,6 +111,23 @@ func dumpresults(ts *testscript.TestScript, neg bool, args []string) {
 	for _, r := range rs {
 		fmt.Fprintf(ts.Stdout(), "%s %s inst=%d arrival=%s enq=%s first=%s fin=%s ttft=%s e2e=%s gen=%d %q\n", r.ID, r.Status, r.InstanceID,
 			n(r.ArrivalUS), n(r.EnqueuedUS), n(r.FirstTokenUS), n(r.FinishedUS), n(r.TTFTUS), n(r.E2EUS), r.GeneratedTokens, r.DropReason)
+	}
+}
+
+// dumpmeta FILE PREFIX prints the table's schema metadata keys starting
+// with PREFIX, sorted.
+func dumpmeta(ts *testscript.TestScript, neg bool, args []string) {
+	src, err := trace.Open(ts.MkAbs(args[0]), nil)
+	ts.Check(err)
+	defer src.Close()
+	md := src.Schema().Metadata()
+	keys := append([]string(nil), md.Keys()...)
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.HasPrefix(k, args[1]) {
+			v, _ := md.GetValue(k)
+			fmt.Fprintf(ts.Stdout(), "%s=%s\n", k, v)
+		}
 	}
 }
 

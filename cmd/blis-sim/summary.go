@@ -3,17 +3,26 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/blis-sim/blis/lib/cliutil"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/trace"
 )
 
 // printSummary writes the one-screen run summary on stderr.
-func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time.Duration) {
+func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time.Duration, drops *trace.ReasonTally) {
 	sim := time.Duration(s.SimEndUS) * time.Microsecond
 	fmt.Fprintf(w, "blis-sim: %d requests: %d completed, %d dropped, %d rejected, %d timed out, %d unfinished, %d source_failed\n",
 		s.Injected, s.Completed, s.Dropped, s.Rejected, s.TimedOut, s.Unfinished, s.SourceFailed)
+	if c := drops.Counts(trace.StatusDropped, trace.StatusRejected); len(c) > 0 {
+		fmt.Fprintf(w, "  dropped and rejected, by reason (the drop_reason column; blis-report shows them too):\n")
+		for _, r := range c {
+			fmt.Fprintf(w, "    %8d %-8s %s (e.g. %s)\n", r.N, r.Status, r.Class, r.Example)
+		}
+	}
 	deps := cfg.Resolved()
 	if len(s.Deployments) == 1 {
 		d, dc := s.Deployments[0], deps[0]
@@ -40,4 +49,19 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 		s.Events, float64(s.Events)/max(wall.Seconds(), 1e-9)/1e6, s.Steps, 100*util)
 	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted; at most %d requests held in memory\n",
 		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
+}
+
+// allDropped fails a run that served nothing because every request it could
+// simulate was dropped or rejected: a configuration that can never serve
+// this workload is bad input, not a result (the outputs are still written).
+func allDropped(s *engine.Summary, drops *trace.ReasonTally) error {
+	lost := s.Dropped + s.Rejected
+	if s.Completed > 0 || lost == 0 || lost != s.Injected-s.SourceFailed {
+		return nil
+	}
+	var why []string
+	for _, r := range drops.Counts(trace.StatusDropped, trace.StatusRejected) {
+		why = append(why, fmt.Sprintf("%d %s: %s (e.g. %s)", r.N, r.Status, r.Class, r.Example))
+	}
+	return cliutil.BadInput(fmt.Errorf("every request was dropped or rejected, none served: %s", strings.Join(why, "; ")))
 }

@@ -26,7 +26,7 @@ var (
 	buildErr  error
 )
 
-// binaries builds every binary once per test run and returns their directory.
+// binaries builds every command once per test binary and returns their directory.
 func binaries(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -37,7 +37,7 @@ func binaries(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "./cmd/...")
+		cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), "./cmd/...", "./bench/gen")
 		cmd.Dir = repoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

@@ -284,6 +284,9 @@ func openTable(in *input) (*trace.Source, func(), error) {
 
 func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writer) (*Stats, error) {
 	defer src.Close()
+	if kind := src.Meta().Table(); kind != "" && kind != trace.TableRequests {
+		return copyTable(opts, src, kind, out, stdout)
+	}
 	rr, err := trace.NewRequestReader(src)
 	if err != nil {
 		return &Stats{}, badinput.Wrap(err)
@@ -321,6 +324,40 @@ func reencodeSource(opts *Options, src *trace.Source, out string, stdout io.Writ
 		return trace.NewRequestWriter(sink, schema), nil
 	}
 	return run(opts, []parser{ap}, descs, open)
+}
+
+// copyTable writes a table of another kind (results, steps, chunks, ...)
+// in the output's format with its columns and metadata unchanged, adding
+// this run to its provenance: blis-convert changes only the format of the
+// tables it does not convert. The replay options, which select and retime
+// requests, are refused rather than ignored.
+func copyTable(opts *Options, src *trace.Source, kind, out string, stdout io.Writer) (*Stats, error) {
+	for _, o := range []struct {
+		name string
+		set  bool
+	}{
+		{"--start", opts.Start != ""}, {"--end", opts.End != ""}, {"--limit", opts.Limit != 0},
+		{"--speedup", opts.Speedup != 0 && opts.Speedup != 1}, {"--sample", opts.Sample != 0},
+		{"--filter-model", opts.FilterModel != ""}, {"--sort", opts.Sort}, {"--block-size", opts.BlockSize != 0},
+	} {
+		if o.set {
+			return &Stats{}, usageErr("%s: %s applies to requests tables; %s is a %s table, which blis-convert only copies to another format", src.Path, o.name, src.Path, kind)
+		}
+	}
+	descs, err := describe(opts.Inputs)
+	if err != nil {
+		return &Stats{}, err
+	}
+	md := src.Meta().With(trace.Stage{Tool: opts.Tool, Version: trace.Version, Args: opts.Args, Inputs: descs})
+	sink, err := trace.Create(out, stdout, trace.WithMeta(src.Schema(), md, kind))
+	if err != nil {
+		if out == "" || out == "-" {
+			return &Stats{}, badinput.Wrap(err) // refused a terminal
+		}
+		return &Stats{}, err
+	}
+	n, err := trace.Copy(src, sink)
+	return &Stats{Read: n, Written: n}, err
 }
 
 // arrowParser reads rows of an existing requests table back as Rows. Times
@@ -479,15 +516,34 @@ func convertWith(opts Options, stdin io.Reader, open func(trace.Meta) (rowSink, 
 	return run(&opts, ps, descs, open)
 }
 
+func countRows(src *trace.Source) (int64, error) {
+	var n int64
+	for {
+		rec, err := src.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, badinput.Wrap(err)
+		}
+		n += rec.NumRows()
+	}
+}
+
 // ValidateTable reads a whole requests table and checks every row (values,
 // unique ids, depends_on naming earlier rows, and the blis.sorted promise
 // when the table makes it). It returns the row count.
 func ValidateTable(src *trace.Source) (int64, error) {
+	if kind := src.Meta().Table(); kind != "" && kind != trace.TableRequests && kind != trace.TableResults {
+		return countRows(src) // other tables: checked batch by batch only
+	}
 	rr, err := trace.NewRequestReader(src)
 	if err != nil {
 		return 0, badinput.Wrap(err)
 	}
-	sorted := src.Meta().Get(trace.MetaSorted) == "arrival"
+	// Results come in the order requests end (blis-sim once copied its
+	// input's promise onto them): only a requests table is held to it.
+	sorted := src.Meta().Get(trace.MetaSorted) == "arrival" && src.Meta().Table() != trace.TableResults
 	seen := map[string]struct{}{}
 	var (
 		buf   []trace.Request

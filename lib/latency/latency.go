@@ -78,3 +78,54 @@ func (l *Linear) Name() string {
 	}
 	return "linear"
 }
+
+// HostTimer is implemented by a Model that keeps the engine's CPU work per
+// step (scheduling, input preparation, output processing: a cost per request
+// in the batch) apart from the GPU step StepTime returns.
+type HostTimer interface {
+	// HostStepUS is the step's CPU work in µs.
+	HostStepUS(b *Batch) int64
+	// HostTimed reports whether HostStepUS can be non-zero; when it is
+	// false the engine steps with the model alone, at no cost.
+	HostTimed() bool
+}
+
+// WithHost is the model the engine steps with. vLLM's synchronous scheduler
+// (before 0.14) schedules, prepares inputs and processes outputs between GPU
+// steps, so a step lasts the GPU time plus the CPU work; its async scheduler
+// does the CPU work of step n+1 while step n is on the GPU, so a step lasts
+// the longer of the two. m itself when it has no CPU work.
+func WithHost(m Model, async bool) Model {
+	h, ok := m.(HostTimer)
+	if !ok || !h.HostTimed() {
+		return m
+	}
+	if async {
+		return hostAsync{m, h}
+	}
+	return hostSync{m, h}
+}
+
+type hostSync struct {
+	Model
+	h HostTimer
+}
+
+// StepTime is the GPU step plus the CPU work around it.
+func (s hostSync) StepTime(b *Batch) int64 {
+	t := s.Model.StepTime(b) + s.h.HostStepUS(b)
+	if t > MaxStepUS || t < 0 {
+		return MaxStepUS
+	}
+	return t
+}
+
+type hostAsync struct {
+	Model
+	h HostTimer
+}
+
+// StepTime is the longer of the GPU step and the CPU work overlapped with it.
+func (s hostAsync) StepTime(b *Batch) int64 {
+	return max(s.Model.StepTime(b), s.h.HostStepUS(b))
+}

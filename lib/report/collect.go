@@ -183,6 +183,7 @@ type instLoad struct {
 
 // run is everything read from one results table.
 type run struct {
+	meta       trace.Meta
 	path       string
 	rows       int64
 	budget     *budget
@@ -203,6 +204,8 @@ type run struct {
 	rec        [3][2]*Dist // ttft, e2e, itl × sim, real
 	sess       *sessions
 	done, toks *series
+	reasonKey  *strKey          // drop_reason, when the table has it
+	reasons    [][nStatus]int64 // rows by drop_reason code and status
 }
 
 func (r *run) span() float64 {
@@ -258,13 +261,13 @@ func readRun(path string, opt *Options) (*run, error) {
 		}
 	}
 	for _, c := range []string{trace.ColStatus, trace.ColKind, trace.ColTenantID, trace.ColSLOClass, trace.ColModel,
-		trace.ColSessionID, trace.ColStepID, trace.ColRequestID} {
+		trace.ColSessionID, trace.ColStepID, trace.ColRequestID, trace.ColDropReason} {
 		if err := checkStr(src.Path, s, c); err != nil {
 			return nil, err
 		}
 	}
 	bud := &budget{max: int64(opt.RunBudget)}
-	r := &run{path: src.Path, budget: bud, all: newAcc(opt.ExactLimit, false, bud), inst: map[int64]*instLoad{},
+	r := &run{meta: src.Meta(), path: src.Path, budget: bud, all: newAcc(opt.ExactLimit, false, bud), inst: map[int64]*instLoad{},
 		start: math.MaxInt64, end: math.MinInt64, done: newSeries(), toks: newSeries()}
 	if opt.By != "" {
 		r.groupCol = GroupColumns[opt.By]
@@ -290,6 +293,9 @@ func readRun(path string, opt *Options) (*run, error) {
 	}
 	if colIndex(s, trace.ColSLOClass) >= 0 {
 		r.classKey = newStrKey()
+	}
+	if colIndex(s, trace.ColDropReason) >= 0 {
+		r.reasonKey = newStrKey()
 	}
 	r.hasRec = colIndex(s, trace.ColRecordedTTFTUS) >= 0 || colIndex(s, trace.ColRecordedE2EUS) >= 0 || colIndex(s, trace.ColRecordedITLUS) >= 0
 	if r.hasRec {
@@ -359,6 +365,9 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 	}
 	if r.classKey != nil {
 		r.classKey.bind(rec, idx(trace.ColSLOClass))
+	}
+	if r.reasonKey != nil {
+		r.reasonKey.bind(rec, idx(trace.ColDropReason))
 	}
 	if r.sess != nil {
 		r.sess.key.bind(rec, idx(trace.ColSessionID))
@@ -468,6 +477,14 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		}
 		if !v.tool {
 			r.llmRow(rd, i, &v, fin, hasFin)
+		}
+		if r.reasonKey != nil && v.st != stCompleted {
+			if c := r.reasonKey.code(i); c >= 0 {
+				for int(c) >= len(r.reasons) {
+					r.reasons = append(r.reasons, [nStatus]int64{})
+				}
+				r.reasons[c][v.st]++
+			}
 		}
 		if r.sess != nil {
 			if sc := r.sess.key.code(i); sc >= 0 {

@@ -91,11 +91,28 @@ func toResult(x res, ready int64) trace.Result {
 
 func writeResults(t testing.TB, path string, rows []res) {
 	t.Helper()
-	sink, err := trace.Create(path, nil, trace.ResultsSchema(trace.NewMeta()))
+	writeResultsMeta(t, path, rows, trace.NewMeta())
+}
+
+// simMeta is the metadata blis-sim writes: the fixture's runs say what
+// produced them (the report's config tables). The reference run used a
+// fitted coefficients file.
+func simMeta(latency string) trace.Meta {
+	seed := uint64(42)
+	md := trace.NewMeta().With(trace.Stage{Tool: "blis-synth", Version: trace.Version}).
+		With(trace.Stage{Tool: "blis-sim", Version: trace.Version, Args: []string{"--replicas", "2"}, Seed: &seed})
+	md.SetSimDeployments([]trace.SimDeployment{{ID: "qwen3-32b", Model: "qwen3-32b", GPU: "h100", TP: 2, Replicas: 2, Latency: latency, KVBlocks: 1000}})
+	md.Set(trace.MetaSimRouter, "least-loaded")
+	return md
+}
+
+func writeResultsMeta(t testing.TB, path string, rows []res, md trace.Meta) {
+	t.Helper()
+	sink, err := trace.Create(path, nil, trace.ResultsSchema(md))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := trace.NewResultWriter(sink, trace.ResultsSchema(trace.NewMeta()))
+	w := trace.NewResultWriter(sink, trace.ResultsSchema(md))
 	fin := map[string]int64{}
 	for _, x := range rows {
 		ready := int64(N)
@@ -174,7 +191,7 @@ func TestFixtures(t *testing.T) {
 		return
 	}
 	os.MkdirAll(filepath.Dir(smallResults), 0o755)
-	writeResults(t, smallResults, smallRows())
-	writeResults(t, smallRef, refRows())
+	writeResultsMeta(t, smallResults, smallRows(), simMeta("roofline:qwen3-32b/h100/tp2"))
+	writeResultsMeta(t, smallRef, refRows(), simMeta("fitted:coefficients/qwen3-32b/h100-tp2-vllm-0.12.0.yaml"))
 	writeSteps(t, smallSteps, smallStepRows())
 }

@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -259,7 +260,13 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	b.WriteString(js)
 	b.WriteString("</script></head>\n<body data-errors=\"0\">\n<h1>blis-report</h1>\n<ul>")
 	for _, in := range rep.Inputs {
-		fmt.Fprintf(&b, "<li><b>%s</b>: %s, %d rows</li>", html.EscapeString(in.Label), html.EscapeString(in.Path), in.Rows)
+		// The label is the file's base name unless two inputs share one:
+		// then it is run1, run2, ... and worth showing.
+		if in.Label == filepath.Base(in.Path) || in.Path == "<stdin>" && in.Label == "stdin" {
+			fmt.Fprintf(&b, "<li>input <b>%s</b>: %d rows</li>", html.EscapeString(in.Path), in.Rows)
+		} else {
+			fmt.Fprintf(&b, "<li>input <b>%s</b> (%s): %d rows</li>", html.EscapeString(in.Path), html.EscapeString(in.Label), in.Rows)
+		}
 	}
 	if rep.steps != nil {
 		fmt.Fprintf(&b, "<li>steps: %s, %d rows</li>", html.EscapeString(rep.steps.path), rep.steps.rows)
@@ -267,7 +274,13 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "<li>note: %s</li>", html.EscapeString(n))
 	}
-	b.WriteString("</ul>\n<h2>Latency distributions</h2>\n<div class=\"charts\">\n")
+	b.WriteString("</ul>\n")
+	for _, t := range rep.Tables {
+		if t.Header {
+			htmlTable(&b, t)
+		}
+	}
+	b.WriteString("<h2>Latency distributions</h2>\n<div class=\"charts\">\n")
 	for _, m := range []int{mTTFT, mTPOT, mE2E, mArrival} {
 		var lines []line
 		xmax := 0.0
@@ -332,29 +345,35 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	}
 	b.WriteString("\n</div>\n")
 	for _, t := range rep.Tables {
-		fmt.Fprintf(&b, "<h2>%s</h2>\n", html.EscapeString(t.Title))
-		if t.Note != "" {
-			fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", html.EscapeString(t.Note))
+		if !t.Header {
+			htmlTable(&b, t)
 		}
-		b.WriteString("<table><thead><tr>")
-		for _, c := range t.Columns {
-			fmt.Fprintf(&b, "<th>%s</th>", html.EscapeString(c))
-		}
-		b.WriteString("</tr></thead><tbody>\n")
-		for _, row := range t.Rows {
-			b.WriteString("<tr>")
-			for _, c := range row {
-				if c.IsNum {
-					fmt.Fprintf(&b, "<td class=\"n\">%s</td>", c.String())
-				} else {
-					fmt.Fprintf(&b, "<td>%s</td>", html.EscapeString(c.String()))
-				}
-			}
-			b.WriteString("</tr>\n")
-		}
-		b.WriteString("</tbody></table>\n")
 	}
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func htmlTable(b *strings.Builder, t *Table) {
+	fmt.Fprintf(b, "<h2>%s</h2>\n", html.EscapeString(t.Title))
+	if t.Note != "" {
+		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", html.EscapeString(t.Note))
+	}
+	b.WriteString("<table><thead><tr>")
+	for _, c := range t.Columns {
+		fmt.Fprintf(b, "<th>%s</th>", html.EscapeString(c))
+	}
+	b.WriteString("</tr></thead><tbody>\n")
+	for _, row := range t.Rows {
+		b.WriteString("<tr>")
+		for _, c := range row {
+			if c.IsNum {
+				fmt.Fprintf(b, "<td class=\"n\">%s</td>", c.String())
+			} else {
+				fmt.Fprintf(b, "<td>%s</td>", html.EscapeString(c.String()))
+			}
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody></table>\n")
 }

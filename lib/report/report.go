@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Options configures a report.
@@ -203,6 +206,9 @@ func (rep *Report) build(opt *Options) {
 		}
 	}
 
+	rep.noMatchNotes(opt)
+	rep.configTables()
+
 	t := &Table{Name: "requests", Title: "Requests by status",
 		Note:    "every row of the results table; tool = tool calls (timers), llm = model requests",
 		Columns: append(append([]string{}, kc...), "total", "llm", "tool")}
@@ -223,6 +229,7 @@ func (rep *Report) build(opt *Options) {
 		t.add(c...)
 	}
 	rep.Tables = append(rep.Tables, t)
+	rep.reasonTable()
 
 	t = &Table{Name: "throughput", Title: "Throughput",
 		Note:    "completed llm requests and their tokens per second of simulated span (first arrival to last event of the run)",
@@ -413,6 +420,67 @@ func (rep *Report) fairnessTable(opt *Options) {
 		}
 	}
 	if t != nil {
+		rep.Tables = append(rep.Tables, t)
+	}
+}
+
+// noMatchNotes says when an --slo class or a --by key matches no row of a
+// run: the tables would otherwise show zeros or one "(none)" group without
+// saying why.
+func (rep *Report) noMatchNotes(opt *Options) {
+	for _, r := range rep.runs {
+		if opt.By != "" && len(r.names()) == 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: --by %s: column %s is null in every row: all rows are in the group (none)", r.path, opt.By, r.groupCol))
+		}
+		if opt.SLOs.Empty() {
+			continue
+		}
+		var present []string
+		if r.classKey != nil {
+			for c, name := range r.classKey.names {
+				if c < len(r.classes) && r.classes[c].total() > 0 {
+					present = append(present, name)
+				}
+			}
+		}
+		sort.Strings(present)
+		have := "the slo_class column is null in every row"
+		if len(present) > 0 {
+			have = "its classes are " + strings.Join(present, ", ")
+		}
+		for _, class := range opt.SLOs.Classes() {
+			if i := sort.SearchStrings(present, class); i < len(present) && present[i] == class {
+				continue
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: --slo %s:...: no row has slo_class %s (%s): nothing measured for it", r.path, class, class, have))
+		}
+		if r.all.sloN == 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: --slo: no llm row is under any of the SLOs given: the SLO table measures nothing", r.path))
+		}
+	}
+}
+
+// reasonTable counts the requests that did not complete by their
+// drop_reason, grouped by kind (trace.ReasonClass: the numbers and ids that
+// make each request's reason its own removed), with the first reason of
+// each kind as an example. Shown only when some row has a reason.
+func (rep *Report) reasonTable() {
+	t := &Table{Name: "reasons", Title: "Requests not completed, by reason",
+		Note:    "the drop_reason column by status and kind of reason (numbers and ids removed); example = the first such reason in the table; pct of all rows",
+		Columns: rep.runCol("status", "reason", "requests", "pct", "example")}
+	order := statusNames[stRejected:]
+	for i, r := range rep.runs {
+		var tally trace.ReasonTally
+		for c, byStatus := range r.reasons {
+			for st, n := range byStatus {
+				tally.AddN(statusNames[st], r.reasonKey.names[c], n)
+			}
+		}
+		for _, c := range tally.Counts(order...) {
+			t.add(rep.runCell(i, txt(c.Status), txt(c.Class), integer(c.N), pct(float64(c.N), float64(r.rows)), txt(c.Example))...)
+		}
+	}
+	if len(t.Rows) > 0 {
 		rep.Tables = append(rep.Tables, t)
 	}
 }

@@ -73,6 +73,9 @@ type Table struct {
 	Note    string // one line under the title: which rows count, units
 	Columns []string
 	Rows    [][]Cell
+	// Header tables (the run's configuration) come first in every format,
+	// before the charts in HTML.
+	Header bool
 }
 
 func (t *Table) add(cells ...Cell) { t.Rows = append(t.Rows, cells) }

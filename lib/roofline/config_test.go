@@ -179,6 +179,7 @@ func TestGPUYAML(t *testing.T) {
 		{strings.Replace(good, "hbm_tb_s: 5.3", "hbm_tb_s: 0", 1), "field hbm_tb_s: expected a finite positive number, found 0"},
 		{good + "efficiency:\n  kernel_us: .inf\n", "field efficiency.kernel_us: expected a finite non-negative number, found +Inf"},
 		{good + "efficiency:\n  gemm: 1.5\n", "field efficiency.gemm: expected a fraction in (0,1], found 1.5"},
+		{good + "efficiency:\n  seq_step_overhead_us: -1\n", "field efficiency.seq_step_overhead_us: expected a finite non-negative number, found -1"},
 		{strings.Replace(good, "name: mi300x", "", 1), "field name"},
 		{"", "bad.yaml: empty file, expected a GPU YAML document"},
 		{"# only a comment\n", "bad.yaml: empty file, expected a GPU YAML document"},
@@ -239,4 +240,35 @@ func TestGPURanges(t *testing.T) {
 	if _, err := ParseGPU("x.yaml", []byte(good)); err != nil {
 		t.Errorf("good GPU: %v", err)
 	}
+}
+
+// FuzzParseGPU: a GPU YAML either fails naming the file or gives a GPU the
+// step model can use (positive peaks, fractions in (0,1], finite floors).
+func FuzzParseGPU(f *testing.F) {
+	f.Add([]byte("name: mi300x\nbf16_tflops: 1307\nfp8_tflops: 2615\nhbm_tb_s: 5.3\nmemory_gib: 192\nlink_gb_s: 64\nlink_latency_us: 10\n"))
+	f.Add([]byte("name: x\nbf16_tflops: 100\nhbm_tb_s: 2\nmemory_gib: 80\nlink_gb_s: 50\nlink_latency_us: 5\nefficiency:\n  gemm: 0.7\n  link: 0.25\n  seq_step_overhead_us: 40\n  tp_step_overhead_us: 1700\n"))
+	f.Add([]byte("name: y\nbf16_tflops: 1e6\nhbm_tb_s: 1e4\nmemory_gib: 1e6\nefficiency:\n  seq_step_overhead_us: 1e300\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := ParseGPU("fuzz.yaml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		e := g.Eff
+		for _, v := range []float64{e.GEMM, e.Attention, e.Memory, e.Link} {
+			if !(v > 0 && v <= 1) {
+				t.Fatalf("accepted efficiency %v in %+v", v, e)
+			}
+		}
+		for _, v := range []float64{e.KernelUS, e.AttnUS, e.LayerUS, e.StepUS, e.TPStepUS, e.SeqStepUS, e.TokenizeUS, e.ReserveGiB, g.LinkGBps, g.LinkLatUS} {
+			if !(v >= 0) || math.IsInf(v, 0) {
+				t.Fatalf("accepted %v in %+v", v, g)
+			}
+		}
+		if g.Name == "" || !(g.BF16TFLOPS >= 0.1) || !(g.HBMTBps >= 0.01) {
+			t.Fatalf("accepted %+v", g)
+		}
+	})
 }

@@ -33,17 +33,18 @@ type GPU struct {
 // are data: the built-in values are calibrated (see each GPU's comment) and a
 // GPU YAML file can override them.
 type Efficiency struct {
-	GEMM       float64 `yaml:"gemm"`                // achieved / peak tensor FLOP/s on large GEMMs
-	Attention  float64 `yaml:"attention"`           // achieved / peak FLOP/s in prefill attention
-	Memory     float64 `yaml:"memory"`              // achieved / peak HBM bandwidth on streaming reads
-	Link       float64 `yaml:"link"`                // achieved / peak link bandwidth in all-reduce (ring bus bandwidth)
-	KernelUS   float64 `yaml:"kernel_us"`           // floor per GEMM kernel (launch, tail, small tiles)
-	AttnUS     float64 `yaml:"attention_kernel_us"` // floor per attention kernel (scheduler metadata, split-KV combine)
-	LayerUS    float64 `yaml:"layer_overhead_us"`   // per layer: norms, rope, activation, residual kernels
-	StepUS     float64 `yaml:"step_overhead_us"`    // per step: scheduling, sampling, input preparation
-	TPStepUS   float64 `yaml:"tp_step_overhead_us"` // per step when TP > 1: the engine's multi-process step (broadcast, gather, rank skew)
-	TokenizeUS float64 `yaml:"tokenize_us"`         // per prompt token before the request is queued (α1: tokenisation in the API server)
-	ReserveGiB float64 `yaml:"reserved_gib"`        // memory kept from the KV cache (activations, CUDA context)
+	GEMM       float64 `yaml:"gemm"`                           // achieved / peak tensor FLOP/s on large GEMMs
+	Attention  float64 `yaml:"attention"`                      // achieved / peak FLOP/s in prefill attention
+	Memory     float64 `yaml:"memory"`                         // achieved / peak HBM bandwidth on streaming reads
+	Link       float64 `yaml:"link"`                           // achieved / peak link bandwidth in all-reduce (ring bus bandwidth)
+	KernelUS   float64 `yaml:"kernel_us"`                      // floor per GEMM kernel (launch, tail, small tiles)
+	AttnUS     float64 `yaml:"attention_kernel_us"`            // floor per attention kernel (scheduler metadata, split-KV combine)
+	LayerUS    float64 `yaml:"layer_overhead_us"`              // per layer: norms, rope, activation, residual kernels
+	StepUS     float64 `yaml:"step_overhead_us"`               // per step: scheduling, sampling, input preparation
+	TPStepUS   float64 `yaml:"tp_step_overhead_us"`            // per step when TP > 1: the engine's multi-process step (broadcast, gather, rank skew)
+	SeqStepUS  float64 `yaml:"seq_step_overhead_us,omitempty"` // per request in the batch per step: the engine's per-request CPU work (input preparation, output processing)
+	TokenizeUS float64 `yaml:"tokenize_us"`                    // per prompt token before the request is queued (α1: tokenisation in the API server)
+	ReserveGiB float64 `yaml:"reserved_gib"`                   // memory kept from the KV cache (activations, CUDA context)
 }
 
 // Built-in GPUs. Peaks are dense (no 2:4 sparsity). Efficiency profiles are
@@ -216,7 +217,7 @@ func (g *GPU) Validate(path string) error {
 		v float64
 	}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}, {"link_gb_s", g.LinkGBps}, {"link_latency_us", g.LinkLatUS},
 		{"efficiency.kernel_us", g.Eff.KernelUS}, {"efficiency.attention_kernel_us", g.Eff.AttnUS}, {"efficiency.layer_overhead_us", g.Eff.LayerUS},
-		{"efficiency.step_overhead_us", g.Eff.StepUS}, {"efficiency.tp_step_overhead_us", g.Eff.TPStepUS},
+		{"efficiency.step_overhead_us", g.Eff.StepUS}, {"efficiency.tp_step_overhead_us", g.Eff.TPStepUS}, {"efficiency.seq_step_overhead_us", g.Eff.SeqStepUS},
 		{"efficiency.tokenize_us", g.Eff.TokenizeUS}, {"efficiency.reserved_gib", g.Eff.ReserveGiB}} {
 		if !(p.v >= 0) || math.IsInf(p.v, 0) {
 			return fmt.Errorf("%s: field %s: expected a finite non-negative number, found %v", path, p.f, p.v)

@@ -28,6 +28,9 @@ package roofline
 // batch. Single-GPU vLLM runs in one process (no per-step broadcast to
 // workers and gather of their outputs); the one TP1 vLLM run here (RTX 4090)
 // shows no such gap, so it is charged to TP > 1 only.
+// SeqStepUS is 0: ~40 µs per request per step fits the synchronous vLLM
+// 0.12 H100 points' large-batch TPOT but worsens their TTFT, so it stays a
+// GPU YAML setting (docs/latency.md, "The remaining gaps", item 2).
 // TokenizeUS (α1) would be 2.2: a vLLM 0.19 API server tokenises ~500k
 // tokens/s on one core (100k tokens in 220 ms; andyluo7, "CPU-GPU Co-Design
 // for Agentic LLM Inference", 2026); built-in profiles leave it 0 because the closed-loop harness releases a burst's successors
@@ -46,6 +49,11 @@ var calibratedEff = map[string]Efficiency{
 	"l40s":      {GEMM: 0.60, Attention: 0.44, Memory: 0.75, Link: 0.4, KernelUS: 2.0, AttnUS: 10, LayerUS: 10, TPStepUS: 1700, ReserveGiB: 1.2},
 	// GEMM, memory and floor from its own LLMServingSim per-layer profiles
 	// (vLLM 0.19, Llama-3.1-8B TP1 and Qwen3-32B TP2 GEMMs, 1–2048 tokens);
-	// attention and link as H100 (no tables).
-	"rtxpro6000": {GEMM: 0.73, Attention: 0.52, Memory: 0.89, Link: 0.40, KernelUS: 3.5, AttnUS: 13, LayerUS: 10, TPStepUS: 1700, ReserveGiB: 1.2},
+	// attention as H100 (no tables). Link 0.25 = 16 GB/s of PCIe Gen5's 64:
+	// the LLMServingSim host (its config.json link_bw 16 GB/s, validated
+	// within 1% on the run), which the run's own decode and prefill steps
+	// bear out (10–14 GB/s left for all-reduce after the per-layer profile;
+	// docs/latency.md, "The remaining gaps"): NCCL over PCIe without
+	// peer-to-peer. A host with P2P measures ~54 GB/s per direction.
+	"rtxpro6000": {GEMM: 0.73, Attention: 0.52, Memory: 0.89, Link: 0.25, KernelUS: 3.5, AttnUS: 13, LayerUS: 10, TPStepUS: 1700, ReserveGiB: 1.2},
 }

@@ -304,6 +304,21 @@ func (r *Roofline) StepTime(b *latency.Batch) int64 {
 	return us
 }
 
+// HostStepUS implements latency.HostTimer: the engine's CPU work for the
+// step, seq_step_overhead_us per request in the batch. It is not part of
+// StepTime: the engine adds it or overlaps it with the GPU step depending on
+// its scheduler (latency.WithHost).
+func (r *Roofline) HostStepUS(b *latency.Batch) int64 {
+	us := float64(b.PrefillSeqs+b.DecodeSeqs) * r.G.Eff.SeqStepUS
+	if !(us < MaxStepUS) {
+		return MaxStepUS // an absurd GPU file must not wrap the int64
+	}
+	return int64(us + 0.5)
+}
+
+// HostTimed implements latency.HostTimer.
+func (r *Roofline) HostTimed() bool { return r.G.Eff.SeqStepUS > 0 }
+
 // Alpha implements latency.Model: the API server's tokenisation before a
 // request is queued (α1); α0 and α2 are not modelled (docs/latency.md).
 func (r *Roofline) Alpha() latency.Alpha {

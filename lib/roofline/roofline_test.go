@@ -321,3 +321,42 @@ func TestAbsurdGPU(t *testing.T) {
 		t.Errorf("infinite kernel floor: error = %v", err)
 	}
 }
+
+// The engine's per-request CPU work is kept out of StepTime (the engine adds
+// or overlaps it, latency.WithHost) and is off in the built-in profiles.
+func TestHostStep(t *testing.T) {
+	a, err := LoadModel("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := LookupGPU("h100")
+	r, _ := New(a, g, 1)
+	b := &latency.Batch{PrefillSeqs: 1, PrefillTokens: 100, PrefillAttn: 5050, DecodeSeqs: 9, DecodeCtx: 9000}
+	if r.HostTimed() || r.HostStepUS(b) != 0 {
+		t.Errorf("built-in profile charges CPU work: %v %d", r.HostTimed(), r.HostStepUS(b))
+	}
+	step := r.StepTime(b)
+	g.Eff.SeqStepUS = 40.4
+	r2, _ := New(a, g, 1)
+	if !r2.HostTimed() || r2.HostStepUS(b) != 404 || r2.StepTime(b) != step {
+		t.Errorf("host %v %d (want 404), step %d (want %d)", r2.HostTimed(), r2.HostStepUS(b), r2.StepTime(b), step)
+	}
+	g.Eff.SeqStepUS = 1e300
+	if r3, _ := New(a, g, 1); r3.HostStepUS(b) != MaxStepUS {
+		t.Errorf("absurd seq_step_overhead_us: %d", r3.HostStepUS(b))
+	}
+}
+
+// The RTX PRO 6000 all-reduce by hand: its profile's link efficiency 0.25
+// of PCIe Gen5 x16 (64 GB/s) is the 16 GB/s of the LLMServingSim host.
+// Qwen3-32B, 128 decode tokens: 128·5120·2 B = 1,310,720 B; TP2 ring moves
+// all of it once: 1,310,720 / 16e9 s = 81.92 µs, + 6.5 µs latency.
+func TestRTXPro6000AllReduce(t *testing.T) {
+	g, ok := LookupGPU("rtxpro6000")
+	if !ok {
+		t.Fatal("rtxpro6000 not catalogued")
+	}
+	if got := g.AllReduceUS(128*5120*2, 2); math.Abs(got-88.42) > 1e-9 {
+		t.Errorf("all-reduce %.6f µs, want 88.42", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -95,7 +96,18 @@ func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock int,
 	for i, m := range models {
 		names[i] = m.Name()
 	}
-	_, err = engine.Run(cfg, models, src, sink, engine.Options{PrefixBlockSize: prefixBlock, Path: path})
+	opts := engine.Options{PrefixBlockSize: prefixBlock, Path: path}
+	// A cluster file's policy bundle (docs/policies.md) applies to every point.
+	b, err := bundle.FromConfig(&cfg, bundle.Env{})
+	if err != nil {
+		return "", err
+	}
+	if b != nil {
+		if _, sink, err = b.Apply(&cfg, &opts, sink); err != nil {
+			return "", err
+		}
+	}
+	_, err = engine.Run(cfg, models, src, sink, opts)
 	return strings.Join(names, " "), err
 }
 

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -127,7 +128,7 @@ func Open(path string, stdin io.Reader) (*Source, error) {
 				fh.Close()
 				br, err = f.Open(path)
 			default:
-				br, err = openStream(fh)
+				br, err = openPlainOrGzip(fh)
 			}
 		}
 	}
@@ -145,12 +146,49 @@ func Open(path string, stdin io.Reader) (*Source, error) {
 	return &Source{Path: name, r: br, meta: md}, nil
 }
 
+// openPlainOrGzip reads a file with no table extension: an IPC stream, or
+// any table compressed with gzip (results.arrows.gz).
+func openPlainOrGzip(fh *os.File) (BatchReader, error) {
+	var magic [2]byte
+	if n, _ := fh.ReadAt(magic[:], 0); n == 2 && magic == gzipMagic {
+		r, err := openStdin(fh)
+		if err != nil {
+			fh.Close()
+			return nil, err
+		}
+		return &closeAlso{BatchReader: r, c: fh}, nil
+	}
+	return openStream(fh)
+}
+
+var gzipMagic = [2]byte{0x1f, 0x8b}
+
+type closeAlso struct {
+	BatchReader
+	c io.Closer
+}
+
+func (r *closeAlso) Close() error {
+	err := r.BatchReader.Close()
+	if cerr := r.c.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // openStdin reads an IPC stream from stdin; an IPC file or Parquet file
 // piped in (`blis-sim < results.arrow`) is spooled to a temporary file,
-// since both formats are read from their end.
+// since both formats are read from their end. Gzip is undone first.
 func openStdin(stdin io.Reader) (BatchReader, error) {
 	br := bufio.NewReaderSize(stdin, ioBuffer)
 	magic, _ := br.Peek(6)
+	if len(magic) >= 2 && [2]byte{magic[0], magic[1]} == gzipMagic {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip-compressed data that cannot be decompressed: %w", err)
+		}
+		return openStdin(zr)
+	}
 	var f Format
 	switch {
 	case string(magic) == "ARROW1":

@@ -186,3 +186,43 @@ func DescribeInput(path string) (Input, error) {
 // Delete removes a metadata key (a tool that breaks a promise of its input,
 // such as blis.sorted, drops it).
 func (m Meta) Delete(k string) { delete(m.kv, k) }
+
+// Metadata blis-sim writes on a results table: what ran, for the report's
+// header (blis.sim.model, the latency model names joined by commas, is older
+// and kept).
+const (
+	MetaSimDeployments = "blis.sim.deployments" // JSON array of SimDeployment
+	MetaSimRouter      = "blis.sim.router"      // the routing policy
+)
+
+// SimDeployment describes one deployment of a simulated cluster.
+type SimDeployment struct {
+	ID       string `json:"id"`
+	Model    string `json:"model"`
+	GPU      string `json:"gpu"`
+	TP       int    `json:"tp"`
+	Replicas int    `json:"replicas"`
+	// Latency is the step-time model's name: roofline:MODEL/GPU/tpN,
+	// fitted:COEFFICIENTS-FILE or linear.
+	Latency  string `json:"latency"`
+	KVBlocks int64  `json:"kv_blocks"`
+}
+
+// SetSimDeployments records the deployments of a run.
+func (m Meta) SetSimDeployments(d []SimDeployment) {
+	b, _ := json.Marshal(d) // plain structs: cannot fail
+	m.Set(MetaSimDeployments, string(b))
+}
+
+// SimDeployments returns the deployments recorded by blis-sim (nil when none were).
+func (m Meta) SimDeployments() ([]SimDeployment, error) {
+	v := m.Get(MetaSimDeployments)
+	if v == "" {
+		return nil, nil
+	}
+	var d []SimDeployment
+	if err := json.Unmarshal([]byte(v), &d); err != nil {
+		return nil, fmt.Errorf("schema metadata %s: not a JSON list of deployments: %v", MetaSimDeployments, err)
+	}
+	return d, nil
+}

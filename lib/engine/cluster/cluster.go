@@ -54,6 +54,10 @@ type Options struct {
 	// global prefix index and the load tree); 0 lets the cluster choose by
 	// group size. The answers are the same either way (a test checks it).
 	RouterIndexes int
+	// PolicyErr, when set, is asked after each router decision and each
+	// step formed: a policy that failed (a sandboxed policy's runtime
+	// error, say) stops the run with its error.
+	PolicyErr func() error
 }
 
 // Deployment is one model on one kind of GPU: its replicas share an engine
@@ -236,6 +240,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
 			Async: e.AsyncScheduling}
+		// The step model with the engine's CPU work, added to the GPU step
+		// or overlapped with it as the scheduler does (latency.WithHost).
+		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
 		n := 0
 		for _, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)
@@ -249,7 +256,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				}
 				s := sched.NewVLLM(scfg, store, dep.keys, order, victim)
 				// The scheduler orders by priority only under scheduling_policy: priority.
-				c.reps = append(c.reps, replica.New(fmt.Sprintf("%s/%d", d.ID, n), idx, int32(i), role, models[i], s))
+				c.reps = append(c.reps, replica.New(fmt.Sprintf("%s/%d", d.ID, n), idx, int32(i), role, stepModel, s))
 				dep.Replicas = append(dep.Replicas, idx)
 				n++
 			}
@@ -452,6 +459,9 @@ func (c *Cluster) process(ev *event) {
 func (c *Cluster) start(rep *replica.Replica) {
 	dur, ok := rep.Start(c.now)
 	c.markDirty(rep.Index)
+	if c.opts.PolicyErr != nil && c.policyFailed() {
+		return
+	}
 	if !ok {
 		return
 	}
@@ -512,6 +522,15 @@ func (c *Cluster) status(i int32) policy.ReplicaStatus {
 	l := rep.Sched.Load()
 	return policy.ReplicaStatus{Waiting: l.Waiting, Running: l.Running, InFlight: rep.InFlight,
 		KVUsed: int64(l.KVUsed), KVTotal: int64(l.KVTotal)}
+}
+
+// policyFailed stops the run if a policy failed.
+func (c *Cluster) policyFailed() bool {
+	if err := c.opts.PolicyErr(); err != nil {
+		c.fail(err)
+		return true
+	}
+	return false
 }
 
 // markDirty notes that replica i's status changed; with a live router view

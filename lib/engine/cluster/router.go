@@ -89,6 +89,9 @@ func (c *Cluster) arrive(r *request.State) {
 	view := g.board.View(c.now, c.oracleFor(g), false)
 	rv := policy.NewRequestView(&r.Req, c.now, c.pbFn)
 	ad := c.admission.Admit(rv, view)
+	if c.opts.PolicyErr != nil && c.policyFailed() {
+		return
+	}
 	switch ad.Verdict {
 	case policy.Reject:
 		r.Status, r.Reason = trace.StatusRejected, ad.Reason
@@ -106,6 +109,9 @@ func (c *Cluster) arrive(r *request.State) {
 	r.Admitted = c.now
 	r.Prio = c.priority.Priority(rv, view)
 	rd := c.routing.Route(rv, view)
+	if c.opts.PolicyErr != nil && c.policyFailed() {
+		return
+	}
 	if rd.Target < 0 || rd.Target >= len(g.members) {
 		c.fail(fmt.Errorf("routing policy %s returned candidate %d of %d", c.cfg.Router.Routing, rd.Target, len(g.members)))
 		return

@@ -40,6 +40,9 @@ type Cluster struct {
 	// before giving up, for requests without their own timeout_us (0 = never).
 	ClientTimeout Duration `yaml:"client_timeout"`
 	Router        Router   `yaml:"router"`
+	// Policy is a policy bundle (docs/policies.md), relative to this file;
+	// its stages replace the router's and the schedulers' built-ins.
+	Policy string `yaml:"policy,omitempty"`
 
 	// Name is the file the config came from, for messages.
 	Name string `yaml:"-"`

@@ -201,6 +201,9 @@ func Resolve(s Spec) (*Resolved, error) {
 					out.Why = strings.TrimSuffix(out.Why, ")") + fmt.Sprintf("; shadows the shipped %s/%s, %s)", later.where, p2, errText(c2))
 				}
 			}
+			if d.shipped {
+				out.withKnownError(gpu.Name)
+			}
 			return out, nil
 		}
 		// Say so when coefficients exist for another weight dtype only.
@@ -222,11 +225,24 @@ func Resolve(s Spec) (*Resolved, error) {
 		}
 		out.Model = rf
 		out.Why = fmt.Sprintf("latency: roofline (no coefficients for %s%s)", desc, other)
-		return out, nil
+		return out.withKnownError(gpu.Name), nil
 	}
 	out.Model = rf
 	out.Why = fmt.Sprintf("latency: roofline for %s (--latency roofline)", desc)
-	return out, nil
+	return out.withKnownError(gpu.Name), nil
+}
+
+// withKnownError adds to Why how wrong the chosen model was on real vLLM
+// runs of the GPU's family (bench/fidelity's pooled table, issue 16): the
+// roofline's, or the shipped coefficients files' on points they were not
+// fitted on. A user's own file has only its own test error.
+func (r *Resolved) withKnownError(gpu string) *Resolved {
+	model := "roofline"
+	if r.Coeffs != nil {
+		model = "fitted"
+	}
+	r.Why += "; " + latency.DescribeKnownError(model, latency.GPUFamily(gpu))
+	return r
 }
 
 // sameDeployment refuses coefficients fitted for another catalogued model

@@ -67,6 +67,11 @@ func TestSelection(t *testing.T) {
 		if _, isFitted := r.Model.(*fitted.Model); isFitted != c.fitted {
 			t.Errorf("%+v: model %s, fitted want %v", c.spec, r.Model.Name(), c.fitted)
 		}
+		// Every choice says how wrong it was on real runs (issue 16 item 5).
+		kind := map[bool]string{true: "fitted", false: "roofline"}[c.fitted]
+		if want := "; " + latency.DescribeKnownError(kind, "Hopper"); !strings.HasSuffix(r.Why, want) {
+			t.Errorf("%+v: Why = %q, want suffix %q", c.spec, r.Why, want)
+		}
 		if n, err := r.KVCapacityTokens(0.9); err != nil || n <= 0 {
 			t.Errorf("%+v: KV capacity %d, %v", c.spec, n, err)
 		}
@@ -216,7 +221,7 @@ func TestUserDirShadowsShipped(t *testing.T) {
 	}
 	// No user file for tp2: the shipped one, without a note.
 	r, err = Resolve(Spec{Model: "qwen3-14b", GPU: "h100", TP: 2})
-	if err != nil || r.Why != "latency: fitted coefficients coefficients/qwen3-14b/h100-tp2-vllm-0.8.4.yaml (test MAPE 7.5%)" {
+	if err != nil || r.Why != "latency: fitted coefficients coefficients/qwen3-14b/h100-tp2-vllm-0.8.4.yaml (test MAPE 7.5%); "+latency.DescribeKnownError("fitted", "Hopper") {
 		t.Errorf("tp2: %v, %v", r, err)
 	}
 	_, err = Resolve(Spec{Mode: "fitted", Model: "qwen3-14b", GPU: "h100", TP: 4})

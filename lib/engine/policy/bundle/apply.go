@@ -1,0 +1,636 @@
+package bundle
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/blis-sim/blis/lib/engine/cluster"
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/sched"
+	"go.starlark.net/starlark"
+)
+
+// Runtime is one run's instance of a bundle: fresh state dicts, random
+// streams and router state.
+type Runtime struct {
+	b      *Bundle
+	tr     *Tracker
+	err    error
+	scaler Scaler
+	stars  map[string]*starRT
+}
+
+// State is a Starlark stage's state dict now, in Starlark syntax (keys in
+// insertion order), for decision traces; "" when the stage is not
+// Starlark.
+func (rt *Runtime) State(stage string) string {
+	if r := rt.stars[stage]; r != nil {
+		return r.state.String()
+	}
+	return ""
+}
+
+// Err is the first policy failure of the run (a *RunError), or nil.
+func (rt *Runtime) Err() error { return rt.err }
+
+func (rt *Runtime) fail(err error) {
+	if rt.err == nil {
+		rt.err = err
+	}
+}
+
+// Scaler is the autoscaler stage (nil when the bundle has none).
+func (rt *Runtime) Scaler() Scaler { return rt.scaler }
+
+// Apply instantiates the bundle for one run of cfg: parameterised router
+// stages set cfg's router keys (the built-in path, byte for byte); trees
+// and Starlark set opts' Admission, Priority, Routing and Scheduling; the
+// returned sink (pass it to the run in place of sink) keeps router state
+// up to date from finished requests. opts.PolicyErr stops the run at a
+// policy failure.
+func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.Sink) (*Runtime, cluster.Sink, error) {
+	rt := &Runtime{b: b, stars: map[string]*starRT{}}
+	env := policy.Env{Seed: cfg.Seed}
+	needTracker := false
+	for _, name := range []string{StageAdmission, StagePriority, StageRouting} {
+		st := b.stages[name]
+		if st == nil {
+			continue
+		}
+		if st.Kind == KindStarlark {
+			needTracker = true
+		}
+		if st.Kind == KindTree && st.info.used["tracker"] {
+			needTracker = true
+		}
+	}
+	if needTracker {
+		rt.tr = NewTracker(cfg.SnapshotInterval.US())
+	}
+	star := func(st *Stage) (*starRT, error) {
+		r, err := st.star.instantiate(rt, cfg.Seed)
+		if err != nil {
+			return nil, err
+		}
+		r.ctx.tr = rt.tr
+		rt.stars[st.Name] = r
+		return r, nil
+	}
+
+	if st := b.stages[StageAdmission]; st != nil {
+		switch st.Kind {
+		case KindParameterized:
+			cfg.Router.Admission = st.Template
+			if st.Template == "queue-limit" {
+				cfg.Router.QueueLimit = int(st.Params["limit"])
+			}
+		case KindTree:
+			opts.Admission = &treeAdmission{st: st, tr: rt.tr}
+		case KindStarlark:
+			r, err := star(st)
+			if err != nil {
+				return nil, nil, err
+			}
+			opts.Admission = &starAdmission{r: r}
+		}
+	}
+	if needTracker {
+		inner := opts.Admission
+		if inner == nil {
+			var err error
+			if inner, err = policy.NewAdmission(cfg.Router.Admission, cfg.AdmissionParams(), env); err != nil {
+				return nil, nil, err
+			}
+		}
+		opts.Admission = &trackedAdmission{inner: inner, tr: rt.tr}
+	}
+	if st := b.stages[StagePriority]; st != nil {
+		switch st.Kind {
+		case KindParameterized:
+			cfg.Router.Priority = st.Template
+		case KindTree:
+			opts.Priority = &treePriority{st: st, tr: rt.tr}
+		case KindStarlark:
+			r, err := star(st)
+			if err != nil {
+				return nil, nil, err
+			}
+			opts.Priority = &starPriority{r: r}
+		}
+	}
+	if st := b.stages[StageRouting]; st != nil {
+		switch st.Kind {
+		case KindParameterized:
+			cfg.Router.Routing = st.Template
+			cfg.Router.Weights = nil
+			if len(st.Params) > 0 && st.Template == "weighted" {
+				cfg.Router.Weights = map[string]float64{}
+				for k, v := range st.Params {
+					cfg.Router.Weights[k] = v
+				}
+			}
+		case KindTree:
+			tr := &treeRouting{st: st, tr: rt.tr}
+			for _, leaf := range st.info.routes {
+				p, err := policy.NewRouting(leaf.route, leaf.params, env)
+				if err != nil {
+					return nil, nil, err
+				}
+				tr.leaves = append(tr.leaves, p)
+			}
+			opts.Routing = tr
+		case KindStarlark:
+			r, err := star(st)
+			if err != nil {
+				return nil, nil, err
+			}
+			opts.Routing = &starRouting{r: r}
+		}
+	}
+	var order sched.Order
+	var victim sched.Victim
+	if st := b.stages[StageScheduler]; st != nil {
+		switch st.Kind {
+		case KindParameterized:
+			order, _ = schedTemplate(st)
+		case KindTree:
+			order = &treeOrder{st: st}
+		case KindStarlark:
+			r, err := star(st)
+			if err != nil {
+				return nil, nil, err
+			}
+			order = &starOrder{r: r}
+		}
+	}
+	if st := b.stages[StagePreemption]; st != nil {
+		switch st.Kind {
+		case KindParameterized:
+			_, victim = schedTemplate(st)
+		case KindTree:
+			victim = &treeVictim{st: st}
+		case KindStarlark:
+			r, err := star(st)
+			if err != nil {
+				return nil, nil, err
+			}
+			victim = &starVictim{r: r}
+		}
+	}
+	if order != nil || victim != nil {
+		opts.Scheduling = func(idx int32) (sched.Order, sched.Victim) {
+			o, v := order, victim
+			if so, ok := o.(*starOrder); ok {
+				o = &starOrder{r: so.r, idx: idx}
+			}
+			if sv, ok := v.(*starVictim); ok {
+				v = &starVictim{r: sv.r, idx: idx}
+			}
+			return o, v
+		}
+	}
+	if st := b.stages[StageAutoscaler]; st != nil {
+		switch st.Kind {
+		case KindParameterized:
+			rt.scaler = targetLoad{target: st.Params["target"]}
+		case KindTree:
+			rt.scaler = treeScaler{st: st}
+		case KindStarlark:
+			r, err := star(st)
+			if err != nil {
+				return nil, nil, err
+			}
+			rt.scaler = &starScaler{r: r}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", b.Path, err)
+	}
+	opts.PolicyErr = rt.Err
+	if rt.tr != nil {
+		sink = &trackSink{next: sink, t: rt.tr, err: rt.Err}
+	}
+	return rt, sink, nil
+}
+
+// trackedAdmission tells the tracker of arrivals and verdicts around the
+// admission policy.
+type trackedAdmission struct {
+	inner policy.Admission
+	tr    *Tracker
+}
+
+func (a *trackedAdmission) Admit(r policy.RequestView, c *policy.ClusterView) policy.AdmitDecision {
+	a.tr.advance(r.NowUS())
+	d := a.inner.Admit(r, c)
+	a.tr.arrived(r.ID(), r.TenantID(), r.NowUS())
+	a.tr.decided(r.ID(), r.TenantID(), d.Verdict == policy.Admit, d.Verdict == policy.Delay)
+	return d
+}
+
+// ---- decision trees
+
+type treeAdmission struct {
+	st  *Stage
+	tr  *Tracker
+	ctx evalCtx
+}
+
+func (t *treeAdmission) Admit(r policy.RequestView, c *policy.ClusterView) policy.AdmitDecision {
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	n := t.st.tree.eval(&t.ctx)
+	return policy.AdmitDecision{Verdict: n.verdict, Reason: n.reason, DelayUS: n.delayUS}
+}
+
+type treePriority struct {
+	st  *Stage
+	tr  *Tracker
+	ctx evalCtx
+}
+
+func (t *treePriority) Priority(r policy.RequestView, c *policy.ClusterView) int64 {
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	return t.st.tree.eval(&t.ctx).prio
+}
+
+type treeRouting struct {
+	st     *Stage
+	tr     *Tracker
+	leaves []policy.Routing
+	ctx    evalCtx
+}
+
+func (t *treeRouting) Route(r policy.RequestView, c *policy.ClusterView) policy.RouteDecision {
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	ctx := &t.ctx
+	if !t.st.info.perCandidate {
+		n := t.st.tree.eval(ctx)
+		return t.leaves[n.routeIdx].Route(r, c)
+	}
+	best, bs := 0, 0.0
+	for i := 0; i < c.Len(); i++ {
+		ctx.i = i
+		s := t.st.tree.eval(ctx).score.f(ctx)
+		c.Score(i, s)
+		if i == 0 || s > bs {
+			best, bs = i, s
+		}
+	}
+	return policy.RouteDecision{Target: best, Reason: "decision tree: highest score"}
+}
+
+func (t *treeRouting) Clone() any {
+	d := *t
+	d.leaves = make([]policy.Routing, len(t.leaves))
+	for i, l := range t.leaves {
+		d.leaves[i] = policy.Clone(l)
+	}
+	return &d
+}
+
+// treeOrder sorts the waiting requests by the tree's score, highest first,
+// vLLM's order among equals.
+type treeOrder struct {
+	st  *Stage
+	buf []scored
+	ctx evalCtx
+}
+
+type scored struct {
+	r *request.State
+	s float64
+}
+
+func (t *treeOrder) Sort(now int64, w []*request.State) {
+	t.buf = t.buf[:0]
+	c := &t.ctx
+	for _, r := range w {
+		*c = evalCtx{rv: policy.NewRequestView(&r.Req, now, nil), st: r}
+		t.buf = append(t.buf, scored{r, t.st.tree.eval(c).score.f(c)})
+	}
+	sortScored(t.buf)
+	for i := range t.buf {
+		w[i] = t.buf[i].r
+	}
+}
+
+// treeVictim preempts the running request with the highest score, the
+// newest among equals.
+type treeVictim struct {
+	st  *Stage
+	ctx evalCtx
+}
+
+func (t *treeVictim) Choose(running []*request.State) *request.State {
+	var best *request.State
+	bs := 0.0
+	c := &t.ctx
+	for i := len(running) - 1; i >= 0; i-- {
+		r := running[i]
+		*c = evalCtx{rv: policy.NewRequestView(&r.Req, 0, nil), st: r}
+		s := t.st.tree.eval(c).score.f(c)
+		if best == nil || s > bs {
+			best, bs = r, s
+		}
+	}
+	return best
+}
+
+// ---- Starlark
+
+type starAdmission struct{ r *starRT }
+
+func (a *starAdmission) Admit(rv policy.RequestView, c *policy.ClusterView) policy.AdmitDecision {
+	r := a.r
+	if r.rt.err != nil {
+		return policy.AdmitDecision{Verdict: policy.Reject, Reason: "policy failed"}
+	}
+	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr}
+	v, err := r.call(&r.reqv, &r.clv, rv.ID())
+	if err != nil {
+		r.rt.fail(err)
+		return policy.AdmitDecision{Verdict: policy.Reject, Reason: "policy failed"}
+	}
+	d, err := parseAdmit(v)
+	if err != nil {
+		r.rt.fail(r.badReturn("%v", err))
+		return policy.AdmitDecision{Verdict: policy.Reject, Reason: "policy failed"}
+	}
+	return d
+}
+
+func parseAdmit(v starlark.Value) (policy.AdmitDecision, error) {
+	const want = `"admit", ("reject", reason) or ("delay", microseconds)`
+	if s, ok := v.(starlark.String); ok {
+		if s == "admit" {
+			return policy.AdmitDecision{}, nil
+		}
+		return policy.AdmitDecision{}, fmt.Errorf("%s, expected %s", v.String(), want)
+	}
+	t, ok := v.(starlark.Tuple)
+	if !ok || len(t) != 2 {
+		return policy.AdmitDecision{}, fmt.Errorf("a %s, expected %s", v.Type(), want)
+	}
+	switch t[0] {
+	case starlark.String("reject"):
+		reason, ok := t[1].(starlark.String)
+		if !ok || reason == "" {
+			return policy.AdmitDecision{}, fmt.Errorf("(\"reject\", %s), expected a non-empty reason string", t[1].String())
+		}
+		return policy.AdmitDecision{Verdict: policy.Reject, Reason: string(reason)}, nil
+	case starlark.String("delay"):
+		d, ok := t[1].(starlark.Int)
+		n, ok2 := d.Int64()
+		if !ok || !ok2 || n <= 0 || n > 1<<50 {
+			return policy.AdmitDecision{}, fmt.Errorf("(\"delay\", %s), expected an integer number of microseconds > 0", t[1].String())
+		}
+		return policy.AdmitDecision{Verdict: policy.Delay, DelayUS: n, Reason: "starlark: delay"}, nil
+	}
+	return policy.AdmitDecision{}, fmt.Errorf("%s, expected %s", v.String(), want)
+}
+
+type starPriority struct{ r *starRT }
+
+func (p *starPriority) Priority(rv policy.RequestView, c *policy.ClusterView) int64 {
+	r := p.r
+	if r.rt.err != nil {
+		return 0
+	}
+	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr}
+	v, err := r.call(&r.reqv, &r.clv, rv.ID())
+	if err != nil {
+		r.rt.fail(err)
+		return 0
+	}
+	if d, ok := v.(*starlark.Dict); ok {
+		x, found, _ := d.Get(starlark.String("priority"))
+		if !found {
+			r.rt.fail(r.badReturn(`a dict without "priority"`))
+			return 0
+		}
+		v = x
+	}
+	i, ok := v.(starlark.Int)
+	n, ok2 := i.Int64()
+	if !ok || !ok2 {
+		r.rt.fail(r.badReturn(`%s, expected an integer (larger runs first) or {"priority": n, "hints": {...}}`, v.String()))
+		return 0
+	}
+	return n
+}
+
+type starRouting struct{ r *starRT }
+
+func (p *starRouting) Route(rv policy.RequestView, c *policy.ClusterView) policy.RouteDecision {
+	r := p.r
+	if r.rt.err != nil {
+		return policy.RouteDecision{}
+	}
+	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr}
+	v, err := r.call(&r.reqv, &r.clv, rv.ID())
+	if err != nil {
+		r.rt.fail(err)
+		return policy.RouteDecision{}
+	}
+	bv := r.board(c)
+	target := v
+	if d, ok := v.(*starlark.Dict); ok {
+		t, found, _ := d.Get(starlark.String("target"))
+		if !found {
+			r.rt.fail(r.badReturn(`a dict without "target"`))
+			return policy.RouteDecision{}
+		}
+		target = t
+		if s, found, _ := d.Get(starlark.String("scores")); found {
+			sd, ok := s.(*starlark.Dict)
+			if !ok {
+				r.rt.fail(r.badReturn(`"scores": a %s, expected a dict {replica id: score}`, s.Type()))
+				return policy.RouteDecision{}
+			}
+			for _, kv := range sd.Items() {
+				id, ok := kv[0].(starlark.String)
+				i, found := bv.ids[string(id)]
+				if !ok || !found {
+					r.rt.fail(r.badReturn(`"scores": key %s is not a candidate replica id`, kv[0].String()))
+					return policy.RouteDecision{}
+				}
+				f, ok := starlark.AsFloat(kv[1])
+				if !ok {
+					r.rt.fail(r.badReturn(`"scores": %s: a %s, expected a number`, kv[0].String(), kv[1].Type()))
+					return policy.RouteDecision{}
+				}
+				c.Score(i, f)
+			}
+		}
+	}
+	id, ok := target.(starlark.String)
+	if !ok {
+		r.rt.fail(r.badReturn(`a %s, expected a replica id or {"target": id, "scores": {id: score}}`, target.Type()))
+		return policy.RouteDecision{}
+	}
+	i, found := bv.ids[string(id)]
+	if !found {
+		r.rt.fail(r.badReturn("%s, which is not a candidate replica id", id.String()))
+		return policy.RouteDecision{}
+	}
+	return policy.RouteDecision{Target: i, Reason: "starlark route"}
+}
+
+type starOrder struct {
+	r     *starRT
+	idx   int32
+	vals  []reqValue
+	queue starlark.Tuple
+}
+
+func (o *starOrder) Sort(now int64, w []*request.State) {
+	r := o.r
+	if r.rt.err != nil {
+		return
+	}
+	if cap(o.vals) < len(w) {
+		o.vals = make([]reqValue, len(w), 2*len(w))
+		o.queue = make(starlark.Tuple, len(w), 2*len(w))
+	}
+	vals, queue := o.vals[:len(w)], o.queue[:len(w)]
+	for i, s := range w {
+		vals[i] = reqValue{r: r, st: s, now: now}
+		queue[i] = &vals[i]
+	}
+	rep := &attrsValue{typ: "replica", names: []string{"index", "queue_depth", "now_us"},
+		vals: []starlark.Value{starlark.MakeInt(int(o.idx)), starlark.MakeInt(len(w)), starlark.MakeInt64(now)}}
+	r.ctx = evalCtx{tr: r.ctx.tr}
+	v, err := r.call(queue, rep, "")
+	if err != nil {
+		r.rt.fail(err)
+		return
+	}
+	seq, ok := v.(starlark.Indexable)
+	if !ok {
+		r.rt.fail(r.badReturn("a %s, expected a list of request ids or queue indices", v.Type()))
+		return
+	}
+	seen := make([]bool, len(w))
+	out := make([]*request.State, 0, len(w))
+	for k := 0; k < seq.Len(); k++ {
+		i, err := pick(seq.Index(k), w)
+		if err != nil {
+			r.rt.fail(r.badReturn("element %d: %v", k, err))
+			return
+		}
+		if seen[i] {
+			r.rt.fail(r.badReturn("element %d: request %s listed twice", k, w[i].Req.ID))
+			return
+		}
+		seen[i] = true
+		out = append(out, w[i])
+	}
+	for i, s := range w {
+		if !seen[i] {
+			out = append(out, s)
+		}
+	}
+	copy(w, out)
+}
+
+// pick finds a returned request (id or index) among rs.
+func pick(v starlark.Value, rs []*request.State) (int, error) {
+	switch v := v.(type) {
+	case starlark.String:
+		for i, s := range rs {
+			if s.Req.ID == string(v) {
+				return i, nil
+			}
+		}
+		return 0, fmt.Errorf("%s is not among the requests given", v.String())
+	case starlark.Int:
+		i, ok := v.Int64()
+		if !ok || i < 0 || i >= int64(len(rs)) {
+			return 0, fmt.Errorf("index %s out of range [0, %d)", v.String(), len(rs))
+		}
+		return int(i), nil
+	}
+	return 0, fmt.Errorf("a %s, expected a request id or an index", v.Type())
+}
+
+type starVictim struct {
+	r   *starRT
+	idx int32
+}
+
+func (p *starVictim) Choose(running []*request.State) *request.State {
+	r := p.r
+	last := running[len(running)-1]
+	if r.rt.err != nil {
+		return last
+	}
+	list := make(starlark.Tuple, len(running))
+	vals := make([]reqValue, len(running))
+	for i, s := range running {
+		vals[i] = reqValue{r: r, st: s}
+		list[i] = &vals[i]
+	}
+	rep := &attrsValue{typ: "replica", names: []string{"index", "batch_size"},
+		vals: []starlark.Value{starlark.MakeInt(int(p.idx)), starlark.MakeInt(len(running))}}
+	r.ctx = evalCtx{tr: r.ctx.tr}
+	v, err := r.call(list, rep, "")
+	if err != nil {
+		r.rt.fail(err)
+		return last
+	}
+	i, err := pick(v, running)
+	if err != nil {
+		r.rt.fail(r.badReturn("%v", err))
+		return last
+	}
+	return running[i]
+}
+
+type starScaler struct{ r *starRT }
+
+var poolNames = poolTable.names()
+
+func (s *starScaler) Scale(pool *PoolView, pools []*PoolView) (int, string, error) {
+	r := s.r
+	pv := func(p *PoolView) starlark.Value {
+		return &viewValue{r: r, typ: "pool", t: poolTable, c: &evalCtx{pool: p}}
+	}
+	list := make(starlark.Tuple, len(pools))
+	for i, p := range pools {
+		list[i] = pv(p)
+	}
+	cl := &attrsValue{typ: "cluster", names: []string{"pools", "now_us"}, vals: []starlark.Value{list, starlark.MakeInt64(pool.NowUS)}}
+	v, err := r.call(pv(pool), cl, "")
+	if err != nil {
+		return 0, "", err
+	}
+	reason := "starlark scale"
+	if t, ok := v.(starlark.Tuple); ok && len(t) == 2 {
+		rs, ok := t[1].(starlark.String)
+		if !ok {
+			return 0, "", r.badReturn("(n, %s), expected a reason string", t[1].String())
+		}
+		v, reason = t[0], string(rs)
+	}
+	i, ok := v.(starlark.Int)
+	n, ok2 := i.Int64()
+	if !ok || !ok2 || n < 0 || n > 1<<20 {
+		return 0, "", r.badReturn("%s, expected a replica count >= 0 or (count, reason)", v.String())
+	}
+	return int(n), reason, nil
+}
+
+// FromConfig loads the bundle a cluster YAML names in its policy key
+// (relative to the cluster file), or returns nil when it names none.
+func FromConfig(cfg *config.Cluster, env Env) (*Bundle, error) {
+	p := cfg.Policy
+	if p == "" {
+		return nil, nil
+	}
+	if !filepath.IsAbs(p) && cfg.Name != "" {
+		p = filepath.Join(filepath.Dir(cfg.Name), p)
+	}
+	return Load(p, env)
+}

@@ -1,0 +1,571 @@
+package bundle_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy/bundle"
+	"github.com/blis-sim/blis/lib/rng"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+const examples = "../../../../examples/policies"
+
+type memSink struct{ rs []trace.Result }
+
+func (s *memSink) Write(r *trace.Result) error { s.rs = append(s.rs, *r); return nil }
+
+// workload is n requests from 4 tenants, two SLO classes, prompts sharing
+// one of three system prompts (prefix hashes), Poisson at rate req/s.
+func workload(n int, rate float64) []trace.Request {
+	g := rng.New(7, "test")
+	reqs := make([]trace.Request, n)
+	t := 0.0
+	for i := range reqs {
+		t += g.ExpFloat64() / rate
+		r := trace.NewRequest(fmt.Sprint("r", i))
+		r.ArrivalUS = int64(t * 1e6)
+		r.InputTokens = int32(64 + g.IntN(1500))
+		r.OutputTokens = int32(8 + g.IntN(400))
+		r.TenantID = fmt.Sprint("t", g.IntN(4))
+		if g.IntN(3) == 0 {
+			r.SLOClass = "interactive"
+		} else {
+			r.SLOClass = "batch"
+		}
+		sys := uint64(g.IntN(3) + 1)
+		nb := int(r.InputTokens) / 16
+		for b := 0; b < nb; b++ {
+			if b < 40 {
+				r.PrefixHashes = append(r.PrefixHashes, sys*1000+uint64(b))
+			} else {
+				r.PrefixHashes = append(r.PrefixHashes, uint64(i)*100000+uint64(b))
+			}
+		}
+		reqs[i] = r
+	}
+	return reqs
+}
+
+func testCluster(replicas int) config.Cluster {
+	c := config.Default()
+	c.Replicas = replicas
+	c.Engine.KVBlocks = 4000
+	c.Latency = config.Latency{Mode: "linear", Beta: []float64{4000, 0.3, 40}}
+	return c
+}
+
+// simulate runs reqs on cfg with the bundle at path ("" = none).
+func simulate(t testing.TB, cfg config.Cluster, path string, reqs []trace.Request) ([]trace.Result, engine.Summary, error) {
+	t.Helper()
+	models, _, err := engine.Prepare(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	opts := engine.Options{CheckInvariants: true}
+	var s engine.Sink = sink
+	if path != "" {
+		b, err := bundle.Load(path, bundle.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, s, err = b.Apply(&cfg, &opts, sink); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := engine.Run(cfg, models, engine.SliceSource(reqs), s, opts)
+	return sink.rs, sum, err
+}
+
+func same(t *testing.T, what string, a, b []trace.Result) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d results vs %d", what, len(a), len(b))
+	}
+	for i := range a {
+		if !reflect.DeepEqual(a[i], b[i]) {
+			t.Fatalf("%s: result %d differs:\n%+v\n%+v", what, i, a[i], b[i])
+		}
+	}
+}
+
+func spread(rs []trace.Result) map[string]int {
+	m := map[string]int{}
+	for _, r := range rs {
+		m[r.ReplicaID]++
+	}
+	return m
+}
+
+// TestParityWithBuiltins: the examples' Starlark least-loaded and the
+// tree and template versions of weighted route exactly as the built-ins.
+func TestParityWithBuiltins(t *testing.T) {
+	reqs := workload(3000, 60)
+	for _, tc := range []struct {
+		name, bundle string
+		builtin      func(*config.Cluster)
+	}{
+		{"least-loaded starlark", "least-loaded.yaml", func(c *config.Cluster) { c.Router.Routing = "least-loaded" }},
+		{"weighted template", "weighted-param.yaml", func(c *config.Cluster) {
+			c.Router.Routing = "weighted"
+			c.Router.Weights = map[string]float64{"load": 0.2, "kv": 0.1, "prefix": 0.7}
+		}},
+		{"weighted tree", "weighted-tree.yaml", func(c *config.Cluster) {
+			c.Router.Routing = "weighted"
+			c.Router.Weights = map[string]float64{"load": 0.2, "kv": 0.1, "prefix": 0.7}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, snap := range []int64{0, 50_000} {
+				cfg := testCluster(8)
+				cfg.SnapshotInterval = config.Duration(snap * 1000)
+				want := cfg
+				tc.builtin(&want)
+				a, _, err := simulate(t, want, "", reqs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _, err := simulate(t, cfg, filepath.Join(examples, tc.bundle), reqs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				same(t, tc.name, a, b)
+				if len(spread(a)) < 3 {
+					t.Fatalf("the workload used only %d replicas: not a test", len(spread(a)))
+				}
+			}
+		})
+	}
+	// And the comparison can fail: least-loaded is not round-robin.
+	cfg := testCluster(8)
+	a, _, _ := simulate(t, cfg, "", reqs)
+	b, _, _ := simulate(t, cfg, filepath.Join(examples, "least-loaded.yaml"), reqs)
+	if reflect.DeepEqual(a, b) {
+		t.Fatal("round-robin and least-loaded agree on every request: the parity test cannot fail")
+	}
+}
+
+// TestExamples runs every example bundle.
+func TestExamples(t *testing.T) {
+	reqs := workload(4000, 120)
+	files, _ := filepath.Glob(filepath.Join(examples, "*.yaml"))
+	n := 0
+	for _, f := range files {
+		if filepath.Base(f) == "cluster.yaml" {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg := testCluster(4)
+			cfg.Engine.SchedulingPolicy = "priority"
+			rs, sum, err := simulate(t, cfg, f, reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int(sum.Injected) != len(reqs) || len(rs) != len(reqs) {
+				t.Fatalf("%d injected, %d results, %d requests", sum.Injected, len(rs), len(reqs))
+			}
+			if sum.Completed == 0 {
+				t.Fatal("nothing completed")
+			}
+			t.Logf("completed %d, rejected %d", sum.Completed, sum.Rejected)
+		})
+	}
+	if n < 6 {
+		t.Fatalf("%d example bundles", n)
+	}
+}
+
+// TestWorkedExamplesDoWhatTheySay checks the three worked examples'
+// effects against the built-in they refine.
+func TestWorkedExamplesDoWhatTheySay(t *testing.T) {
+	reqs := workload(4000, 400)
+	ttft := func(rs []trace.Result, class string) float64 {
+		s, n := 0.0, 0
+		for _, r := range rs {
+			if r.SLOClass == class && r.TTFTUS != trace.Null {
+				s += float64(r.TTFTUS)
+				n++
+			}
+		}
+		return s / float64(n)
+	}
+	cfg := testCluster(4)
+	cfg.Engine.SchedulingPolicy = "priority"
+	cfg.Router.Routing = "least-loaded"
+	base, _, _ := simulate(t, cfg, "", reqs)
+	slo, _, err := simulate(t, cfg, filepath.Join(examples, "slo-priority.yaml"), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := ttft(base, "interactive"), ttft(slo, "interactive"); !(b < a) {
+		t.Fatalf("slo-priority: interactive mean TTFT %.0f µs, not below fcfs's %.0f", b, a)
+	}
+	hits := func(rs []trace.Result) int64 {
+		var n int64
+		for _, r := range rs {
+			n += int64(r.CachedTokens)
+		}
+		return n
+	}
+	pl, _, err := simulate(t, cfg, filepath.Join(examples, "prefix-load.yaml"), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := hits(base), hits(pl); !(b > a) {
+		t.Fatalf("prefix-load: %d cached tokens, not above least-loaded's %d", b, a)
+	}
+	// Tenant-fair: one tenant floods; it is delayed or rejected, the
+	// others are not.
+	flood := workload(3000, 150)
+	for i := range flood {
+		if i%4 != 0 {
+			flood[i].TenantID = "flood"
+		}
+	}
+	cfg = testCluster(2)
+	tf, sum, err := simulate(t, cfg, filepath.Join(examples, "tenant-fair.yaml"), flood)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := map[string]int{}
+	for _, r := range tf {
+		if r.Status == trace.StatusRejected {
+			rejected[r.TenantID]++
+		}
+	}
+	if rejected["flood"] == 0 || int64(rejected["flood"]) < 10*(sum.Rejected-int64(rejected["flood"])) {
+		t.Fatalf("tenant-fair: rejected by tenant %v", rejected)
+	}
+}
+
+func TestState(t *testing.T) {
+	p := writeBundle(t, map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star}\n",
+		"r.star": "def route(request, cluster):\n    state['n'] = state.get('n', 0) + 1\n    return cluster.replicas[0].id\n"})
+	b, err := bundle.Load(p, bundle.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testCluster(2)
+	models, _, _ := engine.Prepare(&cfg)
+	opts := engine.Options{}
+	rt, sink, err := b.Apply(&cfg, &opts, &memSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Run(cfg, models, engine.SliceSource(workload(50, 10)), sink, opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.State("routing"); got != `{"n": 50}` {
+		t.Fatalf("state %s", got)
+	}
+}
+
+// TestTenantCountsExact: a tree rejecting a tenant's requests after its
+// first three rejects exactly Σ max(0, n_t − 3) with a live view.
+func TestTenantCountsExact(t *testing.T) {
+	reqs := workload(400, 40)
+	per := map[string]int{}
+	for _, r := range reqs {
+		per[r.TenantID]++
+	}
+	want := 0
+	for _, n := range per {
+		want += max(0, n-3)
+	}
+	p := writeBundle(t, map[string]string{"b.yaml": "admission:\n  kind: decision_tree\n  tree: {if: \"tenant.request_count >= 3\", then: {admit: reject, reason: quota}, else: {admit: admit}}\n"})
+	rs, sum, err := simulate(t, testCluster(2), p, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rejected != int64(want) {
+		t.Fatalf("rejected %d, want %d (%v)", sum.Rejected, want, per)
+	}
+	for _, r := range rs {
+		if r.Status == trace.StatusRejected && r.DropReason != "quota" {
+			t.Fatalf("reason %q", r.DropReason)
+		}
+	}
+}
+
+func TestRandomStream(t *testing.T) {
+	files := map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star, random: true}\n",
+		"r.star": "def route(request, cluster):\n    return cluster.replicas[random.int(cluster.size)].id\n"}
+	reqs := workload(300, 30)
+	cfg := testCluster(4)
+	a, _, err := simulate(t, cfg, writeBundle(t, files), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := simulate(t, cfg, writeBundle(t, files), reqs)
+	same(t, "same seed", a, b)
+	cfg.Seed = 7
+	c, _, _ := simulate(t, cfg, writeBundle(t, files), reqs)
+	if reflect.DeepEqual(a, c) {
+		t.Fatal("another seed drew the same replicas")
+	}
+	if len(spread(a)) != 4 {
+		t.Fatalf("spread %v", spread(a))
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	reqs := workload(2000, 150)
+	cfg := testCluster(4)
+	p := filepath.Join(examples, "tenant-fair.yaml")
+	a, _, err := simulate(t, cfg, p, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := simulate(t, cfg, p, reqs)
+	same(t, "twice", a, b)
+}
+
+func writeBundle(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, s := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "b.yaml")
+}
+
+func TestLoadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"unknown key", map[string]string{"b.yaml": "id: x\nroutin: {kind: starlark}\n"}, "b.yaml:2: routin: unknown key"},
+		{"bad kind", map[string]string{"b.yaml": "routing: {kind: python}\n"}, `b.yaml:1: routing.kind: expected parameterized, decision_tree or starlark, found "python"`},
+		{"unknown template", map[string]string{"b.yaml": "routing:\n  kind: parameterized\n  template: fastest\n"}, `b.yaml:3: routing.template: unknown routing policy "fastest"`},
+		{"unknown param", map[string]string{"b.yaml": "routing:\n  kind: parameterized\n  template: weighted\n  params: {lod: 1}\n"}, "b.yaml:4: routing.params.lod: unknown key (expected load, kv, prefix)"},
+		{"param out of range", map[string]string{"b.yaml": "admission:\n  kind: parameterized\n  template: queue-limit\n  params: {limit: 0}\n"}, "b.yaml:4: admission.params: admission policy queue-limit: parameter limit: expected an integer >= 1"},
+		{"unknown field", map[string]string{"b.yaml": "priority:\n  kind: decision_tree\n  tree:\n    if: \"request.slo == 'x'\"\n    then: {priority: 1}\n    else: {priority: 0}\n"}, "b.yaml:4: priority.tree.if: \"request.slo == 'x'\": unknown field request.slo (expected one of"},
+		{"replica field without score", map[string]string{"b.yaml": "routing:\n  kind: decision_tree\n  tree: {if: \"replica.outstanding > 3\", then: {route: least-loaded}, else: {route: round-robin}}\n"}, "replica fields need score leaves"},
+		{"type error", map[string]string{"b.yaml": "priority:\n  kind: decision_tree\n  tree: {if: \"request.input_tokens > 'a'\", then: {priority: 1}, else: {priority: 0}}\n"}, "cannot compare a int with a string"},
+		{"missing else", map[string]string{"b.yaml": "priority:\n  kind: decision_tree\n  tree: {if: \"request.input_tokens > 5\", then: {priority: 1}}\n"}, "b.yaml:3: priority.tree: missing else"},
+		{"starlark syntax", map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star}\n", "r.star": "def route(request, cluster):\n    return (\n"}, "r.star:3:1: got outdent"},
+		{"inline syntax at bundle line", map[string]string{"b.yaml": "id: x\nrouting:\n  kind: starlark\n  source: |\n    def route(request, cluster):\n        return request.id +\n"}, "b.yaml:6:24: got newline"},
+		{"missing entrypoint", map[string]string{"b.yaml": "admission: {kind: starlark, file: r.star}\n", "r.star": "def route(request, cluster):\n    return 1\n"}, "r.star: admission policy: no function admit(request, cluster) defined"},
+		{"while", map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star}\n", "r.star": "def route(request, cluster):\n    while True:\n        pass\n"}, "r.star:2:5: this Starlark dialect does not support while loops"},
+		{"load", map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star}\n", "r.star": "load('os.star', 'x')\ndef route(request, cluster):\n    return 1\n"}, `load("os.star"): not allowed`},
+		{"undefined random", map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star}\n", "r.star": "def route(request, cluster):\n    return random.int(3)\n"}, "r.star:2:12: undefined: random"},
+		{"missing file", map[string]string{"b.yaml": "routing: {kind: starlark, file: nope.star}\n"}, "b.yaml:1: routing.file:"},
+		{"top-level error", map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star}\n", "r.star": "X = 1 // 0\ndef route(request, cluster):\n    return 1\n"}, "r.star:1: routing policy: floored division by zero"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := bundle.Load(writeBundle(t, tc.files), bundle.Env{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSandboxErrors(t *testing.T) {
+	reqs := workload(200, 50)
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"step budget", "def route(request, cluster):\n    n = 0\n    for i in range(100000):\n        for j in range(100000):\n            n += 1\n    return 'x'\n",
+			"routing policy, request r0: step budget exceeded: more than 100000 steps in one call (sandbox.max_steps)"},
+		{"runtime error", "def route(request, cluster):\n    return cluster.replicas[99].id\n", "r.star:2: routing policy, request r0: tuple index 99 out of range"},
+		{"wrong type", "def route(request, cluster):\n    return 3\n", "r.star:1: routing policy, request r0: route returned a int, expected a replica id"},
+		{"not a candidate", "def route(request, cluster):\n    return 'gpu-9'\n", `request r0: route returned "gpu-9", which is not a candidate replica id`},
+		{"string growth", "def route(request, cluster):\n    s = 'x' * 1000\n    for i in range(40):\n        s = s + s\n    return s\n", "r.star:4: routing policy, request r0: value of 2048000 elements or bytes: more than 1048576 (sandbox.max_len)"},
+		{"repeat", "def route(request, cluster):\n    return 'x' * (1 << 40)\n", "(sandbox.max_len)"},
+		{"join growth", "def route(request, cluster):\n    s = 'x' * 100000\n    return ''.join([s for i in range(100)])\n", "(sandbox.max_len)"},
+		{"state growth", "def route(request, cluster):\n    l = state.setdefault('l', [])\n    l.extend(range(1000))\n    return cluster.replicas[0].id\n", "(sandbox.max_state)"},
+		{"view in state", "def route(request, cluster):\n    state['r'] = request\n    return cluster.replicas[0].id\n", "keep numbers, not views"},
+		{"integer growth", "def route(request, cluster):\n    x = 3\n    for i in range(20):\n        x = x * x\n    return 'x'\n", "r.star:4: routing policy, request r0: integer of more than 4096 bits"},
+		{"replace growth", "def route(request, cluster):\n    s = 'ab' * 1000\n    return s.replace('a', 'x' * 10000)\n", "r.star:3: routing policy, request r0: value of 10002000 elements or bytes"},
+		{"frozen global", "L = []\ndef route(request, cluster):\n    L.append(1)\n    return cluster.replicas[0].id\n", "r.star:3: routing policy, request r0: append: cannot append to frozen list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeBundle(t, map[string]string{"b.yaml": "sandbox: {max_steps: 100000, max_state: 5000}\nrouting: {kind: starlark, file: r.star}\n", "r.star": tc.src})
+			_, _, err := simulate(t, testCluster(2), p, reqs)
+			var re *bundle.RunError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestStarlarkViews checks every view field a Starlark policy reads
+// against the same decision seen by a decision tree.
+func TestStarlarkViews(t *testing.T) {
+	src := `
+load("math.star", "math")
+
+def admit(request, cluster):
+    if math.floor(2.5) != 2:
+        return ("reject", "math")
+    live = cluster.router.request_count == state.get("n", 0)
+    r = request
+    fields = [r.id, r.tenant_id, r.slo_class, r.model, r.session_id, r.priority, r.input_tokens,
+              r.output_tokens, r.arrival_us, r.prefix_blocks, r.now_us]
+    for x in cluster.replicas:
+        fields += [x.id, x.index, x.deployment, x.pool_role, x.state, x.queue_depth, x.batch_size, x.in_flight,
+                   x.outstanding, x.kv_utilization, x.kv_free_blocks, x.kv_used_blocks, x.kv_total_blocks,
+                   x.cached_blocks(request), x.cache_hit_rate, x.recent_ttft_us, x.recent_tpot_us, x.estimated_wait_us]
+    t = cluster.tenant
+    fields += [t.id, t.request_count, t.active, t.recent_rate, t.burst_detected]
+    g = cluster.router
+    fields += [g.in_flight, g.request_count, g.completed, g.request_rate, g.throughput]
+    fields += [cluster.size, cluster.max_load, cluster.min_load, cluster.queued, cluster.now_us]
+    state["n"] = state.get("n", 0) + 1
+    if request.arrival_us > 2000000 and cluster.router.completed == 0:
+        return ("reject", "nothing completed after 2 s")
+    if live and t.request_count != state["n"] - 1:
+        return ("reject", "count")
+    return "admit"
+`
+	p := writeBundle(t, map[string]string{"b.yaml": "admission: {kind: starlark, file: a.star}\n", "a.star": src})
+	reqs := workload(1000, 80)
+	for i := range reqs {
+		reqs[i].TenantID = ""
+	}
+	for _, snap := range []int64{0, 100_000} {
+		cfg := testCluster(3)
+		cfg.Router.Routing = "least-loaded"
+		cfg.SnapshotInterval = config.Duration(snap * 1000)
+		_, sum, err := simulate(t, cfg, p, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Rejected != 0 || sum.Completed != int64(len(reqs)) {
+			t.Fatalf("snapshot %d: %+v", snap, sum)
+		}
+	}
+}
+
+// TestSchedulerAndPreemption: Starlark and tree versions of the
+// scheduler and preemption templates agree with them, and vLLM's own
+// choices written as policies change nothing.
+func TestSchedulerAndPreemption(t *testing.T) {
+	reqs := workload(1500, 80)
+	cfg := testCluster(2)
+	cfg.Engine.KVBlocks = 600 // preemptions
+	cfg.Router.Routing = "least-loaded"
+	run := func(files map[string]string) ([]trace.Result, engine.Summary) {
+		path := ""
+		if files != nil {
+			path = writeBundle(t, files)
+		}
+		rs, sum, err := simulate(t, cfg, path, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs, sum
+	}
+	base, bs := run(nil)
+	if bs.Preemptions == 0 {
+		t.Fatal("no preemptions: not a test")
+	}
+	newest, _ := run(map[string]string{"b.yaml": "preemption: {kind: starlark, file: p.star}\n",
+		"p.star": "def preempt(running, replica):\n    return running[len(running) - 1].id\n"})
+	same(t, "starlark newest = vLLM", base, newest)
+
+	sf, _ := run(map[string]string{"b.yaml": "scheduler: {kind: parameterized, template: shortest-first}\n"})
+	if reflect.DeepEqual(base, sf) {
+		t.Fatal("shortest-first changed nothing")
+	}
+	sfStar, _ := run(map[string]string{"b.yaml": "scheduler: {kind: starlark, file: s.star}\n",
+		"s.star": `
+def schedule(queue, replica):
+    keyed = [(r.input_tokens - r.computed_tokens, i) for i, r in enumerate(queue)]
+    return [i for _, i in sorted(keyed)]
+`})
+	// Starlark breaks ties by queue position, the template by vLLM's order:
+	// close to the template, far from vLLM's FCFS.
+	if reflect.DeepEqual(base, sfStar) {
+		t.Fatal("Starlark shortest-first changed nothing")
+	}
+	firstSched := func(rs []trace.Result) (short, long float64) {
+		var ns, nl float64
+		for _, r := range rs {
+			w := float64(r.FirstScheduledUS - r.EnqueuedUS)
+			if r.InputTokens < 400 {
+				short, ns = short+w, ns+1
+			} else if r.InputTokens > 1200 {
+				long, nl = long+w, nl+1
+			}
+		}
+		return short / ns, long / nl
+	}
+	bs0, bl0 := firstSched(base)
+	ss0, sl0 := firstSched(sfStar)
+	if !(ss0 < bs0 && sl0 > bl0) {
+		t.Fatalf("Starlark shortest-first: short prompts wait %.0f µs (FCFS %.0f), long %.0f (FCFS %.0f)", ss0, bs0, sl0, bl0)
+	}
+	sfTree, _ := run(map[string]string{"b.yaml": "scheduler:\n  kind: decision_tree\n  tree: {score: \"0 - (request.input_tokens - request.computed_tokens)\"}\n"})
+	same(t, "tree shortest-first = template", sf, sfTree)
+
+	lp, _ := run(map[string]string{"b.yaml": "preemption: {kind: parameterized, template: least-progress}\n"})
+	lpTree, _ := run(map[string]string{"b.yaml": "preemption:\n  kind: decision_tree\n  tree: {score: \"0 - request.generated_tokens\"}\n"})
+	same(t, "tree least-progress = template", lp, lpTree)
+	if reflect.DeepEqual(base, lp) {
+		t.Fatal("least-progress changed nothing")
+	}
+}
+
+func TestAutoscalerStage(t *testing.T) {
+	pool := &bundle.PoolView{Deployment: "d", Role: "monolithic", Replicas: 2, MinReplicas: 1, MaxReplicas: 8, Serving: 2, Waiting: 40, Running: 10}
+	for _, tc := range []struct {
+		stage string
+		files map[string]string
+		want  int
+	}{
+		{"template", map[string]string{"b.yaml": "autoscaler: {kind: parameterized, template: target-load, params: {target: 16}}\n"}, 4},
+		{"tree", map[string]string{"b.yaml": "autoscaler:\n  kind: decision_tree\n  tree: {if: \"pool.queue_depth > 10 * pool.replicas\", then: {delta: 1}, else: {delta: 0}}\n"}, 3},
+		{"starlark", map[string]string{"b.yaml": "autoscaler: {kind: starlark, file: s.star}\n",
+			"s.star": "def scale(pool, cluster):\n    return (min(pool.max_replicas, pool.outstanding // 10), 'load/10')\n"}, 5},
+	} {
+		b, err := bundle.Load(writeBundle(t, tc.files), bundle.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := testCluster(1)
+		opts := engine.Options{}
+		rt, _, err := b.Apply(&cfg, &opts, &memSink{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, why, err := rt.Scaler().Scale(pool, []*bundle.PoolView{pool})
+		if err != nil || n != tc.want {
+			t.Fatalf("%s: %d (%s) %v, want %d", tc.stage, n, why, err, tc.want)
+		}
+	}
+}
+
+func TestAnnotate(t *testing.T) {
+	b, err := bundle.Load(writeBundle(t, map[string]string{"b.yaml": "id: cand-17\ngeneration: 3\nparent_id: cand-9\nmutations: [\"raise prefix weight\"]\n"}), bundle.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := trace.NewMeta()
+	b.Annotate(m)
+	for k, v := range map[string]string{"blis.policy.id": "cand-17", "blis.policy.generation": "3", "blis.policy.parent_id": "cand-9", "blis.policy.mutations": `["raise prefix weight"]`} {
+		if m.Get(k) != v {
+			t.Errorf("%s = %q, want %q", k, m.Get(k), v)
+		}
+	}
+	if len(m.Get("blis.policy.sha256")) != 64 {
+		t.Error("no sha256")
+	}
+}
+
+var _ = math.Inf

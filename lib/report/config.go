@@ -1,0 +1,111 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// configTables are the report's first tables: what produced each run, read
+// from its metadata (blis-sim's blis.sim.deployments and blis.sim.router,
+// and the provenance chain), and the measured error of each deployment's
+// latency model (KnownErrors).
+func (rep *Report) configTables() {
+	cfg := &Table{Name: "config", Title: "Run configuration", Header: true,
+		Note:    "from the results' metadata: blis.sim.deployments, blis.sim.router and the blis-sim (or blis-load) stage of blis.provenance; latency = the step-time model (roofline, or fitted: the coefficients file)",
+		Columns: rep.runCol("deployment", "model", "gpu", "tp", "replicas", "router", "latency", "kv_blocks", "tool", "seed")}
+	known := &Table{Name: "known_error", Title: "Known error of the latency model", Header: true,
+		Note: "median absolute error of TTFT and TPOT against real runs, in %, with the median signed error (bias; negative = the simulator is too fast), " +
+			"per load regime, for the latency model and GPU family of each deployment; from " + KnownErrorSource,
+		Columns: rep.runCol("deployment", "latency", "gpu_family", "load_regime", "points", "ttft_err_pct", "ttft_bias_pct", "tpot_err_pct", "tpot_bias_pct")}
+	for i, r := range rep.runs {
+		tool, seed := "-", "-"
+		if p := r.meta.Provenance; len(p) > 0 {
+			last := p[len(p)-1]
+			tool = last.Tool + " " + last.Version
+			// The tool that made the results, not one that copied them
+			// (blis-convert changing the format).
+			for j := len(p) - 1; j >= 0; j-- {
+				if p[j].Tool == "blis-sim" || p[j].Tool == "blis-load" {
+					last = p[j]
+					tool = last.Tool + " " + last.Version
+					break
+				}
+			}
+			if last.Seed != nil {
+				seed = fmt.Sprint(*last.Seed)
+			}
+		}
+		deps, err := r.meta.SimDeployments()
+		if err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v", r.path, err))
+		}
+		if deps == nil {
+			deps = simModelDeployments(r.meta.Get("blis.sim.model"))
+		}
+		router := r.meta.Get(trace.MetaSimRouter)
+		if router == "" {
+			router = "-"
+		}
+		if len(deps) == 0 {
+			what := "not simulated, or written without blis-sim's metadata"
+			if tool != "-" {
+				what = "written by " + tool + ": no simulated cluster"
+			}
+			cfg.add(rep.runCell(i, txt("-"), txt(what), txt("-"), num(nan, 0), num(nan, 0), txt(router), txt("-"), num(nan, 0), txt(tool), txt(seed))...)
+			continue
+		}
+		for _, d := range deps {
+			cfg.add(rep.runCell(i, txt(d.ID), txt(d.Model), txt(d.GPU), intOrNaN(int64(d.TP)), intOrNaN(int64(d.Replicas)), txt(router),
+				txt(d.Latency), intOrNaN(d.KVBlocks), txt(tool), txt(seed))...)
+			ke := KnownErrorsFor(d.Latency, d.GPU)
+			if len(ke) == 0 {
+				fam := GPUFamily(d.GPU)
+				if fam == "" {
+					fam = "-"
+				}
+				known.add(rep.runCell(i, txt(d.ID), txt(d.Latency), txt(fam), txt("no measurement of this model on this GPU family"),
+					num(nan, 0), num(nan, 0), num(nan, 0), num(nan, 0), num(nan, 0))...)
+				continue
+			}
+			for _, k := range ke {
+				known.add(rep.runCell(i, txt(d.ID), txt(d.Latency), txt(k.GPUFamily), txt(k.Regime), integer(int64(k.Points)),
+					integer(int64(k.TTFT)), integer(int64(k.TTFTBias)), integer(int64(k.TPOT)), integer(int64(k.TPOTBias)))...)
+			}
+		}
+	}
+	rep.Tables = append(rep.Tables, cfg)
+	if len(known.Rows) > 0 {
+		rep.Tables = append(rep.Tables, known)
+	}
+}
+
+var nan = func() float64 { var z float64; return z / z }()
+
+func intOrNaN(v int64) Cell {
+	if v == 0 {
+		return num(nan, 0)
+	}
+	return integer(v)
+}
+
+// simModelDeployments reads the older blis.sim.model key (latency model
+// names joined by commas): a roofline's name carries model, GPU and TP.
+func simModelDeployments(v string) []trace.SimDeployment {
+	if v == "" {
+		return nil
+	}
+	var out []trace.SimDeployment
+	for _, name := range strings.Split(v, ",") {
+		d := trace.SimDeployment{ID: "-", Model: "-", GPU: "-", Latency: name}
+		if k, rest, _ := strings.Cut(name, ":"); k == "roofline" {
+			if f := strings.Split(rest, "/"); len(f) == 3 {
+				d.Model, d.GPU = f[0], f[1]
+				fmt.Sscanf(f[2], "tp%d", &d.TP)
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}

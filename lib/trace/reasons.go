@@ -1,0 +1,148 @@
+package trace
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// ReasonClass names the kind of a drop_reason, without the numbers and ids
+// that make each request's reason its own ("needs 40 KV blocks (630 tokens),
+// an instance has 10" is "needs more KV blocks than a replica has"), so that
+// reasons can be counted. It knows the reasons lib/engine writes; any other
+// reason is kept with its digit runs replaced by N.
+func ReasonClass(reason string) string {
+	switch {
+	case reason == "":
+		return ""
+	case strings.HasPrefix(reason, "needs ") && strings.Contains(reason, " KV blocks"):
+		if strings.Contains(reason, "tokens per request") {
+			return "more tokens than a request can have"
+		}
+		if i := strings.Index(reason, ", a replica of "); i >= 0 {
+			dep := reason[i+len(", a replica of "):]
+			if j := strings.LastIndex(dep, " has "); j >= 0 {
+				return "needs more KV blocks than a replica of " + dep[:j] + " has"
+			}
+		}
+		return "needs more KV blocks than a replica has"
+	case strings.HasPrefix(reason, "dependency "):
+		f := strings.Fields(reason)
+		return "a dependency was " + f[len(f)-1]
+	case strings.HasPrefix(reason, "client timeout after "):
+		return "client timeout"
+	case strings.HasPrefix(reason, "no deployment serves model "):
+		return reason
+	}
+	// An admission policy's reason: its name before the colon.
+	if i := strings.Index(reason, ": "); i > 0 && !strings.ContainsFunc(reason[:i], unicode.IsSpace) {
+		return reason[:i]
+	}
+	var b strings.Builder
+	digits := false
+	for _, r := range reason {
+		if unicode.IsDigit(r) {
+			if !digits {
+				b.WriteByte('N')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ReasonCount is how many rows of one status had reasons of one class.
+type ReasonCount struct {
+	Status, Class string
+	N             int64
+	Example       string // the first reason of the class, as written
+}
+
+// ReasonTally counts drop reasons by status and class.
+type ReasonTally struct {
+	idx  map[[2]string]int
+	list []ReasonCount
+}
+
+// Add counts a row with a reason; rows without one are not counted.
+func (t *ReasonTally) Add(status, reason string) {
+	t.AddN(status, reason, 1)
+}
+
+// AddN counts n rows with the same status and reason.
+func (t *ReasonTally) AddN(status, reason string, n int64) {
+	if reason == "" || n == 0 {
+		return
+	}
+	k := [2]string{status, ReasonClass(reason)}
+	i, ok := t.idx[k]
+	if !ok {
+		if t.idx == nil {
+			t.idx = map[[2]string]int{}
+		}
+		i = len(t.list)
+		t.idx[k] = i
+		t.list = append(t.list, ReasonCount{Status: status, Class: k[1], Example: reason})
+	}
+	t.list[i].N += n
+}
+
+// Counts returns the counts by status (in the order given, others after
+// in name order), then most frequent first, then class name.
+func (t *ReasonTally) Counts(statusOrder ...string) []ReasonCount {
+	rank := func(s string) int {
+		for i, o := range statusOrder {
+			if o == s {
+				return i
+			}
+		}
+		return len(statusOrder)
+	}
+	out := append([]ReasonCount(nil), t.list...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ra, rb := rank(a.Status), rank(b.Status); ra != rb {
+			return ra < rb
+		}
+		if a.Status != b.Status {
+			return a.Status < b.Status
+		}
+		if a.N != b.N {
+			return a.N > b.N
+		}
+		return a.Class < b.Class
+	})
+	return out
+}
+
+// Total is the number of rows counted for status.
+func (t *ReasonTally) Total(status string) int64 {
+	var n int64
+	for _, c := range t.list {
+		if c.Status == status {
+			n += c.N
+		}
+	}
+	return n
+}
+
+// ResultSink is where a simulator writes results (*ResultWriter is one).
+type ResultSink interface{ Write(*Result) error }
+
+// DropCounter passes results on to W, counting the reasons of the dropped
+// and rejected ones: blis-sim reports them, since a reason that is only in
+// the drop_reason column goes unseen.
+type DropCounter struct {
+	W     ResultSink
+	Tally ReasonTally
+}
+
+func (d *DropCounter) Write(r *Result) error {
+	if r.Status == StatusDropped || r.Status == StatusRejected {
+		d.Tally.Add(r.Status, r.DropReason)
+	}
+	return d.W.Write(r)
+}

@@ -30,6 +30,7 @@ func app() *cli.App {
 			&cli.StringSliceFlag{Name: "slo", Usage: `latency targets "ttft=200ms,tpot=50ms", or per class "interactive:ttft=200ms" (repeatable)`},
 			&cli.StringFlag{Name: "compare", Usage: "reference results table: errors are relative to it"},
 			&cli.StringFlag{Name: "steps", Usage: "steps table of the (first) run, for queue depth and busy time"},
+			&cli.StringFlag{Name: "scale-events", Usage: "scale-events table of the run (blis-sim --scale-events): GPU-hours, cost, replicas over time"},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report to `FILE`"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` instead of stdout (- for stdout)"},
 		}, sweepFlags()...),
@@ -60,7 +61,7 @@ func run(c *cli.Context) error {
 		return cliutil.Usage("--by %q: expected one of %s", by, strings.Join(report.GroupNames, ", "))
 	}
 	rep, err := report.Build(c.Args().Slice(), report.Options{
-		By: by, SLOs: slos, Compare: c.String("compare"), Steps: c.String("steps"), Stdin: os.Stdin,
+		By: by, SLOs: slos, Compare: c.String("compare"), Steps: c.String("steps"), ScaleEvents: c.String("scale-events"), Stdin: os.Stdin,
 	})
 	if err != nil {
 		return cliutil.BadInput(err)

@@ -22,7 +22,7 @@ func sweepFlags() []cli.Flag {
 }
 
 func runSweep(c *cli.Context, path string, f report.Format) error {
-	for _, fl := range []string{"by", "slo", "compare", "steps"} {
+	for _, fl := range []string{"by", "slo", "compare", "steps", "scale-events"} {
 		if c.IsSet(fl) {
 			return cliutil.Usage("--%s applies to results tables; %s is a sweep summary (its runs were reported with blis-sweep's report: options)", fl, path)
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/blis-sim/blis/lib/cliutil"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
@@ -57,6 +58,7 @@ func app() *cli.App {
 			&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "token budget per step", DefaultText: "8192"},
 			&cli.Int64Flag{Name: "kv-blocks", Usage: "KV blocks per replica", DefaultText: "from GPU memory"},
 			&cli.StringFlag{Name: "steps", Usage: "write the per-step table to `FILE`"},
+			&cli.StringFlag{Name: "scale-events", Usage: "write the scale-events table (autoscaler decisions, replica lifecycle) to `FILE`"},
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
 			&cli.BoolFlag{Name: "print-config", Usage: "print the effective config as YAML and exit"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
@@ -201,6 +203,13 @@ func run(c *cli.Context) error {
 	if o, st := c.String("output"), c.String("steps"); st != "" && o != "-" && o != "" && sameFile(o, st) {
 		return cliutil.Usage("-o and --steps name the same file %s", o)
 	}
+	if se := c.String("scale-events"); se != "" {
+		for _, f := range []string{"output", "steps"} {
+			if o := c.String(f); o != "" && o != "-" && sameFile(o, se) {
+				return cliutil.Usage("--%s and --scale-events name the same file %s", f, se)
+			}
+		}
+	}
 	in, err := cliutil.Input(c)
 	if err != nil {
 		return err
@@ -280,6 +289,29 @@ func run(c *cli.Context) error {
 		opts.Steps = sw
 	}
 
+	// The scale-events table is created before the run (a bad path fails at
+	// once) and written whole after it: a row per decision or lifecycle change.
+	var scaleRows []trace.ScaleEvent
+	var scaleOut trace.Sink
+	var scaleSchema *arrow.Schema
+	if p := c.String("scale-events"); p != "" {
+		sm := trace.NewMeta().With(stage)
+		if pb != nil {
+			pb.Annotate(sm)
+		}
+		scaleSchema = trace.ScaleEventsSchema(sm)
+		if scaleOut, err = trace.Create(p, nil, scaleSchema); err != nil {
+			rw.Abort()
+			trace.Abort(out)
+			if stepsOut != nil {
+				sw.Abort()
+				trace.Abort(stepsOut)
+			}
+			return cliutil.Usage("--scale-events: %v", err)
+		}
+		opts.ScaleEventsTo = func(rows []trace.ScaleEvent) { scaleRows = rows }
+	}
+
 	start := time.Now()
 	prog := cliutil.NewProgress(stderr, "blis-sim", "requests", total, c.Bool("progress"), quiet)
 	if prog != nil {
@@ -307,6 +339,9 @@ func run(c *cli.Context) error {
 			if stepsOut != nil {
 				sw.Abort()
 				trace.Abort(stepsOut)
+			}
+			if scaleOut != nil {
+				trace.Abort(scaleOut)
 			}
 			return cliutil.BadInput(err)
 		}
@@ -343,6 +378,13 @@ func run(c *cli.Context) error {
 		trace.Abort(out)
 		if stepsOut != nil {
 			trace.Abort(stepsOut)
+		}
+	}
+	if scaleOut != nil {
+		if runErr == nil && closeErr == nil {
+			closeErr = trace.WriteScaleEvents(scaleOut, scaleSchema, scaleRows)
+		} else {
+			trace.Abort(scaleOut)
 		}
 	}
 	if runErr != nil {

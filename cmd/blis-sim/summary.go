@@ -44,9 +44,30 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 	if s.SimEndUS > 0 && len(s.BusyUS) > 0 {
 		util = float64(busy) / float64(s.SimEndUS) / float64(len(s.BusyUS))
 	}
+	if s.GPUHours != nil {
+		// Replicas come and go: busy time over the replica-time paid for.
+		replicaUS := 0.0
+		for i, g := range s.GPUHours {
+			replicaUS += g * 3.6e9 / float64(deps[i].TP)
+		}
+		util = float64(busy) / max(replicaUS, 1)
+	}
 	fmt.Fprintf(w, "  simulated %s in %s wall (%.0f× real time); %d events (%.1f M/s), %d steps, busy %.0f%%\n",
 		sim.Round(time.Millisecond), wall.Round(time.Millisecond), sim.Seconds()/max(wall.Seconds(), 1e-9),
 		s.Events, float64(s.Events)/max(wall.Seconds(), 1e-9)/1e6, s.Steps, 100*util)
+	if s.GPUHours != nil && autoscaled(cfg) {
+		total, cost := 0.0, 0.0
+		for i, g := range s.GPUHours {
+			total += g
+			cost += g * deps[i].GPUHourUSD
+		}
+		price := ""
+		if cost > 0 {
+			price = fmt.Sprintf(" ($%.2f)", cost)
+		}
+		fmt.Fprintf(w, "  autoscaling: %d scale-ups, %d scale-downs; %.3f GPU-hours%s; %d requests waited at the router (%.1f s in all), %d redirected, %d lost to drains\n",
+			s.ScaleUps, s.ScaleDowns, total, price, s.HeldAtRouter, float64(s.HeldUS)/1e6, s.Redirected, s.DrainDropped)
+	}
 	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted; at most %d requests held in memory\n",
 		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
 }
@@ -64,4 +85,15 @@ func allDropped(s *engine.Summary, drops *trace.ReasonTally) error {
 		why = append(why, fmt.Sprintf("%d %s: %s (e.g. %s)", r.N, r.Status, r.Class, r.Example))
 	}
 	return cliutil.BadInput(fmt.Errorf("every request was dropped or rejected, none served: %s", strings.Join(why, "; ")))
+}
+
+func autoscaled(cfg *config.Cluster) bool {
+	for _, d := range cfg.Resolved() {
+		for _, p := range d.Pools {
+			if p.Autoscaler != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

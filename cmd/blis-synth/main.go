@@ -35,12 +35,16 @@ func app() *cli.App {
 			&cli.Int64Flag{Name: "num-requests", Usage: "override the spec's num_requests", DefaultText: "the spec's"},
 			&cli.BoolFlag{Name: "check", Usage: "validate the spec and exit without writing"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the summary line on stderr"},
+			&cli.StringFlag{Name: "fit", Usage: "propose a spec fitted to the requests table `TRACE` (a converted real trace): YAML to -o (default stdout), the trace's statistics beside the regenerated spec's on stderr"},
 		},
 		Action: run,
 	}
 }
 
 func run(c *cli.Context) error {
+	if f := c.String("fit"); f != "" {
+		return fit(c, f)
+	}
 	if c.Bool("list-examples") {
 		for _, n := range synth.Examples() {
 			fmt.Fprintf(c.App.Writer, "%-20s %s\n", n, synth.Describe(n))
@@ -112,6 +116,46 @@ func run(c *cli.Context) error {
 	}
 	if !c.Bool("quiet") {
 		fmt.Fprintf(c.App.ErrWriter, "blis-synth: %s\n", st.Summary(spec))
+	}
+	return nil
+}
+
+// fit proposes a spec for a converted trace (docs/workload.md, "Fitting a
+// spec to a trace").
+func fit(c *cli.Context, path string) error {
+	if c.NArg() > 0 || c.IsSet("example") {
+		return cliutil.Usage("--fit takes the trace only (no spec file or --example)")
+	}
+	src, err := trace.Open(path, os.Stdin)
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	rows, err := trace.ReadAllRequests(src)
+	src.Close()
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	y, err := synth.FitSpec(rows, path)
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	spec, err := synth.Parse([]byte(y), "fitted spec", ".")
+	if err != nil {
+		return fmt.Errorf("the fitted spec does not parse (a bug): %w", err)
+	}
+	if out := c.String("output"); out != "-" {
+		if err := os.WriteFile(out, []byte(y), 0o644); err != nil {
+			return err
+		}
+	} else if _, err := c.App.Writer.Write([]byte(y)); err != nil {
+		return err
+	}
+	if !c.Bool("quiet") {
+		table, _, _, err := synth.FitComparison(rows, spec)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "blis-synth: fitted %d requests of %s; the trace beside the fitted spec regenerated:\n%s", len(rows), path, table)
 	}
 	return nil
 }

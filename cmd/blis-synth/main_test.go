@@ -72,3 +72,33 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("%d rows, %v", len(rows), err)
 	}
 }
+
+// --fit proposes a spec from a requests table: the spec on stdout parses,
+// the comparison goes to stderr; bad input exits 2 naming the file.
+func TestCLIFit(t *testing.T) {
+	dir := t.TempDir()
+	tbl := filepath.Join(dir, "chat.arrow")
+	if code, _, stderr := runCLI(t, "--example", "chat-multiturn", "--num-requests", "3000", "-o", tbl); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, stdout, stderr := runCLI(t, "--fit", tbl)
+	if code != 0 || !strings.Contains(stdout, "version: 1") || !strings.Contains(stdout, "context_growth: accumulate") ||
+		!strings.Contains(stderr, "| input mean |") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	spec := filepath.Join(dir, "fitted.yaml")
+	if code, _, stderr := runCLI(t, "-q", "-o", spec, "--fit", tbl); code != 0 || stderr != "" {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "--check", spec); code != 0 {
+		t.Fatalf("fitted spec: %s", stderr)
+	}
+	notTable := filepath.Join(dir, "x.arrow")
+	os.WriteFile(notTable, []byte("nope"), 0o644)
+	if code, _, stderr := runCLI(t, "--fit", notTable); code != 2 || !strings.Contains(stderr, notTable) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "--fit", tbl, spec); code != 2 || !strings.Contains(stderr, "--fit takes the trace only") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}

@@ -51,9 +51,13 @@ func dump(t *testing.T, data []byte) string {
 		if len(r.PrefixHashes) > 0 {
 			h = fmt.Sprintf("%d[%d..%d]", len(r.PrefixHashes), r.PrefixHashes[0], r.PrefixHashes[len(r.PrefixHashes)-1])
 		}
-		fmt.Fprintf(&b, "%s arr=%s deps=%v delay=%d %s in=%d out=%d hashes=%s sess=%q tenant=%q model=%q step=%q loop=%d status=%q ttft=%s e2e=%s itl=%s row=%d\n",
+		fmt.Fprintf(&b, "%s arr=%s deps=%v delay=%d %s in=%d out=%d hashes=%s sess=%q tenant=%q model=%q step=%q loop=%d status=%q ttft=%s e2e=%s itl=%s row=%d",
 			r.ID, n(r.ArrivalUS), r.DependsOn, r.DelayUS, r.Kind, r.InputTokens, r.OutputTokens, h, r.SessionID, r.TenantID, r.Model,
 			r.StepID, r.LoopIteration, r.SourceStatus, n(r.RecordedTTFTUS), n(r.RecordedE2EUS), n(r.RecordedITLUS), r.SourceRow)
+		if r.RequestType != "" || r.NumImages != 0 {
+			fmt.Fprintf(&b, " type=%s images=%d", r.RequestType, r.NumImages)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
@@ -217,6 +221,7 @@ func TestBadRows(t *testing.T) {
 		{"short row", "azure", hdr + "2023-11-16 18:17:03.9799600,10\n", ":2: row: expected 3 fields, found 2 fields"},
 		{"zero input", "azure", hdr + "2023-11-16 18:17:03.9799600,0,5\n", ":2: input_tokens: expected > 0 for an llm request, found 0"},
 		{"missing column", "azure", "TIMESTAMP,ContextTokens\n", ":1: header: expected a column named GeneratedTokens"},
+		{"bad images", "azure", "TIMESTAMP,NumImages,ContextTokens,GeneratedTokens\n2024-10-15T12:00:00.269Z,two,770,491\n", ":2: NumImages: expected an image count (integer >= 0), found \"two\""},
 		{"json type", "mooncake", `{"timestamp": 0, "input_length": "x", "output_length": 1}` + "\n", ":1: input_length: expected a JSON number"},
 		{"json syntax", "mooncake", `{"timestamp": 0, "input_length": 5,` + "\n", ":1: line: expected one JSON object per line"},
 		{"json missing", "mooncake", `{"timestamp": 0, "output_length": 1}` + "\n", ":1: input_length: expected a token count, found nothing"},

@@ -118,6 +118,7 @@ func (c *csvBase) start(r *Row, id string) {
 type azureParser struct {
 	*csvBase
 	ts, ctx, gen int
+	images       int // NumImages (the 2025 multimodal trace), -1 when absent
 }
 
 func newAzure(in *input, _ *Options) (parser, error) {
@@ -125,7 +126,7 @@ func newAzure(in *input, _ *Options) (parser, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &azureParser{csvBase: c}
+	p := &azureParser{csvBase: c, images: c.col("NumImages")}
 	if p.ts, err = c.need("TIMESTAMP"); err != nil {
 		return nil, err
 	}
@@ -154,6 +155,17 @@ func (p *azureParser) next(r *Row) error {
 	}
 	if r.OutputTokens, err = p.tokens(f, p.gen); err != nil {
 		return err
+	}
+	if p.images >= 0 {
+		// The image tokens are already counted in ContextTokens.
+		n, ok := parseTokens(f[p.images])
+		if !ok {
+			return bad(p.in.name, p.lr.line, p.header[p.images], "an image count (integer >= 0)", f[p.images])
+		}
+		r.NumImages = n
+		if n > 0 {
+			r.RequestType = trace.TypeMultimodal
+		}
 	}
 	return nil
 }

@@ -194,3 +194,30 @@ router: {routing: least-loaded}
 
 func BenchmarkScale20k8RoundRobin(b *testing.B)    { benchScale(b, 20000, 8, "round-robin", false) }
 func BenchmarkScale20k1000RoundRobin(b *testing.B) { benchScale(b, 20000, 1000, "round-robin", false) }
+
+// BenchmarkRun100kAutoscaled is BenchmarkRun100kRoofline's workload on
+// bench/autoscale.yaml: 8 replicas to start, hpa on the running batch
+// between 4 and 16 (issue #14: an autoscaled 100k-request run within 1 s).
+func BenchmarkRun100kAutoscaled(b *testing.B) {
+	cfg, err := config.Load("../../bench/autoscale.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	model, _, err := Prepare(&cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := benchWorkload(100000, 96)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sum, err := Run(cfg, model, &chunkSource{reqs: reqs, n: 32768}, &nullSink{}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if sum.Completed != 100000 || sum.ScaleUps+sum.ScaleDowns == 0 {
+			b.Fatalf("completed %d, %d scale-ups, %d scale-downs", sum.Completed, sum.ScaleUps, sum.ScaleDowns)
+		}
+		b.ReportMetric(float64(sum.Events), "events/op")
+	}
+}

@@ -57,6 +57,10 @@ func fuzzRequests(b []byte) []trace.Request {
 func FuzzRun(f *testing.F) {
 	f.Add([]byte("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02"), uint8(30), uint8(0))
 	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00"), uint8(12), uint8(1))
+	// Autoscaled (kv ≥ 0x80): wait, redirect and immediate drains, from zero.
+	f.Add([]byte("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02\x30\xff\x70\x01\x02\x00\x01\x40\x90\x60\x01\x02\x03\x00"), uint8(0x80), uint8(1))
+	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x30\x90\x60\x01\x02\x03\x00\x20\x90\x60\x01\x02\x03\x00"), uint8(0x85), uint8(0x82))
+	f.Add([]byte("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02"), uint8(0x87), uint8(2))
 	f.Fuzz(func(t *testing.T, b []byte, kv uint8, routing uint8) {
 		reqs := fuzzRequests(b)
 		c := testConfig()
@@ -86,6 +90,34 @@ func FuzzRun(f *testing.F) {
 				}
 			}
 			models = append(models, models[0])
+		}
+		if kv&0x80 != 0 {
+			// Autoscaled: replicas come and go within milliseconds.
+			if c.IsFlat() {
+				d := c.Resolved()[0]
+				d.ID = "a"
+				c.Deployments = []config.Deployment{d}
+			}
+			a := config.DefaultAutoscaler()
+			a.Policy = []string{"hpa", "queue-threshold", "slo"}[int(routing)%3]
+			a.Target, a.Low = 2, 0.5
+			if a.Policy == "slo" {
+				a.Target = 0.9
+			}
+			a.SLO.TTFT = config.Duration(3e6) // 3 ms
+			a.Interval, a.Sample, a.Window = config.Duration(2e6), config.Duration(1e6), config.Duration(4e6)
+			a.Stabilization.Down = config.Duration(int64(kv%4) * 1e6)
+			a.Provisioning = config.Distribution{Dist: "uniform", Max: config.Duration(3e6)}
+			a.WeightLoad.Time = config.Duration(1e6)
+			a.Warmup = config.Warmup{Curve: "linear", Duration: config.Duration(2e6), InitialFactor: 2}
+			a.Drain = config.Drain{Mode: []string{"immediate", "wait", "redirect"}[int(kv)%3], Timeout: config.Duration(int64(kv%5) * 1e6)}
+			a.Triggers.QueueDepthAbove = 3
+			a.ScaleToZero = kv&1 != 0
+			p := &c.Deployments[0].Pools[0]
+			p.Autoscaler, p.MaxReplicas = &a, 3
+			if a.ScaleToZero {
+				p.Replicas = int(kv>>1) % 2
+			}
 		}
 		sink := &memSink{}
 		sum, err := Run(c, models, SliceSource(reqs), sink, Options{CheckInvariants: true})

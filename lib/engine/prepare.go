@@ -63,6 +63,25 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 	} else {
 		model, why = res.Model, res.Why
 	}
+	if needsWeightBytes(d) {
+		if res == nil {
+			var err error
+			res, err = resolve.Resolve(resolve.Spec{Mode: "roofline", Model: d.Model, GPU: d.GPU, TP: d.TP,
+				WeightDtype: d.WeightDtype, KVDtype: d.KVDtype})
+			if err != nil {
+				return nil, "", errors.New(cfg.Where(key("pools"), fmt.Sprintf("autoscaler.weight_load: the model's weight bytes are unknown (%v): set weight_load.time or weight_load.bytes", err)))
+			}
+		}
+		if res.Roofline == nil {
+			return nil, "", errors.New(cfg.Where(key("pools"), "autoscaler.weight_load: the model's weight bytes are unknown: set weight_load.time or weight_load.bytes"))
+		}
+		b := res.Roofline.WeightBytesPerRank() * float64(d.TP)
+		for _, p := range d.Pools {
+			if a := p.Autoscaler; a != nil && a.WeightLoad.Time == 0 && a.WeightLoad.Bytes == 0 {
+				a.WeightLoad.Bytes = b
+			}
+		}
+	}
 	if d.Engine.KVBlocks == 0 {
 		tokens, err := res.KVCapacityTokens(d.Engine.GPUMemoryUtilization)
 		if err != nil {
@@ -108,4 +127,15 @@ func linearModel(l *config.Latency) (*latency.Linear, bool) {
 		m.A = latency.Alpha{QueueBase: l.Alpha[0], QueuePerInputToken: l.Alpha[1], PerOutputToken: l.Alpha[2]}
 	}
 	return m, true
+}
+
+// needsWeightBytes reports whether an autoscaled pool of d loads weights
+// for a time derived from the model's weight bytes.
+func needsWeightBytes(d *config.Deployment) bool {
+	for _, p := range d.Pools {
+		if a := p.Autoscaler; a != nil && a.WeightLoad.Time == 0 && a.WeightLoad.Bytes == 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -12,6 +12,17 @@ type Batch struct {
 	PrefillAttn   int64 // Σ chunk·(ctx + (chunk+1)/2): causal query–key pairs of the chunks
 	DecodeSeqs    int   // requests generating one token this step
 	DecodeCtx     int64 // Σ KV length (prompt + generated so far) of the decoding requests
+	PrefillImages int   // images of the requests whose first prefill chunk runs this step
+}
+
+// ImageEncodeUS is the vision encoder's time for the images a step
+// encodes: images × per-image µs, rounded (0 when the cost is unknown,
+// i.e. not configured). The engine adds it to the step's time.
+func ImageEncodeUS(perImageUS float64, images int) int64 {
+	if images <= 0 || perImageUS <= 0 {
+		return 0
+	}
+	return int64(perImageUS*float64(images) + 0.5)
 }
 
 // Size is the number of requests in the batch.

@@ -44,10 +44,11 @@ var GroupColumns = map[string]string{
 	"instance": trace.ColInstanceID, "tenant": trace.ColTenantID, "slo_class": trace.ColSLOClass,
 	"model": trace.ColModel, "session": trace.ColSessionID, "step_id": trace.ColStepID,
 	"deployment": trace.ColDeployment, "replica": trace.ColReplicaID,
+	"request_type": trace.ColRequestType,
 }
 
 // GroupNames lists the --by values in help order.
-var GroupNames = []string{"instance", "replica", "deployment", "tenant", "slo_class", "model", "session", "step_id"}
+var GroupNames = []string{"instance", "replica", "deployment", "tenant", "slo_class", "model", "session", "step_id", "request_type"}
 
 // summaryColumns are needed by the default tables.
 var summaryColumns = []string{trace.ColStatus, trace.ColArrivalUS, trace.ColInputTokens, trace.ColGeneratedTokens,
@@ -204,6 +205,7 @@ type run struct {
 	rec        [3][2]*Dist // ttft, e2e, itl × sim, real
 	sess       *sessions
 	done, toks *series
+	arr        *series          // llm arrivals
 	reasonKey  *strKey          // drop_reason, when the table has it
 	reasons    [][nStatus]int64 // rows by drop_reason code and status
 }
@@ -222,7 +224,7 @@ type reader struct {
 	stIdx                                                                        []int8
 	isTool                                                                       []int8
 	grp                                                                          icol
-	reqID, deps                                                                  arrow.Array
+	reqID, deps, step, reason                                                    arrow.Array
 	rec                                                                          arrow.RecordBatch
 }
 
@@ -268,7 +270,7 @@ func readRun(path string, opt *Options) (*run, error) {
 	}
 	bud := &budget{max: int64(opt.RunBudget)}
 	r := &run{meta: src.Meta(), path: src.Path, budget: bud, all: newAcc(opt.ExactLimit, false, bud), inst: map[int64]*instLoad{},
-		start: math.MaxInt64, end: math.MinInt64, done: newSeries(), toks: newSeries()}
+		start: math.MaxInt64, end: math.MinInt64, done: newSeries(), toks: newSeries(), arr: newSeries()}
 	if opt.By != "" {
 		r.groupCol = GroupColumns[opt.By]
 		if r.groupCol == "" {
@@ -372,9 +374,16 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 	if r.sess != nil {
 		r.sess.key.bind(rec, idx(trace.ColSessionID))
 		rd.reqID = rec.Column(idx(trace.ColRequestID))
-		rd.deps = nil
+		rd.deps, rd.step = nil, nil
 		if j := idx(trace.ColDependsOn); j >= 0 {
 			rd.deps = rec.Column(j)
+		}
+		if j := idx(trace.ColStepID); j >= 0 {
+			rd.step = rec.Column(j)
+		}
+		rd.reason = nil
+		if j := idx(trace.ColDropReason); j >= 0 {
+			rd.reason = rec.Column(j)
 		}
 	}
 	rd.rec = rec
@@ -507,6 +516,9 @@ func (r *run) llmRow(rd *reader, i int, v *rowv, fin int64, hasFin bool) {
 			l.inTok += v.in
 			l.outTok += v.gen
 		}
+	}
+	if v.hasEff {
+		r.arr.add(v.eff, 1)
 	}
 	if v.st == stCompleted {
 		if hasFin && fin >= 0 {

@@ -271,6 +271,9 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	if rep.steps != nil {
 		fmt.Fprintf(&b, "<li>steps: %s, %d rows</li>", html.EscapeString(rep.steps.path), rep.steps.rows)
 	}
+	if rep.scale != nil {
+		fmt.Fprintf(&b, "<li>scale events: %s, %d rows</li>", html.EscapeString(rep.scale.path), rep.scale.rows)
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "<li>note: %s</li>", html.EscapeString(n))
 	}
@@ -304,6 +307,15 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	}
 	b.WriteString(lineChart("throughput-req", "Completed requests per second", "simulated time (s)", "requests/s", reqs, 0, false))
 	b.WriteString(lineChart("throughput-tok", "Output tokens per second (completed requests)", "simulated time (s)", "tokens/s", toks, 0, false))
+	if sc := rep.scale; sc != nil {
+		// Replicas against load: the replica steps beside the arrival rate.
+		b.WriteString(lineChart("replicas", "Replicas (billed, and ready to serve)", "simulated time (s)", "replicas", sc.lines(), 0, true))
+		var arr []line
+		for i, r := range rep.runs {
+			arr = append(arr, seriesLine(rep.Inputs[i].Label, r.arr, 1e6, r.end))
+		}
+		b.WriteString(lineChart("load", "Load: arriving llm requests per second", "simulated time (s)", "requests/s", arr, 0, false))
+	}
 	if st := rep.steps; st != nil {
 		b.WriteString(lineChart("queue-depth", "Queue depth (time-averaged, all instances)", "simulated time (s)", "requests",
 			[]line{seriesLine("waiting", st.waiting, 1, st.end), seriesLine("running", st.running, 1, st.end)}, 0, false))

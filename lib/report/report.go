@@ -16,13 +16,16 @@ import (
 
 // Options configures a report.
 type Options struct {
-	By         string  // group key: one of GroupNames, or ""
-	SLOs       *SLOSet // nil or empty: no SLO table
-	Compare    string  // a reference results table (--compare)
-	Steps      string  // a steps table for the time-series charts
-	ExactLimit int     // values kept exactly per distribution (0: ExactLimit)
-	RunBudget  int     // exact values kept per run over all distributions (0: RunBudget)
-	Stdin      io.Reader
+	By      string  // group key: one of GroupNames, or ""
+	SLOs    *SLOSet // nil or empty: no SLO table
+	Compare string  // a reference results table (--compare)
+	Steps   string  // a steps table for the time-series charts
+	// ScaleEvents is a scale-events table (blis-sim --scale-events): GPU-hours,
+	// cost, scale oscillations, replicas over time.
+	ScaleEvents string
+	ExactLimit  int // values kept exactly per distribution (0: ExactLimit)
+	RunBudget   int // exact values kept per run over all distributions (0: RunBudget)
+	Stdin       io.Reader
 }
 
 // Input describes one table read.
@@ -40,6 +43,7 @@ type Report struct {
 	runs   []*run
 	ref    int
 	steps  *stepStats
+	scale  *scaleStats
 }
 
 var quantiles = []struct {
@@ -73,6 +77,9 @@ func Build(paths []string, opt Options) (*Report, error) {
 	if opt.Steps == "-" {
 		stdinUsed++
 	}
+	if opt.ScaleEvents == "-" {
+		stdinUsed++
+	}
 	if stdinUsed > 1 {
 		return nil, fmt.Errorf("stdin (-) can be read only once, found it %d times among the inputs", stdinUsed)
 	}
@@ -91,6 +98,13 @@ func Build(paths []string, opt Options) (*Report, error) {
 			return nil, err
 		}
 		rep.steps = st
+	}
+	if opt.ScaleEvents != "" {
+		st, err := readScaleEvents(opt.ScaleEvents, &opt)
+		if err != nil {
+			return nil, err
+		}
+		rep.scale = st
 	}
 	rep.build(&opt)
 	return rep, nil
@@ -267,6 +281,7 @@ func (rep *Report) build(opt *Options) {
 	rep.instanceTable()
 	rep.sessionTable()
 	rep.simRealTable()
+	rep.scaleTable()
 	if len(rep.runs) > 1 {
 		rep.compareTable()
 	}
@@ -555,6 +570,22 @@ func (rep *Report) sessionTable() {
 		t.add(rep.runCell(i, txt("complete_sessions"), integer(st.complete), na, na, na, na, na, na)...)
 		for k := 0; k < nSess; k++ {
 			t.add(rep.runCell(i, append([]Cell{txt(sessNames[k])}, distCells(st.d[k], sessIsTime[k])...)...)...)
+		}
+		// Issue 19's agentic rows appear when they say something, so tables
+		// of runs without cuts or fan-outs keep their shape.
+		if (st.cut > 0 || st.fanSpawned > 0) && !strings.Contains(t.Note, "cut_sessions") {
+			t.Note += "; cut_sessions: a request unfinished at the horizon; steps_reached: requests that arrived, cut sessions included (steps_reached_cut: cut ones only); " +
+				"fanout: requests of a session sharing step_id and loop_iteration, utilisation = finished before the horizon / spawned (arrived)"
+		}
+		if st.cut > 0 {
+			t.add(rep.runCell(i, txt("cut_sessions"), integer(st.cut), na, na, na, na, na, na)...)
+			t.add(rep.runCell(i, append([]Cell{txt("steps_reached")}, distCells(st.reached, false)...)...)...)
+			t.add(rep.runCell(i, append([]Cell{txt("steps_reached_cut")}, distCells(st.reachedCut, false)...)...)...)
+		}
+		if st.fanSpawned > 0 {
+			t.add(rep.runCell(i, txt("fanout_spawned"), integer(st.fanSpawned), na, na, na, na, na, na)...)
+			t.add(rep.runCell(i, txt("fanout_finished"), integer(st.fanFinished), na, na, na, na, na, na)...)
+			t.add(rep.runCell(i, txt("fanout_utilisation"), integer(st.fanSpawned), num(float64(st.fanFinished)/float64(st.fanSpawned), 3), na, na, na, na, na)...)
 		}
 		if st.dangling > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d depends_on entries name requests that are not in the table; critical paths stop there", r.path, st.dangling))

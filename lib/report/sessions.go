@@ -23,6 +23,9 @@ type sessNode struct {
 	loop      int64
 	tool      bool
 	completed bool
+	cut       bool   // unfinished at the horizon
+	late      bool   // arrives after the horizon: never reached
+	step      string // step_id: instances sharing a step and iteration are a fan-out
 }
 
 type sessions struct {
@@ -35,7 +38,14 @@ func newSessions(limit int) *sessions { return &sessions{key: newStrKey(), limit
 
 func (s *sessions) add(sc int32, rd *reader, i int, v *rowv, hasArr bool, arr, fin int64, hasFin bool) {
 	n := sessNode{sess: sc, id: strings.Clone(strValue(rd.reqID, i)), root: hasArr, arr: trace.Null, fin: trace.Null,
-		e2e: trace.Null, delay: rd.delay.or(i, 0), loop: rd.loop.or(i, 0), tool: v.tool, completed: v.st == stCompleted}
+		e2e: trace.Null, delay: rd.delay.or(i, 0), loop: rd.loop.or(i, 0), tool: v.tool, completed: v.st == stCompleted,
+		cut: v.st == stUnfinished}
+	if n.cut && rd.reason != nil && strValue(rd.reason, i) == "arrives after horizon" {
+		n.late = true
+	}
+	if rd.step != nil {
+		n.step = strings.Clone(strValue(rd.step, i))
+	}
 	if v.hasEff {
 		n.arr = v.eff
 	}
@@ -77,6 +87,54 @@ func (s *sessions) toolTime(n *sessNode, byID map[string]int32) int64 {
 	return n.fin - ready
 }
 
+// fanOut counts a session's reached steps, whether it was cut at the
+// horizon, and its fan-out instances (two or more requests with the same
+// step_id and loop_iteration): spawned = arrived, finished = completed.
+func (st *sessStats) fanOut(nodes []sessNode, members []int32) {
+	var reached int64
+	cut := false
+	for _, j := range members {
+		n := &nodes[j]
+		cut = cut || n.cut
+		if n.arr != trace.Null && !n.late {
+			reached++
+		}
+	}
+	if reached == 0 {
+		return // the session starts after the horizon: never started, not cut
+	}
+	st.reached.Add(reached)
+	if cut {
+		st.cut++
+		st.reachedCut.Add(reached)
+	}
+	ms := slices.Clone(members)
+	slices.SortStableFunc(ms, func(a, b int32) int {
+		x, y := &nodes[a], &nodes[b]
+		if c := strings.Compare(x.step, y.step); c != 0 {
+			return c
+		}
+		return int(x.loop - y.loop)
+	})
+	for lo := 0; lo < len(ms); {
+		hi := lo + 1
+		for hi < len(ms) && nodes[ms[hi]].step == nodes[ms[lo]].step && nodes[ms[hi]].loop == nodes[ms[lo]].loop {
+			hi++
+		}
+		if hi-lo >= 2 && nodes[ms[lo]].step != "" {
+			for _, j := range ms[lo:hi] {
+				if nodes[j].arr != trace.Null && !nodes[j].late {
+					st.fanSpawned++
+				}
+				if nodes[j].completed {
+					st.fanFinished++
+				}
+			}
+		}
+		lo = hi
+	}
+}
+
 // Session statistics, in table order.
 const (
 	sE2E = iota
@@ -98,12 +156,17 @@ var sessIsTime = [nSess]bool{sE2E: true, sToolWait: true, sCrit: true}
 type sessStats struct {
 	total, complete, dangling int64
 	d                         [nSess]*Dist
+	// Sessions cut at the horizon (a request unfinished) and the steps every
+	// session reached (requests that arrived), cut ones included.
+	cut                     int64
+	reached, reachedCut     *Dist
+	fanSpawned, fanFinished int64 // fan-out instances that arrived / completed
 }
 
 // summarize computes one value per complete session (every request completed)
 // for each statistic.
 func (s *sessions) summarize() *sessStats {
-	st := &sessStats{}
+	st := &sessStats{reached: newDist(s.limit), reachedCut: newDist(s.limit)}
 	for k := range st.d {
 		st.d[k] = newDist(s.limit)
 	}
@@ -157,6 +220,7 @@ func (s *sessions) summarize() *sessStats {
 				}
 			}
 		}
+		st.fanOut(s.nodes, members)
 		if !complete || lastIdx < 0 {
 			continue
 		}

@@ -26,12 +26,19 @@ type arrivals struct {
 	replay  []int64
 	speedup float64
 	ri      int
+	// synchronized: the current burst's times, sorted, and the burst number.
+	sync   *Arrival
+	buf    []int64
+	burst  int64
+	burstN int32 // sessions in the latest burst
 }
 
 func newArrivals(c *Client, rate float64) *arrivals {
 	a := &arrivals{kind: c.Arrival.Process, rate: rate, jitter: c.Arrival.Jitter, profile: c.LoadProfile,
 		replay: c.replay, speedup: c.Arrival.Speedup}
 	switch a.kind {
+	case "synchronized":
+		a.sync = c.Arrival
 	case "gamma":
 		cv := *c.Arrival.CV
 		a.shape = 1 / (cv * cv)
@@ -73,6 +80,9 @@ func (a *arrivals) next(g rng) (int64, bool) {
 		a.ri++
 		return int64(math.Round(float64(t) / a.speedup)), true
 	}
+	if a.sync != nil {
+		return a.nextSync(g)
+	}
 	var gap float64
 	switch a.kind {
 	case "poisson":
@@ -93,6 +103,36 @@ func (a *arrivals) next(g rng) (int64, bool) {
 		return 0, false
 	}
 	return int64(a.t * 1e6), true
+}
+
+// nextSync returns the next arrival of a synchronized client: burst k
+// starts at offset + k·period on the spec's clock (the same for every
+// client with the same period and offset), its burst_size sessions spread
+// uniformly over [start, start+spread).
+func (a *arrivals) nextSync(g rng) (int64, bool) {
+	for empty := 0; len(a.buf) == 0; empty++ {
+		sa := a.sync
+		start := int64(sa.Offset) + a.burst*int64(sa.Period)
+		if empty > 100000 || start > 1e18 {
+			return 0, false // burst_size keeps drawing 0: the client has ended
+		}
+		a.burst++
+		n := int(math.Round(sa.BurstSize.Sample(g)))
+		n = max(0, min(n, 1_000_000))
+		for i := 0; i < n; i++ {
+			var d int64
+			if sa.Spread > 0 {
+				d = g.r.Int64N(int64(sa.Spread))
+			}
+			a.buf = append(a.buf, start+d)
+		}
+		a.burstN = int32(n)
+		slices.Sort(a.buf)
+		slices.Reverse(a.buf) // pop from the end
+	}
+	t := a.buf[len(a.buf)-1]
+	a.buf = a.buf[:len(a.buf)-1]
+	return t, true
 }
 
 // profileResolution is the number of constant pieces a ramp (over its

@@ -42,7 +42,8 @@ type clientGen struct {
 	a         *arrivals
 	next      int64
 	regular   int64 // next arrival of the base process (-1: ended)
-	bursts    int64Heap
+	bursts    burstHeap
+	burstN    int32 // sessions in the burst the current arrival belongs to (1: none)
 	done      bool
 	seq       int64
 	nameHash  uint64
@@ -52,6 +53,17 @@ type clientGen struct {
 	stream    float64
 	idBuf     []byte
 	cur       [][]inst // per plan step: instances of the latest iteration
+
+	// Issue-19 streams, created only for the clients that use the feature,
+	// so a spec without it keeps every other stream's draws.
+	rs, mm, corr, convRNG, prioRNG rng
+	lastSys                        seg
+	hasLast                        bool
+	syncA                          *arrivals // synchronized_burst attack: its burst clock
+	syncRNG                        rng
+	syncNext                       int64 // next attack burst arrival (-1: none)
+	syncN                          int32
+	sessMean                       float64 // output_spread: the session's own mean answer length
 }
 
 type user struct {
@@ -77,6 +89,10 @@ type Generator struct {
 	nsess   int64
 	segBase uint64 // content ids of the current session's segments
 	nseg    uint64
+	// Per-session values the rows copy.
+	prio  int32
+	rtype string
+	nimg  int32 // images in the next row's prompt (images() sets it, row() clears it)
 }
 
 // newSeg returns a fresh prompt segment of n tokens, unique to its session.
@@ -149,6 +165,27 @@ func newGenerator(s *Spec, emit Emit) *Generator {
 		if c.plan != nil {
 			cg.cur = make([][]inst, len(c.plan.steps))
 		}
+		if c.Reasoning != nil {
+			cg.rs = newRNG(s.Seed, pre+"reasoning")
+		}
+		if c.Multimodal != nil {
+			cg.mm = newRNG(s.Seed, pre+"multimodal")
+		}
+		if c.Correlation != nil {
+			cg.corr = newRNG(s.Seed, pre+"correlation")
+		}
+		if c.ConversationalProbability != nil {
+			cg.convRNG = newRNG(s.Seed, pre+"conversational")
+		}
+		if c.Priority != nil && !c.Priority.constant {
+			cg.prioRNG = newRNG(s.Seed, pre+"priority")
+		}
+		cg.syncNext = -1
+		if b := c.Behaviour; b.syncArrival != nil {
+			cg.syncA = &arrivals{kind: "synchronized", sync: b.syncArrival}
+			cg.syncRNG = newRNG(s.Seed, pre+"attack")
+			cg.nextAttackBurst()
+		}
 		if t, ok := cg.a.next(cg.arr); ok {
 			cg.regular = t
 		} else {
@@ -166,18 +203,25 @@ func newGenerator(s *Spec, emit Emit) *Generator {
 
 // advance picks the client's next root time from its base process and pending bursts.
 func (cg *clientGen) advance() {
+	if cg.syncNext >= 0 && (cg.regular < 0 || cg.syncNext < cg.regular) && (len(cg.bursts) == 0 || cg.syncNext < cg.bursts[0].t) {
+		cg.next, cg.burstN = cg.syncNext, cg.syncN
+		cg.nextAttackBurst()
+		return
+	}
 	switch {
 	case cg.regular < 0 && len(cg.bursts) == 0:
 		cg.done = true
-	case len(cg.bursts) > 0 && (cg.regular < 0 || cg.bursts[0] < cg.regular):
-		cg.next = heap.Pop(&cg.bursts).(int64)
+	case len(cg.bursts) > 0 && (cg.regular < 0 || cg.bursts[0].t < cg.regular):
+		b := heap.Pop(&cg.bursts).(burst)
+		cg.next, cg.burstN = b.t, b.n
 	default:
-		cg.next = cg.regular
+		cg.next, cg.burstN = cg.regular, 1
 		// A base arrival may start a burst: the rest of the burst follows at burst_interval.
 		if b := cg.c.Behaviour; b.Type == "bursty" && cg.arr.r.Float64() < b.BurstProbability {
 			n := b.BurstSize.count(cg.arr, 100000)
+			cg.burstN = int32(n)
 			for k := 1; k < n; k++ {
-				heap.Push(&cg.bursts, cg.next+int64(k)*int64(b.BurstInterval))
+				heap.Push(&cg.bursts, burst{cg.next + int64(k)*int64(b.BurstInterval), int32(n)})
 			}
 		}
 		if t, ok := cg.a.next(cg.arr); ok {
@@ -237,7 +281,7 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 	cg.idBuf = strconv.AppendInt(cg.idBuf, seq, 10)
 	base := len(cg.idBuf)
 	rt := root{arrival: t}
-	if c.Conversation != nil || c.Agentic != nil {
+	if c.Agentic != nil {
 		rt.session = string(cg.idBuf)
 	}
 	var u *user
@@ -259,12 +303,44 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 	g.segs = g.segs[:0]
 	var sys seg
 	if len(cg.groups) > 0 {
-		j := cg.groups[pick(cg.gcum, cg.pfx.r.Float64())]
-		pg := &g.s.PrefixGroups[j]
-		sys = seg{id: hashString("group/" + pg.Name), n: int32(pg.Length)}
-		if cg.reuse < 1 && cg.pfx.r.Float64() >= cg.reuse {
-			sys.id = blisrng.Mix64(cg.nameHash ^ blisrng.Mix64(uint64(seq)) ^ 0x5157)
+		if cr := c.Correlation; cr != nil && cr.Prefix != nil && cg.hasLast && cg.corr.r.Float64() < *cr.Prefix {
+			sys = cg.lastSys // intra-tenant prefix correlation: keep the previous session's prompt
+		} else {
+			j := cg.groups[pick(cg.gcum, cg.pfx.r.Float64())]
+			pg := &g.s.PrefixGroups[j]
+			sys = seg{id: hashString("group/" + pg.Name), n: int32(pg.Length)}
+			if cg.reuse < 1 && cg.pfx.r.Float64() >= cg.reuse {
+				sys.id = blisrng.Mix64(cg.nameHash ^ blisrng.Mix64(uint64(seq)) ^ 0x5157)
+			}
 		}
+		cg.lastSys, cg.hasLast = sys, true
+	}
+	g.prio = c.prio
+	if c.Priority != nil && !c.Priority.constant {
+		g.prio = int32(math.Round(c.Priority.Sample(cg.prioRNG)))
+	}
+	cv := c.Conversation
+	inD, outD := c.Input, c.Output
+	if b := c.Behaviour; b.Type == "adversarial" && b.inAttack(t) {
+		if b.Input != nil {
+			inD = b.Input
+		}
+		if b.Output != nil {
+			outD = b.Output
+		}
+		if b.attackConv != nil {
+			cv = b.attackConv
+		}
+	}
+	if cv != nil && cv == c.Conversation && c.ConversationalProbability != nil && cg.convRNG.r.Float64() >= *c.ConversationalProbability {
+		cv = nil // this session is a single request
+	}
+	if cv != nil && u == nil {
+		rt.session = string(cg.idBuf)
+	}
+	g.rtype = c.requestType(cv != nil)
+	if cr := c.Correlation; cr != nil && cr.OutputSpread != nil {
+		cg.sessMean = outD.Sample(cg.lens)
 	}
 	g.segBase, g.nseg = cg.nameHash+blisrng.Mix64(uint64(seq)), 0
 	g.term = g.term[:0]
@@ -273,21 +349,24 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 		if err := g.workflow(cg, rt, sys, streaming, base); err != nil {
 			return err
 		}
-	case c.Conversation != nil:
-		cv := c.Conversation
+	case cv != nil:
 		turns := cv.Turns.count(cg.ses, maxTurns)
 		acc := cv.ContextGrowth == "accumulate"
 		g.ctx = g.ctx[:0]
 		var prev string
 		for k := 0; k < turns; k++ {
-			in := g.newSeg(g.inputTokens(cg, c.Input))
-			out := c.Output.tokens(cg.lens)
+			in := g.newSeg(g.promptTokens(cg, inD, k))
+			out := g.answerTokens(cg, outD)
 			g.segs = g.segs[:0]
 			if sys.n > 0 {
 				g.segs = append(g.segs, sys)
 			}
 			if acc {
 				g.segs = append(g.segs, g.ctx...)
+			}
+			img := g.images(cg)
+			if img.n > 0 {
+				g.segs = append(g.segs, img)
 			}
 			g.segs = append(g.segs, in)
 			cg.idBuf = append(cg.idBuf[:base], "-t"...)
@@ -308,6 +387,9 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 				return err
 			}
 			if acc {
+				if img.n > 0 {
+					g.ctx = append(g.ctx, img)
+				}
 				g.ctx = append(g.ctx, in, g.newSeg(out))
 			}
 			prev = id
@@ -317,9 +399,13 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 		if sys.n > 0 {
 			g.segs = append(g.segs, sys)
 		}
-		g.segs = append(g.segs, g.newSeg(g.inputTokens(cg, c.Input)))
+		newTok := g.promptTokens(cg, inD, 0)
+		if img := g.images(cg); img.n > 0 {
+			g.segs = append(g.segs, img)
+		}
+		g.segs = append(g.segs, g.newSeg(newTok))
 		id := string(cg.idBuf)
-		if err := g.row(cg, id, rt.arrival, rt.deps, rt.delay, trace.KindLLM, c.Output.tokens(cg.lens), "", 0, streaming, rt.session); err != nil {
+		if err := g.row(cg, id, rt.arrival, rt.deps, rt.delay, trace.KindLLM, g.answerTokens(cg, outD), "", 0, streaming, rt.session); err != nil {
 			return err
 		}
 		g.term = append(g.term, id)
@@ -337,6 +423,74 @@ func (g *Generator) inputTokens(cg *clientGen, d *Dist) int32 {
 		n = int32(math.Min(float64(n)*b.OversizeFactor, math.MaxInt32/4))
 	}
 	return n
+}
+
+// promptTokens draws turn k's new prompt tokens: inputTokens, then scaled
+// by the burst-size correlation and the per-turn growth rate.
+func (g *Generator) promptTokens(cg *clientGen, d *Dist, k int) int32 {
+	n := g.inputTokens(cg, d)
+	cr := cg.c.Correlation
+	if cr == nil {
+		return n
+	}
+	f := 1.0
+	if cr.BurstSize != nil && cg.burstN > 1 {
+		f *= math.Pow(float64(cg.burstN), *cr.BurstSize)
+	}
+	if cr.PromptGrowth != nil && k > 0 {
+		f *= math.Pow(1+*cr.PromptGrowth, float64(k))
+	}
+	if f == 1 {
+		return n
+	}
+	return int32(math.Max(1, math.Min(math.Round(float64(n)*f), math.MaxInt32/4)))
+}
+
+// answerTokens draws an answer: around the session's own mean when
+// output_spread is set, plus the reasoning chain of a reasoning client.
+func (g *Generator) answerTokens(cg *clientGen, d *Dist) int32 {
+	c := cg.c
+	var n int32
+	if cr := c.Correlation; cr != nil && cr.OutputSpread != nil {
+		sd := *cr.OutputSpread
+		x := cg.sessMean * math.Exp(sd*cg.corr.r.NormFloat64()-sd*sd/2)
+		n = int32(math.Max(1, math.Min(math.Round(math.Min(x, d.hi)), math.MaxInt32/4)))
+	} else {
+		n = d.tokens(cg.lens)
+	}
+	if r := c.Reasoning; r != nil {
+		steps := r.ChainLength.count(cg.rs, 1_000_000)
+		total := int64(n)
+		if r.TokensPerStep.constant {
+			total += int64(steps) * int64(r.TokensPerStep.tokens(cg.rs))
+		} else {
+			for i := 0; i < steps && total < math.MaxInt32/4; i++ {
+				total += int64(r.TokensPerStep.tokens(cg.rs))
+			}
+		}
+		n = int32(min(total, math.MaxInt32/4))
+	}
+	return n
+}
+
+// images draws a multimodal prompt's images: a fresh segment of their
+// tokens (empty when none), and the count for the row.
+func (g *Generator) images(cg *clientGen) seg {
+	m := cg.c.Multimodal
+	if m == nil {
+		return seg{}
+	}
+	n := int64(math.Round(m.Images.Sample(cg.mm)))
+	if n <= 0 {
+		return seg{}
+	}
+	n = min(n, 100000)
+	var tok int64
+	for i := int64(0); i < n; i++ {
+		tok += int64(m.TokensPerImage.tokens(cg.mm))
+	}
+	g.nimg = int32(n)
+	return g.newSeg(int32(min(tok, math.MaxInt32/4)))
 }
 
 // workflow expands an agentic plan into rows: steps before the loop, the loop
@@ -507,10 +661,15 @@ func (g *Generator) row(cg *clientGen, id string, arrival int64, deps []string, 
 	*r = trace.Request{
 		ID: id, ArrivalUS: arrival, DependsOn: deps, DelayUS: delay, Kind: kind,
 		InputTokens: int32(in), OutputTokens: out, PrefixHashes: hashes, SessionID: session,
-		TenantID: c.TenantID, SLOClass: c.SLOClass, Model: c.Model, Priority: c.Priority,
+		TenantID: c.TenantID, SLOClass: c.SLOClass, Model: c.Model, Priority: g.prio,
 		StepID: step, LoopIteration: iter, Streaming: streaming,
 		RecordedTTFTUS: trace.Null, RecordedE2EUS: trace.Null, RecordedITLUS: trace.Null,
+		RequestType: g.rtype, NumImages: g.nimg,
 	}
+	if g.nimg > 0 && c.RequestType == "" {
+		r.RequestType = trace.TypeMultimodal
+	}
+	g.nimg = 0
 	if kind == trace.KindLLM {
 		r.TimeoutUS = int64(c.Timeout) // tools are timers: no client waits on them
 	}
@@ -594,13 +753,19 @@ func hashString(s string) uint64 {
 	return blisrng.Mix64(h)
 }
 
-type int64Heap []int64
+// burst is a pending arrival of a burst of n sessions.
+type burst struct {
+	t int64
+	n int32
+}
 
-func (h int64Heap) Len() int           { return len(h) }
-func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
-func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *int64Heap) Pop() any {
+type burstHeap []burst
+
+func (h burstHeap) Len() int           { return len(h) }
+func (h burstHeap) Less(i, j int) bool { return h[i].t < h[j].t }
+func (h burstHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *burstHeap) Push(x any)        { *h = append(*h, x.(burst)) }
+func (h *burstHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]

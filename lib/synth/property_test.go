@@ -51,7 +51,7 @@ func randomSpec(r *rand.Rand) string {
 	b.WriteString("tools:\n  t1: {latency: {dist: exponential, mean: 0.2}, output_tokens: " + dist() + "}\n  t2: {latency: 0.05}\n")
 	b.WriteString("clients:\n")
 	for ci := 0; ci < 1+r.IntN(3); ci++ {
-		fmt.Fprintf(&b, "  - name: c%d\n    tenant_id: t%d\n    priority: %d\n    streaming: %.2f\n", ci, r.IntN(2), r.IntN(3), r.Float64())
+		fmt.Fprintf(&b, "  - name: c%d\n    tenant_id: t%d\n    streaming: %.2f\n", ci, r.IntN(2), r.Float64())
 		if mode == "rate" {
 			b.WriteString("    arrival: " + []string{"{process: poisson}", "{process: gamma, cv: 2}", "{process: weibull, cv: 0.7}", "{process: constant, jitter: 0.5}"}[r.IntN(4)] + "\n")
 			b.WriteString("    load_profile: " + []string{"{type: step, steps: [{at: 1s, multiplier: 2}]}", "{type: ramp, from: 0.1, to: 2, start: 0s, end: 10s}", "{type: diurnal, period: 20s, min: 0, max: 2}", "{type: spike, at: 2s, duration: 1s, multiplier: 5}"}[r.IntN(4)] + "\n")
@@ -60,7 +60,31 @@ func randomSpec(r *rand.Rand) string {
 		if r.IntN(2) == 0 {
 			fmt.Fprintf(&b, "    prefix: {reuse_probability: %.2f}\n", r.Float64())
 		}
-		switch r.IntN(3) {
+		kind := r.IntN(3)
+		if kind < 2 {
+			// Issue-19 keys on chat and completion clients.
+			if r.IntN(3) == 0 {
+				b.WriteString("    reasoning: {chain_length: " + dist() + ", tokens_per_step: " + dist() + "}\n")
+			}
+			if r.IntN(3) == 0 {
+				b.WriteString("    multimodal: {images: {dist: empirical, values: [0, 1, 3]}, tokens_per_image: " + dist() + "}\n")
+			}
+			if r.IntN(3) == 0 {
+				fmt.Fprintf(&b, "    priority: {dist: uniform, min: -2, max: %d}\n", r.IntN(5))
+			}
+			corr := []string{}
+			if r.IntN(3) == 0 {
+				corr = append(corr, fmt.Sprintf("output_spread: %.2f", r.Float64()))
+			}
+			if kind == 1 && r.IntN(3) == 0 {
+				corr = append(corr, fmt.Sprintf("prompt_growth: %.2f", r.Float64()))
+				fmt.Fprintf(&b, "    conversational_probability: %.2f\n", r.Float64())
+			}
+			if len(corr) > 0 {
+				b.WriteString("    correlation: {" + strings.Join(corr, ", ") + "}\n")
+			}
+		}
+		switch kind {
 		case 0:
 			b.WriteString("    input: " + dist() + "\n    output: " + dist() + "\n")
 		case 1:

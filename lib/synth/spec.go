@@ -71,7 +71,7 @@ type Client struct {
 	RateFraction *float64      `yaml:"rate_fraction"`
 	TenantID     string        `yaml:"tenant_id"`
 	SLOClass     string        `yaml:"slo_class"`
-	Priority     int32         `yaml:"priority"`
+	Priority     *Dist         `yaml:"priority"` // an integer, or a distribution drawn per session
 	Model        string        `yaml:"model"`
 	Timeout      Duration      `yaml:"timeout"` // the client gives up on a request not finished this long after it arrives (0 = never)
 	Streaming    *float64      `yaml:"streaming"`
@@ -84,8 +84,17 @@ type Client struct {
 	Conversation *Conversation `yaml:"conversation"`
 	Agentic      *Agentic      `yaml:"agentic"`
 
+	// Issue 19: request types, correlations, archetypes, session details.
+	RequestType               string       `yaml:"request_type"` // overrides the derived type
+	Reasoning                 *Reasoning   `yaml:"reasoning"`
+	Multimodal                *Multimodal  `yaml:"multimodal"`
+	Correlation               *Correlation `yaml:"correlation"`
+	Archetype                 *Archetype   `yaml:"archetype"`
+	ConversationalProbability *float64     `yaml:"conversational_probability"`
+
 	replay []int64 // replayed arrival times, µs from the first
 	plan   *plan
+	prio   int32 // constant priority (Priority nil or constant)
 }
 
 // Arrival is a client's arrival process.
@@ -97,6 +106,11 @@ type Arrival struct {
 	Column  string   `yaml:"column"`
 	Unit    string   `yaml:"unit"` // numeric timestamps: s (default), ms, us
 	Speedup float64  `yaml:"speedup"`
+	// synchronized: bursts at offset + k·period on a clock shared by every client.
+	Period    Duration `yaml:"period"`
+	Offset    Duration `yaml:"offset"`
+	BurstSize *Dist    `yaml:"burst_size"`
+	Spread    Duration `yaml:"spread"`
 }
 
 // Profile multiplies a client's base rate over time.
@@ -137,6 +151,22 @@ type Behaviour struct {
 	RateMultiplier      float64  `yaml:"rate_multiplier"`
 	OversizeProbability float64  `yaml:"oversize_probability"`
 	OversizeFactor      float64  `yaml:"oversize_factor"`
+	// adversarial: an attack inside [start, start+duration).
+	Attack    string   `yaml:"attack"` // long_prompt_flood or kv_exhaustion
+	Start     Duration `yaml:"start"`
+	Duration  Duration `yaml:"duration"` // 0 = until the end
+	Input     *Dist    `yaml:"input"`
+	Output    *Dist    `yaml:"output"`
+	Turns     *Dist    `yaml:"turns"`
+	ThinkTime *Dist    `yaml:"think_time"`
+	// synchronized_burst: burst_size sessions every period (at offset + k·period,
+	// within spread) on a clock shared by every client, on top of the base process.
+	Period Duration `yaml:"period"`
+	Offset Duration `yaml:"offset"`
+	Spread Duration `yaml:"spread"`
+
+	attackConv  *Conversation // kv_exhaustion's sessions
+	syncArrival *Arrival      // synchronized_burst's clock
 }
 
 // UnmarshalYAML accepts `behaviour: bursty` as well as a mapping. The

@@ -159,6 +159,9 @@ func (s *Spec) compile() error {
 		if c.Timeout < 0 {
 			return s.errAt(p.add("timeout"), "client %q: timeout: expected a duration > 0 (or absent: never), found %v", c.Name, time.Duration(c.Timeout)*time.Microsecond)
 		}
+		if err := s.expandArchetype(c, p, fmt.Sprintf("client %q", c.Name)); err != nil {
+			return err
+		}
 		if err := s.compileClient(c, p, groups); err != nil {
 			return err
 		}
@@ -177,7 +180,7 @@ func (s *Spec) compile() error {
 		}
 	}
 	for i, c := range s.Clients {
-		if c.RateFraction == nil && c.replay == nil && fractions >= 1-1e-9 {
+		if c.RateFraction == nil && c.replay == nil && c.Arrival.Process != "synchronized" && fractions >= 1-1e-9 {
 			return s.errAt(path{"clients", i}, "client %q: rate_fraction clients take the whole aggregate_rate, so its weight gets no rate; give it a rate_fraction", c.Name)
 		}
 	}
@@ -273,6 +276,9 @@ func (s *Spec) compileClient(c *Client, p path, groups map[string]int) error {
 			return s.errAt(cp.add("context_growth"), "%s: context_growth: expected accumulate or none, found %q", cn, cv.ContextGrowth)
 		}
 	}
+	if err := s.compileFeatures(c, p, cn); err != nil {
+		return err
+	}
 	if c.Agentic != nil {
 		return s.compileAgentic(c, p.add("agentic"), cn)
 	}
@@ -303,6 +309,9 @@ func (s *Spec) compileArrival(c *Client, p path, cn string) error {
 	if err := only((a.Path == "" && a.Column == "" && a.Unit == "" && a.Speedup == 0) || a.Process == "replay", "path"); err != nil {
 		return err
 	}
+	if err := only((a.Period == 0 && a.Offset == 0 && a.Spread == 0 && a.BurstSize == nil) || a.Process == "synchronized", "period"); err != nil {
+		return err
+	}
 	switch a.Process {
 	case "poisson":
 	case "gamma", "weibull":
@@ -312,6 +321,8 @@ func (s *Spec) compileArrival(c *Client, p path, cn string) error {
 		if *a.CV > 20 {
 			return s.errAt(ap.add("cv"), "%s: %s cv: expected <= 20, found %s", cn, a.Process, fmtFloat(*a.CV))
 		}
+	case "synchronized":
+		return s.compileSynchronized(c, ap, cn)
 	case "constant":
 		if a.Jitter < 0 || a.Jitter >= 1 {
 			return s.errAt(ap.add("jitter"), "%s: jitter: expected a fraction of the gap in [0, 1), found %s", cn, fmtFloat(a.Jitter))
@@ -338,7 +349,7 @@ func (s *Spec) compileArrival(c *Client, p path, cn string) error {
 		}
 		c.replay = times
 	default:
-		return s.errAt(ap.add("process"), "%s: arrival process: expected poisson, gamma, weibull, constant or replay, found %q", cn, a.Process)
+		return s.errAt(ap.add("process"), "%s: arrival process: expected poisson, gamma, weibull, constant, replay or synchronized, found %q", cn, a.Process)
 	}
 	return nil
 }
@@ -423,6 +434,11 @@ func (s *Spec) compileBehaviour(c *Client, p path, cn string) error {
 	}
 	bursty := b.BurstProbability != 0 || b.BurstSize != nil || b.BurstInterval != 0
 	abusive := b.RateMultiplier != 0 || b.OversizeProbability != 0 || b.OversizeFactor != 0
+	attack := b.Attack != "" || b.Start != 0 || b.Duration != 0 || b.Input != nil || b.Output != nil || b.Turns != nil || b.ThinkTime != nil ||
+		b.Period != 0 || b.Offset != 0 || b.Spread != 0
+	if attack && b.Type != "adversarial" {
+		return s.errAt(p, "%s: attack, start, duration, input, output, turns, think_time, period, offset and spread apply to behaviour adversarial", cn)
+	}
 	switch b.Type {
 	case "", "normal":
 		b.Type = "normal"
@@ -464,8 +480,16 @@ func (s *Spec) compileBehaviour(c *Client, p path, cn string) error {
 		if b.OversizeFactor < 1 || !finite(b.OversizeFactor) {
 			return s.errAt(p.add("oversize_factor"), "%s: oversize_factor: expected >= 1, found %s", cn, fmtFloat(b.OversizeFactor))
 		}
+	case "adversarial":
+		if b.BurstProbability != 0 || b.BurstInterval != 0 || (b.BurstSize != nil && b.Attack != "synchronized_burst") || b.OversizeProbability != 0 || b.OversizeFactor != 0 {
+			return s.errAt(p, "%s: behaviour adversarial takes attack, start, duration, rate_multiplier, input, output, turns, think_time (and period, offset, burst_size, spread for synchronized_burst)", cn)
+		}
+		if k := c.Arrival.Process; b.RateMultiplier > 1 && (k == "replay" || k == "synchronized") {
+			return s.errAt(p.add("rate_multiplier"), "%s: rate_multiplier needs an arrival process with a rate (not %s)", cn, k)
+		}
+		return s.compileAdversarial(c, p, cn)
 	default:
-		return s.errAt(p.add("type"), "%s: behaviour: expected normal, bursty or abusive, found %q", cn, b.Type)
+		return s.errAt(p.add("type"), "%s: behaviour: expected normal, bursty, abusive or adversarial, found %q", cn, b.Type)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"compress/gzip"
 	"testing"
 )
 
@@ -23,6 +24,12 @@ func FuzzReadRequests(f *testing.F) {
 	f.Add(valid[:len(valid)/2])
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
 	f.Add([]byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"))
+	var gz bytes.Buffer // tables are also read gzipped
+	zw := gzip.NewWriter(&gz)
+	zw.Write(valid)
+	zw.Close()
+	f.Add(gz.Bytes())
+	f.Add(gz.Bytes()[:gz.Len()/2])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		src, err := Open("-", bytes.NewReader(data))
 		if err != nil {

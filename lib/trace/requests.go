@@ -36,7 +36,9 @@ type Request struct {
 	RecordedE2EUS  int64
 	RecordedITLUS  int64 // mean inter-token latency
 	SourceRow      int64
-	TimeoutUS      int64 // client gives up this long after arrival; 0 = never (null in the table)
+	TimeoutUS      int64  // client gives up this long after arrival; 0 = never (null in the table)
+	RequestType    string // "" (unknown) or one of RequestTypes
+	NumImages      int32  // images in the prompt; their tokens are counted in InputTokens
 }
 
 // NewRequest returns a request with the documented defaults: an LLM call,
@@ -78,6 +80,9 @@ func (r *Request) Validate() error {
 	if r.TimeoutUS < 0 {
 		return fmt.Errorf("column %s: expected > 0 (or null for no timeout), found %d", ColTimeoutUS, r.TimeoutUS)
 	}
+	if r.NumImages < 0 {
+		return fmt.Errorf("column %s: expected >= 0, found %d", ColNumImages, r.NumImages)
+	}
 	return nil
 }
 
@@ -107,6 +112,8 @@ type requestBuilder struct {
 	rITL      *array.Int64Builder
 	srcRow    *array.Int64Builder
 	timeout   *array.Int64Builder
+	rtype     *dictCol
+	images    *array.Int32Builder
 }
 
 func newRequestBuilder(w *batchWriter) requestBuilder {
@@ -124,6 +131,7 @@ func newRequestBuilder(w *batchWriter) requestBuilder {
 		srcStatus: w.dicts[16], rTTFT: f(17).(*array.Int64Builder),
 		rE2E: f(18).(*array.Int64Builder), rITL: f(19).(*array.Int64Builder),
 		srcRow: f(20).(*array.Int64Builder), timeout: f(21).(*array.Int64Builder),
+		rtype: w.dicts[22], images: f(23).(*array.Int32Builder),
 	}
 	rb.depsV = rb.deps.ValueBuilder().(*array.StringBuilder)
 	rb.hashesV = rb.hashes.ValueBuilder().(*array.Uint64Builder)
@@ -181,6 +189,8 @@ func (b *requestBuilder) append(r *Request) {
 	} else {
 		b.timeout.Append(r.TimeoutUS)
 	}
+	b.rtype.append(r.RequestType)
+	b.images.Append(r.NumImages)
 }
 
 // RequestWriter writes Request rows in batches.
@@ -216,8 +226,9 @@ func (w *RequestWriter) Abort() { w.abort() }
 // requestCols decodes request columns of a batch.
 type requestCols struct {
 	id, kind, session, tenant, slo, model, step, srcStatus strCol
+	rtype                                                  strCol
 	arrival, delay, in, out, prio, loop, rTTFT, rE2E       intCol
-	rITL, srcRow, timeout                                  intCol
+	rITL, srcRow, timeout, images                          intCol
 	stream                                                 boolCol
 	deps                                                   strListCol
 	hashes                                                 u64ListCol
@@ -233,12 +244,12 @@ func checkRequestSchema(s *arrow.Schema) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("not a requests table: missing column(s) %v", missing)
 	}
-	for _, c := range []string{ColRequestID, ColKind, ColSessionID, ColTenantID, ColSLOClass, ColModel, ColStepID, ColSourceStatus} {
+	for _, c := range []string{ColRequestID, ColKind, ColSessionID, ColTenantID, ColSLOClass, ColModel, ColStepID, ColSourceStatus, ColRequestType} {
 		if err := checkString(s, c); err != nil {
 			return err
 		}
 	}
-	for _, c := range []string{ColArrivalUS, ColDelayUS, ColInputTokens, ColOutputTokens, ColPriority, ColLoopIteration, ColRecordedTTFTUS, ColRecordedE2EUS, ColRecordedITLUS, ColSourceRow, ColTimeoutUS} {
+	for _, c := range []string{ColArrivalUS, ColDelayUS, ColInputTokens, ColOutputTokens, ColPriority, ColLoopIteration, ColRecordedTTFTUS, ColRecordedE2EUS, ColRecordedITLUS, ColSourceRow, ColTimeoutUS, ColNumImages} {
 		if err := checkInt(s, c); err != nil {
 			return err
 		}
@@ -272,6 +283,8 @@ func (c *requestCols) bind(rec arrow.RecordBatch) {
 	c.rITL.bind(rec, ColRecordedITLUS)
 	c.srcRow.bind(rec, ColSourceRow)
 	c.timeout.bind(rec, ColTimeoutUS)
+	c.rtype.bind(rec, ColRequestType)
+	c.images.bind(rec, ColNumImages)
 	c.stream.bind(rec, ColStreaming)
 	c.deps.bind(rec, ColDependsOn)
 	c.hashes.bind(rec, ColPrefixHashes)
@@ -297,7 +310,7 @@ func (c *requestCols) decode(i int, r *Request) error {
 	*r = Request{
 		ID: c.id.get(i), Kind: c.kind.get(i), SessionID: c.session.get(i),
 		TenantID: c.tenant.get(i), SLOClass: c.slo.get(i), Model: c.model.get(i),
-		StepID: c.step.get(i), SourceStatus: c.srcStatus.get(i),
+		StepID: c.step.get(i), SourceStatus: c.srcStatus.get(i), RequestType: c.rtype.get(i),
 		ArrivalUS: nullable(&c.arrival, i), RecordedTTFTUS: nullable(&c.rTTFT, i),
 		RecordedE2EUS: nullable(&c.rE2E, i), RecordedITLUS: nullable(&c.rITL, i),
 		Streaming: c.stream.get(i, true), DependsOn: c.deps.get(i), PrefixHashes: c.hashes.get(i),
@@ -324,6 +337,9 @@ func (c *requestCols) decode(i int, r *Request) error {
 		return err
 	}
 	if r.LoopIteration, err = i32(&c.loop, i, ColLoopIteration); err != nil {
+		return err
+	}
+	if r.NumImages, err = i32(&c.images, i, ColNumImages); err != nil {
 		return err
 	}
 	return r.Validate()

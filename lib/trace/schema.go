@@ -59,7 +59,21 @@ const (
 	ColRecordedITLUS  = "recorded_itl_us"
 	ColSourceRow      = "source_row"
 	ColTimeoutUS      = "timeout_us"
+	ColRequestType    = "request_type" // completion, chat, agentic, reasoning, multimodal
+	ColNumImages      = "num_images"   // images sent with the prompt (their tokens are in input_tokens)
 )
+
+// Request types (request_type). Null means unknown.
+const (
+	TypeCompletion = "completion"
+	TypeChat       = "chat"
+	TypeAgentic    = "agentic"
+	TypeReasoning  = "reasoning"
+	TypeMultimodal = "multimodal"
+)
+
+// RequestTypes lists the request types in documentation order.
+var RequestTypes = []string{TypeCompletion, TypeChat, TypeAgentic, TypeReasoning, TypeMultimodal}
 
 // Result-only column names.
 const (
@@ -154,6 +168,8 @@ var requestFields = []arrow.Field{
 	field(ColRecordedITLUS, arrow.PrimitiveTypes.Int64, true),
 	field(ColSourceRow, arrow.PrimitiveTypes.Int64, false),
 	field(ColTimeoutUS, arrow.PrimitiveTypes.Int64, true),
+	field(ColRequestType, dictString, true),
+	field(ColNumImages, arrow.PrimitiveTypes.Int32, false),
 }
 
 var resultOnlyFields = []arrow.Field{

@@ -131,6 +131,11 @@ type dictCol struct {
 	valid    []bool // nil until the batch's first null
 	dict     arrow.Array
 	dictLen  int
+	// The previous value and its index: consecutive rows usually repeat a
+	// dictionary value (one tenant's session), and this skips the map.
+	last    string
+	lastI   int32
+	hasLast bool
 }
 
 func (d *dictCol) append(v string) {
@@ -145,11 +150,17 @@ func (d *dictCol) append(v string) {
 		d.idx = append(d.idx, 0)
 		return
 	}
-	i, ok := d.index[v]
-	if !ok {
-		i = int32(len(d.values))
-		d.values = append(d.values, v)
-		d.index[v] = i
+	var i int32
+	if d.hasLast && v == d.last {
+		i = d.lastI
+	} else {
+		var ok bool
+		if i, ok = d.index[v]; !ok {
+			i = int32(len(d.values))
+			d.values = append(d.values, v)
+			d.index[v] = i
+		}
+		d.last, d.lastI, d.hasLast = v, i, true
 	}
 	d.idx = append(d.idx, i)
 	if d.valid != nil {

@@ -97,6 +97,11 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 	if reflect.PointerTo(t).Implements(scalarType) {
 		if n.Kind != yaml.ScalarNode {
 			w.fail(n.Line, path, "expected %s, found a %s", reflect.New(t).Interface().(Scalar).YAMLScalar(), kindName(n))
+		} else if reflect.PointerTo(t).Implements(scalarFormType) {
+			// A scalar type may also refuse some values by key (a negative duration).
+			if err := reflect.New(t).Interface().(ScalarForm).YAMLScalarForm(n.Value); err != nil {
+				w.fail(n.Line, path, "%v", err)
+			}
 		}
 		return
 	}

@@ -46,13 +46,21 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	d.grps = make([]*group, len(c.grps))
 	grpMap := map[*group]*group{}
 	for i, g := range c.grps {
-		x := &group{members: g.members, board: g.board.Clone()}
+		x := &group{members: g.members, board: g.board.Clone(), all: g.all, slotOf: g.slotOf,
+			posOfSlot: append([]int32(nil), g.posOfSlot...)}
+		for _, h := range g.held {
+			x.held = append(x.held, heldReq{m.Map(h.r), h.life})
+		}
 		for _, dep := range g.deps {
 			x.deps = append(x.deps, depMap[dep])
 		}
 		if g.index != nil {
 			x.index = g.index.clone()
-			for j, mm := range g.members {
+			slots := g.members
+			if g.all != nil {
+				slots = g.all
+			}
+			for j, mm := range slots {
 				d.reps[mm].Sched.KV().SetObserver(x.index.observer(int32(j)))
 			}
 		}
@@ -65,6 +73,10 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	d.byModel = make(map[string]*group, len(c.byModel))
 	for k, g := range c.byModel {
 		d.byModel[k] = grpMap[g]
+	}
+	if c.sc != nil {
+		d.sc = c.sc.clone(m, &d, depMap, grpMap)
+		d.gpos = append([]int32(nil), c.gpos...)
 	}
 	d.admission = policy.Clone(c.admission)
 	d.priority = policy.Clone(c.priority)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/blis-sim/blis/lib/engine/autoscale"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/policy"
@@ -54,6 +55,16 @@ type Options struct {
 	// global prefix index and the load tree); 0 lets the cluster choose by
 	// group size. The answers are the same either way (a test checks it).
 	RouterIndexes int
+	// ScaleEvents collects the scale-events rows (ScaleEvents) even when
+	// no pool is autoscaled: one start and one end row per pool.
+	ScaleEvents bool
+	// Autoscale, when set, gives the autoscaling policy of a deployment's
+	// pool (a policy bundle's autoscaler stage); nil, or a nil answer,
+	// keeps the pool's configured policy.
+	Autoscale func(deployment string, pool int) autoscale.Policy
+	// ScaleEventsTo, when set, receives the scale-events rows when the
+	// run finishes (and makes the cluster collect them, as ScaleEvents).
+	ScaleEventsTo func([]trace.ScaleEvent)
 	// PolicyErr, when set, is asked after each router decision and each
 	// step formed: a policy that failed (a sandboxed policy's runtime
 	// error, say) stops the run with its error.
@@ -79,6 +90,15 @@ type group struct {
 	board   *policy.Board
 	index   *prefixIndex // nil unless prefix-aware routing uses one
 	deps    []*Deployment
+	// With an autoscaled pool (scale.go): members are the routable
+	// replicas, all every replica (the index's slot positions), slotOf and
+	// posOfSlot map board positions to slots and back; held are requests
+	// waiting at the router while no replica can serve.
+	all       []int32
+	slotOf    []int32
+	posOfSlot []int32
+	held      []heldReq
+	hbuf      []int32
 }
 
 // Summary counts what happened. Injected = Completed + Dropped + Rejected +
@@ -96,6 +116,14 @@ type Summary struct {
 	// PeakHeld is the most requests held in memory at once (in flight, or
 	// finished but still nameable by a later row): what memory grows with.
 	PeakHeld int64
+	// Autoscaling: requests that waited at the router for a replica
+	// (HeldAtRouter, with HeldUS µs of waiting in all), requests re-routed
+	// by a redirect drain, requests dropped by a drain (immediate, or at
+	// its timeout), and GPU-hours per deployment (replicas not stopped ×
+	// tp × time; with Options.ScaleEvents or an autoscaler, else nil).
+	HeldAtRouter, HeldUS, Redirected, DrainDropped int64
+	ScaleUps, ScaleDowns                           int64
+	GPUHours                                       []float64
 	// Deployments describes each deployment (id, model, replicas, latency
 	// model, KV blocks per replica).
 	Deployments []DeploymentSummary
@@ -176,6 +204,8 @@ type Cluster struct {
 	res trace.Result
 	sum Summary
 	err error
+
+	sc *scaler // autoscaling; nil without
 }
 
 // New builds a cluster for cfg; models holds each resolved deployment's
@@ -224,6 +254,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		c.prefixOn = cfg.Router.Routing == "prefix-affinity" || p["prefix"] != 0
 	}
 	c.prefixOn = c.prefixOn || opts.Routing != nil
+	if scaleOn(dcfg, &opts) {
+		c.sc = &scaler{policy: opts.Autoscale}
+	}
 	for i, d := range dcfg {
 		e := d.Engine
 		if e.KVBlocks <= 0 {
@@ -244,9 +277,10 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		// or overlapped with it as the scheduler does (latency.WithHost).
 		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
 		n := 0
-		for _, p := range d.Pools {
+		for pi, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)
-			for k := 0; k < p.Replicas; k++ {
+			first := int32(len(c.reps))
+			for k := 0; k < poolSlots(&p); k++ {
 				idx := int32(len(c.reps))
 				store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
 				var order sched.Order
@@ -260,20 +294,35 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				dep.Replicas = append(dep.Replicas, idx)
 				n++
 			}
+			if c.sc != nil {
+				if err := c.addPool(dep, i, &dcfg[i], pi, first, scfg); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	c.liveView = c.snapEvery == 0 && !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing))
 	for _, rep := range c.reps {
 		rep.WantSteps = opts.Steps != nil
+		rep.ImageEncodeUS = dcfg[rep.Deployment].Latency.ImageEncodeUS
 	}
 	c.isDirty = make([]bool, len(c.reps))
 	c.gpos = make([]int32, len(c.reps))
 	c.buildGroups(dcfg)
+	if c.sc != nil {
+		c.initScale()
+	}
 	c.pbFn = c.promptBlocks
 	c.sum.Deployments = make([]DeploymentSummary, len(c.deps))
 	for i, d := range c.deps {
+		n := 0 // replicas at the start (an autoscaled pool keeps stopped ones)
+		for _, m := range d.Replicas {
+			if c.reps[m].State != replica.Stopped {
+				n++
+			}
+		}
 		c.sum.Deployments[i] = DeploymentSummary{ID: d.ID, Model: d.Model, Latency: d.Latency.Name(),
-			Replicas: len(d.Replicas), KVBlocks: d.Engine.KVBlocks, BlockSize: d.Engine.BlockSize}
+			Replicas: n, KVBlocks: d.Engine.KVBlocks, BlockSize: d.Engine.BlockSize}
 	}
 	if c.snapEvery > 0 {
 		c.refreshAll()
@@ -332,6 +381,10 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) {
 		}
 		for j := range g.members {
 			g.board.Set(j, c.status(g.members[j]))
+		}
+		if c.dynamic(g) {
+			g.all = g.members
+			c.rebuildBoard(g)
 		}
 	}
 }
@@ -448,7 +501,10 @@ func (c *Cluster) process(ev *event) {
 		c.terminal(r)
 	case evTimeout:
 		c.expire(ev.r)
+	default: // evLifecycle, evScale: autoscaling (scale.go); a default keeps the common cases' dispatch as it was
+		c.scaleEvent(ev)
 	}
+
 	if c.opts.Progress != nil && c.sum.Events&0x3fff == 0 {
 		done := c.sum.Completed + c.sum.Dropped + c.sum.Rejected + c.sum.TimedOut + c.sum.SourceFailed
 		c.opts.Progress(c.now, done)
@@ -467,6 +523,9 @@ func (c *Cluster) start(rep *replica.Replica) {
 	}
 	c.h.push(c.now+dur, evStepEnd, rep.Index, nil)
 	if c.checks {
+		if rep.State != replica.Serving && rep.State != replica.Warming && rep.State != replica.Draining {
+			c.fail(fmt.Errorf("invariant violated: replica %s started a step while %s", rep.ID, rep.State))
+		}
 		if err := rep.Check(rep.Steps%1024 == 0); err != nil {
 			c.fail(fmt.Errorf("invariant violated: %w", err))
 		}
@@ -497,6 +556,9 @@ func (c *Cluster) end(rep *replica.Replica) {
 // that same-time arrivals join the step).
 func (c *Cluster) kick(rep *replica.Replica) {
 	if !rep.CanStart() {
+		if rep.State == replica.Draining {
+			c.drainedCheck(rep) // idle: it may have finished its drain (scale.go)
+		}
 		return
 	}
 	if c.h.Len() == 0 || c.h.Top().t > c.now {
@@ -546,7 +608,9 @@ func (c *Cluster) markDirty(i int32) {
 func (c *Cluster) refreshDirty() {
 	for _, i := range c.dirty {
 		c.isDirty[i] = false
-		c.deps[c.reps[i].Deployment].group.board.Set(int(c.gpos[i]), c.status(i))
+		if p := c.gpos[i]; p >= 0 { // -1: not routable (autoscaling)
+			c.deps[c.reps[i].Deployment].group.board.Set(int(p), c.status(i))
+		}
 	}
 	c.dirty = c.dirty[:0]
 }

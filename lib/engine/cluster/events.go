@@ -14,7 +14,9 @@ const (
 	evStepEnd uint8 = iota
 	evToolDone
 	evTimeout
-	evSnapshot // not an event: the rank at which a periodic router snapshot is taken
+	evLifecycle // a replica's lifecycle timer (autoscaling): ready, warm, drain timeout
+	evScale     // the autoscaler's sampling tick
+	evSnapshot  // not an event: the rank at which a periodic router snapshot is taken
 	evArrival
 	evEnqueue
 	evStepStart
@@ -52,6 +54,14 @@ func (h *eventHeap) push(t int64, kind uint8, inst int32, r *request.State) {
 		life = r.Life
 	}
 	h.Push(event{t: t, key: uint64(kind)<<56 | h.seq, tag: uint64(uint32(inst))<<32 | uint64(life), r: r})
+}
+
+// pushGen schedules a replica's lifecycle event: gen (the replica's
+// lifecycle generation) takes the place of a request's life, so an event
+// left behind by a state change is stale.
+func (h *eventHeap) pushGen(t int64, kind uint8, inst int32, gen uint32) {
+	h.seq++
+	h.Push(event{t: t, key: uint64(kind)<<56 | h.seq, tag: uint64(uint32(inst))<<32 | uint64(gen)})
 }
 
 // retireHeap orders finished requests by the root arrival they hang off.

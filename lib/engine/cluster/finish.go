@@ -16,6 +16,9 @@ func (c *Cluster) Finish() (Summary, error) {
 		return c.sum, c.err
 	}
 	c.sum.SimEndUS = c.now
+	if c.sc != nil {
+		c.finishHeld()
+	}
 	// With no event left, nothing can still be waiting: a request left
 	// here would be a silent stall, not a horizon cut.
 	if c.h.Len() == 0 && !c.hasStash && c.liveH != nil {
@@ -59,6 +62,9 @@ func (c *Cluster) Finish() (Summary, error) {
 				return c.sum, fmt.Errorf("invariant violated: replica %s: %w", rep.ID, err)
 			}
 		}
+	}
+	if c.sc != nil {
+		c.finishScale()
 	}
 	s := &c.sum
 	if t := s.Completed + s.Dropped + s.Rejected + s.TimedOut + s.Unfinished + s.SourceFailed; t != s.Injected {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 
+	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -35,6 +36,12 @@ func (c *Cluster) terminal(r *request.State) {
 	}
 	r.Phase = request.Done
 	c.liveRemove(r)
+	if c.sc != nil {
+		c.sc.lastReal = c.now
+		if r.Replica >= 0 {
+			c.scaleFinished(r)
+		}
+	}
 	c.count(r)
 	c.writeResult(r)
 	// Release dependents (iteratively: chains can be long).
@@ -153,7 +160,11 @@ func (c *Cluster) expire(r *request.State) {
 		return // pending, tool: not a client request in flight
 	}
 	r.Finished = c.now
+	rp := r.Replica
 	c.timedOut(r)
+	if c.sc != nil && rp >= 0 && c.reps[rp].State == replica.Draining {
+		c.drainedCheck(c.reps[rp])
+	}
 }
 
 func (c *Cluster) timedOut(r *request.State) {

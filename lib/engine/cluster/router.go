@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -73,6 +74,9 @@ func (c *Cluster) arrive(r *request.State) {
 			c.h.push(r.Deadline, evTimeout, -1, r)
 		}
 	}
+	if c.inTransit(r) {
+		return // reaches the router after the client → gateway transfer (network.go)
+	}
 	g, why := c.groupOf(r)
 	if g == nil {
 		if why == "" {
@@ -81,6 +85,13 @@ func (c *Cluster) arrive(r *request.State) {
 		r.Status, r.Reason = trace.StatusRejected, why
 		c.terminal(r)
 		return
+	}
+	if c.sc != nil {
+		c.scaleArrival(g)
+		if g.board.Len() == 0 {
+			c.hold(g, r) // no replica serving: wait at the router (scale.go)
+			return
+		}
 	}
 	if c.liveView {
 		c.refreshDirty()
@@ -117,6 +128,10 @@ func (c *Cluster) arrive(r *request.State) {
 		return
 	}
 	rep := c.reps[g.members[rd.Target]]
+	if c.checks && rep.State != replica.Serving && rep.State != replica.Warming {
+		c.fail(fmt.Errorf("invariant violated: request %s routed to replica %s while %s", r.Req.ID, rep.ID, rep.State))
+		return
+	}
 	dep := c.deps[rep.Deployment]
 	if dep.Engine.SchedulingPolicy != "priority" {
 		r.Prio = 0
@@ -168,6 +183,9 @@ type groupOracle struct {
 func (o *groupOracle) CachedBlocks(i int) int {
 	c, g := o.c, o.g
 	if g.index != nil {
+		if g.slotOf != nil {
+			i = int(g.slotOf[i])
+		}
 		return g.index.cached(c, i)
 	}
 	rep := c.reps[g.members[i]]
@@ -179,6 +197,9 @@ func (o *groupOracle) CachedBlocks(i int) int {
 func (o *groupOracle) Holders() ([]int32, bool) {
 	if o.g.index == nil {
 		return nil, false
+	}
+	if o.g.slotOf != nil {
+		return o.c.boardHolders(o.g), true
 	}
 	return o.g.index.holders(o.c), true
 }

@@ -40,6 +40,8 @@ type Cluster struct {
 	// before giving up, for requests without their own timeout_us (0 = never).
 	ClientTimeout Duration `yaml:"client_timeout"`
 	Router        Router   `yaml:"router"`
+	// Network delays each prompt's arrival at the router (network.go; off by default).
+	Network Network `yaml:"network,omitempty"`
 	// Policy is a policy bundle (docs/policies.md), relative to this file;
 	// its stages replace the router's and the schedulers' built-ins.
 	Policy string `yaml:"policy,omitempty"`
@@ -62,6 +64,9 @@ type Deployment struct {
 	Engine      Engine   `yaml:"engine"`
 	Latency     Latency  `yaml:"latency"`
 	Pools       []Pool   `yaml:"pools"`
+	// GPUHourUSD is the price of one GPU-hour, for the cost in blis-report
+	// (0 = not priced).
+	GPUHourUSD float64 `yaml:"gpu_hour_usd,omitempty"`
 }
 
 // Pool is a set of identical replicas with one role.
@@ -72,6 +77,10 @@ type Pool struct {
 	// 0 means "= replicas".
 	MinReplicas int `yaml:"min_replicas,omitempty"`
 	MaxReplicas int `yaml:"max_replicas,omitempty"`
+	// Autoscaler, when set, adds and removes the pool's replicas within
+	// its bounds (see Bounds and autoscale.go); replicas is then the count
+	// at the start (0 allowed).
+	Autoscaler *Autoscaler `yaml:"autoscaler,omitempty"`
 }
 
 // Engine holds one replica's vLLM-v1 scheduler and KV-cache settings.
@@ -108,6 +117,9 @@ type Latency struct {
 	Coefficients string    `yaml:"coefficients"` // fitted coefficients file
 	Beta         []float64 `yaml:"beta"`         // β0 µs/step, β1 µs/prefill token, β2 µs/decode token
 	Alpha        []float64 `yaml:"alpha"`        // α0 µs, α1 µs/input token, α2 µs/output token
+	// ImageEncodeUS is the vision encoder's time per image, added to the
+	// step that schedules a request's first prefill chunk (0 = off).
+	ImageEncodeUS float64 `yaml:"image_encode_us,omitempty"`
 }
 
 // DefaultEngine is vLLM v1's engine defaults (async scheduling is vLLM's
@@ -203,6 +215,15 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // YAMLScalar describes a Duration for yamlcheck's messages.
 func (*Duration) YAMLScalar() string { return "a duration such as 90s, 10m or 1h (or seconds)" }
+
+// YAMLScalarForm refuses a negative duration, so that yamlcheck names its
+// key (other malformed values are reported by UnmarshalYAML).
+func (*Duration) YAMLScalarForm(v string) error {
+	if strings.HasPrefix(strings.TrimSpace(v), "-") {
+		return fmt.Errorf("expected a non-negative duration, found %q", v)
+	}
+	return nil
+}
 
 // UnmarshalYAML reads a Go duration string or a number of seconds.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {

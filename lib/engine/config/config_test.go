@@ -102,7 +102,8 @@ func TestDefaultsAreVLLMs(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"", "replicas: 3\n", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 2}]}\n", "engine: {kv_blocks: 10}\n", "router: {routing: weighted, weights: {kv: 2}}\n",
-		"horizon: 1h\nsnapshot_interval: 0\n", "latency: {beta: [1,2,3], alpha: [4,5,6]}\n", "engine:\n  - 1\n"} {
+		"horizon: 1h\nsnapshot_interval: 0\n", "latency: {beta: [1,2,3], alpha: [4,5,6]}\n", "engine:\n  - 1\n",
+		"deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 1, max_replicas: 4, autoscaler: {policy: hpa, target: 8, interval: 30s, provisioning: {dist: lognormal, median: 60s, sigma: 0.3}, warmup: {curve: step, duration: 1m, initial_factor: 2}, drain: {mode: redirect, timeout: 5m}, triggers: {queue_depth_above: 9}}}]}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -117,6 +118,20 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted config fails validation: %v", err)
 		}
 	})
+}
+
+// The autoscaling examples parse, and print back to themselves.
+func TestExampleAutoscaleYAML(t *testing.T) {
+	for _, p := range []string{"autoscale-cluster.yaml", "autoscale-static.yaml"} {
+		c, err := Load("../../../examples/" + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, err := Parse("printed", []byte(c.YAML()))
+		if err != nil || c2.YAML() != c.YAML() {
+			t.Fatalf("%s: round trip: %v\n%s\n%s", p, err, c.YAML(), c2.YAML())
+		}
+	}
 }
 
 func TestExampleDeploymentsYAML(t *testing.T) {
@@ -191,7 +206,7 @@ func TestExampleClusterYAMLIsEveryKeyWithItsDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range yamlcheck.Keys(reflect.TypeOf(Cluster{})) {
-		sub := map[string]reflect.Type{"engine": reflect.TypeOf(Engine{}), "router": reflect.TypeOf(Router{}), "latency": reflect.TypeOf(Latency{})}
+		sub := map[string]reflect.Type{"engine": reflect.TypeOf(Engine{}), "router": reflect.TypeOf(Router{}), "latency": reflect.TypeOf(Latency{}), "network": reflect.TypeOf(Network{})}
 		if k == "deployments" {
 			continue // the other form (examples/deployments.yaml)
 		}

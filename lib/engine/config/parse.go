@@ -110,6 +110,7 @@ type flatOut struct {
 	Engine           Engine   `yaml:"engine"`
 	Router           Router   `yaml:"router"`
 	Latency          Latency  `yaml:"latency"`
+	Network          Network  `yaml:"network,omitempty"`
 }
 
 type deploymentsOut struct {
@@ -119,6 +120,7 @@ type deploymentsOut struct {
 	SnapshotInterval Duration     `yaml:"snapshot_interval"`
 	ClientTimeout    Duration     `yaml:"client_timeout"`
 	Router           Router       `yaml:"router"`
+	Network          Network      `yaml:"network,omitempty"`
 }
 
 // YAML renders the effective config (for --print-config); it parses back
@@ -127,9 +129,9 @@ func (c Cluster) YAML() string {
 	var v any
 	if c.IsFlat() {
 		v = flatOut{c.Model, c.GPU, c.TP, c.WeightDtype, c.KVDtype, c.Replicas, c.Seed, c.Horizon, c.SnapshotInterval,
-			c.ClientTimeout, c.Engine, c.Router, c.Latency}
+			c.ClientTimeout, c.Engine, c.Router, c.Latency, c.Network}
 	} else {
-		v = deploymentsOut{c.Deployments, c.Seed, c.Horizon, c.SnapshotInterval, c.ClientTimeout, c.Router}
+		v = deploymentsOut{c.Deployments, c.Seed, c.Horizon, c.SnapshotInterval, c.ClientTimeout, c.Router, c.Network}
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

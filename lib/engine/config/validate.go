@@ -39,6 +39,9 @@ func (c *Cluster) Validate() error {
 	} else if err := c.validateDeployments(); err != nil {
 		return err
 	}
+	if err := c.validateNetwork(); err != nil {
+		return err
+	}
 	return c.validateRouter()
 }
 
@@ -62,6 +65,9 @@ func (c *Cluster) validateDeployments() error {
 		case len(d.Pools) == 0:
 			return errors.New(c.Where(fmt.Sprintf("deployments[%d]", i), "expected pools: [{role: monolithic, replicas: N}]"))
 		}
+		if !(d.GPUHourUSD >= 0) || math.IsInf(d.GPUHourUSD, 1) {
+			return errors.New(c.Where(key("gpu_hour_usd"), fmt.Sprintf("expected a price >= 0, found %g", d.GPUHourUSD)))
+		}
 		if j, dup := seen[d.ID]; dup {
 			return errors.New(c.Where(key("id"), fmt.Sprintf("duplicate deployment id %q (first at deployments[%d])", d.ID, j)))
 		}
@@ -78,8 +84,12 @@ func (c *Cluster) validateDeployments() error {
 			switch {
 			case p.Role != "monolithic":
 				return errors.New(c.Where(pk("role"), fmt.Sprintf("expected monolithic (prefill and decode pools come with disaggregated serving), found %q", p.Role)))
-			case p.Replicas < 1:
+			case p.Replicas < 1 && (p.Autoscaler == nil || p.Replicas < 0):
 				return errors.New(c.Where(pk("replicas"), fmt.Sprintf("expected >= 1, found %d", p.Replicas)))
+			case p.Replicas == 0 && p.MaxReplicas < 1:
+				return errors.New(c.Where(pk("max_replicas"), fmt.Sprintf("expected >= 1 for a pool starting at 0 replicas, found %d", p.MaxReplicas)))
+			case p.MinReplicas > 0 && p.MaxReplicas > 0 && p.MinReplicas > p.MaxReplicas:
+				return errors.New(c.Where(pk("min_replicas"), fmt.Sprintf("expected <= max_replicas (%d), found %d", p.MaxReplicas, p.MinReplicas)))
 			case p.MinReplicas < 0:
 				return errors.New(c.Where(pk("min_replicas"), fmt.Sprintf("expected >= 0, found %d", p.MinReplicas)))
 			case p.MaxReplicas < 0:
@@ -89,7 +99,12 @@ func (c *Cluster) validateDeployments() error {
 			case p.MaxReplicas > 0 && p.MaxReplicas < p.Replicas:
 				return errors.New(c.Where(pk("max_replicas"), fmt.Sprintf("expected >= replicas (%d), found %d", p.Replicas, p.MaxReplicas)))
 			}
-			total += max(p.Replicas, p.MaxReplicas)
+			if p.Autoscaler != nil {
+				if err := c.validateAutoscaler(pk("autoscaler"), p); err != nil {
+					return err
+				}
+			}
+			total += ScaleSlots(p)
 			if total > MaxReplicas {
 				return errors.New(c.Where(pk("replicas"), fmt.Sprintf("the cluster would have more than %d replicas", MaxReplicas)))
 			}
@@ -149,6 +164,9 @@ func (c *Cluster) validateLatency(at string, l *Latency) error {
 		if !(v >= 0) || math.IsInf(v, 1) {
 			return errors.New(c.Where(at, fmt.Sprintf("coefficients must be >= 0 and finite, found %g", v)))
 		}
+	}
+	if !(l.ImageEncodeUS >= 0) || math.IsInf(l.ImageEncodeUS, 1) {
+		return errors.New(c.Where(k("image_encode_us"), fmt.Sprintf("expected µs per image >= 0 and finite, found %g", l.ImageEncodeUS)))
 	}
 	if l.Mode == "linear" && len(l.Beta) == 0 {
 		return errors.New(c.Where(k("mode"), fmt.Sprintf("linear needs %s", k("beta"))))

@@ -13,8 +13,8 @@ import (
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-// State is a replica's lifecycle state. Only Serving is reachable until
-// autoscaling adds the others.
+// State is a replica's lifecycle state; without autoscaling every
+// replica is Serving (lib/engine/cluster/scale.go drives the others).
 type State uint8
 
 // Lifecycle states, in order.
@@ -62,13 +62,15 @@ type Replica struct {
 	Role       Role
 	State      State
 
-	Model latency.Model
+	Model latency.Model // while warming up (autoscaling), a model slowed by the warm-up curve
 	Sched sched.Scheduler
 
 	// InFlight counts requests routed here still in the alpha delay.
 	InFlight int
 	// WantSteps asks End to describe each step (for the steps table).
 	WantSteps bool
+	// ImageEncodeUS is the per-image vision encoder time (latency.image_encode_us).
+	ImageEncodeUS float64
 
 	busy         bool
 	startPending bool
@@ -108,6 +110,9 @@ func (p *Replica) Start(now int64) (dur int64, ok bool) {
 		return 0, false
 	}
 	dur = p.Model.StepTime(&p.batch)
+	if p.batch.PrefillImages > 0 {
+		dur += latency.ImageEncodeUS(p.ImageEncodeUS, p.batch.PrefillImages)
+	}
 	if dur < 1 {
 		dur = 1
 	}

@@ -357,6 +357,9 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		ctx, n := int64(r.Computed), int64(r.Chunk)
 		b.PrefillCtx += ctx
 		b.PrefillAttn += n * (ctx + (n+1)/2)
+		if r.Req.NumImages > 0 && r.FirstSched == now {
+			b.PrefillImages += int(r.Req.NumImages) // encoded once, with the first chunk
+		}
 	}
 	// A decoding request's KV after step k of its decode is c0+k.
 	b.DecodeCtx = s.decA + int64(s.nDecode)*step

@@ -204,6 +204,8 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 			}
 			rt.scaler = &starScaler{r: r}
 		}
+		// Every pool with an autoscaler in the cluster config scales by it.
+		opts.Autoscale = rt.autoscalePolicies
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", b.Path, err)

@@ -1,0 +1,1053 @@
+package cluster
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/blis-sim/blis/lib/engine/autoscale"
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/kv"
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/replica"
+	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/sched"
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/rng"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Autoscaling (docs/engine.md, "Autoscaling"). An autoscaled pool keeps
+// config.ScaleSlots replicas, most of them stopped; the autoscaler starts
+// stopped ones (provisioning → loading weights → warming → serving) and
+// drains serving ones (draining → stopped). A group with an autoscaled
+// pool has a dynamic board: routing sees only its serving and warming
+// replicas, and the board is rebuilt when that set changes (rare: scale
+// events). The global prefix index keeps fixed slot positions; g.slotOf
+// maps board positions to them. Without an autoscaler (and without
+// Options.ScaleEvents) none of this exists: c.sc is nil.
+
+// scaler is the cluster's autoscaling state.
+type scaler struct {
+	pools     []*spool
+	poolOf    []int32  // replica index -> pool, -1 for replicas of no autoscaled pool
+	gen       []uint32 // replica index -> lifecycle generation (stale lifecycle events)
+	killEnd   []bool   // replica index -> drained immediately when its step ends
+	sampleUS  int64    // metric sampling period (smallest of the pools')
+	ticking   bool
+	policy    func(deployment string, pool int) autoscale.Policy
+	rows      []trace.ScaleEvent
+	views     []autoscale.PoolView
+	lat, lat2 []int64 // scratch for percentiles
+	due       []int   // pools to evaluate at this tick
+	noCount   bool    // an arrival being replayed (held, redirected): not a new request
+	// counts of the schedulers replaced when replicas stopped
+	preempts, evicts int64
+	lastReal         int64 // time of the last event that was not an autoscaler tick or a stale timer
+}
+
+// spool is one pool's autoscaling state.
+type spool struct {
+	dep    *Deployment
+	depIdx int32
+	idx    int
+	cfg    *config.Autoscaler // nil: a static pool (scale-events rows only)
+	min    int
+	max    int
+	slots  []int32 // replica indices
+	g      *group
+	scfg   sched.Config
+	ctrl   *autoscale.Controller
+	delay  *autoscale.Delay
+	loadUS int64
+	tp     int32
+	price  float64
+
+	nextEval   int64
+	lastAction int64
+	trigger    string // the trigger that fired at this tick ("" for the interval)
+	// metrics: a ring of per-sample buckets covering the window
+	ring     []bucket
+	head     int // next bucket to write
+	filled   int
+	cur      bucket // events since the last sample
+	lastTick int64
+	lastBusy []int64 // per slot: BusyUS at the last sample
+	// billing
+	billed   int   // replicas not stopped
+	billedAt int64 // when billed last changed
+	gpuUS    float64
+}
+
+// bucket is one sampling period of a pool.
+type bucket struct {
+	dur                          int64
+	queue, running, kv, ready    float64 // sums over ready replicas at the sample
+	busy, readyUS                int64
+	arrivals, finished, met      int
+	ttft, e2e                    []int64
+	utilSample                   float64 // busy / readyUS of this bucket (NaN when no replica was ready)
+	queuePerReady, arrivalRateHz float64
+}
+
+// scaleOn reports whether cfg or opts need the scaler.
+func scaleOn(cfg []config.Deployment, opts *Options) bool {
+	if opts.ScaleEvents || opts.ScaleEventsTo != nil {
+		return true
+	}
+	for _, d := range cfg {
+		for _, p := range d.Pools {
+			if p.Autoscaler != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// poolSlots is the number of replicas New creates for a pool.
+func poolSlots(p *config.Pool) int {
+	if p.Autoscaler == nil {
+		return p.Replicas
+	}
+	return config.ScaleSlots(p)
+}
+
+// addPool registers deployment dep's pool pi (replicas first..first+n−1).
+func (c *Cluster) addPool(dep *Deployment, depIdx int, d *config.Deployment, pi int, first int32, scfg sched.Config) error {
+	s := c.sc
+	p := &d.Pools[pi]
+	n := int32(poolSlots(p))
+	sp := &spool{dep: dep, depIdx: int32(depIdx), idx: pi, cfg: p.Autoscaler, scfg: scfg, tp: int32(d.TP),
+		price: d.GPUHourUSD, lastAction: math.MinInt64}
+	sp.min, sp.max = p.Bounds()
+	for k := int32(0); k < n; k++ {
+		sp.slots = append(sp.slots, first+k)
+	}
+	sp.billed = p.Replicas
+	if a := p.Autoscaler; a != nil {
+		var pol autoscale.Policy
+		if s.policy != nil {
+			pol = s.policy(d.ID, pi)
+		}
+		if pol == nil {
+			var err error
+			if pol, err = autoscale.New(a); err != nil {
+				return err
+			}
+		}
+		sp.ctrl = autoscale.NewController(pol, a.Stabilization.Up.US(), a.Stabilization.Down.US())
+		sp.delay = autoscale.NewDelay(a.Provisioning, rng.PCG(c.cfg.Seed, fmt.Sprintf("autoscale:provisioning:%s/%d", d.ID, pi)))
+		sp.loadUS = a.WeightLoad.Time.US()
+		if sp.loadUS == 0 && a.WeightLoad.Bytes > 0 {
+			sp.loadUS = int64(math.Round(a.WeightLoad.Bytes / (a.WeightLoad.BandwidthGBs * 1e9) * 1e6))
+		}
+		sp.nextEval = a.Interval.US()
+		if s.sampleUS == 0 || a.Sample.US() < s.sampleUS {
+			s.sampleUS = a.Sample.US()
+		}
+		sp.lastBusy = make([]int64, n)
+		for k := p.Replicas; k < int(n); k++ {
+			c.reps[first+int32(k)].State = replica.Stopped
+		}
+	}
+	s.pools = append(s.pools, sp)
+	return nil
+}
+
+// initScale finishes the scaler once replicas and groups exist.
+func (c *Cluster) initScale() {
+	s := c.sc
+	s.poolOf = make([]int32, len(c.reps))
+	for i := range s.poolOf {
+		s.poolOf[i] = -1
+	}
+	s.gen = make([]uint32, len(c.reps))
+	s.killEnd = make([]bool, len(c.reps))
+	for i, sp := range s.pools {
+		sp.g = sp.dep.group
+		if sp.cfg != nil {
+			for _, m := range sp.slots {
+				s.poolOf[m] = int32(i)
+			}
+			win := sp.cfg.Window.US()
+			if win == 0 {
+				win = sp.cfg.Interval.US()
+			}
+			sp.ring = make([]bucket, max(1, int((win+s.sampleUS-1)/s.sampleUS)))
+		}
+		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleStart, Reason: "replicas at the start"})
+	}
+	if s.sampleUS > 0 {
+		s.ticking = true
+		c.h.push(s.sampleUS, evScale, 0, nil)
+	}
+}
+
+// dynamic reports whether g has an autoscaled pool.
+func (c *Cluster) dynamic(g *group) bool {
+	if c.sc == nil {
+		return false
+	}
+	for _, sp := range c.sc.pools {
+		if sp.cfg != nil && sp.dep.group == g {
+			return true
+		}
+	}
+	return false
+}
+
+func routable(st replica.State) bool { return st == replica.Serving || st == replica.Warming }
+
+// rebuildBoard makes g's board hold its routable replicas, in slot order.
+func (c *Cluster) rebuildBoard(g *group) {
+	ms := make([]int32, 0, len(g.all))
+	slotOf := make([]int32, 0, len(g.all))
+	if g.posOfSlot == nil {
+		g.posOfSlot = make([]int32, len(g.all))
+	}
+	for j, m := range g.all {
+		g.posOfSlot[j] = -1
+		c.gpos[m] = -1
+		if routable(c.reps[m].State) {
+			ms = append(ms, m)
+			slotOf = append(slotOf, int32(j))
+		}
+	}
+	ids, deps, roles := make([]string, len(ms)), make([]string, len(ms)), make([]string, len(ms))
+	for i, m := range ms {
+		r := c.reps[m]
+		ids[i], deps[i], roles[i] = r.ID, c.deps[r.Deployment].ID, r.Role.String()
+		c.gpos[m] = int32(i)
+		g.posOfSlot[slotOf[i]] = int32(i)
+	}
+	g.members, g.slotOf = ms, slotOf
+	g.board = policy.NewBoard(ids, deps, roles, c.opts.RouterIndexes)
+	for i, m := range ms {
+		g.board.Set(i, c.status(m))
+		if c.reps[m].State == replica.Warming {
+			g.board.SetState(i, "warming")
+		}
+		if c.isDirty[m] {
+			c.isDirty[m] = false // refreshed now; left in c.dirty, it is skipped
+		}
+	}
+	if len(ms) > 0 && len(g.held) > 0 {
+		c.releaseHeld(g)
+	}
+}
+
+// heldReq is a request waiting at the router for a replica to serve it.
+type heldReq struct {
+	r    *request.State
+	life uint32
+}
+
+// hold keeps r at the router: no replica of its group can serve.
+func (c *Cluster) hold(g *group, r *request.State) {
+	r.Phase = request.Arriving
+	g.held = append(g.held, heldReq{r, r.Life})
+	c.sum.HeldAtRouter++
+}
+
+// releaseHeld routes the requests held at g's router, in arrival order.
+func (c *Cluster) releaseHeld(g *group) {
+	hs := g.held
+	g.held = nil
+	c.sc.noCount = true
+	for _, h := range hs {
+		r := h.r
+		if r.Life != h.life || r.Phase != request.Arriving {
+			continue // timed out meanwhile
+		}
+		c.sum.HeldUS += c.now - r.Req.ArrivalUS
+		c.arrive(r)
+	}
+	c.sc.noCount = false
+}
+
+// scaleArrival counts a request arriving for g's pools.
+func (c *Cluster) scaleArrival(g *group) {
+	if c.sc.noCount {
+		return
+	}
+	for _, sp := range c.sc.pools {
+		if sp.cfg != nil && sp.g == g {
+			sp.cur.arrivals++
+		}
+	}
+}
+
+// scaleFinished records r's outcome for its replica's pool.
+func (c *Cluster) scaleFinished(r *request.State) {
+	p := c.sc.poolOf[r.Replica]
+	if p < 0 || r.Req.Kind != trace.KindLLM {
+		return
+	}
+	sp := c.sc.pools[p]
+	b := &sp.cur
+	b.finished++
+	if r.Status != trace.StatusCompleted {
+		return
+	}
+	ttft, e2e := r.FirstTok-r.Req.ArrivalUS, r.Finished-r.Req.ArrivalUS
+	b.ttft = append(b.ttft, ttft)
+	b.e2e = append(b.e2e, e2e)
+	slo := &sp.cfg.SLO
+	if (slo.TTFT == 0 || ttft <= slo.TTFT.US()) && (slo.E2E == 0 || e2e <= slo.E2E.US()) {
+		b.met++
+	}
+}
+
+// scaleEvent runs an autoscaling event.
+func (c *Cluster) scaleEvent(ev *event) {
+	if ev.kind() == evScale {
+		c.scaleTick()
+		return
+	}
+	c.lifecycleEvent(ev)
+}
+
+// lifecycleEvent handles a replica's timer: ready to warm, warm, or the
+// end of its drain's timeout.
+func (c *Cluster) lifecycleEvent(ev *event) {
+	i := ev.inst()
+	s := c.sc
+	if s.gen[i] != ev.life() {
+		return // the replica changed state since
+	}
+	s.lastReal = c.now
+	rep := c.reps[i]
+	sp := s.pools[s.poolOf[i]]
+	a := sp.cfg
+	switch rep.State {
+	case replica.Provisioning:
+		if a.Warmup.Duration > 0 && a.Warmup.InitialFactor > 1 {
+			rep.State = replica.Warming
+			dur := a.Warmup.Duration.US()
+			rep.Model = &warmModel{Model: rep.Model, now: &c.now, start: c.now, dur: dur, curve: a.Warmup.Curve, f0: a.Warmup.InitialFactor}
+			s.gen[i]++
+			c.h.pushGen(c.now+dur, evLifecycle, i, s.gen[i])
+			c.rebuildBoard(sp.g)
+			c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleReady, ReplicaID: rep.ID, Reason: "provisioned, weights loaded: warming", WarmEndUS: c.now + dur})
+			return
+		}
+		rep.State = replica.Serving
+		s.gen[i]++
+		c.rebuildBoard(sp.g)
+		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleServing, ReplicaID: rep.ID, Reason: "provisioned, weights loaded"})
+	case replica.Warming:
+		rep.State = replica.Serving
+		rep.Model = rep.Model.(*warmModel).Model
+		s.gen[i]++
+		if p := c.gpos[i]; p >= 0 {
+			sp.g.board.SetState(int(p), "serving")
+		}
+		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleServing, ReplicaID: rep.ID, Reason: "warm"})
+	case replica.Draining:
+		if rep.Busy() {
+			c.killAtStepEnd(rep) // the GPU is released between steps
+			return
+		}
+		reason := fmt.Sprintf("replica %s drained: timeout %s", rep.ID, a.Drain.Timeout)
+		if s.killEnd[i] {
+			reason = fmt.Sprintf("replica %s scaled down (drain: immediate)", rep.ID)
+		}
+		c.kill(rep, reason)
+	}
+}
+
+// scaleTick samples every autoscaled pool, evaluates those due or
+// triggered, and schedules the next tick while anything can still happen.
+func (c *Cluster) scaleTick() {
+	s := c.sc
+	s.ticking = false
+	for _, sp := range s.pools {
+		if sp.cfg == nil {
+			continue
+		}
+		c.sample(sp)
+	}
+	s.due = s.due[:0]
+	for k, sp := range s.pools {
+		if sp.cfg == nil {
+			continue
+		}
+		if c.now >= sp.nextEval {
+			for sp.nextEval <= c.now {
+				sp.nextEval += sp.cfg.Interval.US()
+			}
+			sp.trigger = ""
+			s.due = append(s.due, k)
+		} else if c.triggered(sp) {
+			s.due = append(s.due, k)
+		}
+	}
+	if len(s.due) > 0 {
+		// Every pool's view: a policy may look across pools.
+		s.views = s.views[:0]
+		for _, sp := range s.pools {
+			if sp.cfg != nil {
+				s.views = append(s.views, c.poolView(sp))
+			}
+		}
+		for _, k := range s.due {
+			c.evaluate(s.pools[k], k)
+		}
+	}
+	if c.h.Len() > 0 && (c.liveH != nil || c.transitions()) {
+		s.ticking = true
+		c.h.push(c.now+s.sampleUS, evScale, 0, nil)
+		return
+	}
+	if c.liveH == nil {
+		return // the run is over
+	}
+	// Nothing else will happen: one more evaluation for requests held at
+	// the router (a pool at zero replicas), then stop.
+	next := int64(math.MaxInt64)
+	for _, sp := range s.pools {
+		if sp.cfg != nil && len(sp.g.held) > 0 {
+			next = min(next, sp.nextEval)
+		}
+	}
+	if next != math.MaxInt64 {
+		s.ticking = true
+		c.h.push(next, evScale, 0, nil)
+	}
+}
+
+// transitions reports whether an autoscaled replica is provisioning,
+// warming or draining.
+func (c *Cluster) transitions() bool {
+	for _, sp := range c.sc.pools {
+		if sp.cfg == nil {
+			continue
+		}
+		for _, m := range sp.slots {
+			if st := c.reps[m].State; st == replica.Provisioning || st == replica.Warming || st == replica.Draining {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sample closes the pool's current bucket with the state at now.
+func (c *Cluster) sample(sp *spool) {
+	b := sp.cur
+	b.dur = c.now - sp.lastTick
+	sp.lastTick = c.now
+	for j, m := range sp.slots {
+		rep := c.reps[m]
+		if rep.State == replica.Stopped {
+			sp.lastBusy[j] = rep.BusyUS
+			continue
+		}
+		busy := rep.BusyUS - sp.lastBusy[j]
+		sp.lastBusy[j] = rep.BusyUS
+		if !routable(rep.State) {
+			continue
+		}
+		l := rep.Sched.Load()
+		b.queue += float64(l.Waiting + rep.InFlight)
+		b.running += float64(l.Running)
+		if l.KVTotal > 0 {
+			b.kv += float64(l.KVUsed) / float64(l.KVTotal)
+		}
+		b.ready++
+		b.busy += busy
+		b.readyUS += b.dur
+	}
+	b.queue += float64(c.heldLive(sp.g))
+	// Keep the bucket's latency buffers for reuse.
+	old := &sp.ring[sp.head]
+	tt, ee := old.ttft[:0], old.e2e[:0]
+	tt = append(tt, b.ttft...)
+	ee = append(ee, b.e2e...)
+	b.ttft, b.e2e = tt, ee
+	sp.ring[sp.head] = b
+	sp.head = (sp.head + 1) % len(sp.ring)
+	sp.filled = min(sp.filled+1, len(sp.ring))
+	sp.cur = bucket{ttft: sp.cur.ttft[:0], e2e: sp.cur.e2e[:0]}
+}
+
+// heldLive counts g's requests held at the router.
+func (c *Cluster) heldLive(g *group) int {
+	n := 0
+	for _, h := range g.held {
+		if h.r.Life == h.life && h.r.Phase == request.Arriving {
+			n++
+		}
+	}
+	return n
+}
+
+// recent returns the k-th newest bucket (k = 1: the last sample); the
+// caller keeps k <= sp.filled.
+func (sp *spool) recent(k int) *bucket {
+	return &sp.ring[(sp.head-k+len(sp.ring))%len(sp.ring)]
+}
+
+// metrics averages the pool's last n buckets.
+func (c *Cluster) metrics(sp *spool, n int) autoscale.Metrics {
+	m := autoscale.Metrics{SLOAttainment: math.NaN()}
+	var q, run, kvs, ready, busy, readyUS float64
+	var arr, fin, met int
+	lat, e2e := c.sc.lat[:0], c.sc.lat2[:0]
+	for k := 1; k <= min(n, sp.filled); k++ {
+		b := sp.recent(k)
+		m.WindowUS += b.dur
+		q += b.queue
+		run += b.running
+		kvs += b.kv
+		ready += b.ready
+		busy += float64(b.busy)
+		readyUS += float64(b.readyUS)
+		arr += b.arrivals
+		fin += b.finished
+		met += b.met
+		lat = append(lat, b.ttft...)
+		e2e = append(e2e, b.e2e...)
+	}
+	per := max(ready, 1)
+	m.QueueDepth, m.Running = q/per, run/per
+	if ready > 0 {
+		m.KVUtilization = kvs / ready
+	}
+	if readyUS > 0 {
+		m.Utilization = min(1, busy/readyUS)
+	}
+	if m.WindowUS > 0 {
+		m.RequestRate = float64(arr) / (float64(m.WindowUS) / 1e6)
+	}
+	m.Finished = fin
+	if fin > 0 && (sp.cfg.SLO.TTFT > 0 || sp.cfg.SLO.E2E > 0) {
+		m.SLOAttainment = float64(met) / float64(fin)
+	}
+	m.TTFTP50US, m.TTFTP99US = percentiles(lat)
+	m.E2EP50US, m.E2EP99US = percentiles(e2e)
+	c.sc.lat, c.sc.lat2 = lat, e2e
+	return m
+}
+
+// percentiles returns the nearest-rank p50 and p99 of xs (sorted in place).
+func percentiles(xs []int64) (p50, p99 int64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	slices.Sort(xs)
+	rank := func(p float64) int64 { return xs[max(0, int(math.Ceil(p*float64(len(xs))))-1)] }
+	return rank(0.50), rank(0.99)
+}
+
+// counts returns the pool's replicas counted toward its size (not
+// draining or stopped) and those routing can choose.
+func (c *Cluster) counts(sp *spool) (current, ready int) {
+	for _, m := range sp.slots {
+		switch c.reps[m].State {
+		case replica.Provisioning:
+			current++
+		case replica.Warming, replica.Serving:
+			current++
+			ready++
+		}
+	}
+	return current, ready
+}
+
+func (c *Cluster) poolView(sp *spool) autoscale.PoolView {
+	cur, ready := c.counts(sp)
+	v := autoscale.PoolView{Deployment: sp.dep.ID, Pool: sp.idx, NowUS: c.now, Current: cur, Ready: ready,
+		Min: sp.min, Max: sp.max, Metrics: c.metrics(sp, len(sp.ring)), SinceLastScaleUS: -1}
+	if sp.lastAction != math.MinInt64 {
+		v.SinceLastScaleUS = c.now - sp.lastAction
+	}
+	for _, m := range sp.slots {
+		rep := c.reps[m]
+		if rep.State != replica.Stopped {
+			l := rep.Sched.Load()
+			v.Waiting += l.Waiting
+			v.Running += l.Running
+			v.InFlight += rep.InFlight
+		}
+	}
+	v.Pending = v.Waiting + v.InFlight + c.heldLive(sp.g)
+	v.Role = c.reps[sp.slots[0]].Role.String()
+	return v
+}
+
+// triggered checks the pool's event triggers on its latest samples (the
+// reason goes in sp.trigger, for the decision's row).
+func (c *Cluster) triggered(sp *spool) bool {
+	sp.trigger = c.trigger(sp)
+	return sp.trigger != ""
+}
+
+func (c *Cluster) trigger(sp *spool) string {
+	t := &sp.cfg.Triggers
+	if sp.filled == 0 {
+		return ""
+	}
+	last := sp.recent(1)
+	if t.QueueDepthAbove > 0 {
+		if q := last.queue / max(last.ready, 1); q > t.QueueDepthAbove {
+			return fmt.Sprintf("trigger queue_depth_above: %.3g > %g", q, t.QueueDepthAbove)
+		}
+	}
+	if t.SLOBelow > 0 {
+		if m := c.metrics(sp, len(sp.ring)); m.SLOAttainment < t.SLOBelow {
+			return fmt.Sprintf("trigger slo_below: %.3f < %g", m.SLOAttainment, t.SLOBelow)
+		}
+	}
+	if t.UtilizationHigh > 0 || t.UtilizationLow > 0 {
+		span := sp.cfg.Triggers.Sustain.US()
+		if span == 0 {
+			span = sp.cfg.Window.US()
+			if span == 0 {
+				span = sp.cfg.Interval.US()
+			}
+		}
+		n := int((span + c.sc.sampleUS - 1) / c.sc.sampleUS)
+		if sp.filled >= n {
+			hi, lo := true, true
+			for k := 1; k <= n; k++ {
+				b := sp.recent(k)
+				u := 0.0
+				if b.readyUS > 0 {
+					u = float64(b.busy) / float64(b.readyUS)
+				}
+				hi = hi && u > t.UtilizationHigh
+				lo = lo && u < t.UtilizationLow
+			}
+			if t.UtilizationHigh > 0 && hi {
+				return fmt.Sprintf("trigger utilization_high: above %g for %s", t.UtilizationHigh, config.Duration(span*1000))
+			}
+			if t.UtilizationLow > 0 && lo {
+				return fmt.Sprintf("trigger utilization_low: below %g for %s", t.UtilizationLow, config.Duration(span*1000))
+			}
+		}
+	}
+	if t.RateChange > 0 && sp.filled == len(sp.ring) && len(sp.ring) >= 2 {
+		half := len(sp.ring) / 2
+		var newer, older int
+		for k := 0; k < 2*half; k++ {
+			b := sp.recent(k + 1)
+			if k < half {
+				newer += b.arrivals
+			} else {
+				older += b.arrivals
+			}
+		}
+		if older > 0 && math.Abs(float64(newer)/float64(older)-1) > t.RateChange {
+			return fmt.Sprintf("trigger rate_change: %d → %d requests per %s", older, newer, config.Duration(int64(half)*c.sc.sampleUS*1000))
+		}
+	}
+	return ""
+}
+
+// evaluate asks pool k's controller and actuates its decision.
+func (c *Cluster) evaluate(sp *spool, k int) {
+	var v *autoscale.PoolView
+	vi := 0
+	for j, p := range c.sc.pools {
+		if p.cfg == nil {
+			continue
+		}
+		if j == k {
+			v = &c.sc.views[vi]
+		}
+		vi++
+	}
+	// A pool evaluated earlier in this tick may have changed the others'
+	// counts: refresh this one's.
+	v.Current, v.Ready = c.counts(sp)
+	d := sp.ctrl.Evaluate(v, c.sc.views)
+	if c.opts.PolicyErr != nil {
+		if err := c.opts.PolicyErr(); err != nil {
+			c.fail(err) // a bundle's autoscaler stage failed
+			return
+		}
+	}
+	trig := sp.trigger
+	sp.trigger = ""
+	if d.Target == v.Current {
+		return
+	}
+	if trig != "" {
+		d.Reason = trig + ": " + d.Reason
+	}
+	row := trace.ScaleEvent{From: int32(v.Current), To: int32(d.Target), Reason: d.Reason,
+		QueueDepth: v.Metrics.QueueDepth, Running: v.Metrics.Running, Utilization: v.Metrics.Utilization,
+		KVUtilization: v.Metrics.KVUtilization, RequestRate: v.Metrics.RequestRate, SLOAttainment: v.Metrics.SLOAttainment,
+		TTFTP50US: v.Metrics.TTFTP50US, TTFTP99US: v.Metrics.TTFTP99US, E2EP50US: v.Metrics.E2EP50US, E2EP99US: v.Metrics.E2EP99US,
+		Pending: int32(v.Pending), ProvisioningUS: trace.Null, WarmEndUS: trace.Null}
+	sp.lastAction = c.now
+	sp.ctrl.LastAction = c.now
+	if d.Target > v.Current {
+		c.sum.ScaleUps++
+		row.Action = trace.ScaleUp
+		n := d.Target - v.Current
+		var started []int32
+		for _, m := range sp.slots {
+			if n == 0 {
+				break
+			}
+			if c.reps[m].State == replica.Stopped {
+				started = append(started, m)
+				n--
+			}
+		}
+		if n > 0 {
+			row.To -= int32(n)
+			row.Reason += fmt.Sprintf("; %d replicas short: every slot is draining", n)
+		}
+		var maxDelay, warmEnd int64
+		for _, m := range started {
+			delay := c.launch(sp, m)
+			maxDelay = max(maxDelay, delay)
+			warmEnd = max(warmEnd, c.now+delay+sp.cfg.Warmup.Duration.US())
+		}
+		if len(started) > 0 {
+			row.ProvisioningUS, row.WarmEndUS = maxDelay, warmEnd
+		}
+		c.scaleRow(sp, row)
+	} else {
+		row.Action = trace.ScaleDown
+		c.sum.ScaleDowns++
+		c.scaleRow(sp, row) // before the lifecycle rows it causes
+		n := v.Current - d.Target
+		for _, st := range []replica.State{replica.Provisioning, replica.Warming, replica.Serving} {
+			for j := len(sp.slots) - 1; j >= 0 && n > 0; j-- {
+				if m := sp.slots[j]; c.reps[m].State == st {
+					c.retireReplica(sp, c.reps[m])
+					n--
+				}
+			}
+		}
+	}
+	if c.checks {
+		if cur, _ := c.counts(sp); cur < sp.min || cur > sp.max {
+			c.fail(fmt.Errorf("invariant violated: pool %s/%d has %d replicas, outside [%d, %d]", sp.dep.ID, sp.idx, cur, sp.min, sp.max))
+		}
+	}
+}
+
+// launch starts a stopped replica; it returns its provisioning + weight
+// load delay.
+func (c *Cluster) launch(sp *spool, m int32) int64 {
+	s := c.sc
+	rep := c.reps[m]
+	rep.State = replica.Provisioning
+	s.gen[m]++
+	delay := sp.delay.Draw() + sp.loadUS
+	c.h.pushGen(c.now+delay, evLifecycle, m, s.gen[m])
+	c.bill(sp, +1)
+	return delay
+}
+
+// retireReplica takes a replica out of the pool: one still provisioning
+// stops at once; a warming or serving one drains.
+func (c *Cluster) retireReplica(sp *spool, rep *replica.Replica) {
+	s := c.sc
+	i := rep.Index
+	if rep.State == replica.Provisioning {
+		c.stop(sp, rep, "cancelled while provisioning")
+		return
+	}
+	if w, ok := rep.Model.(*warmModel); ok {
+		rep.Model = w.Model
+	}
+	rep.State = replica.Draining
+	s.gen[i]++
+	c.rebuildBoard(sp.g)
+	a := sp.cfg
+	switch a.Drain.Mode {
+	case "immediate":
+		if rep.Busy() {
+			s.killEnd[i] = true
+			c.killAtStepEnd(rep)
+			return
+		}
+		c.kill(rep, fmt.Sprintf("replica %s scaled down (drain: immediate)", rep.ID))
+		return
+	case "redirect":
+		c.redirect(rep)
+	}
+	if a.Drain.Timeout > 0 {
+		c.h.pushGen(c.now+a.Drain.Timeout.US(), evLifecycle, i, s.gen[i])
+	}
+	c.drainedCheck(rep)
+}
+
+// onReplica lists the requests routed to rep and not finished.
+func (c *Cluster) onReplica(rep *replica.Replica, phases ...request.Phase) []*request.State {
+	var out []*request.State
+	for r := c.liveH; r != nil; r = r.LNext {
+		if r.Replica == rep.Index && slices.Contains(phases, r.Phase) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// redirect sends rep's waiting requests back through routing; running
+// ones, those in their alpha delay (already sent) and preempted ones
+// (scheduled before: their times are rep's) finish on rep.
+func (c *Cluster) redirect(rep *replica.Replica) {
+	for _, r := range c.onReplica(rep, request.Waiting) {
+		if r.FirstSched != trace.Null {
+			continue
+		}
+		rep.Cancel(r)
+		r.Replica, r.Routed, r.Enqueued = -1, trace.Null, trace.Null
+		r.Phase = request.Arriving
+		c.sum.Redirected++
+		c.markDirty(rep.Index)
+		c.sc.noCount = true
+		c.arrive(r)
+		c.sc.noCount = false
+	}
+}
+
+// kill stops rep now, dropping every request on it (counted).
+func (c *Cluster) kill(rep *replica.Replica, reason string) {
+	c.sc.killEnd[rep.Index] = false
+	for _, r := range c.onReplica(rep, request.Routed, request.Waiting, request.Running) {
+		if r.Phase == request.Routed {
+			rep.InFlight--
+		} else {
+			r.Generated = rep.Sched.Progress(r)
+			rep.Cancel(r)
+		}
+		r.Status, r.Reason, r.Finished = trace.StatusDropped, reason, c.now
+		c.sum.DrainDropped++
+		c.terminal(r)
+	}
+	c.stop(c.sc.pools[c.sc.poolOf[rep.Index]], rep, reason)
+}
+
+// killAtStepEnd schedules rep's kill at the end of its executing step
+// (found in the event queue: rare, so a scan): a lifecycle timer of the
+// same instant runs after the step end and before a next step starts.
+func (c *Cluster) killAtStepEnd(rep *replica.Replica) {
+	for _, e := range c.h.S {
+		if e.kind() == evStepEnd && e.inst() == rep.Index {
+			c.sc.gen[rep.Index]++
+			c.h.pushGen(e.t, evLifecycle, rep.Index, c.sc.gen[rep.Index])
+			return
+		}
+	}
+	c.fail(fmt.Errorf("internal error: replica %s is busy with no step end queued", rep.ID))
+}
+
+// drainedCheck stops a draining replica with nothing left to do; it
+// reports whether rep stopped.
+func (c *Cluster) drainedCheck(rep *replica.Replica) bool {
+	if c.sc.killEnd[rep.Index] {
+		return false // killed by its timer at the end of its step
+	}
+	if rep.Busy() || rep.InFlight > 0 || rep.Sched.HasWork() {
+		return false
+	}
+	c.stop(c.sc.pools[c.sc.poolOf[rep.Index]], rep, "drained")
+	return true
+}
+
+// stop makes rep stopped with a cold cache: a fresh KV store and
+// scheduler, and no entry in the group's prefix index.
+func (c *Cluster) stop(sp *spool, rep *replica.Replica, reason string) {
+	i := rep.Index
+	if c.checks && (rep.Busy() || rep.InFlight != 0 || rep.Sched.HasWork()) {
+		c.fail(fmt.Errorf("invariant violated: replica %s stopped with work (busy %v, in flight %d, waiting %d, running %d)",
+			rep.ID, rep.Busy(), rep.InFlight, rep.Sched.Waiting(), rep.Sched.Running()))
+	}
+	rep.State = replica.Stopped
+	c.sc.gen[i]++
+	c.sc.killEnd[i] = false
+	// The scheduler is replaced: keep its counts for the summary.
+	c.sc.preempts += rep.Sched.Preemptions()
+	c.sc.evicts += rep.Sched.KV().Evictions()
+	e := sp.dep.Engine
+	store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
+	var order sched.Order
+	var victim sched.Victim
+	if c.opts.Scheduling != nil {
+		order, victim = c.opts.Scheduling(i)
+	}
+	rep.Sched = sched.NewVLLM(sp.scfg, store, sp.dep.keys, order, victim)
+	if x := sp.g.index; x != nil {
+		slot := int32(slices.Index(sp.g.all, i))
+		x.purge(slot)
+		store.SetObserver(x.observer(slot))
+	}
+	c.bill(sp, -1)
+	c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleStopped, ReplicaID: rep.ID, Reason: reason})
+}
+
+// bill changes the pool's billed replicas at now.
+func (c *Cluster) bill(sp *spool, delta int) {
+	sp.gpuUS += float64(sp.billed) * float64(sp.tp) * float64(c.now-sp.billedAt)
+	sp.billedAt = c.now
+	sp.billed += delta
+}
+
+// scaleRow appends a scale-events row for sp at now.
+func (c *Cluster) scaleRow(sp *spool, e trace.ScaleEvent) {
+	e.TimeUS, e.Deployment, e.Pool = c.now, sp.dep.ID, int32(sp.idx)
+	if e.Action != trace.ScaleUp && e.Action != trace.ScaleDown {
+		for _, f := range []*float64{&e.QueueDepth, &e.Running, &e.Utilization, &e.KVUtilization, &e.RequestRate, &e.SLOAttainment} {
+			*f = math.NaN()
+		}
+		e.TTFTP50US, e.TTFTP99US, e.E2EP50US, e.E2EP99US = trace.Null, trace.Null, trace.Null, trace.Null
+		if e.ProvisioningUS == 0 {
+			e.ProvisioningUS = trace.Null
+		}
+		if e.WarmEndUS == 0 {
+			e.WarmEndUS = trace.Null
+		}
+	}
+	if sp.cfg == nil {
+		e.Replicas, e.Ready = int32(len(sp.slots)), int32(len(sp.slots))
+	} else {
+		_, ready := c.counts(sp)
+		e.Replicas, e.Ready = int32(sp.billed), int32(ready)
+	}
+	e.GPUsPerReplica, e.GPUHourUSD = sp.tp, sp.price
+	c.sc.rows = append(c.sc.rows, e)
+}
+
+// finishHeld makes the requests still held at a router unfinished (the
+// run ended with no replica to serve them).
+func (c *Cluster) finishHeld() {
+	for _, g := range c.grps {
+		for _, h := range g.held {
+			if r := h.r; r.Life == h.life && r.Phase == request.Arriving {
+				r.Status, r.Reason = trace.StatusUnfinished, "held at the router: no replica serving"
+				c.terminal(r)
+			}
+		}
+		g.held = nil
+	}
+}
+
+// finishScale closes the run's autoscaling: the run ends at its last
+// request event or lifecycle change (autoscaler ticks and stale timers
+// after it do not count), billing is closed then, and each pool gets an
+// end row.
+func (c *Cluster) finishScale() {
+	s := c.sc
+	if s.lastReal < c.now {
+		c.now = s.lastReal
+		c.sum.SimEndUS = s.lastReal
+	}
+	c.sum.Preemptions += s.preempts
+	c.sum.Evictions += s.evicts
+	c.sum.GPUHours = c.sum.GPUHours[:0]
+	for range c.deps {
+		c.sum.GPUHours = append(c.sum.GPUHours, 0)
+	}
+	for _, sp := range c.sc.pools {
+		c.bill(sp, 0)
+		c.sum.GPUHours[sp.depIdx] += sp.gpuUS / 3.6e9
+		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleEnd, Reason: "end of the run"})
+	}
+	if c.opts.ScaleEventsTo != nil {
+		c.opts.ScaleEventsTo(s.rows)
+	}
+}
+
+// ScaleEvents returns the scale-events rows so far (Options.ScaleEvents or
+// an autoscaled pool); nil otherwise.
+func (c *Cluster) ScaleEvents() []trace.ScaleEvent {
+	if c.sc == nil {
+		return nil
+	}
+	return c.sc.rows
+}
+
+// purge removes slot's entries from the index (its replica stopped: a
+// restarted replica has a cold cache). The map is walked in Go's order,
+// but each key's list is edited alone, so the result does not depend on it.
+func (x *prefixIndex) purge(slot int32) {
+	for k, hs := range x.byKey {
+		for i, p := range hs {
+			if p == slot {
+				hs[i] = hs[len(hs)-1]
+				hs = hs[:len(hs)-1]
+				break
+			}
+		}
+		if len(hs) == 0 {
+			delete(x.byKey, k)
+		} else {
+			x.byKey[k] = hs
+		}
+	}
+}
+
+// boardHolders translates the index's holders (slot positions) to board
+// positions, skipping replicas routing cannot choose.
+func (c *Cluster) boardHolders(g *group) []int32 {
+	hs := g.index.holders(c)
+	g.hbuf = g.hbuf[:0]
+	for _, s := range hs {
+		if p := g.posOfSlot[s]; p >= 0 {
+			g.hbuf = append(g.hbuf, p)
+		}
+	}
+	return g.hbuf
+}
+
+// clone copies the scaler for Cluster.Clone (requests through m).
+func (s *scaler) clone(m *request.Clone, d *Cluster, depMap map[*Deployment]*Deployment, grpMap map[*group]*group) *scaler {
+	x := *s
+	x.poolOf = append([]int32(nil), s.poolOf...)
+	x.gen = append([]uint32(nil), s.gen...)
+	x.killEnd = append([]bool(nil), s.killEnd...)
+	x.rows = append([]trace.ScaleEvent(nil), s.rows...)
+	x.views, x.lat, x.lat2, x.due = nil, nil, nil, nil
+	for _, rep := range d.reps {
+		if w, ok := rep.Model.(*warmModel); ok {
+			y := *w
+			y.now = &d.now // the fork's clock
+			rep.Model = &y
+		}
+	}
+	x.pools = make([]*spool, len(s.pools))
+	for i, sp := range s.pools {
+		y := *sp
+		y.dep = depMap[sp.dep]
+		y.g = grpMap[sp.g]
+		if sp.ctrl != nil {
+			y.ctrl = sp.ctrl.Clone()
+			y.delay = sp.delay.Clone()
+		}
+		y.ring = make([]bucket, len(sp.ring))
+		for j, b := range sp.ring {
+			b.ttft, b.e2e = slices.Clone(b.ttft), slices.Clone(b.e2e)
+			y.ring[j] = b
+		}
+		y.cur.ttft, y.cur.e2e = slices.Clone(sp.cur.ttft), slices.Clone(sp.cur.e2e)
+		y.lastBusy = slices.Clone(sp.lastBusy)
+		x.pools[i] = &y
+	}
+	return &x
+}
+
+// warmModel is a warming replica's latency model: the deployment's, with
+// step times multiplied by the warm-up curve's factor at the step's start
+// (the cluster's clock). Swapping the model, rather than testing a flag on
+// every step, keeps replicas that never warm free of the cost.
+type warmModel struct {
+	latency.Model
+	now        *int64
+	start, dur int64
+	curve      string
+	f0         float64
+}
+
+func (w *warmModel) StepTime(b *latency.Batch) int64 {
+	d := w.Model.StepTime(b)
+	return int64(float64(d) * autoscale.WarmFactor(w.curve, w.f0, *w.now-w.start, w.dur))
+}

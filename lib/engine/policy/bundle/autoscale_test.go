@@ -1,0 +1,77 @@
+package bundle_test
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy/bundle"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+const scaledCluster = `
+deployments:
+  - id: d
+    model: llama-3.1-8b
+    gpu: h100
+    engine: {kv_blocks: 2000}
+    latency: {mode: linear, beta: [1000, 1, 10]}
+    pools:
+      - {role: monolithic, replicas: 1, min_replicas: 1, max_replicas: 3,
+         autoscaler: {target: 4, interval: 10s, weight_load: {time: 1s}}}
+`
+
+// A bundle's autoscaler stage drives an autoscaled pool: Starlark's
+// scale(pool, cluster) answers 2 before 20 s and max_replicas after; the
+// engine applies it at each 10 s evaluation (bounds and stabilisation are
+// the engine's). A failing stage stops the run with its error.
+func TestBundleAutoscalerDrivesPool(t *testing.T) {
+	var reqs []trace.Request
+	for i := 0; i < 80; i++ {
+		r := trace.NewRequest(fmt.Sprint("r", i))
+		r.ArrivalUS, r.InputTokens, r.OutputTokens = int64(i)*500_000, 50, 5
+		reqs = append(reqs, r)
+	}
+	run := func(star string) ([]string, error) {
+		cfg, err := config.Parse("c.yaml", []byte(scaledCluster))
+		if err != nil {
+			t.Fatal(err)
+		}
+		models, _, err := engine.Prepare(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := bundle.Load(writeBundle(t, map[string]string{"b.yaml": "autoscaler: {kind: starlark, file: s.star}\n", "s.star": star}), bundle.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []trace.ScaleEvent
+		opts := engine.Options{CheckInvariants: true, ScaleEventsTo: func(r []trace.ScaleEvent) { rows = r }}
+		_, sink, err := b.Apply(&cfg, &opts, &memSink{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = engine.Run(cfg, models, engine.SliceSource(reqs), sink, opts)
+		var got []string
+		for _, r := range rows {
+			if r.Action == trace.ScaleUp || r.Action == trace.ScaleDown {
+				got = append(got, fmt.Sprintf("%d:%d→%d:%s", r.TimeUS/1e6, r.From, r.To, r.Reason))
+			}
+		}
+		return got, err
+	}
+	got, err := run("def scale(pool, cluster):\n    if pool.now_us >= 20000000:\n        return (pool.max_replicas, 'peak')\n    return (2, 'two')\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10:1→2:bundle two", "20:2→3:bundle peak"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decisions %q, want %q", got, want)
+	}
+	if _, err := run("def scale(pool, cluster):\n    return pool.replicas // 0\n"); err == nil || !strings.Contains(err.Error(), "s.star") {
+		t.Fatalf("a failing autoscaler stage: %v, want its error", err)
+	}
+}

@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/fit"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio" // --requests and the other tables may be Parquet
 	"github.com/urfave/cli/v2"

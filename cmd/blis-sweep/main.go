@@ -18,7 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/sweep"
 	"github.com/blis-sim/blis/lib/trace"

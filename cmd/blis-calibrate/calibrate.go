@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/blis-sim/blis/coefficients"
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/fit"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/fitted"

@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/fit"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio" // --requests and the other tables may be Parquet
 	"github.com/urfave/cli/v2"
@@ -37,7 +37,7 @@ func app() *cli.App {
 			&cli.IntFlag{Name: "test-tp", Usage: "TP of the --test run (default: from its meta.json)"},
 			&cli.StringFlag{Name: "model", Usage: "model: catalogue name, HF id or config.json path; also filters rows"},
 			&cli.StringFlag{Name: "gpu", Usage: "GPU name; also filters rows (h100 matches h100_sxm, h100-80gb)"},
-			&cli.IntFlag{Name: "tp", Usage: "tensor-parallel degree; also filters rows"},
+			&cli.IntFlag{Name: "tp", Usage: "tensor-parallel degree; also filters rows", DefaultText: "1, rows not filtered"},
 			&cli.StringFlag{Name: "engine", Usage: "serving engine (filters serving points; recorded in the file)"},
 			&cli.StringFlag{Name: "engine-version", Usage: "engine version (filters serving points; recorded in the file)"},
 			&cli.StringFlag{Name: "precision", Usage: "serving-points precision filter: native (the checkpoint's dtype), fp8, fp4, ..."},
@@ -49,8 +49,8 @@ func app() *cli.App {
 			&cli.IntFlag{Name: "block-size", Usage: "KV block size in tokens (default 16)"},
 			&cli.Float64Flag{Name: "gpu-memory-utilization", Usage: "fraction of GPU memory vLLM may use (default 0.9)"},
 			&cli.StringFlag{Name: "features", Value: "tokens", Usage: "feature set: plain, tokens, roofline, roofline-scale, or a comma list of lib/latency/fitted features"},
-			&cli.Float64Flag{Name: "holdout", Usage: "fraction of rows held out for testing (seeded)"},
-			&cli.IntFlag{Name: "kfold", Usage: "k-fold cross-validation (step-level fits)"},
+			&cli.Float64Flag{Name: "holdout", Usage: "fraction of rows held out for testing (seeded)", DefaultText: "none"},
+			&cli.IntFlag{Name: "kfold", Usage: "k-fold cross-validation (step-level fits)", DefaultText: "off"},
 			&cli.Uint64Flag{Name: "seed", Value: 42, Usage: "seed of the train/test split"},
 			&cli.IntFlag{Name: "chain-length", Usage: "serving points: requests per closed-loop client (default max(10, ⌈24/C⌉))"},
 			&cli.IntFlag{Name: "max-evals", Value: 300, Usage: "Nelder–Mead budget: simulations of the training set"},

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/coefficients"
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/latency/fitted"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/convert"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
@@ -71,9 +71,9 @@ func app() *cli.App {
 			&cli.IntFlag{Name: "block-size", Usage: "tokens per prefix hash block (default: the format's: mooncake 512, qwen 16, weka from the file)"},
 			&cli.StringFlag{Name: "start", Usage: "drop requests before this: a duration from the first request (10m) or an RFC 3339 time"},
 			&cli.StringFlag{Name: "end", Usage: "stop at this: a duration from the first request (1h) or an RFC 3339 time (exclusive)"},
-			&cli.Int64Flag{Name: "limit", Usage: "stop after N rows (a session in progress is completed)"},
+			&cli.Int64Flag{Name: "limit", Usage: "stop after N rows (a session in progress is completed)", DefaultText: "no limit"},
 			&cli.Float64Flag{Name: "speedup", Value: 1, Usage: "divide arrival times and delays by X (recorded in blis.time_scale)"},
-			&cli.Float64Flag{Name: "sample", Usage: "keep each request (with its session) with probability P (seeded by --seed)"},
+			&cli.Float64Flag{Name: "sample", Usage: "keep each request (with its session) with probability P (seeded by --seed)", DefaultText: "keep all"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of --sample"},
 			&cli.StringFlag{Name: "filter-model", Usage: "keep only requests (sessions) whose model is exactly this"},
 			&cli.BoolFlag{Name: "skip-bad", Usage: "skip malformed rows, printing the count per reason on stderr (default: stop at the first, exit 2)"},

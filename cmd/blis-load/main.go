@@ -21,7 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/load"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
@@ -47,13 +47,13 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "api-key-env", Value: "OPENAI_API_KEY", Usage: "name of the environment `VAR` holding the API key (sent as a bearer token when set)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "results output (`FILE`, - for stdout; .arrow, .parquet or a stream)"},
 			&cli.StringFlag{Name: "chunks", Usage: "also write every request's events (due, sent, each chunk, done or error) to `FILE`"},
-			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Usage: "at most N requests in flight; alone, a closed loop (the next goes when one finishes)"},
-			&cli.Float64Flag{Name: "rate", Usage: "roots as a Poisson stream at R per second (instead of the table's arrival times)"},
+			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Usage: "at most N requests in flight; alone, a closed loop (the next goes when one finishes)", DefaultText: "no limit"},
+			&cli.Float64Flag{Name: "rate", Usage: "roots as a Poisson stream at R per second (instead of the table's arrival times)", DefaultText: "the table's times"},
 			&cli.BoolFlag{Name: "offline", Usage: "every root at once at the start (maximum throughput)"},
 			&cli.Float64Flag{Name: "speedup", Usage: "table timing: divide arrival_us and delay_us by X", DefaultText: "1"},
 			&cli.StringFlag{Name: "duration", Usage: "stop issuing after this long (90s, 10m, or seconds)"},
-			&cli.Int64Flag{Name: "limit", Usage: "use only the first N rows of the table (in arrival order)"},
-			&cli.IntFlag{Name: "warmup", Usage: "send N warm-up requests first (shaped like the first rows, not in the results)"},
+			&cli.Int64Flag{Name: "limit", Usage: "use only the first N rows of the table (in arrival order)", DefaultText: "all"},
+			&cli.IntFlag{Name: "warmup", Usage: "send N warm-up requests first (shaped like the first rows, not in the results)", DefaultText: "none"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "give up on a request not finished this long after it was sent, unless its row has timeout_us (0 = never)", DefaultText: "0"},
 			&cli.StringFlag{Name: "drain", Value: "30s", Usage: "after --duration or an interrupt, wait this long for requests in flight"},
 			&cli.StringFlag{Name: "ignore-eos", Value: "auto", Usage: "send vLLM's min_tokens and ignore_eos to force output lengths: auto (unless the server rejects them), on, off"},

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 )
 
 // TestNotesOnStderr: a note (here an --slo class no row has) goes to stderr

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/trace"
 )
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/urfave/cli/v2"

@@ -18,7 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/sweep"
 	"github.com/blis-sim/blis/lib/trace"
@@ -50,7 +50,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress or summary on stderr"},
 
 			&cli.StringFlag{Name: "shard-index", Usage: "run only shard `I` (default: $JOB_COMPLETION_INDEX, $SLURM_ARRAY_TASK_ID or $AWS_BATCH_JOB_ARRAY_INDEX when --shard-count is set)"},
-			&cli.IntFlag{Name: "shard-count", Usage: "split the runs into `N` shards (run k is in shard k mod N)"},
+			&cli.IntFlag{Name: "shard-count", Usage: "split the runs into `N` shards (run k is in shard k mod N)", DefaultText: "one"},
 			&cli.BoolFlag{Name: "collect", Usage: "do not run: merge the results into the summary tables, or list the shards still missing"},
 
 			&cli.StringFlag{Name: "find", Usage: "capacity search: min-replicas or max-rate"},

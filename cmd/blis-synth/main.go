@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/synth"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
@@ -31,8 +31,8 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "example", Usage: "use the built-in example `NAME` instead of a spec file (see --list-examples)"},
 			&cli.BoolFlag{Name: "list-examples", Usage: "list the built-in examples and exit"},
 			&cli.BoolFlag{Name: "print-example", Usage: "print the YAML of --example and exit (a starting point for your own spec)"},
-			&cli.Uint64Flag{Name: "seed", Usage: "override the spec's seed"},
-			&cli.Int64Flag{Name: "num-requests", Usage: "override the spec's num_requests"},
+			&cli.Uint64Flag{Name: "seed", Usage: "override the spec's seed", DefaultText: "the spec's"},
+			&cli.Int64Flag{Name: "num-requests", Usage: "override the spec's num_requests", DefaultText: "the spec's"},
 			&cli.BoolFlag{Name: "check", Usage: "validate the spec and exit without writing"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the summary line on stderr"},
 			&cli.StringFlag{Name: "fit", Usage: "propose a spec fitted to the requests table `TRACE` (a converted real trace): YAML to -o (default stdout), the trace's statistics beside the regenerated spec's on stderr"},

@@ -8,8 +8,9 @@ import (
 )
 
 // CountRows counts the rows of an Arrow IPC stream or file at path by
-// reading only the message headers and skipping the bodies, so that a
-// progress line can show a total and an ETA before the table is read.
+// reading only the message headers and skipping the bodies (of a Parquet
+// file, from its footer, when Parquet is linked in), so that a progress
+// line can show a total and an ETA before the table is read.
 // ok is false for anything else (stdin, Parquet, a corrupt file): the
 // caller then goes without a total; reading the table reports the errors.
 func CountRows(path string) (n int64, ok bool) {
@@ -26,8 +27,16 @@ func CountRows(path string) (n int64, ok bool) {
 	}
 	var off int64
 	var magic [8]byte
-	if k, _ := f.ReadAt(magic[:], 0); k == 8 && string(magic[:6]) == "ARROW1" {
+	k, _ := f.ReadAt(magic[:], 0)
+	switch {
+	case k == 8 && string(magic[:6]) == "ARROW1":
 		off = 8 // an IPC file holds a stream after its 8-byte magic, then the footer
+	case k >= 4 && string(magic[:4]) == "PAR1":
+		if pf, ok := formatFor("x.parquet"); ok && pf.Rows != nil {
+			n, err := pf.Rows(path) // from the footer
+			return n, err == nil
+		}
+		return 0, false
 	}
 	var hdr [8]byte
 	for {

@@ -38,6 +38,9 @@ type Format struct {
 	Open func(path string) (BatchReader, error)
 	// Write encodes a table onto w; Create manages the file around it.
 	Write func(w io.Writer, schema *arrow.Schema) (Sink, error)
+	// Rows, when set, returns the row count from the file's metadata
+	// without reading the data (for CountRows).
+	Rows func(path string) (int64, error)
 }
 
 // BatchReader is the minimal reading interface every format provides.

@@ -1,8 +1,13 @@
 package config
 
 import (
+	"os"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/blis-sim/blis/lib/yamlcheck"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestParse(t *testing.T) {
@@ -179,12 +184,43 @@ func TestDeploymentsForm(t *testing.T) {
 	}
 }
 
-func TestExampleClusterYAML(t *testing.T) {
-	c, err := Load("../../../examples/cluster.yaml")
+// examples/cluster.yaml claims "every key with its default": it must set
+// every key of the flat form, and to its default.
+func TestExampleClusterYAMLIsEveryKeyWithItsDefault(t *testing.T) {
+	const path = "../../../examples/cluster.yaml"
+	c, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Replicas != 4 || c.Router.Routing != "least-loaded" || c.Engine.KVBlocks != 0 {
-		t.Fatalf("%+v", c)
+	if got, want := c.YAML(), Default().YAML(); got != want {
+		t.Errorf("%s is not the defaults:\n%s\nwant\n%s", path, got, want)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := yamlcheck.Check(path, &doc, reflect.TypeOf(Cluster{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range yamlcheck.Keys(reflect.TypeOf(Cluster{})) {
+		sub := map[string]reflect.Type{"engine": reflect.TypeOf(Engine{}), "router": reflect.TypeOf(Router{}), "latency": reflect.TypeOf(Latency{}), "network": reflect.TypeOf(Network{})}
+		if k == "deployments" {
+			continue // the other form (examples/deployments.yaml)
+		}
+		if _, ok := lines[k]; !ok {
+			t.Errorf("%s does not set %s", path, k)
+		}
+		if st, ok := sub[k]; ok {
+			for _, kk := range yamlcheck.Keys(st) {
+				if _, ok := lines[k+"."+kk]; !ok {
+					t.Errorf("%s does not set %s.%s", path, k, kk)
+				}
+			}
+		}
 	}
 }

@@ -21,7 +21,17 @@ import (
 )
 
 func init() {
-	trace.RegisterFormat(".parquet", trace.Format{Name: "parquet", Open: open, Write: write})
+	trace.RegisterFormat(".parquet", trace.Format{Name: "parquet", Open: open, Write: write, Rows: rows})
+}
+
+// rows reads the row count from the file's footer.
+func rows(path string) (int64, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return 0, err
+	}
+	defer pf.Close()
+	return pf.NumRows(), nil
 }
 
 type reader struct {

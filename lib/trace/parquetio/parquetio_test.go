@@ -41,6 +41,10 @@ func TestParquetRoundTrip(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The footer's row count gives blis-sim's progress line its total.
+	if n, ok := trace.CountRows(path); !ok || n != int64(len(want)) {
+		t.Errorf("CountRows = %d, %v; want %d", n, ok, len(want))
+	}
 	src, err := trace.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)

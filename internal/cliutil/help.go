@@ -23,14 +23,18 @@ var urfaveStringer = cli.FlagStringer
 
 // flagString is urfave's line for a flag without its "(default: …)" when
 // the usage already says what the default is ("(default 16)", "(default:
-// from GPU memory)"), and without "(default: false)" on switches.
+// from GPU memory)", "(0 = never)" for a 0), and without "(default:
+// false)" on switches.
 func flagString(f cli.Flag) string {
 	s := urfaveStringer(f)
 	df, ok := f.(cli.DocGenerationFlag)
 	if !ok {
 		return s
 	}
-	own := strings.Contains(df.GetUsage(), "(default")
+	usage := df.GetUsage()
+	own := strings.Contains(usage, "(default") ||
+		df.GetDefaultText() == "0" && strings.Contains(usage, "0 = ") // "(0 = never)" says it
+
 	if bf, isBool := f.(*cli.BoolFlag); isBool && !bf.Value && bf.DefaultText == "" {
 		own = true
 	}

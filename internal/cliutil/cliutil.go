@@ -1,5 +1,8 @@
-// Package cliutil holds what every blis binary does the same way: exit codes,
-// quiet exit on a closed pipe, and error formatting.
+// Package cliutil holds what every blis binary does the same way: exit
+// codes (lib/badinput marks status 2), a quiet exit on a closed pipe, error
+// formatting, a panic reported as a bug in blis, SIGINT/SIGTERM removing
+// temporaries (lib/cleanup), --help and --version, and the progress line.
+// It is for the commands only: libraries return errors and never exit.
 package cliutil
 
 import (

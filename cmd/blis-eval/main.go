@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/eval"
 	"github.com/blis-sim/blis/lib/fitness"
 	"github.com/blis-sim/blis/lib/summary"

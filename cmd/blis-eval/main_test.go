@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 )
 
 const evolve = "../../examples/evolve/"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/fitness"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/summary"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/eval"
 	"github.com/blis-sim/blis/lib/fitness"
 )

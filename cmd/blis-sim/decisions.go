@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/blis-sim/blis/lib/cliutil"
+	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/decision"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"

@@ -35,7 +35,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "workload", Usage: "blis-synth workload spec, regenerated with seed+i for replication i (instead of a requests table)"},
 			&cli.IntFlag{Name: "seeds", Value: 1, Usage: "seeded replications: metrics get their mean and 95% CI"},
 			&cli.StringFlag{Name: "artifacts", Usage: "directory for the results, decisions, anomalies and summary", DefaultText: "a new temporary directory"},
-			&cli.Float64Flag{Name: "regret-sample", Usage: "fraction of routing decisions replayed for counterfactual regret"},
+			&cli.Float64Flag{Name: "regret-sample", Usage: "fraction of routing decisions replayed for counterfactual regret", DefaultText: "0, none"},
 			&cli.StringFlag{Name: "summary-strategy", Value: summary.IssueFocused, Usage: "summary strategy: " + strings.Join(summary.Strategies, ", ")},
 		},
 		Action: run,

@@ -17,7 +17,7 @@ func traceFlags() []cli.Flag {
 		&cli.StringFlag{Name: "trace-level", Usage: "decision trace: minimal (nothing, no cost), decisions (admission, priority, routing, preemption rows) or full (and one batch row per step)", DefaultText: "minimal, or decisions with --decisions"},
 		&cli.StringFlag{Name: "decisions", Usage: "write the decisions table to `FILE`"},
 		&cli.StringFlag{Name: "anomalies", Usage: "write the anomalies table to `FILE`"},
-		&cli.Float64Flag{Name: "regret-sample", Usage: "fraction of routing decisions replayed with each top-k alternative (counterfactual regret; seeded by --seed)"},
+		&cli.Float64Flag{Name: "regret-sample", Usage: "fraction of routing decisions replayed with each top-k alternative (counterfactual regret; seeded by --seed)", DefaultText: "0, none"},
 		&cli.StringFlag{Name: "regret-window", Usage: "simulated time each counterfactual replay runs", DefaultText: "2s"},
 		&cli.IntFlag{Name: "top-k", Usage: "candidates kept per routing row (and replayed for regret)", DefaultText: "3"},
 		&cli.StringSliceFlag{Name: "slo", Usage: `latency targets for slo_violation anomalies: "ttft=200ms,tpot=50ms" or "interactive:ttft=200ms" (repeatable)`},

@@ -32,6 +32,7 @@ if [ -n "${TRACE:-}" ]; then
 fi
 if [ -n "${REGRET:-}" ]; then
   set -- "$@" --regret-sample "$REGRET"
+fi
 if [ -n "${POLICY:-}" ]; then
   set -- "$@" --policy "$POLICY"
 fi

@@ -70,3 +70,21 @@ func TestBrowserSkipIsSaid(t *testing.T) {
 		t.Fatalf("the skip is not said:\n%s", out)
 	}
 }
+
+// TestShellScriptsParse: every shell script of the repository parses
+// (bash -n). The bench scripts run only by hand or under bench/run.sh, so a
+// merge that dropped a `fi` from bench/sim.sh went unnoticed until then.
+func TestShellScriptsParse(t *testing.T) {
+	root := repoRoot()
+	scripts, _ := filepath.Glob(filepath.Join(root, "bench", "*.sh"))
+	more, _ := filepath.Glob(filepath.Join(root, "scripts", "*.sh"))
+	scripts = append(append(scripts, more...), filepath.Join(root, ".ci", "run"))
+	if len(scripts) < 5 {
+		t.Fatalf("found only %d scripts under bench/, scripts/ and .ci/", len(scripts))
+	}
+	for _, s := range scripts {
+		if out, err := exec.Command("bash", "-n", s).CombinedOutput(); err != nil {
+			t.Errorf("%s does not parse: %v\n%s", s, err, out)
+		}
+	}
+}

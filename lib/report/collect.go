@@ -594,7 +594,7 @@ func (r *run) names() []string {
 func (r *run) rowErr(rd *reader, i int, err error) error {
 	id := ""
 	if j := colIndex(rd.rec.Schema(), trace.ColRequestID); j >= 0 {
-		id = strValue(rd.rec.Column(j), i)
+		id = trace.StringAt(rd.rec.Column(j), i)
 	}
 	return &trace.RowError{Path: r.path, Row: r.rows, RequestID: id, Err: err}
 }

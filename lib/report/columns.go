@@ -169,18 +169,3 @@ func (k *strKey) code(i int) int32 {
 	return -1
 }
 
-// value returns the string at row i ("" when null) without interning.
-func strValue(a arrow.Array, i int) string {
-	if a == nil || a.IsNull(i) {
-		return ""
-	}
-	switch x := a.(type) {
-	case *array.String:
-		return x.Value(i)
-	case *array.LargeString:
-		return x.Value(i)
-	case *array.Dictionary:
-		return x.Dictionary().(*array.String).Value(x.GetValueIndex(i))
-	}
-	return ""
-}

@@ -37,14 +37,14 @@ type sessions struct {
 func newSessions(limit int) *sessions { return &sessions{key: newStrKey(), limit: limit} }
 
 func (s *sessions) add(sc int32, rd *reader, i int, v *rowv, hasArr bool, arr, fin int64, hasFin bool) {
-	n := sessNode{sess: sc, id: strings.Clone(strValue(rd.reqID, i)), root: hasArr, arr: trace.Null, fin: trace.Null,
+	n := sessNode{sess: sc, id: strings.Clone(trace.StringAt(rd.reqID, i)), root: hasArr, arr: trace.Null, fin: trace.Null,
 		e2e: trace.Null, delay: rd.delay.or(i, 0), loop: rd.loop.or(i, 0), tool: v.tool, completed: v.st == stCompleted,
 		cut: v.st == stUnfinished}
-	if n.cut && rd.reason != nil && strValue(rd.reason, i) == "arrives after horizon" {
+	if n.cut && rd.reason != nil && trace.StringAt(rd.reason, i) == "arrives after horizon" {
 		n.late = true
 	}
 	if rd.step != nil {
-		n.step = strings.Clone(strValue(rd.step, i))
+		n.step = strings.Clone(trace.StringAt(rd.step, i))
 	}
 	if v.hasEff {
 		n.arr = v.eff
@@ -58,7 +58,7 @@ func (s *sessions) add(sc int32, rd *reader, i int, v *rowv, hasArr bool, arr, f
 	if l, ok := rd.deps.(*array.List); ok && !l.IsNull(i) {
 		start, end := l.ValueOffsets(i)
 		for j := start; j < end; j++ {
-			n.deps = append(n.deps, strings.Clone(strValue(l.ListValues(), int(j))))
+			n.deps = append(n.deps, strings.Clone(trace.StringAt(l.ListValues(), int(j))))
 		}
 	}
 	_ = arr

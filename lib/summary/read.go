@@ -66,22 +66,6 @@ type Cluster struct {
 	MagnitudeCount int64
 }
 
-func strAt(a arrow.Array, i int) string {
-	if a == nil || a.IsNull(i) {
-		return ""
-	}
-	switch x := a.(type) {
-	case *array.String:
-		return x.Value(i)
-	case *array.LargeString:
-		return x.Value(i)
-	case *array.Dictionary:
-		if d, ok := x.Dictionary().(*array.String); ok {
-			return d.Value(x.GetValueIndex(i))
-		}
-	}
-	return ""
-}
 
 func i64At(a arrow.Array, i int) int64 {
 	if a == nil || a.IsNull(i) {
@@ -165,13 +149,13 @@ func ReadDecisions(path string) (*Decisions, error) {
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			d.Rows++
-			k := strAt(kind, i)
+			k := trace.StringAt(kind, i)
 			d.ByKind[k]++
 			if k != trace.DecisionRouting {
 				continue
 			}
-			d.Reasons[strAt(rsn, i)]++
-			d.Targets[strAt(tgt, i)]++
+			d.Reasons[trace.StringAt(rsn, i)]++
+			d.Targets[trace.StringAt(tgt, i)]++
 			e, h := i32At(exp, i), i32At(hit, i)
 			if e != trace.NullI32 && h != trace.NullI32 && i32At(pbk, i) > 0 {
 				d.Compared++
@@ -179,8 +163,8 @@ func ReadDecisions(path string) (*Decisions, error) {
 					d.Divergent++
 				}
 			}
-			row := Decision{Seq: i64At(seq, i), TimeUS: i64At(tm, i), RequestID: strAt(req, i), Tenant: strAt(ten, i), Class: strAt(cls, i),
-				Target: strAt(tgt, i), Reason: strAt(rsn, i), TTFTUS: i64At(ttft, i), RegretUS: i64At(reg, i), WindowRegretUS: f64At(wreg, i),
+			row := Decision{Seq: i64At(seq, i), TimeUS: i64At(tm, i), RequestID: trace.StringAt(req, i), Tenant: trace.StringAt(ten, i), Class: trace.StringAt(cls, i),
+				Target: trace.StringAt(tgt, i), Reason: trace.StringAt(rsn, i), TTFTUS: i64At(ttft, i), RegretUS: i64At(reg, i), WindowRegretUS: f64At(wreg, i),
 				ExpectedHit: e, CacheHit: h, Waiting: i32At(wt, i), Running: i32At(rn, i), InFlight: i32At(fl, i), KVUtil: f64At(kvu, i)}
 			row.hasRegret = row.RegretUS != trace.Null
 			if row.hasRegret {
@@ -255,7 +239,7 @@ func readCands(l *array.List, i int) []trace.Candidate {
 	id, sc, w, r, fl, kv, cb, cf, cw := f("replica_id"), f("score"), f("waiting"), f("running"), f("in_flight"), f("kv_util"), f("cached_blocks"), f("cf_ttft_us"), f("cf_window_ttft_us")
 	var out []trace.Candidate
 	for j := int(start); j < int(end); j++ {
-		out = append(out, trace.Candidate{ReplicaID: strAt(id, j), Score: f64At(sc, j), Waiting: i32At(w, j), Running: i32At(r, j),
+		out = append(out, trace.Candidate{ReplicaID: trace.StringAt(id, j), Score: f64At(sc, j), Waiting: i32At(w, j), Running: i32At(r, j),
 			InFlight: i32At(fl, j), KVUtil: f64At(kv, j), CachedBlocks: i32At(cb, j), CFTTFTUS: i64At(cf, j), CFWindowTTFTUS: f64At(cw, j)})
 	}
 	return out
@@ -287,7 +271,7 @@ func ReadAnomalies(path string) (*Anomalies, error) {
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			a.Rows++
-			t, r := strAt(typ, i), strAt(rep, i)
+			t, r := trace.StringAt(typ, i), trace.StringAt(rep, i)
 			a.ByType[t]++
 			k := t + "\x00" + r
 			c := a.byKey[k]
@@ -299,10 +283,10 @@ func ReadAnomalies(path string) (*Anomalies, error) {
 			c.Count++
 			c.First = min(c.First, i64At(tm, i))
 			c.Last = max(c.Last, i64At(end, i))
-			s := strAt(sev, i)
+			s := trace.StringAt(sev, i)
 			c.Severity[s]++
 			if sevRank[s] > c.exampleRank {
-				c.exampleRank, c.Example = sevRank[s], strAt(desc, i)
+				c.exampleRank, c.Example = sevRank[s], trace.StringAt(desc, i)
 			}
 			if m := f64At(mag, i); !math.IsNaN(m) {
 				c.MagnitudeSum += m

@@ -264,3 +264,24 @@ func (c *u64ListCol) get(i int) []uint64 {
 	}
 	return out
 }
+
+// StringAt is the string at row i of a string, large-string or
+// dictionary<string> column ("" for null, an absent column or another
+// type): for readers that look at a few rows, such as error messages and
+// the small decisions and anomalies tables; bulk readers bind a strCol.
+func StringAt(a arrow.Array, i int) string {
+	if a == nil || a.IsNull(i) {
+		return ""
+	}
+	switch x := a.(type) {
+	case *array.String:
+		return x.Value(i)
+	case *array.LargeString:
+		return x.Value(i)
+	case *array.Dictionary:
+		if d, ok := x.Dictionary().(*array.String); ok {
+			return d.Value(x.GetValueIndex(i))
+		}
+	}
+	return ""
+}

@@ -99,3 +99,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Errors name the line and the key, never a Go type (issue 10, item 10).
+func TestParseErrorsNameLineAndKey(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"name: x\nobjectivs: []\n", "fitness spec:2: objectivs: unknown key; did you mean objectives?"},
+		{"objectives:\n  - {metric: goodputt, direction: max}\n", `fitness spec:2: objectives[0].metric: unknown metric "goodputt"`},
+		{"objectives:\n  - {metric: throughput, direction: max, weight: many}\n", "fitness spec:2: objectives[0].weight: expected a number"},
+		{"objectives:\n  - {metric: throughput, direction: max}\nconstraints:\n  - \"ttft_p99 = 3\"\n", "fitness spec:4: constraints[0]:"},
+	} {
+		_, err := Parse([]byte(tc.spec))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "rawSpec") {
+			t.Errorf("%q: error %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+}

@@ -6,15 +6,16 @@
 package fitness
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
+	"github.com/blis-sim/blis/lib/yamlcheck"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/blis-sim/blis/lib/report"
@@ -88,44 +89,60 @@ type rawSpec struct {
 	Constraints []string `yaml:"constraints"`
 }
 
-// Load reads a fitness spec file.
+// Load reads a fitness spec file; its errors name the file, the line and
+// the key ("f.yaml:4: objectives[0].metric: unknown metric …").
 func Load(path string) (*Spec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
+	return parse(path, b)
 }
 
-// Parse reads a fitness spec.
-func Parse(b []byte) (*Spec, error) {
+// Parse reads a fitness spec (errors are named "fitness spec:LINE: …").
+func Parse(b []byte) (*Spec, error) { return parse("fitness spec", b) }
+
+func parse(name string, b []byte) (*Spec, error) {
 	var raw rawSpec
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&raw); err != nil {
+	if err := yamlcheck.Decode(name, b, &raw); err != nil {
 		if err == io.EOF {
-			return nil, errors.New("empty fitness spec: expected objectives")
+			return nil, fmt.Errorf("%s: empty fitness spec: expected objectives", name)
 		}
-		return nil, fmt.Errorf("%v (expected keys: name, slo, objectives, constraints)", err)
+		return nil, err
+	}
+	// Lines of the keys, for the checks below (the document parsed once more).
+	var doc yaml.Node
+	_ = yaml.Unmarshal(b, &doc)
+	lines, _ := yamlcheck.Check(name, &doc, reflect.TypeOf(raw))
+	at := func(key string) error {
+		for k := key; ; {
+			if l, ok := lines[k]; ok {
+				return fmt.Errorf("%s:%d: %s", name, l, key)
+			}
+			i := strings.LastIndexAny(k, ".[")
+			if i < 0 {
+				return fmt.Errorf("%s: %s", name, key)
+			}
+			k = k[:i]
+		}
+	}
+	fail := func(key string, format string, args ...any) error {
+		return fmt.Errorf("%v: %s", at(key), fmt.Sprintf(format, args...))
 	}
 	s := &Spec{Name: raw.Name, SLO: raw.SLO}
 	var err error
 	if s.slos, err = report.ParseSLOs(raw.SLO); err != nil {
-		return nil, fmt.Errorf("slo: %v", err)
+		return nil, fail("slo", "%v", err)
 	}
 	if len(raw.Objectives) == 0 {
-		return nil, errors.New("objectives: expected at least one objective")
+		return nil, fail("objectives", "expected at least one objective")
 	}
 	total := 0.0
 	for i, o := range raw.Objectives {
 		where := fmt.Sprintf("objectives[%d]", i)
 		ref, err := ParseRef(o.Metric)
 		if err != nil {
-			return nil, fmt.Errorf("%s.metric: %v", where, err)
+			return nil, fail(where+".metric", "%v", err)
 		}
 		ob := Objective{Ref: ref, Weight: 1, Scale: 1}
 		switch strings.ToLower(o.Direction) {
@@ -133,38 +150,38 @@ func Parse(b []byte) (*Spec, error) {
 			ob.Maximize = true
 		case "minimize", "minimise", "min":
 		case "":
-			return nil, fmt.Errorf("%s.direction: expected maximize or minimize", where)
+			return nil, fail(where+".direction", "expected maximize or minimize")
 		default:
-			return nil, fmt.Errorf("%s.direction: expected maximize or minimize, found %q", where, o.Direction)
+			return nil, fail(where+".direction", "expected maximize or minimize, found %q", o.Direction)
 		}
 		if o.Weight != nil {
 			ob.Weight = *o.Weight
 		}
 		if ob.Weight < 0 || math.IsNaN(ob.Weight) || math.IsInf(ob.Weight, 0) {
-			return nil, fmt.Errorf("%s.weight: expected a number >= 0, found %v", where, ob.Weight)
+			return nil, fail(where+".weight", "expected a number >= 0, found %v", ob.Weight)
 		}
 		if o.Scale != nil {
 			ob.Scale = *o.Scale
 		}
 		if !(ob.Scale > 0) || math.IsInf(ob.Scale, 0) {
-			return nil, fmt.Errorf("%s.scale: expected a number > 0, found %v", where, ob.Scale)
+			return nil, fail(where+".scale", "expected a number > 0, found %v", ob.Scale)
 		}
 		if err := s.needsSLO(ref); err != nil {
-			return nil, fmt.Errorf("%s.metric: %v", where, err)
+			return nil, fail(where+".metric", "%v", err)
 		}
 		total += ob.Weight
 		s.Objectives = append(s.Objectives, ob)
 	}
 	if total == 0 {
-		return nil, errors.New("objectives: every weight is 0: expected at least one weight > 0 (the primary would be undefined)")
+		return nil, fail("objectives", "every weight is 0: expected at least one weight > 0 (the primary would be undefined)")
 	}
 	for i, text := range raw.Constraints {
 		c, err := ParseConstraint(text)
 		if err != nil {
-			return nil, fmt.Errorf("constraints[%d]: %v", i, err)
+			return nil, fail(fmt.Sprintf("constraints[%d]", i), "%v", err)
 		}
 		if err := s.needsSLO(c.Ref); err != nil {
-			return nil, fmt.Errorf("constraints[%d]: %v", i, err)
+			return nil, fail(fmt.Sprintf("constraints[%d]", i), "%v", err)
 		}
 		s.Constraints = append(s.Constraints, c)
 	}

@@ -168,4 +168,3 @@ func (k *strKey) code(i int) int32 {
 	}
 	return -1
 }
-

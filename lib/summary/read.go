@@ -66,7 +66,6 @@ type Cluster struct {
 	MagnitudeCount int64
 }
 
-
 func i64At(a arrow.Array, i int) int64 {
 	if a == nil || a.IsNull(i) {
 		return trace.Null

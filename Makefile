@@ -22,11 +22,12 @@ demo: build
 	  | $(BIN)/blis-report
 
 # Tests of blis-load's issue times run on their own, after the rest: a
-# parallel test run would measure the other packages' CPU, not ours. The
+# parallel test run would measure the other packages' CPU, not ours (-p 1:
+# not even the two packages of blis-load side by side). The
 # browser tests too, so that make test says when they were skipped.
 test: fmt-check vet
 	BLIS_SKIP_TIMING=1 $(GO) test -count=1 -skip 'InBrowser' ./...
-	$(GO) test -count=1 -run 'Precision|MockLLM|Schedulers|DurationAndLimit' ./lib/load/ ./cmd/blis-load/
+	$(GO) test -count=1 -p 1 -run 'Precision|MockLLM|Schedulers|DurationAndLimit' ./lib/load/ ./cmd/blis-load/
 	scripts/browser-tests.sh
 	scripts/fuzz-smoke.sh
 

@@ -303,15 +303,31 @@ func TestSchedulers(t *testing.T) {
 		}
 	}
 
+	// Never early, in any attempt; on time within 5 ms in at least one of
+	// three, since one descheduling of this process on a shared CI machine
+	// makes a single request late without saying anything about the scheduler.
 	t.Run("trace", func(t *testing.T) {
-		sum, c, _ := session(t, srv, Completions, path, Options{Timing: TimingTrace, Speedup: 2})
-		lagOK(t, sum)
-		for _, r := range c.res {
-			want := reqs[indexOf(reqs, r.ID)].ArrivalUS / 2
-			if d := r.ArrivalUS - want; d < 0 || d > 5000 {
-				t.Errorf("%s sent at %d µs, planned %d", r.ID, r.ArrivalUS, want)
+		var late string
+		for attempt := 1; attempt <= 3; attempt++ {
+			sum, c, _ := session(t, srv, Completions, path, Options{Timing: TimingTrace, Speedup: 2})
+			lagOK(t, sum)
+			late = ""
+			for _, r := range c.res {
+				want := reqs[indexOf(reqs, r.ID)].ArrivalUS / 2
+				d := r.ArrivalUS - want
+				if d < 0 {
+					t.Fatalf("%s sent at %d µs, before its plan %d", r.ID, r.ArrivalUS, want)
+				}
+				if d > 5000 && late == "" {
+					late = fmt.Sprintf("%s sent at %d µs, planned %d", r.ID, r.ArrivalUS, want)
+				}
 			}
+			if late == "" {
+				return
+			}
+			t.Logf("attempt %d: %s", attempt, late)
 		}
+		t.Errorf("no attempt sent every request within 5 ms of its plan; last: %s", late)
 	})
 	t.Run("poisson", func(t *testing.T) {
 		sum, c, _ := session(t, srv, Completions, path, Options{Timing: TimingPoisson, Rate: 400, Seed: 7})

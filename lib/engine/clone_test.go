@@ -65,7 +65,7 @@ func start(t *testing.T, c config.Cluster, reqs []trace.Request, sink Sink, opts
 		t.Fatal(err)
 	}
 	f := &feeder{c: cl, lastRoot: math.MinInt64}
-	if err := f.preloadAll(reqs); err != nil {
+	if err := f.preloadAll(&sliceSource{reqs: reqs}); err != nil {
 		t.Fatal(err)
 	}
 	return cl, f

@@ -159,7 +159,6 @@ func TestEvalUsage(t *testing.T) {
 		{[]string{"--cluster", good, "--fitness", zero, "--workload", evolve + "workload.yaml"}, "every weight is 0"},
 		{[]string{"--cluster", good, "--fitness", unknown, "--workload", evolve + "workload.yaml"}, `unknown metric "thruput"`},
 		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "--seeds", "0", "--workload", evolve + "workload.yaml"}, "--seeds"},
-		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "--policy", evolve + "candidates/good.bundle.yaml", "--regret-sample", "0.1", "--workload", evolve + "workload.yaml"}, "--regret-sample"},
 		{[]string{"--cluster", good, "--fitness", evolve + "fitness.yaml", "nope.arrow"}, "nope.arrow"},
 	} {
 		code, _, stderr := runEval(t, append([]string{"--artifacts", t.TempDir()}, tc.args...)...)

@@ -1,6 +1,6 @@
 # The two commands a new user needs are `make demo` and `make test`.
 BIN := bin
-BINARIES := blis-convert blis-synth blis-sim blis-report blis-calibrate blis-sweep blis-load blis-eval
+BINARIES := blis-convert blis-synth blis-sim blis-report blis-calibrate blis-sweep blis-load blis-serve blis-eval
 GO ?= go
 
 .PHONY: all build demo test vet fmt-check fuzz-smoke bench coefficients fidelity clean
@@ -21,13 +21,13 @@ demo: build
 	  | $(BIN)/blis-sim --replicas 4 --model llama-3.1-8b --gpu h100 \
 	  | $(BIN)/blis-report
 
-# Tests of blis-load's issue times run on their own, after the rest: a
+# Tests of blis-load's issue times (and blis-serve's closed loop) run on their own, after the rest: a
 # parallel test run would measure the other packages' CPU, not ours (-p 1:
 # not even the two packages of blis-load side by side). The
 # browser tests too, so that make test says when they were skipped.
 test: fmt-check vet
 	BLIS_SKIP_TIMING=1 $(GO) test -count=1 -skip 'InBrowser' ./...
-	$(GO) test -count=1 -p 1 -run 'Precision|MockLLM|Schedulers|DurationAndLimit' ./lib/load/ ./cmd/blis-load/
+	$(GO) test -count=1 -p 1 -run 'Precision|MockLLM|Schedulers|DurationAndLimit|ClosedLoop' ./lib/load/ ./cmd/blis-load/ ./lib/serve/
 	scripts/browser-tests.sh
 	scripts/fuzz-smoke.sh
 

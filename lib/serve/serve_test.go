@@ -176,8 +176,8 @@ func byArrival(rs []trace.Result) {
 // wake-up latency, and the simulation must be what blis-sim computes for
 // the table with those arrival times (prefix sharing recovered from the
 // prompts' token ids). The server runs in this process on the same cores,
-// so an attempt passes when 90% of requests are within 2 ms and all
-// within 15 ms; the test fails when none of three attempts does.
+// so an attempt passes when 90% of requests are within 3 ms and all
+// within 20 ms; the test fails when none of three attempts does.
 func TestClosedLoopTiming(t *testing.T) {
 	if raceEnabled {
 		t.Skip("timing is not measurable under the race detector")
@@ -187,17 +187,17 @@ func TestClosedLoopTiming(t *testing.T) {
 	}
 	var last string
 	for attempt := 1; attempt <= 3; attempt++ {
-		p90, worst := closedLoop(t)
-		last = fmt.Sprintf("|client − simulated| over TTFT and E2E: p90 %d µs, max %d µs", p90, worst)
+		p50, p90, worst, mean := closedLoop(t)
+		last = fmt.Sprintf("|client − simulated| over TTFT and E2E of 24 requests: p50 %d µs, p90 %d µs, max %d µs (mean signed %+d µs)", p50, p90, worst, mean)
 		t.Logf("attempt %d: %s", attempt, last)
-		if p90 <= 2000 && worst <= 15000 {
+		if p90 <= 3000 && worst <= 20000 {
 			return
 		}
 	}
 	t.Fatalf("closed loop off by more than the tolerance in 3 attempts; last: %s", last)
 }
 
-func closedLoop(t *testing.T) (p90, worst int64) {
+func closedLoop(t *testing.T) (p50, p90, worst, mean int64) {
 	cfg := testCluster(t, 2)
 	served := &collector{}
 	_, url, stop := start(t, cfg, served)
@@ -235,6 +235,7 @@ func closedLoop(t *testing.T) (p90, worst int64) {
 			cachedShared += c.CachedTokens
 		}
 		for _, d := range []int64{c.TTFTUS - s.TTFTUS, c.E2EUS - s.E2EUS} {
+			mean += d
 			if d < 0 {
 				d = -d
 			}
@@ -280,7 +281,7 @@ func closedLoop(t *testing.T) (p90, worst int64) {
 		}
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i] < errs[j] })
-	return errs[len(errs)*9/10], errs[len(errs)-1]
+	return errs[len(errs)/2], errs[len(errs)*9/10], errs[len(errs)-1], mean / int64(len(errs))
 }
 
 // Chat prompts are counted one token per word: blis-load's chat prompts

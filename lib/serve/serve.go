@@ -78,6 +78,7 @@ type Server struct {
 	live    []*call
 	byID    map[string]*call
 	seq     int64
+	lastArr int64
 	sum     cluster.Summary
 	err     error
 	outcome Outcome
@@ -321,7 +322,11 @@ func (s *Server) arrive(a *call) {
 		return
 	default:
 	}
-	t := max(s.simAt(a.stamp), s.c.Now())
+	// Strictly after the events already processed and the previous
+	// arrival: the results table (in the order requests end) then replays
+	// in blis-sim as it was served, ties and all.
+	t := max(s.simAt(a.stamp), s.c.Now()+1, s.lastArr+1)
+	s.lastArr = t
 	s.seq++
 	r := trace.NewRequest(a.id)
 	r.ArrivalUS = t

@@ -206,7 +206,7 @@ func run(c *cli.Context) error {
 	select {
 	case s := <-sig:
 		if !quiet {
-			fmt.Fprintf(stderr, "blis-serve: %s: no more requests; waiting up to %s for those in flight (again to stop now)\n", s, c.Duration("drain"))
+			fmt.Fprintf(stderr, "blis-serve: %s: no more requests; waiting up to %s for those in flight (again to stop now)\n", sigName(s), c.Duration("drain"))
 		}
 	case serveErr = <-served:
 	}
@@ -250,4 +250,11 @@ func run(c *cli.Context) error {
 		return serveErr
 	}
 	return nil
+}
+
+func sigName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
 }

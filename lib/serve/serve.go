@@ -108,6 +108,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 64 << 20
 	}
+	if cfg.Cluster.Horizon > 0 {
+		return nil, fmt.Errorf("the cluster config sets horizon: blis-serve runs until it is stopped; remove the key")
+	}
 	s := &Server{cfg: cfg, speedup: cfg.Speedup, keys: map[string]string{},
 		arrivals: make(chan *call, 1024), cancels: make(chan *call, 1024),
 		stopping: make(chan struct{}), done: make(chan struct{}), finish: make(chan time.Duration, 1), abort: make(chan struct{}),
@@ -251,11 +254,15 @@ func (s *Server) loop() {
 			return
 		}
 		if next := s.nextWake(now); next < math.MaxInt64 {
-			timer.Reset(time.Until(s.wallAt(next)))
+			timer.Reset(time.Until(s.wallAt(max(next, now+1))))
 		}
 		select {
 		case a := <-s.arrivals:
 			s.arrive(a)
+			if s.err != nil {
+				s.end()
+				return
+			}
 		case x := <-s.cancels:
 			s.cancel(x)
 		case <-timer.C:

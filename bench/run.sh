@@ -9,13 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${FULL:-}" ]; then
-  sim=100000 report=10000000 runs=1000 load=10000 formats=1000000
+  sim=100000 report=10000000 runs=1000 load=10000 formats=1000000 serve=300
 else
-  sim=20000 report=1000000 runs=100 load=2000 formats=100000
+  sim=20000 report=1000000 runs=100 load=2000 formats=100000 serve=100
 fi
 step() { echo; echo "== $*"; "$@"; }
 step bench/sim.sh "$sim"
 step bench/report.sh "$report"
 step env RUNS="$runs" bench/sweep.sh
 step bench/load.sh "$load"
+step bench/serve.sh "$serve"
 step bench/formats.sh "$formats"

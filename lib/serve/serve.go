@@ -84,6 +84,9 @@ type Server struct {
 	outcome Outcome
 
 	mux *http.ServeMux
+
+	idMu sync.Mutex
+	idN  int64
 }
 
 // Outcome is what Close reports.
@@ -351,6 +354,10 @@ func (s *Server) arrive(a *call) {
 	}
 	if !a.final {
 		a.st = s.c.Request(a.id)
+		if a.cancelled {
+			// Its client went away before the request reached the cluster.
+			s.c.Cancel(a.id, t)
+		}
 	}
 }
 
@@ -360,7 +367,9 @@ func (s *Server) cancel(x *call) {
 		return
 	}
 	x.cancelled = true
-	s.c.Cancel(x.id, s.simNow())
+	if x.st != nil {
+		s.c.Cancel(x.id, s.simNow())
+	}
 }
 
 // result is the cluster's sink: a request reached its final state.
@@ -481,7 +490,7 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request, chat bool) {
 	c := &call{p: p, stamp: stamp, notify: make(chan struct{}, 1)}
 	c.modelJSON, _ = json.Marshal(p.model)
 	c.created = stamp.Unix()
-	c.id = nextID(chat)
+	c.id = s.nextID(chat)
 	select {
 	case s.arrivals <- c:
 	case <-s.stopping:
@@ -497,17 +506,12 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request, chat bool) {
 	}
 }
 
-var idSeq struct {
-	sync.Mutex
-	n int64
-}
-
 // nextID names requests in the order handlers see them (cmpl-1, …).
-func nextID(chat bool) string {
-	idSeq.Lock()
-	idSeq.n++
-	n := idSeq.n
-	idSeq.Unlock()
+func (s *Server) nextID(chat bool) string {
+	s.idMu.Lock()
+	s.idN++
+	n := s.idN
+	s.idMu.Unlock()
 	if chat {
 		return "chatcmpl-" + strconv.FormatInt(n, 10)
 	}

@@ -638,3 +638,56 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A request the router's admission rejects is a 429 with its reason: one
+// request running (max_num_seqs 1), one waiting, the third rejected.
+func TestRejectedIs429(t *testing.T) {
+	cfg := testCluster(t, 1)
+	cfg.Router.Admission, cfg.Router.QueueLimit = "queue-limit", 1
+	cfg.Engine.MaxNumSeqs = 1
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	served := &collector{}
+	s, url, stop := start(t, cfg, served)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions",
+		strings.NewReader(`{"model":"llama-3.1-8b","prompt":[1,2,3],"max_tokens":100000,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("first request: HTTP %d", resp.StatusCode)
+	}
+	// The second waits behind it (no answer until the first ends).
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions",
+			strings.NewReader(`{"model":"llama-3.1-8b","prompt":[1,2,3],"max_tokens":10}`))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		s.idMu.Lock()
+		n := s.idN
+		s.idMu.Unlock()
+		if n >= 2 {
+			break
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // it reaches the cluster
+	r2, b := post(t, url+"/v1/completions", `{"model":"llama-3.1-8b","prompt":[4,5],"max_tokens":2}`)
+	var e apiError
+	json.Unmarshal(b, &e)
+	if r2.StatusCode != http.StatusTooManyRequests || !strings.Contains(e.Error.Message, "rejected: queue-limit") {
+		t.Fatalf("HTTP %d %s; want 429 with the admission's reason", r2.StatusCode, b)
+	}
+	cancel()
+	stop()
+	if rs := served.all(); len(rs) != 3 || rs[0].Status != trace.StatusRejected {
+		t.Fatalf("results %+v", rs)
+	}
+}

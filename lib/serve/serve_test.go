@@ -691,3 +691,30 @@ func TestRejectedIs429(t *testing.T) {
 		t.Fatalf("results %+v", rs)
 	}
 }
+
+// With several deployments, the request's model picks one; /v1/models
+// lists them all.
+func TestModelRouting(t *testing.T) {
+	cfg, err := config.Load("testdata/two-models.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := &collector{}
+	s, url, stop := start(t, cfg, served)
+	if got := strings.Join(s.Models(), ","); got != "llama-3.1-8b,qwen3-14b" {
+		t.Fatalf("models %s", got)
+	}
+	for _, m := range []string{"qwen3-14b", "llama-3.1-8b", "Qwen/Qwen3-14B"} {
+		if resp, b := post(t, url+"/v1/completions", `{"model":"`+m+`","prompt":[1,2],"max_tokens":2}`); resp.StatusCode != 200 {
+			t.Fatalf("%s: HTTP %d %s", m, resp.StatusCode, b)
+		}
+	}
+	stop()
+	var deps []string
+	for _, r := range served.all() {
+		deps = append(deps, r.Deployment)
+	}
+	if got := strings.Join(deps, ","); got != "qwen14b,llama8b,qwen14b" {
+		t.Fatalf("deployments %s", got)
+	}
+}

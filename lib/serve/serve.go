@@ -64,6 +64,7 @@ type Server struct {
 	speedup float64
 	served  []string          // model names, as configured, in config order
 	keys    map[string]string // model key -> served name
+	alpha2  []float64         // per replica: µs per streamed token (the latency model's α₂)
 
 	arrivals chan *call
 	cancels  chan *call
@@ -124,6 +125,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.c = c
+	s.alpha2 = make([]float64, len(c.Replicas()))
+	for i, d := range c.Deployments() {
+		for _, r := range d.Replicas {
+			if int(r) < len(s.alpha2) {
+				s.alpha2[r] = cfg.Models[i].Alpha().PerOutputToken
+			}
+		}
+	}
 	for _, d := range c.Deployments() {
 		k := roofline.ModelKey(d.Model)
 		if _, ok := s.keys[k]; !ok {
@@ -208,7 +217,55 @@ type call struct {
 	cancelled bool
 	firstTok  int64
 	finished  int64
-	progress  int32
+	a2        float64 // α₂ of its replica
+	// Tokens produced but maybe not yet visible: token k (1-based) of a
+	// batch produced at step end `at` shows at at + α₂·k, as the engine
+	// stamps the first and last tokens.
+	batches []batch
+	seen    int32 // tokens in batches or shown
+	shown   int32 // tokens visible
+}
+
+type batch struct {
+	upto int32 // tokens 1..upto
+	at   int64 // the step end that produced them
+}
+
+func alphaTokens(a2 float64, n int32) int64 {
+	if a2 == 0 {
+		return 0
+	}
+	return int64(a2*float64(n) + 0.5)
+}
+
+// produced records that the first n tokens exist at step end at.
+func (c *call) produced(n int32, at int64) {
+	if n > c.seen {
+		c.batches = append(c.batches, batch{n, at})
+		c.seen = n
+	}
+}
+
+// release advances shown to the tokens visible at now (at most limit).
+func (c *call) release(now int64, limit int32) {
+	for len(c.batches) > 0 {
+		b := c.batches[0]
+		for c.shown < min(b.upto, limit) && b.at+alphaTokens(c.a2, c.shown+1) <= now {
+			c.shown++
+		}
+		if c.shown < b.upto {
+			return
+		}
+		c.batches = c.batches[1:]
+	}
+}
+
+// nextToken is when the next token held back shows (MaxInt64: none).
+func (c *call) nextToken() int64 {
+	if len(c.batches) == 0 {
+		return math.MaxInt64
+	}
+	return c.batches[0].at + alphaTokens(c.a2, c.shown+1)
 }
 
 // published is what the loop tells the handler.
@@ -314,7 +371,7 @@ func (s *Server) run(now int64) bool {
 func (s *Server) nextWake(now int64) int64 {
 	next := s.c.NextEventUS()
 	for _, c := range s.live {
-		for _, t := range [2]int64{c.firstTok, c.finished} {
+		for _, t := range [3]int64{c.firstTok, c.finished, c.nextToken()} {
 			if t != trace.Null && t > now && t < next {
 				next = t
 			}
@@ -383,6 +440,13 @@ func (s *Server) result(r *trace.Result) error {
 		c.res = *r
 		c.res.Request.PrefixHashes = nil
 		c.firstTok, c.finished = r.FirstTokenUS, r.FinishedUS
+		if i := r.InstanceID; i >= 0 && int(i) < len(s.alpha2) {
+			c.a2 = s.alpha2[i]
+		}
+		if r.Status == trace.StatusCompleted && r.GeneratedTokens > 1 {
+			// Produced by the last step, which ended α₂·G before finished.
+			c.produced(r.GeneratedTokens-1, r.FinishedUS-alphaTokens(c.a2, r.GeneratedTokens))
+		}
 		delete(s.byID, r.ID)
 	}
 	if s.cfg.Results != nil {
@@ -394,14 +458,18 @@ func (s *Server) result(r *trace.Result) error {
 // update publishes every request's visible tokens at now.
 func (s *Server) update(now int64) {
 	k := 0
+	at := s.c.Now() // the last event processed: the step end that produced new tokens
 	for _, c := range s.live {
-		if c.st != nil {
-			st := c.st
+		if st := c.st; st != nil {
 			c.firstTok = st.FirstTok
-			c.progress = st.Generated
+			n := st.Generated
 			if st.Replica >= 0 && (st.Phase == request.Running || st.Phase == request.Waiting) {
-				c.progress = s.c.Replicas()[st.Replica].Sched.Progress(st)
+				n = s.c.Replicas()[st.Replica].Sched.Progress(st)
 			}
+			if st.Replica >= 0 && int(st.Replica) < len(s.alpha2) {
+				c.a2 = s.alpha2[st.Replica]
+			}
+			c.produced(n, at)
 		}
 		var p published
 		switch {
@@ -409,12 +477,15 @@ func (s *Server) update(now int64) {
 			p = published{visible: c.pub.visible, done: true, res: c.res}
 		case c.final && now >= c.finished:
 			p = published{visible: c.res.GeneratedTokens, done: true, res: c.res}
-		case c.final && now >= c.firstTok:
-			// Every token but the last was produced; the last shows at
-			// finished (after the per-token overhead).
-			p = published{visible: c.res.GeneratedTokens - 1}
-		case !c.final && c.firstTok != trace.Null && now >= c.firstTok:
-			p = published{visible: max(c.progress, 1)}
+		case c.firstTok != trace.Null && now >= c.firstTok:
+			// The last token shows at finished (after the per-token
+			// overhead); the others at their step's end plus theirs.
+			limit := int32(math.MaxInt32)
+			if c.final {
+				limit = c.res.GeneratedTokens - 1
+			}
+			c.release(now, limit)
+			p = published{visible: max(c.shown, 1)}
 		}
 		c.publish(p)
 		if !p.done {

@@ -718,3 +718,58 @@ func TestModelRouting(t *testing.T) {
 		t.Fatalf("deployments %s", got)
 	}
 }
+
+// Each token shows at the end of the step that produced it plus the
+// per-token overhead α₂ of all the tokens streamed so far, as the engine
+// stamps the first and last ones: with 20 ms steps and α₂ = 10 ms, tokens
+// are 30 ms apart (not 20 ms, then a last gap of 70 ms).
+func TestClosedLoopTokenTimesWithAlpha2(t *testing.T) {
+	if raceEnabled {
+		t.Skip("timing is not measurable under the race detector")
+	}
+	if os.Getenv("BLIS_SKIP_TIMING") == "1" {
+		t.Skip("make test runs the timing tests on their own, after the others")
+	}
+	cfg := testCluster(t, 1)
+	cfg.Latency = config.Latency{Mode: "linear", Beta: []float64{20000, 0, 0}, Alpha: []float64{0, 0, 10000}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	_, url, _ := start(t, cfg, &collector{})
+	var last string
+	for attempt := 1; attempt <= 3; attempt++ {
+		resp, err := http.Post(url+"/v1/completions", "application/json",
+			strings.NewReader(`{"model":"llama-3.1-8b","prompt":[1,2,3],"max_tokens":6,"stream":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var times []time.Time
+		sse := load.NewSSE(resp.Body, 1<<20)
+		for {
+			ev, err := sse.Next()
+			if err != nil || string(ev.Data) == "[DONE]" {
+				break
+			}
+			times = append(times, time.Now())
+		}
+		resp.Body.Close()
+		if len(times) != 6 {
+			t.Fatalf("%d chunks, want 6", len(times))
+		}
+		ok := true
+		var gaps []string
+		for i := 1; i < len(times); i++ {
+			g := times[i].Sub(times[i-1])
+			gaps = append(gaps, g.Round(100*time.Microsecond).String())
+			if g < 26*time.Millisecond || g > 36*time.Millisecond {
+				ok = false
+			}
+		}
+		last = strings.Join(gaps, " ")
+		t.Logf("attempt %d: gaps %s", attempt, last)
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("token gaps %s; want 30 ms ± a few", last)
+}

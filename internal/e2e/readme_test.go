@@ -78,6 +78,7 @@ var readmeSkips = []struct{ re, why string }{
 	{`^go run \./bench/accuracy\b`, "a measurement harness over ../shared, minutes long"},
 	{`--slurm`, "needs a Slurm cluster"},
 	{`^go run \./bench/fakellm .*&$`, "starts a server on port 8000 (blis-load's tests run their own)"},
+	{`^bin/blis-serve .*&$`, "starts a server on port 8000 (lib/serve's tests run their own)"},
 	{`blis-load --url`, "needs a server"},
 	{`real\.arrow`, "needs blis-load's output (a server)"},
 }

@@ -209,6 +209,7 @@ func run(c *cli.Context) error {
 			fmt.Fprintf(stderr, "blis-serve: %s: no more requests; waiting up to %s for those in flight (again to stop now)\n", sigName(s), c.Duration("drain"))
 		}
 	case serveErr = <-served:
+	case <-srv.Done(): // the simulation failed: Close returns why
 	}
 	drain := c.Duration("drain")
 	closed := make(chan struct{})

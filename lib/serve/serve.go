@@ -163,6 +163,11 @@ func (s *Server) Start() {
 	go s.loop()
 }
 
+// Done is closed when the cluster's goroutine has ended: after Close, or
+// at once when the simulation failed (an invariant, a results sink that
+// failed; Close then returns the error).
+func (s *Server) Done() <-chan struct{} { return s.done }
+
 // StartTime is the wall-clock time of simulated t = 0.
 func (s *Server) StartTime() time.Time { return s.start }
 

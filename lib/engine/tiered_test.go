@@ -304,3 +304,66 @@ func TestPDRoundRobinPerPool(t *testing.T) {
 		t.Fatalf("prefill %v decode %v", pre, dec)
 	}
 }
+
+// A long prompt in three chunks on a P/D deployment, with each granularity
+// and pipelining off and on: TTFT = the prefill's end + the transfer's
+// exposed part + the first decode-side step (hand-computed, docs/engine.md
+// "KV transfer").
+func TestPDGranularityPipelined(t *testing.T) {
+	// Prefill chunks of 400, 400, 200 tokens (budget 400): steps of 1400,
+	// 1400 and 1200 µs, so the prefill runs [0,1400] [1400,2800]
+	// [2800,4000]. KV: 1000 B per token at 0.5 GB/s = 2 µs per token;
+	// latency 20 µs; L = 4 layers. First decode-side step: 1000 + 1 = 1001
+	// (so pipelining may start it (L−1)·1001/L = 750 µs before the last
+	// byte arrives).
+	const prefillEnd, first = 4000, 1001
+	cases := []struct {
+		gran      string
+		pipelined bool
+		done      int64 // last byte in place
+		start     int64 // the decode replica's first step starts
+	}{
+		// block: everything after the prefill: [4000, 6000] + 20.
+		{"block", false, 6020, 6020},
+		// chunk: [1400,2200] [2800,3600] [4000,4400] + 20.
+		{"chunk", false, 4420, 4420},
+		// stream: chunk 1 from 350 (its first layer) to max(350+800,
+		// 1400+200) = 1600; chunk 2 from max(1600, 1750) to max(2550,
+		// 3000) = 3000; chunk 3 from max(3000, 3100) to max(3500, 4100)
+		// = 4100; + 20.
+		{"stream", false, 4120, 4120},
+		// block, pipelined: the last (only) piece left [4000,6000], its
+		// first layer at 4500: ready at max(4520, 6020 − 750) = 5270.
+		{"block", true, 6020, 5270},
+		// chunk, pipelined: last piece [4000,4400], first layer at 4100:
+		// max(4120, 4420 − 750) = 4120.
+		{"chunk", true, 4420, 4120},
+		// stream, pipelined: last piece's first layer at 3100 + 100:
+		// max(4000 (the prefill's end), 3220, 4120 − 750) = 4000.
+		{"stream", true, 4120, 4000},
+	}
+	for _, tc := range cases {
+		name := tc.gran
+		if tc.pipelined {
+			name += "-pipelined"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := pdConfig()
+			c.Deployments[0].Engine.MaxNumBatchedTokens = 400
+			x := c.Deployments[0].KVTransfer
+			x.BandwidthGBs, x.Granularity, x.Pipelined, x.Layers = gbs(0.5), tc.gran, tc.pipelined, 4
+			steps := &memSteps{}
+			sink, sum := run(t, c, []trace.Request{req("a", 0, 1000, 3)}, Options{Steps: steps})
+			r := sink.rs[0]
+			if r.Status != trace.StatusCompleted || r.TTFTUS != tc.start+first || r.E2EUS != tc.start+first+2*1010 {
+				t.Fatalf("got %s ttft %d e2e %d, want ttft %d", r.Status, r.TTFTUS, r.E2EUS, tc.start+first)
+			}
+			if r.KVTransferUS != tc.done-prefillEnd || r.KVTransferBytes != 1_000_000 || sum.TransferBytes != 1_000_000 || sum.Transfers != 1 {
+				t.Fatalf("transfer %d µs (want %d), %d B, summary %+v", r.KVTransferUS, tc.done-prefillEnd, r.KVTransferBytes, sum)
+			}
+			if len(steps.ss) != 6 || steps.ss[2].StartUS+steps.ss[2].DurationUS != prefillEnd || steps.ss[3].Role != "decode" || steps.ss[3].StartUS != tc.start {
+				t.Fatalf("steps %+v", steps.ss)
+			}
+		})
+	}
+}

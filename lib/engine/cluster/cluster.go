@@ -313,7 +313,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		alpha := models[i].Alpha()
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
-			Async: e.AsyncScheduling}
+			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap}
 		// The step model with the engine's CPU work, added to the GPU step
 		// or overlapped with it as the scheduler does (latency.WithHost).
 		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
@@ -649,6 +649,9 @@ func (c *Cluster) start(rep *replica.Replica) {
 		return
 	}
 	c.h.push(c.now+dur, evStepEnd, rep.Index, nil)
+	if c.incoming != nil && rep.Role == replica.Prefill {
+		c.takeSends(rep)
+	}
 	if c.checks {
 		if rep.State != replica.Serving && rep.State != replica.Warming && rep.State != replica.Draining {
 			c.fail(fmt.Errorf("invariant violated: replica %s started a step while %s", rep.ID, rep.State))
@@ -669,6 +672,9 @@ func (c *Cluster) end(rep *replica.Replica) {
 	}
 	if c.opts.Decisions != nil && rep.WantSteps {
 		c.opts.Decisions.Batch(&c.fx.Step)
+	}
+	if c.incoming != nil && rep.Role == replica.Prefill {
+		c.takeSends(rep) // the chunks' KV goes on the link before a hand-off sends the rest
 	}
 	for _, r := range c.fx.Done {
 		if r.Cancel {

@@ -102,15 +102,25 @@ type State struct {
 
 	// Disaggregated serving (owned by the cluster): the prefill replica
 	// runs the prompt only (PrefillOnly); XferKV is its blocks there while
-	// the KV moves to DReplica, whose blocks are KV.
+	// the KV moves to DReplica, whose blocks are KV. With granularity chunk
+	// or stream the decode blocks are reserved while the prefill runs: until
+	// its end they are XferKV, and KV is the prefill replica's.
 	PrefillOnly bool
+	XferQueued  bool  // asked the decode replica for blocks (in its incoming queue or reserved)
+	XferTok     int32 // prompt tokens whose KV has been put on the link
 	PReplica    int32 // prefill replica, -1 if none
 	DReplica    int32 // decode replica, -1 until chosen
 	XferKV      kv.Handle
-	XferStart   int64
-	XferDone    int64
+	XferStart   int64 // the prefill's end (before it: when the decode blocks were asked for)
+	XferRes     int64 // the decode replica reserved its blocks
+	XferBP      int64 // waited for the decode replica's blocks (backpressure)
+	XferSendAt  int64 // the link started sending the last piece
+	XferFirst   int64 // the link finished sending the last piece's first layer
+	XferEnd     int64 // the link finished sending the last piece: the last byte left
+	XferReady   int64 // the decode replica may schedule the request (= XferDone unless pipelined)
+	XferDone    int64 // the last byte arrived
 	XferBytes   int64
-	XferWaitUS  int64 // prefill end to the transfer's start (decode blocks, link queue)
+	XferWaitUS  int64 // prefill end to the last piece's start (decode blocks, link queue), >= 0
 
 	RPrev, RNext *State // a replica's running list (admission order)
 	LPrev, LNext *State // the cluster's live list (registration order)

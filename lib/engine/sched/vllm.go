@@ -21,6 +21,17 @@ type Config struct {
 	// is formed while step n executes, so a request reaching the waiting
 	// queue during step n is first considered for step n+2.
 	Async bool
+	// Sends records the progress of prefill-only requests (P/D transfers
+	// that overlap the prefill: granularity chunk or stream) for the
+	// cluster to read with TakeSends.
+	Sends bool
+}
+
+// Send is a prefill-only request's progress on a prefill replica: admitted
+// into a step (End is trace.Null), or a chunk computed from Start to End.
+type Send struct {
+	R          *request.State
+	Start, End int64
 }
 
 // VLLM is vLLM v1's Scheduler.schedule: running requests first (decodes,
@@ -79,6 +90,16 @@ type VLLM struct {
 	// hold stops admissions of new prompts (a prefill replica whose
 	// outgoing KV transfers are backed up).
 	hold bool
+	// sends since the last TakeSends (Config.Sends).
+	sends []Send
+}
+
+// TakeSends returns the prefill progress recorded since the last call
+// (Config.Sends); the slice is reused by the next step.
+func (s *VLLM) TakeSends() []Send {
+	x := s.sends
+	s.sends = s.sends[:0]
+	return x
 }
 
 type boundEntry struct {
@@ -414,8 +435,12 @@ func (s *VLLM) admit(now int64, budget int32) {
 		comp, held := int32(hits)*B, int32(hits)
 		if r.KV.Blocks() > 0 {
 			// Its KV arrived from a lower tier or a prefill replica.
-			if s.cfg.Checks && (r.XferKV.Blocks() > 0 || r.XferDone > now) {
-				s.err = fmt.Errorf("request %s scheduled at %d before its KV transfer ended (%d) or its prefill replica freed its blocks", r.Req.ID, now, r.XferDone)
+			// The hand-off rule: not before the KV arrived, or with
+			// pipelining (XferReady < XferDone) the point where the rest
+			// arrives before the step needs it; without pipelining the
+			// prefill replica has freed its blocks.
+			if s.cfg.Checks && (r.XferReady > now || r.XferReady == r.XferDone && r.XferKV.Blocks() > 0) {
+				s.err = fmt.Errorf("request %s scheduled at %d before its KV transfer allowed it (ready %d, arrived %d) or before its prefill replica freed its blocks", r.Req.ID, now, r.XferReady, r.XferDone)
 			}
 			comp, held = r.Computed, r.KV.Blocks()
 		} else if s.hold {
@@ -460,8 +485,10 @@ func (s *VLLM) admit(now int64, budget int32) {
 		r.Chunk = n
 		s.used += n
 		s.sched = append(s.sched, r)
+		if s.cfg.Sends && r.PrefillOnly {
+			s.sends = append(s.sends, Send{R: r, Start: now, End: trace.Null})
+		}
 	}
-
 }
 
 // Complete implements Scheduler: the chunks of step s.step are added to
@@ -478,6 +505,9 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		}
 		r.Computed += r.Chunk
 		r.Chunk = 0
+		if s.cfg.Sends && r.PrefillOnly {
+			s.sends = append(s.sends, Send{R: r, Start: s.lastStart, End: now})
+		}
 		if full := r.Computed / B; full > r.NReg && int(r.NReg) < len(r.Keys) {
 			if s.tiers != nil {
 				s.tiers.SetNow(now, r.Prio)
@@ -616,6 +646,7 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 	d.prefilling = mapAll(c, s.prefilling)
 	d.sched = mapAll(c, s.sched)
 	d.scratch = nil
+	d.sends = nil
 	d.loading = mapAll(c, s.loading)
 	if s.tiers != nil {
 		d.tiers = s.tiers.Clone(store)

@@ -18,17 +18,17 @@ import (
 // on a replica of its prefill pool, its KV moves over the prefill
 // replica's outgoing link, and it decodes on a replica of its decode pool.
 type pdState struct {
-	bytesUS       float64 // link bandwidth, bytes per µs
-	latUS         int64
-	maxQueue      int32
-	decodeFirst   bool
+	bytesUS     float64 // link bandwidth, bytes per µs
+	latUS       int64
+	maxQueue    int32
+	decodeFirst bool
 	// overlap: granularity chunk or stream, the prefill replica sends while
 	// the prefill runs (stream: layer by layer within each chunk's step).
 	overlap, stream bool
 	pipelined       bool
 	layers          int64
 	bytesPerToken   float64
-	decode        *group // the decode pool's candidates
+	decode          *group // the decode pool's candidates
 	// route chooses the decode replica: a copy of the routing policy made
 	// at the start, so that a stateful policy (round-robin's turn, random's
 	// stream) keeps one state per pool instead of alternating between them.
@@ -160,11 +160,20 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 	for _, x := range sn.TakeSends() {
 		r := x.R
 		if x.End == trace.Null {
-			if !r.XferQueued && r.DReplica >= 0 {
-				r.XferQueued = true
-				r.XferStart = c.now // asked for blocks
-				c.incoming[r.DReplica] = append(c.incoming[r.DReplica], r)
-				c.admitIncoming(c.reps[r.DReplica])
+			// Reserve now if the decode replica has the blocks and no
+			// earlier hand-off waits for them; otherwise the request asks
+			// at its hand-off, like block (a reservation waiting through a
+			// prefill could hold blocks the waiting hand-offs need, and
+			// those hold this replica's admissions: a deadlock).
+			if !r.XferQueued && r.DReplica >= 0 && len(c.incoming[r.DReplica]) == 0 {
+				d := c.reps[r.DReplica]
+				st := d.Sched.KV()
+				if st.Free() >= (r.Req.InputTokens+st.BlockSize()-1)/st.BlockSize() {
+					r.XferQueued = true
+					r.XferStart = c.now
+					c.incoming[r.DReplica] = append(c.incoming[r.DReplica], r)
+					c.admitIncoming(d)
+				}
 			}
 			continue
 		}
@@ -228,7 +237,7 @@ func (c *Cluster) admitIncoming(d *replica.Replica) {
 			// Still prefilling (chunk, stream): the reservation is XferKV
 			// until the hand-off; the chunks computed so far (and the
 			// prefix-cache hits) go on the link now.
-			store.Alloc(&r.XferKV, need, 0)
+			store.Alloc(&r.XferKV, need, min(int32(len(r.Keys)), need)) // as IDBlocks for an empty handle
 			if r.Computed > r.XferTok {
 				c.send(r, dep.pd, r.Computed, c.now, 0)
 			}

@@ -443,7 +443,10 @@ func (s *VLLM) admit(now int64, budget int32) {
 				s.err = fmt.Errorf("request %s scheduled at %d before its KV transfer allowed it (ready %d, arrived %d) or before its prefill replica freed its blocks", r.Req.ID, now, r.XferReady, r.XferDone)
 			}
 			comp, held = r.Computed, r.KV.Blocks()
-		} else if s.hold {
+		} else if s.hold && r.XferKV.Blocks() == 0 {
+			// A prefill that holds its decode replica's blocks (chunk,
+			// stream) is not new: holding it back could deadlock the
+			// hand-offs that wait for those blocks.
 			break
 		} else if s.tiers != nil && r.Computed == 0 {
 			if lo := s.tiers.Lookup(r.Keys, hits, int((r.NumTokens()-1)/B)); lo > 0 {

@@ -178,6 +178,10 @@ func TestKVConfigErrors(t *testing.T) {
 		{"bad offload", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv: {offload: sometimes}\n", "c.yaml:6: deployments[0].kv.offload: expected none, eager, lazy or threshold"},
 		{"unknown key", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv: {ofload: lazy}\n", "deployments[0].kv.ofload: unknown key; did you mean offload?"},
 		{"transfer on monolithic", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv_transfer: {latency: 5us}\n", "deployments[0].kv_transfer: only used by a deployment with prefill and decode pools"},
+		{"bad granularity", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {granularity: layer}\n", "c.yaml:6: deployments[0].kv_transfer.granularity: expected block, chunk or stream, found \"layer\""},
+		{"chunk with prefill-first", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {granularity: chunk, routing: prefill-first}\n", "deployments[0].kv_transfer.granularity: granularity chunk sends KV while the prefill runs"},
+		{"bad layers", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {granularity: stream, layers: -1}\n", "deployments[0].kv_transfer.layers: expected the model's layer count (1 to 10000), found -1"},
+		{"pipelined not a bool", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {pipelined: sometimes}\n", "pipelined"},
 		{"mixed roles", base + "    pools: [{role: monolithic, replicas: 1}, {role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n", "either monolithic or prefill/decode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,9 +191,18 @@ func TestKVConfigErrors(t *testing.T) {
 			}
 		})
 	}
+	// pipelined and stream are accepted; Prepare reads the layer count from
+	// the catalogue (Llama-3.1-8B: 32 layers).
+	c, err := config.Parse("c.yaml", []byte(base+"    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {granularity: stream, pipelined: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Prepare(&c); err != nil || c.Deployments[0].KVTransfer.Layers != 32 {
+		t.Fatalf("got %v, layers %d", err, c.Deployments[0].KVTransfer.Layers)
+	}
 	// A tier smaller than one block: Llama-3.1-8B holds 128 KiB of KV per
 	// token, 2 MiB per block of 16.
-	c, err := config.Parse("c.yaml", []byte(base+"    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 0.001}]\n"))
+	c, err = config.Parse("c.yaml", []byte(base+"    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 0.001}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,19 +71,46 @@ func TestPDSingleRequestIsSumOfSteps(t *testing.T) {
 
 // A decode replica without room for the incoming KV makes the hand-off
 // wait (backpressure); the prefill replica keeps its blocks meanwhile.
+// With chunk or stream, b cannot reserve when its prefill starts, so it
+// asks again at its hand-off and everything is sent then, as with block.
 func TestPDBackpressure(t *testing.T) {
-	c := pdConfig()
-	c.Deployments[0].Engine.KVBlocks = 10
-	// a holds 7 of the decode replica's 10 blocks for 100+40 tokens (9
-	// blocks by its end); b's 4 prompt blocks must wait until a finishes.
-	sink, sum := run(t, c, []trace.Request{req("a", 0, 100, 40), req("b", 10, 60, 2)}, Options{})
-	got := sink.byID()
-	a, b := got["a"], got["b"]
-	if a.Status != trace.StatusCompleted || b.Status != trace.StatusCompleted {
-		t.Fatalf("%+v %+v", a, b)
+	for _, gran := range []string{"block", "chunk", "stream"} {
+		t.Run(gran, func(t *testing.T) {
+			c := pdConfig()
+			c.Deployments[0].Engine.KVBlocks = 10
+			c.Deployments[0].KVTransfer.Granularity, c.Deployments[0].KVTransfer.Layers = gran, 4
+			// a holds 7 of the decode replica's 10 blocks for 100+40 tokens (9
+			// blocks by its end); b's 4 prompt blocks must wait until a finishes.
+			sink, sum := run(t, c, []trace.Request{req("a", 0, 100, 40), req("b", 10, 60, 2)}, Options{})
+			got := sink.byID()
+			a, b := got["a"], got["b"]
+			if a.Status != trace.StatusCompleted || b.Status != trace.StatusCompleted {
+				t.Fatalf("%+v %+v", a, b)
+			}
+			if sum.PDBackpressure != 1 || b.KVTransferUS <= 60+20 || b.FirstTokenUS < a.FinishedUS || b.KVTransferBytes != 60_000 {
+				t.Fatalf("backpressure %d, b transfer %d µs %d B, b first token %d, a finished %d", sum.PDBackpressure, b.KVTransferUS, b.KVTransferBytes, b.FirstTokenUS, a.FinishedUS)
+			}
+		})
 	}
-	if sum.PDBackpressure != 1 || b.KVTransferUS <= 60+20 || b.FirstTokenUS < a.FinishedUS {
-		t.Fatalf("backpressure %d, b transfer %d µs, b first token %d, a finished %d", sum.PDBackpressure, b.KVTransferUS, b.FirstTokenUS, a.FinishedUS)
+}
+
+// A request that times out while prefilling gives back the decode blocks
+// it reserved (chunk, stream) or asked for: b, arriving after, needs all of
+// them.
+func TestPDTimeoutDuringPrefillReleasesReservation(t *testing.T) {
+	for _, gran := range []string{"block", "chunk", "stream"} {
+		t.Run(gran, func(t *testing.T) {
+			c := pdConfig()
+			c.Deployments[0].Engine.KVBlocks = 70 // 1,000 tokens take 63
+			c.Deployments[0].Engine.MaxNumBatchedTokens = 400
+			c.Deployments[0].KVTransfer.Granularity, c.Deployments[0].KVTransfer.Layers = gran, 4
+			// a's prefill would end at 4000 µs; it times out at 2000.
+			sink, sum := run(t, c, []trace.Request{withTimeout(req("a", 0, 1000, 3), 2000), req("b", 10_000, 1000, 3)}, Options{})
+			got := sink.byID()
+			if got["a"].Status != trace.StatusTimedOut || got["b"].Status != trace.StatusCompleted || sum.PDBackpressure != 0 {
+				t.Fatalf("a %s, b %s, backpressure %d", got["a"].Status, got["b"].Status, sum.PDBackpressure)
+			}
+		})
 	}
 }
 
@@ -251,8 +278,16 @@ func TestTieredPDCloneAndDeterminism(t *testing.T) {
 			reqs[i].TimeoutUS = 300_000
 		}
 	}
-	for _, routing := range []string{"decode-first", "prefill-first"} {
-		t.Run(routing, func(t *testing.T) {
+	for _, v := range []struct {
+		routing, gran string
+		pipelined     bool
+	}{{"decode-first", "block", false}, {"prefill-first", "block", false}, {"decode-first", "chunk", false},
+		{"decode-first", "stream", true}, {"prefill-first", "block", true}} {
+		name := v.routing + "-" + v.gran
+		if v.pipelined {
+			name += "-pipelined"
+		}
+		t.Run(name, func(t *testing.T) {
 			c := oneDeployment(testConfig(), config.Pool{Role: "prefill", Replicas: 2}, config.Pool{Role: "decode", Replicas: 2})
 			d := &c.Deployments[0]
 			d.Engine.KVBlocks = 120
@@ -260,7 +295,8 @@ func TestTieredPDCloneAndDeterminism(t *testing.T) {
 			d.KV = &config.KV{Offload: "lazy", BytesPerToken: 2000, Tiers: []config.Tier{
 				{Name: "cpu", CapacityBlocks: 60, BandwidthGBs: gbs(0.5), Latency: us(30), Eviction: "lru"},
 				{Name: "storage", CapacityBlocks: 200, BandwidthGBs: gbs(0.1), Latency: us(100), Eviction: "lfu"}}}
-			d.KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(0.2), Latency: us(20), Granularity: "block", Routing: routing, MaxQueue: 2}
+			d.KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(0.2), Latency: us(20), Granularity: v.gran, Routing: v.routing, MaxQueue: 2,
+				Pipelined: v.pipelined, Layers: 8}
 			c.Router.Routing = "least-loaded"
 			opts := Options{CheckInvariants: true}
 			straight := &memSink{}

@@ -630,6 +630,9 @@ func (c *Cluster) process(ev *event) {
 func (c *Cluster) start(rep *replica.Replica) {
 	dur, ok := rep.Start(c.now)
 	c.markDirty(rep.Index)
+	if c.incoming != nil && rep.Role == replica.Prefill {
+		c.takeSends(rep) // admissions reserve decode blocks, preemptions give them back
+	}
 	if c.opts.PolicyErr != nil && c.policyFailed() {
 		return
 	}
@@ -649,9 +652,6 @@ func (c *Cluster) start(rep *replica.Replica) {
 		return
 	}
 	c.h.push(c.now+dur, evStepEnd, rep.Index, nil)
-	if c.incoming != nil && rep.Role == replica.Prefill {
-		c.takeSends(rep)
-	}
 	if c.checks {
 		if rep.State != replica.Serving && rep.State != replica.Warming && rep.State != replica.Draining {
 			c.fail(fmt.Errorf("invariant violated: replica %s started a step while %s", rep.ID, rep.State))

@@ -159,12 +159,20 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 	dep := c.deps[p.Deployment]
 	for _, x := range sn.TakeSends() {
 		r := x.R
+		if x.Start == trace.Null {
+			// Preempted: its prefill starts over, and it gives the decode
+			// blocks back (a reservation must not outlive a running prefill,
+			// or it could hold blocks the hand-offs ahead need while this
+			// replica, held by max_queue, admits nothing: a deadlock); the
+			// KV already sent is lost and is sent again.
+			c.unreserve(r)
+			continue
+		}
 		if x.End == trace.Null {
 			// Reserve now if the decode replica has the blocks and no
 			// earlier hand-off waits for them; otherwise the request asks
 			// at its hand-off, like block (a reservation waiting through a
-			// prefill could hold blocks the waiting hand-offs need, and
-			// those hold this replica's admissions: a deadlock).
+			// prefill could hold blocks the waiting hand-offs need).
 			if !r.XferQueued && r.DReplica >= 0 && len(c.incoming[r.DReplica]) == 0 {
 				d := c.reps[r.DReplica]
 				st := d.Sched.KV()
@@ -367,18 +375,7 @@ func (c *Cluster) releaseSource(r *request.State, p *replica.Replica) {
 // free its source before the last byte left.
 func (c *Cluster) dropTransfer(r *request.State) {
 	if r.PrefillOnly {
-		if !r.XferQueued {
-			return
-		}
-		d := c.reps[r.DReplica]
-		if r.XferKV.Blocks() > 0 {
-			d.Sched.KV().Release(&r.XferKV) // the decode replica's reservation
-		} else {
-			c.unqueue(r, d)
-		}
-		r.XferQueued = false
-		c.admitIncoming(d)
-		c.kick(d)
+		c.unreserve(r)
 		return
 	}
 	if r.XferKV.Blocks() > 0 {
@@ -387,6 +384,24 @@ func (c *Cluster) dropTransfer(r *request.State) {
 		}
 		c.releaseSource(r, c.reps[r.PReplica])
 	}
+}
+
+// unreserve gives back the decode blocks a request still prefilling
+// reserved (or asked for); what it sent so far is sent again.
+func (c *Cluster) unreserve(r *request.State) {
+	if !r.XferQueued {
+		return
+	}
+	d := c.reps[r.DReplica]
+	if r.XferKV.Blocks() > 0 {
+		d.Sched.KV().Release(&r.XferKV)
+	} else {
+		c.unqueue(r, d)
+	}
+	r.XferQueued, r.XferTok = false, 0
+	c.markDirty(d.Index)
+	c.admitIncoming(d)
+	c.kick(d)
 }
 
 // unqueue takes r out of decode replica d's incoming queue.

@@ -28,7 +28,8 @@ type Config struct {
 }
 
 // Send is a prefill-only request's progress on a prefill replica: admitted
-// into a step (End is trace.Null), or a chunk computed from Start to End.
+// into a step (End is trace.Null), a chunk computed from Start to End, or
+// preempted (both trace.Null).
 type Send struct {
 	R          *request.State
 	Start, End int64
@@ -250,6 +251,9 @@ func (s *VLLM) preempt(r *request.State) {
 	if s.onPreempt != nil {
 		s.onPreempt(r)
 	}
+	if s.cfg.Sends && r.PrefillOnly {
+		s.sends = append(s.sends, Send{R: r, Start: trace.Null, End: trace.Null})
+	}
 	r.Preemptions++
 	s.preempted++
 	s.preempts++
@@ -443,10 +447,7 @@ func (s *VLLM) admit(now int64, budget int32) {
 				s.err = fmt.Errorf("request %s scheduled at %d before its KV transfer allowed it (ready %d, arrived %d) or before its prefill replica freed its blocks", r.Req.ID, now, r.XferReady, r.XferDone)
 			}
 			comp, held = r.Computed, r.KV.Blocks()
-		} else if s.hold && r.XferKV.Blocks() == 0 {
-			// A prefill that holds its decode replica's blocks (chunk,
-			// stream) is not new: holding it back could deadlock the
-			// hand-offs that wait for those blocks.
+		} else if s.hold {
 			break
 		} else if s.tiers != nil && r.Computed == 0 {
 			if lo := s.tiers.Lookup(r.Keys, hits, int((r.NumTokens()-1)/B)); lo > 0 {

@@ -255,13 +255,7 @@ func run(c *cli.Context) error {
 	}
 	outMeta := md.With(stage)
 	outMeta.Delete(trace.MetaSorted) // results come in the order requests end
-	names := make([]string, len(models))
-	for i, m := range models {
-		names[i] = m.Name()
-	}
-	outMeta.Set("blis.sim.model", strings.Join(names, ","))
-	outMeta.SetSimDeployments(engine.Describe(&cfg, models))
-	outMeta.Set(trace.MetaSimRouter, cfg.Router.Routing)
+	engine.Annotate(outMeta, &cfg, models)
 	// Both outputs are put into place only when the whole run succeeded: a
 	// failed run leaves no new file behind and existing ones as they were.
 	if pb != nil {

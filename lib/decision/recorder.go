@@ -3,7 +3,7 @@
 // caches, detects anomalies (the anomalies table) and measures the
 // counterfactual regret of sampled routing decisions by forking the
 // cluster. It plugs into the engine through cluster.Options.Decisions,
-// cluster.Options.Forker and a wrapper around the results sink; with
+// the cluster's forks (Cluster.ForkReplica, Cluster.Fork) and a wrapper around the results sink; with
 // none of them set the engine pays nothing (docs/evaluator.md).
 //
 // Rows stream out: an admission, priority, preemption or batch row is
@@ -151,14 +151,10 @@ func New(cfg Config) *Recorder {
 	return r
 }
 
-// Attach connects the recorder to a run's options: opts.Decisions, and
-// opts.Forker when regret is sampled. The results sink must be wrapped
-// with Sink.
+// Attach connects the recorder to a run's options (opts.Decisions). The
+// results sink must be wrapped with Sink.
 func (r *Recorder) Attach(opts *cluster.Options) {
 	opts.Decisions = r
-	if r.cfg.Regret.Sample > 0 {
-		opts.Forker = r
-	}
 }
 
 // Bind gives the recorder the cluster it hears (for block sizes and forks).
@@ -224,9 +220,6 @@ func (r *Recorder) Admitted(now int64, st *request.State, a policy.AdmitDecision
 	}
 	aggregate(d, v)
 	r.emit(d)
-	if a.Verdict != policy.Admit {
-		r.regret.drop()
-	}
 }
 
 // Prioritized records a priority decision.
@@ -259,8 +252,8 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 	}
 	d.ExpectedCacheHitTokens = int32(exp)
 	sh.insert(st.Keys)
-	if r.regret.pending(st) {
-		r.counterfactual(d, st, rd.Target)
+	if r.regret.wants(st) {
+		r.counterfactual(d, st, rd.Target, cands)
 	}
 	// Hold the row until the request's result.
 	p := r.alloc()

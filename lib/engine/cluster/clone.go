@@ -15,7 +15,11 @@ import (
 // run the fork with another choice. Policies that keep state are copied
 // (policy.Cloner); the caller's Progress callback is not carried over.
 func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
-	m := request.NewCloneN(len(c.ids) + 64)
+	return c.cloneWith(request.NewCloneN(len(c.ids)+64), sink, steps)
+}
+
+// cloneWith clones through m (reset by the caller for a whole clone).
+func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink) *Cluster {
 	d := *c
 	if sink == nil {
 		sink = discard{}
@@ -23,7 +27,7 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	d.sink = sink
 	d.opts.Steps = steps
 	d.opts.Progress = nil
-	d.opts.Decisions, d.opts.Forker = nil, nil // forks are not traced
+	d.opts.Decisions = nil // forks are not traced
 
 	d.h.S = make([]event, len(c.h.S))
 	for i, e := range c.h.S {

@@ -218,16 +218,25 @@ func (r *Recorder) Admitted(now int64, st *request.State, a policy.AdmitDecision
 	if a.Verdict == policy.Delay {
 		d.Value = a.DelayUS
 	}
-	aggregate(d, v)
+	if r.rows() {
+		aggregate(d, v)
+	}
 	r.emit(d)
 }
+
+// rows reports whether decision rows are written. When they are not (a run
+// that keeps only anomalies, regret or the counts), the snapshots a row
+// carries are not computed: at 1,000 replicas they were most of the cost.
+func (r *Recorder) rows() bool { return r.cfg.Decisions != nil && r.cfg.Level >= Decisions }
 
 // Prioritized records a priority decision.
 func (r *Recorder) Prioritized(now int64, st *request.State, prio int64, v *policy.ClusterView) {
 	d := r.begin(now, trace.DecisionPriority, st)
 	d.Action, d.Value = "assign", prio
 	d.Reason = r.cfg.PriorityName
-	aggregate(d, v)
+	if r.rows() {
+		aggregate(d, v)
+	}
 	r.emit(d)
 }
 
@@ -237,11 +246,14 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 	d := r.begin(now, trace.DecisionRouting, st)
 	rep := v.Replica(rd.Target)
 	d.Target, d.Action, d.Reason = rep.ID(), "route", rd.Reason
-	d.Waiting, d.Running, d.InFlight = int32(rep.Waiting()), int32(rep.Running()), int32(rep.InFlight())
-	d.KVUtil = rep.KVUtilization()
-	d.CachedBlocks = int32(v.CachedBlocks(rd.Target))
+	sampled := r.regret.wants(st)
+	if r.rows() || sampled {
+		d.Waiting, d.Running, d.InFlight = int32(rep.Waiting()), int32(rep.Running()), int32(rep.InFlight())
+		d.KVUtil = rep.KVUtilization()
+		d.CachedBlocks = int32(v.CachedBlocks(rd.Target))
+		r.topK(d, v, rd.Target)
+	}
 	d.PromptBlocks = int32(len(st.Keys))
-	r.topK(d, v, rd.Target)
 	// The shadow model's prediction, then its update from this decision.
 	gi := cands[rd.Target]
 	B := r.c.CandidateBlockSize(gi)
@@ -252,7 +264,7 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 	}
 	d.ExpectedCacheHitTokens = int32(exp)
 	sh.insert(st.Keys)
-	if r.regret.wants(st) {
+	if sampled {
 		r.counterfactual(d, st, rd.Target, cands)
 	}
 	// Hold the row until the request's result.

@@ -14,6 +14,8 @@ import (
 // original alone: counterfactual replays fork a cluster at a decision and
 // run the fork with another choice. Policies that keep state are copied
 // (policy.Cloner); the caller's Progress callback is not carried over.
+// Cloning stamps the original's requests (request.Clone): two goroutines
+// must not clone one cluster at once.
 func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	return c.cloneWith(request.NewCloneN(len(c.ids)+64), sink, steps)
 }

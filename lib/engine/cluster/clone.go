@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"math"
+
 	"github.com/blis-sim/blis/lib/trace"
 
 	"github.com/blis-sim/blis/lib/engine/policy"
@@ -17,11 +19,14 @@ import (
 // Cloning stamps the original's requests (request.Clone): two goroutines
 // must not clone one cluster at once.
 func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
-	return c.cloneWith(request.NewCloneN(len(c.ids)+64), sink, steps)
+	return c.cloneWith(request.NewCloneN(len(c.ids)+64), sink, steps, false)
 }
 
-// cloneWith clones through m (reset by the caller for a whole clone).
-func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink) *Cluster {
+// cloneWith clones through m (reset by the caller for a whole clone). A
+// fork (Fork: no more input, never finished) leaves out what only input
+// and the end of the run need: the id index and the finished requests
+// kept for later rows to name.
+func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, fork bool) *Cluster {
 	d := *c
 	if sink == nil {
 		sink = discard{}
@@ -122,13 +127,18 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink) *Cluste
 	d.oracle = groupOracle{}
 	d.cur, d.curG = nil, nil
 
-	d.ids = make(map[string]*request.State, len(c.ids))
-	for k, r := range c.ids {
-		d.ids[k] = m.Map(r)
-	}
-	d.retired.S = make([]retireEntry, len(c.retired.S))
-	for i, e := range c.retired.S {
-		d.retired.S[i] = retireEntry{m.Map(e.r)}
+	if fork {
+		d.ids, d.retired.S = nil, nil
+		d.frontier = math.MinInt64 // nothing to forget
+	} else {
+		d.ids = make(map[string]*request.State, len(c.ids))
+		for k, r := range c.ids {
+			d.ids[k] = m.Map(r)
+		}
+		d.retired.S = make([]retireEntry, len(c.retired.S))
+		for i, e := range c.retired.S {
+			d.retired.S[i] = retireEntry{m.Map(e.r)}
+		}
 	}
 	// Free states are not copied: the fork allocates its own (a state's
 	// identity never shows in results), and forks stay cheap.

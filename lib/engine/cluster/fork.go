@@ -67,7 +67,7 @@ type ForkArena struct {
 func (c *Cluster) Fork(a *ForkArena, target int) (*Cluster, *request.State) {
 	a.m.Reset(-1)
 	cur, curG := c.cur, c.curG
-	d := c.cloneWith(&a.m, nil, nil)
+	d := c.cloneWith(&a.m, nil, nil, true)
 	r := a.m.Map(cur) // live, so copied and linked by the clone
 	var g *group
 	for i, x := range c.grps {

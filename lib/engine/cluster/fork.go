@@ -56,6 +56,7 @@ type ForkArena struct {
 	done  []*request.State
 	work  []*request.State
 	wake  []int64
+	kv    kv.Store
 	ready bool
 }
 
@@ -110,7 +111,14 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 	m.Reset(i)
 	src := c.reps[i]
 	keys := c.deps[src.Deployment].keys
-	rep := src.Clone(m, &request.Keyer{Enabled: keys.Enabled, PrefixBlock: keys.PrefixBlock, Block: keys.Block})
+	var store kv.Store
+	if pg, ok := src.Sched.KV().(*kv.Paged); ok {
+		store = pg.CloneInto(a.kv) // the previous fork's store is dead
+	} else {
+		store = src.Sched.KV().Clone()
+	}
+	a.kv = store
+	rep := src.CloneOnto(m, &request.Keyer{Enabled: keys.Enabled, PrefixBlock: keys.PrefixBlock, Block: keys.Block}, store)
 	rep.WantSteps = false
 	if h, ok := rep.Sched.(preemptHooker); ok {
 		h.SetPreemptHook(nil)

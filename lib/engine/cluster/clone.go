@@ -5,6 +5,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/trace"
 
+	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
@@ -19,14 +20,16 @@ import (
 // Cloning stamps the original's requests (request.Clone): two goroutines
 // must not clone one cluster at once.
 func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
-	return c.cloneWith(request.NewCloneN(len(c.ids)+64), sink, steps, false)
+	return c.cloneWith(request.NewCloneN(len(c.ids)+64), sink, steps, nil)
 }
 
 // cloneWith clones through m (reset by the caller for a whole clone). A
-// fork (Fork: no more input, never finished) leaves out what only input
-// and the end of the run need: the id index and the finished requests
-// kept for later rows to name.
-func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, fork bool) *Cluster {
+// fork (Fork: no more input, never finished; a not nil) leaves out what
+// only input and the end of the run need: the id index and the finished
+// requests kept for later rows to name; and copies the KV stores into the
+// arena's dead ones.
+func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *ForkArena) *Cluster {
+	fork := a != nil
 	d := *c
 	if sink == nil {
 		sink = discard{}
@@ -58,6 +61,14 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, fork bo
 	}
 	d.reps = make([]*replica.Replica, len(c.reps))
 	for i, r := range c.reps {
+		if pg, ok := r.Sched.KV().(*kv.Paged); ok && fork {
+			if len(a.kvs) != len(c.reps) {
+				a.kvs = make([]kv.Store, len(c.reps))
+			}
+			a.kvs[i] = pg.CloneInto(a.kvs[i])
+			d.reps[i] = r.CloneOnto(m, d.deps[r.Deployment].keys, a.kvs[i])
+			continue
+		}
 		d.reps[i] = r.Clone(m, d.deps[r.Deployment].keys)
 	}
 	d.grps = make([]*group, len(c.grps))

@@ -57,6 +57,7 @@ type ForkArena struct {
 	work  []*request.State
 	wake  []int64
 	kv    kv.Store
+	kvs   []kv.Store // whole forks': by replica
 	ready bool
 }
 
@@ -68,7 +69,7 @@ type ForkArena struct {
 func (c *Cluster) Fork(a *ForkArena, target int) (*Cluster, *request.State) {
 	a.m.Reset(-1)
 	cur, curG := c.cur, c.curG
-	d := c.cloneWith(&a.m, nil, nil, true)
+	d := c.cloneWith(&a.m, nil, nil, a)
 	r := a.m.Map(cur) // live, so copied and linked by the clone
 	var g *group
 	for i, x := range c.grps {

@@ -66,7 +66,7 @@ func runFitness(c *cli.Context, f report.Format) error {
 		}
 		seen[p] = true
 	}
-	rs, err := fitness.Evaluate(paths, labels, spec)
+	rs, err := fitness.Evaluate(paths, labels, spec, c.String("scale-events"))
 	if err != nil {
 		return cliutil.BadInput(err)
 	}

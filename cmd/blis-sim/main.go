@@ -6,7 +6,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -237,15 +236,16 @@ func run(c *cli.Context) error {
 	// message headers (a pipe has no total: no ETA then).
 	total, _ := trace.CountRows(in)
 	if md.Get(trace.MetaSorted) != "arrival" {
-		all, err := readAll(rr)
+		tab, err := trace.ReadRequestTable(src)
 		if err != nil {
 			return cliutil.BadInput(err)
 		}
+		defer tab.Release()
 		if !quiet {
-			fmt.Fprintf(stderr, "blis-sim: %s is not marked %s=arrival: read %d rows into memory to sort them\n", src.Path, trace.MetaSorted, len(all))
+			fmt.Fprintf(stderr, "blis-sim: %s is not marked %s=arrival: read %d rows into memory to sort them\n", src.Path, trace.MetaSorted, tab.Len())
 		}
-		source = engine.SliceSource(all)
-		total = int64(len(all))
+		source = engine.TableSource(tab)
+		total = int64(tab.Len())
 	}
 
 	seed := cfg.Seed
@@ -255,13 +255,7 @@ func run(c *cli.Context) error {
 	}
 	outMeta := md.With(stage)
 	outMeta.Delete(trace.MetaSorted) // results come in the order requests end
-	names := make([]string, len(models))
-	for i, m := range models {
-		names[i] = m.Name()
-	}
-	outMeta.Set("blis.sim.model", strings.Join(names, ","))
-	outMeta.SetSimDeployments(engine.Describe(&cfg, models))
-	outMeta.Set(trace.MetaSimRouter, cfg.Router.Routing)
+	engine.Annotate(outMeta, &cfg, models)
 	// Both outputs are put into place only when the whole run succeeded: a
 	// failed run leaves no new file behind and existing ones as they were.
 	if pb != nil {
@@ -437,21 +431,6 @@ func run(c *cli.Context) error {
 		}
 	}
 	return allDropped(&sum, &drops.Tally)
-}
-
-func readAll(rr *trace.RequestReader) ([]trace.Request, error) {
-	var all, buf []trace.Request
-	for {
-		var err error
-		buf, err = rr.Next(buf)
-		all = append(all, buf...)
-		if err == io.EOF {
-			return all, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
 }
 
 func sameFile(a, b string) bool {

@@ -55,7 +55,7 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 	fmt.Fprintf(w, "  simulated %s in %s wall (%.0f× real time); %d events (%.1f M/s), %d steps, busy %.0f%%\n",
 		sim.Round(time.Millisecond), wall.Round(time.Millisecond), sim.Seconds()/max(wall.Seconds(), 1e-9),
 		s.Events, float64(s.Events)/max(wall.Seconds(), 1e-9)/1e6, s.Steps, 100*util)
-	if s.GPUHours != nil && autoscaled(cfg) {
+	if s.GPUHours != nil && cfg.Autoscaled() {
 		total, cost := 0.0, 0.0
 		for i, g := range s.GPUHours {
 			total += g
@@ -93,15 +93,4 @@ func allDropped(s *engine.Summary, drops *trace.ReasonTally) error {
 		why = append(why, fmt.Sprintf("%d %s: %s (e.g. %s)", r.N, r.Status, r.Class, r.Example))
 	}
 	return cliutil.BadInput(fmt.Errorf("every request was dropped or rejected, none served: %s", strings.Join(why, "; ")))
-}
-
-func autoscaled(cfg *config.Cluster) bool {
-	for _, d := range cfg.Resolved() {
-		for _, p := range d.Pools {
-			if p.Autoscaler != nil {
-				return true
-			}
-		}
-	}
-	return false
 }

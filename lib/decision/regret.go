@@ -309,12 +309,12 @@ func (r *Recorder) firstToken(f *cluster.Cluster, fr *request.State, limit int64
 }
 
 // CheckClonable reports an error when regret is sampled but the run's
-// policies were supplied by the caller (a policy bundle's Starlark or tree
-// stages, say) and are not all policy.Cloner: a fork would share their
-// state with the original run and change its decisions.
+// policies were supplied by the caller, are not all policy.Cloner and
+// come with no Options.Fork (a policy bundle has one): a fork would share
+// their state with the original run and change its decisions.
 func CheckClonable(r *Recorder, opts *cluster.Options) error {
-	if r == nil || r.cfg.Regret.Sample <= 0 {
-		return nil
+	if r == nil || r.cfg.Regret.Sample <= 0 || opts.Fork != nil {
+		return nil // a policy bundle forks its own state (Options.Fork)
 	}
 	for _, p := range []any{opts.Admission, opts.Priority, opts.Routing} {
 		if p == nil {

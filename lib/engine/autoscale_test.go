@@ -297,7 +297,7 @@ func TestAutoscaleDeterminism(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := &feeder{c: cl, lastRoot: math.MinInt64}
-			if err := f.preloadAll(reqs); err != nil {
+			if err := f.preloadAll(&sliceSource{reqs: reqs}); err != nil {
 				t.Fatal(err)
 			}
 			runUntil(t, cl, f, at)

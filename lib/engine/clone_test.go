@@ -3,11 +3,14 @@ package engine
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -65,7 +68,7 @@ func start(t *testing.T, c config.Cluster, reqs []trace.Request, sink Sink, opts
 		t.Fatal(err)
 	}
 	f := &feeder{c: cl, lastRoot: math.MinInt64}
-	if err := f.preloadAll(reqs); err != nil {
+	if err := f.preloadAll(&sliceSource{reqs: reqs}); err != nil {
 		t.Fatal(err)
 	}
 	return cl, f
@@ -112,6 +115,102 @@ func TestRouterIndexesMatchScans(t *testing.T) {
 					t.Fatalf("%d replicas %s kv=%d: the router's indexes changed the results", replicas, routing, kv)
 				}
 			}
+		}
+	}
+}
+
+// TestCloneWithBundle forks a run whose policy bundle keeps state —
+// Starlark state dicts, a seeded random stream, router state read by a
+// tree, a Starlark scheduler — and checks the fork continues exactly as
+// the original and leaves it unchanged: the bundle forks its own state
+// (cluster.Options.Fork), so counterfactual regret works with bundles.
+func TestCloneWithBundle(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"b.yaml": `id: fork-test
+admission: {kind: starlark, file: adm.star}
+priority:
+  kind: decision_tree
+  tree:
+    if: "router.in_flight < 20 and tenant.active < 4"
+    then: {priority: 5}
+    else: {priority: 1}
+routing: {kind: starlark, file: route.star, random: true}
+scheduler: {kind: starlark, file: sched.star}
+`,
+		"adm.star": `def admit(request, cluster):
+    n = state.get("n", 0) + 1
+    state["n"] = n
+    seen = state.setdefault("tenants", {})
+    seen[request.tenant_id] = seen.get(request.tenant_id, 0) + 1
+    if n % 13 == 0:
+        return ("delay", 20000)
+    return "admit"
+`,
+		"route.star": `def route(request, cluster):
+    hist = state.setdefault("hist", [])
+    hist.append(len(hist))
+    if random.float() < 0.3:
+        return cluster.replicas[random.int(len(cluster.replicas))].id
+    best = None
+    for r in cluster.replicas:
+        if best == None or r.outstanding < best.outstanding:
+            best = r
+    return best.id
+`,
+		"sched.star": `def schedule(queue, replica):
+    c = state.get("calls", 0) + 1
+    state["calls"] = c
+    if c % 2 == 0:
+        return reversed([q.id for q in queue])
+    return []
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := bundle.Load(filepath.Join(dir, "b.yaml"), bundle.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := workload(7, 300)
+	base := testConfig()
+	base.Replicas = 3
+	base.Engine.KVBlocks = 150
+	base.Engine.MaxNumBatchedTokens = 512
+	apply := func(sink Sink) (config.Cluster, Options, Sink) {
+		c := base
+		opts := Options{CheckInvariants: true}
+		_, s, err := b.Apply(&c, &opts, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, opts, s
+	}
+	straight := &memSink{}
+	c, opts, s := apply(straight)
+	if _, err := Run(c, testModel(c), SliceSource(reqs), s, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int64{500_000, 2_000_000, 4_000_000} {
+		orig := &memSink{}
+		c, opts, s := apply(orig)
+		cl, f := start(t, c, reqs, s, opts)
+		runUntil(t, cl, f, at)
+		before := len(orig.rs)
+		forked := &memSink{}
+		fork := cl.Clone(forked, nil)
+		ff := *f
+		ff.c = fork
+		finish(t, fork, &ff)
+		finish(t, cl, f)
+		if !reflect.DeepEqual(orig.rs, straight.rs) {
+			t.Fatalf("fork at %d µs: the original's results changed (the fork shared the bundle's state)", at)
+		}
+		if !reflect.DeepEqual(forked.rs, straight.rs[before:]) {
+			t.Fatalf("fork at %d µs: the fork's %d results differ from the %d the original wrote after the fork", at, len(forked.rs), len(straight.rs)-before)
 		}
 	}
 }

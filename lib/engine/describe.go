@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"strings"
+
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
@@ -12,14 +14,30 @@ func Describe(cfg *config.Cluster, models []latency.Model) []trace.SimDeployment
 	deps := cfg.Resolved()
 	out := make([]trace.SimDeployment, len(deps))
 	for i, d := range deps {
-		n := 0
+		n, auto := 0, false
 		for _, p := range d.Pools {
 			n += p.Replicas
+			auto = auto || p.Autoscaler != nil
 		}
-		out[i] = trace.SimDeployment{ID: d.ID, Model: d.Model, GPU: d.GPU, TP: d.TP, Replicas: n, KVBlocks: d.Engine.KVBlocks}
+		out[i] = trace.SimDeployment{ID: d.ID, Model: d.Model, GPU: d.GPU, TP: d.TP, Replicas: n, KVBlocks: d.Engine.KVBlocks,
+			Autoscaled: auto, GPUHourUSD: d.GPUHourUSD}
 		if i < len(models) {
 			out[i].Latency = models[i].Name()
 		}
 	}
 	return out
+}
+
+// Annotate records on a results table's metadata what ran: the latency
+// models (blis.sim.model, older and kept), the deployments (which the
+// report's config table and the gpu_hours and cost_usd metrics read) and
+// the router.
+func Annotate(md trace.Meta, cfg *config.Cluster, models []latency.Model) {
+	names := make([]string, len(models))
+	for i, m := range models {
+		names[i] = m.Name()
+	}
+	md.Set("blis.sim.model", strings.Join(names, ","))
+	md.SetSimDeployments(Describe(cfg, models))
+	md.Set(trace.MetaSimRouter, cfg.Router.Routing)
 }

@@ -43,9 +43,23 @@ type (
 	Summary = cluster.Summary
 )
 
+// table is an in-memory input: Run orders its rows before simulating.
+type table interface {
+	Len() int
+	// Row fills r with row i (0-based); a bad value is a *trace.RowError.
+	Row(i int, r *trace.Request) error
+}
+
 type sliceSource struct {
 	reqs []trace.Request
 	done bool
+}
+
+func (s *sliceSource) Len() int { return len(s.reqs) }
+
+func (s *sliceSource) Row(i int, r *trace.Request) error {
+	*r = s.reqs[i]
+	return nil
 }
 
 func (s *sliceSource) Next(buf []trace.Request) ([]trace.Request, error) {
@@ -61,6 +75,15 @@ func (s *sliceSource) Next(buf []trace.Request) ([]trace.Request, error) {
 // cycles) and registers them all before simulating. It does not modify
 // the slice.
 func SliceSource(reqs []trace.Request) Source { return &sliceSource{reqs: reqs} }
+
+type tableSource struct{ *trace.RequestTable }
+
+func (tableSource) Next(buf []trace.Request) ([]trace.Request, error) { return buf[:0], io.EOF }
+
+// TableSource serves a requests table held in memory as Arrow batches, in
+// any order, as SliceSource does; rows are decoded as they are fed, so the
+// run holds the table's columnar buffers and not a Request per row.
+func TableSource(t *trace.RequestTable) Source { return tableSource{t} }
 
 // MaxTimeUS bounds arrival_us and delay_us (about 36,000 years), so that
 // adding delays, alpha and step times to them cannot overflow int64.
@@ -86,7 +109,7 @@ func validateRow(r *trace.Request) error {
 // sink. models holds each deployment's latency model (see Prepare), in
 // config.Cluster.Resolved order. Errors in the input are *trace.RowError.
 func Run(cfg config.Cluster, models []latency.Model, src Source, sink Sink, opts Options) (Summary, error) {
-	ss, preload := src.(*sliceSource)
+	tab, preload := src.(table)
 	opts.Streamed = !preload
 	c, err := cluster.New(&cfg, models, sink, opts)
 	if err != nil {
@@ -94,7 +117,7 @@ func Run(cfg config.Cluster, models []latency.Model, src Source, sink Sink, opts
 	}
 	f := feeder{c: c, src: src, path: opts.Path, lastRoot: math.MinInt64}
 	if preload {
-		err = f.preloadAll(ss.reqs)
+		err = f.preloadAll(tab)
 	} else {
 		err = f.readNextRoot()
 	}
@@ -132,10 +155,11 @@ type feeder struct {
 	rows     int64
 	eof      bool
 	lastRoot int64
-	// An in-memory table is fed in order (row indices into rows0).
+	// An in-memory table is fed in order (row indices into tab).
 	order []int32
-	rows0 []trace.Request
+	tab   table
 	next0 int
+	cur   trace.Request
 }
 
 func (f *feeder) rowErr(r *trace.Request, row int64, err error) error {
@@ -144,7 +168,7 @@ func (f *feeder) rowErr(r *trace.Request, row int64, err error) error {
 
 // next returns the next row, or nil at the end of the input.
 func (f *feeder) next() (*trace.Request, error) {
-	if f.rows0 != nil {
+	if f.tab != nil {
 		if f.next0 == len(f.order) {
 			if !f.eof {
 				f.eof = true
@@ -155,7 +179,10 @@ func (f *feeder) next() (*trace.Request, error) {
 		i := f.order[f.next0]
 		f.next0++
 		f.rows = int64(i) + 1 // errors name the row as it is in the table
-		return &f.rows0[i], nil
+		if err := f.tab.Row(int(i), &f.cur); err != nil {
+			return nil, err
+		}
+		return &f.cur, nil
 	}
 	for f.pos >= len(f.buf) {
 		if f.eof {
@@ -229,41 +256,63 @@ func (f *feeder) drain() error {
 // after the latest root it hangs off — fed as a stream, so that memory
 // follows the requests in flight here too (streamed and in-memory runs are
 // the same simulation; a test checks it byte for byte).
-func (f *feeder) preloadAll(reqs []trace.Request) error {
-	idx := make(map[string]int32, len(reqs))
-	for i := range reqs {
-		r := &reqs[i]
-		if err := validateRow(r); err != nil {
-			return f.rowErr(r, int64(i+1), err)
+//
+// Only the order is kept: rows are decoded again as they are fed, so the
+// run holds no Request per row (whose pointers every GC cycle would scan).
+func (f *feeder) preloadAll(t table) error {
+	n := t.Len()
+	idx := make(map[string]int32, n)
+	arrival := make([]int64, n)
+	var deps [][]string // only rows with dependencies are non-nil
+	var r trace.Request
+	for i := 0; i < n; i++ {
+		if err := t.Row(i, &r); err != nil {
+			return err
+		}
+		if err := validateRow(&r); err != nil {
+			return f.rowErr(&r, int64(i+1), err)
 		}
 		if j, dup := idx[r.ID]; dup {
-			return f.rowErr(r, int64(i+1), fmt.Errorf("column %s: duplicate id %q (first at row %d)", trace.ColRequestID, r.ID, j+1))
+			return f.rowErr(&r, int64(i+1), fmt.Errorf("column %s: duplicate id %q (first at row %d)", trace.ColRequestID, r.ID, j+1))
 		}
 		idx[r.ID] = int32(i)
+		arrival[i] = r.ArrivalUS
+		if len(r.DependsOn) > 0 {
+			if deps == nil {
+				deps = make([][]string, n)
+			}
+			deps[i] = r.DependsOn
+		}
 	}
 	// Kahn's algorithm in row order: roots by arrival, then dependents.
-	indeg := make([]int32, len(reqs))
-	kids := make([][]int32, len(reqs))
-	for i := range reqs {
-		for _, d := range reqs[i].DependsOn {
+	indeg := make([]int32, n)
+	var kids [][]int32
+	if deps != nil {
+		kids = make([][]int32, n)
+	}
+	for i := range deps {
+		for _, d := range deps[i] {
 			j, ok := idx[d]
 			if !ok {
-				return f.rowErr(&reqs[i], int64(i+1), fmt.Errorf("column %s: %q not found in the table", trace.ColDependsOn, d))
+				if err := t.Row(i, &r); err != nil {
+					return err
+				}
+				return f.rowErr(&r, int64(i+1), fmt.Errorf("column %s: %q not found in the table", trace.ColDependsOn, d))
 			}
 			indeg[i]++
 			kids[j] = append(kids[j], int32(i))
 		}
 	}
-	order := make([]int32, 0, len(reqs))
-	for i := range reqs {
+	order := make([]int32, 0, n)
+	for i := 0; i < n; i++ {
 		if indeg[i] == 0 {
 			order = append(order, int32(i))
 		}
 	}
 	sort.SliceStable(order, func(a, b int) bool {
-		return reqs[order[a]].ArrivalUS < reqs[order[b]].ArrivalUS
+		return arrival[order[a]] < arrival[order[b]]
 	})
-	for k := 0; k < len(order); k++ {
+	for k := 0; k < len(order) && kids != nil; k++ {
 		for _, c := range kids[order[k]] {
 			indeg[c]--
 			if indeg[c] == 0 {
@@ -271,28 +320,33 @@ func (f *feeder) preloadAll(reqs []trace.Request) error {
 			}
 		}
 	}
-	if len(order) < len(reqs) {
-		for i := range reqs {
+	if len(order) < n {
+		for i := 0; i < n; i++ {
 			if indeg[i] > 0 {
-				return f.rowErr(&reqs[i], int64(i+1), fmt.Errorf("column %s: dependency cycle through this request", trace.ColDependsOn))
+				if err := t.Row(i, &r); err != nil {
+					return err
+				}
+				return f.rowErr(&r, int64(i+1), fmt.Errorf("column %s: dependency cycle through this request", trace.ColDependsOn))
 			}
 		}
 	}
 	// The root arrival each row hangs off (the latest among its ancestors'
 	// roots); in topological order every parent's is known first.
-	rootArr := make([]int64, len(reqs))
-	for _, i := range order {
-		r := &reqs[i]
-		if len(r.DependsOn) == 0 {
-			rootArr[i] = r.ArrivalUS
-			continue
-		}
-		rootArr[i] = math.MinInt64
-		for _, d := range r.DependsOn {
-			rootArr[i] = max(rootArr[i], rootArr[idx[d]])
+	rootArr := arrival
+	if deps != nil {
+		rootArr = make([]int64, n)
+		for _, i := range order {
+			if len(deps[i]) == 0 {
+				rootArr[i] = arrival[i]
+				continue
+			}
+			rootArr[i] = math.MinInt64
+			for _, d := range deps[i] {
+				rootArr[i] = max(rootArr[i], rootArr[idx[d]])
+			}
 		}
 	}
-	pos := make([]int32, len(reqs)) // topological position
+	pos := make([]int32, n) // topological position
 	for k, i := range order {
 		pos[i] = int32(k)
 	}
@@ -300,6 +354,6 @@ func (f *feeder) preloadAll(reqs []trace.Request) error {
 		x, y := order[a], order[b]
 		return rootArr[x] < rootArr[y] || rootArr[x] == rootArr[y] && pos[x] < pos[y]
 	})
-	f.order, f.rows0 = order, reqs
+	f.order, f.tab = order, t
 	return f.readNextRoot()
 }

@@ -174,7 +174,7 @@ func Run(o Options) (*Output, error) {
 	// The summary of the first replication.
 	var sb strings.Builder
 	if err := summary.Write(&sb, summary.Options{Results: out.Artifacts["results"], Decisions: out.Artifacts["decisions"],
-		Anomalies: out.Artifacts["anomalies"], Fitness: o.Fitness, Strategy: o.Strategy}); err != nil {
+		Anomalies: out.Artifacts["anomalies"], ScaleEvents: out.Artifacts["scale_events"], Fitness: o.Fitness, Strategy: o.Strategy}); err != nil {
 		return nil, err
 	}
 	out.Summary = sb.String()
@@ -250,6 +250,7 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 	}
 	paths := map[string]string{"results": name("results"), "decisions": name("decisions"), "anomalies": name("anomalies")}
 	rmeta := md.With(stage)
+	engine.Annotate(rmeta, &cfg, models)
 	if pol != nil {
 		pol.Annotate(rmeta)
 	}
@@ -274,6 +275,12 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 	}
 	aw := trace.NewAnomalyWriter(aout, trace.AnomaliesSchema(tm))
 	opts := engine.Options{PrefixBlockSize: prefixBlock, Path: o.Requests}
+	// An autoscaled run's GPU-hours and cost come from its scale events.
+	var scaleRows []trace.ScaleEvent
+	if cfg.Autoscaled() {
+		paths["scale_events"] = name("scale_events")
+		opts.ScaleEventsTo = func(rows []trace.ScaleEvent) { scaleRows = rows }
+	}
 	rec := decision.New(decision.Config{Level: decision.Decisions, Decisions: dw, Anomalies: aw, SLOs: o.Fitness.SLOs(),
 		PriorityName: cfg.Router.Priority, Regret: decision.RegretConfig{Sample: o.RegretSample, Seed: seed}})
 	rec.Attach(&opts)
@@ -309,10 +316,20 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 			err = e
 		}
 	}
+	if p := paths["scale_events"]; p != "" && err == nil {
+		sm := trace.NewMeta().With(stage)
+		if pol != nil {
+			pol.Annotate(sm)
+		}
+		var out trace.Sink
+		if out, err = trace.Create(p, nil, trace.ScaleEventsSchema(sm)); err == nil {
+			err = trace.WriteScaleEvents(out, trace.ScaleEventsSchema(sm), scaleRows)
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := collect(o.Fitness, paths["results"])
+	m, err := collect(o.Fitness, paths["results"], paths["scale_events"])
 	if err != nil {
 		return nil, nil, err
 	}
@@ -332,10 +349,10 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 
 // standard metrics reported besides the spec's own.
 var standard = []string{"throughput", "output_throughput", "completed_fraction", "ttft_p50", "ttft_p99", "tpot_p99", "e2e_p99",
-	"cache_hit_rate", "preemption_rate", "goodput", "slo_attainment", "jain_fairness"}
+	"cache_hit_rate", "preemption_rate", "goodput", "slo_attainment", "jain_fairness", "gpu_hours", "cost_usd"}
 
-func collect(spec *fitness.Spec, results string) (map[string]float64, error) {
-	ms, err := fitness.Collect([]string{results}, spec)
+func collect(spec *fitness.Spec, results, scaleEvents string) (map[string]float64, error) {
+	ms, err := fitness.Collect([]string{results}, spec, scaleEvents)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +360,7 @@ func collect(spec *fitness.Spec, results string) (map[string]float64, error) {
 	for k, v := range ms[0] {
 		m[k] = v
 	}
-	rep, err := report.Build([]string{results}, report.Options{SLOs: spec.SLOs()})
+	rep, err := report.Build([]string{results}, report.Options{SLOs: spec.SLOs(), ScaleEvents: scaleEvents})
 	if err != nil {
 		return nil, err
 	}

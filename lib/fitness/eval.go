@@ -45,11 +45,14 @@ type Metrics map[string]float64
 // Evaluate reads each results table (with the spec's SLOs, grouped as its
 // scoped latency metrics need) and computes its fitness; the results are
 // Pareto-ranked over the set.
-func Evaluate(paths []string, labels []string, s *Spec) ([]Result, error) {
+//
+// scaleEvents, when not "", is the scale-events table of the one run
+// given (gpu_hours and cost_usd of an autoscaled run come from it).
+func Evaluate(paths []string, labels []string, s *Spec, scaleEvents string) ([]Result, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no runs to rank: give at least one results table")
 	}
-	ms, err := Collect(paths, s)
+	ms, err := Collect(paths, s, scaleEvents)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +77,12 @@ func (s *Spec) refs() []Ref {
 	return r
 }
 
-// Collect computes the spec's metrics of each run with lib/report.
-func Collect(paths []string, s *Spec) ([]Metrics, error) {
+// Collect computes the spec's metrics of each run with lib/report;
+// scaleEvents (or "") is the scale-events table of a single run.
+func Collect(paths []string, s *Spec, scaleEvents string) ([]Metrics, error) {
+	if scaleEvents != "" && len(paths) != 1 {
+		return nil, fmt.Errorf("a scale-events table belongs to one run, and %d were given: score autoscaled runs one at a time", len(paths))
+	}
 	// One report per grouping that a scoped latency metric needs.
 	byKind := map[string]*report.Report{}
 	build := func(kind string) (*report.Report, error) {
@@ -88,7 +95,7 @@ func Collect(paths []string, s *Spec) ([]Metrics, error) {
 		} else if kind == report.ScopeTenant {
 			by = "tenant"
 		}
-		rep, err := report.Build(paths, report.Options{SLOs: s.slos, By: by})
+		rep, err := report.Build(paths, report.Options{SLOs: s.slos, By: by, ScaleEvents: scaleEvents})
 		if err != nil {
 			return nil, err
 		}

@@ -84,7 +84,7 @@ func TestParetoRanks(t *testing.T) {
 	if got := rs[order[0]].Run + rs[order[1]].Run; got != "bc" {
 		t.Errorf("order starts %s, want b (primary 4) then c (3)", got)
 	}
-	if _, err := Evaluate(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "no runs") {
+	if _, err := Evaluate(nil, nil, nil, ""); err == nil || !strings.Contains(err.Error(), "no runs") {
 		t.Errorf("empty run set: %v", err)
 	}
 }

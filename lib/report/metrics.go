@@ -5,6 +5,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/blis-sim/blis/lib/engine/autoscale"
+	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Scalar metrics of a run, for fitness specs (lib/fitness): the same
@@ -16,7 +19,7 @@ var MetricNames = []string{
 	"ttft_mean", "ttft_p50", "ttft_p90", "ttft_p95", "ttft_p99",
 	"tpot_mean", "tpot_p50", "tpot_p90", "tpot_p95", "tpot_p99",
 	"e2e_mean", "e2e_p50", "e2e_p90", "e2e_p95", "e2e_p99",
-	"jain_fairness", "cache_hit_rate", "preemption_rate",
+	"jain_fairness", "cache_hit_rate", "preemption_rate", "gpu_hours", "cost_usd",
 }
 
 // MetricDoc describes each metric (docs/evaluator.md repeats it).
@@ -29,6 +32,8 @@ var MetricDoc = map[string]string{
 	"jain_fairness":      "Jain index of output tokens per second over tenants (unscoped only)",
 	"cache_hit_rate":     "prompt tokens served from the prefix cache / prompt tokens of scheduled requests",
 	"preemption_rate":    "fraction of llm requests preempted at least once",
+	"gpu_hours":          "GPUs paid for × hours (unscoped only): every replica's GPUs over the span, or the scale-events table's integral for an autoscaled run",
+	"cost_usd":           "gpu_hours × each deployment's gpu_hour_usd (unscoped only; needs the price in the cluster config)",
 }
 
 // Scope kinds of a metric.
@@ -79,6 +84,12 @@ func (rep *Report) ScopeValues(i int, kind string) []string {
 func (rep *Report) Metric(i int, name, kind, value string) (float64, error) {
 	if !IsMetric(name) {
 		return 0, fmt.Errorf("unknown metric %q: expected one of %s", name, strings.Join(MetricNames, ", "))
+	}
+	if name == "gpu_hours" || name == "cost_usd" {
+		if kind != ScopeAll {
+			return 0, fmt.Errorf("%s is the whole run's: it takes no scope", name)
+		}
+		return rep.billed(i, name)
 	}
 	r := rep.runs[i]
 	a := r.all
@@ -148,4 +159,52 @@ func (rep *Report) Metric(i int, name, kind, value string) (float64, error) {
 		return math.NaN(), nil
 	}
 	return statValue(d, stat) / 1000, nil
+}
+
+// billed is run i's GPU-hours, or their cost (name cost_usd). A static
+// cluster pays for every replica's GPUs over the whole span (the window
+// throughput is measured over); an autoscaled one for what its
+// scale-events table says, which the report has only when it was given
+// for a run scored alone (blis-report --scale-events, or blis-eval).
+func (rep *Report) billed(i int, name string) (float64, error) {
+	r := rep.runs[i]
+	cost := name == "cost_usd"
+	if rep.scale != nil && len(rep.runs) == 1 {
+		total := 0.0
+		for _, p := range rep.scale.pools {
+			u := p.usage(autoscale.DefaultOscillationWindowUS)
+			if !cost {
+				total += u.GPUHours
+				continue
+			}
+			if math.IsNaN(u.CostUSD) {
+				return 0, fmt.Errorf("%s: deployment %s has no price in the scale-events table: set gpu_hour_usd on it in the cluster config", name, p.deployment)
+			}
+			total += u.CostUSD
+		}
+		return total, nil
+	}
+	deps, err := r.meta.SimDeployments()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", r.path, err)
+	}
+	if len(deps) == 0 {
+		return 0, fmt.Errorf("%s: %s needs the deployments blis-sim records in the results' metadata (%s); this table has none", r.path, name, trace.MetaSimDeployments)
+	}
+	hours := r.span() / 3.6e9
+	total := 0.0
+	for _, d := range deps {
+		if d.Autoscaled {
+			return 0, fmt.Errorf("%s: deployment %s is autoscaled: its %s come from the run's scale-events table (blis-sim --scale-events; score the run alone with blis-report --scale-events FILE, or with blis-eval)", r.path, d.ID, name)
+		}
+		g := float64(d.TP*d.Replicas) * hours
+		if cost {
+			if d.GPUHourUSD <= 0 {
+				return 0, fmt.Errorf("%s: cost_usd: deployment %s has no price: set gpu_hour_usd on it in the cluster config", r.path, d.ID)
+			}
+			g *= d.GPUHourUSD
+		}
+		total += g
+	}
+	return total, nil
 }

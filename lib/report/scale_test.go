@@ -82,3 +82,66 @@ func TestScaleEventsBadTable(t *testing.T) {
 		t.Fatalf("a results table as --scale-events: %v", err)
 	}
 }
+
+// gpu_hours and cost_usd: a static cluster pays for every replica's GPUs
+// over the span; an autoscaled one what its scale-events table says.
+func TestBilledMetrics(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, d trace.SimDeployment) string {
+		md := trace.NewMeta()
+		md.SetSimDeployments([]trace.SimDeployment{d})
+		p := filepath.Join(dir, name)
+		writeResultsMeta(t, p, smallRows(), md)
+		return p
+	}
+	static := trace.SimDeployment{ID: "d", Model: "qwen3-32b", GPU: "h100", TP: 2, Replicas: 2}
+	priced := static
+	priced.GPUHourUSD = 3
+	auto := priced
+	auto.Autoscaled = true
+	scale := func() string {
+		row := func(ts int64, action string, replicas int32) trace.ScaleEvent {
+			e := trace.ScaleEvent{TimeUS: ts * 1e6, Deployment: "d", Action: action, Replicas: replicas, Ready: replicas,
+				GPUsPerReplica: 2, GPUHourUSD: 2.5, ProvisioningUS: trace.Null, WarmEndUS: trace.Null}
+			for _, f := range []*float64{&e.QueueDepth, &e.Running, &e.Utilization, &e.KVUtilization, &e.RequestRate, &e.SLOAttainment} {
+				*f = math.NaN()
+			}
+			return e
+		}
+		return writeScaleEvents(t, []trace.ScaleEvent{row(0, trace.ScaleStart, 2), row(1800, trace.ScaleUp, 3),
+			row(2100, trace.ScaleDown, 2), row(2300, trace.ScaleUp, 3), row(3600, trace.ScaleEnd, 3)})
+	}
+	// smallRows spans 0 → 1,702,000 µs: 2 replicas × 2 GPUs × 1.702 s.
+	const span = 4 * 1.702 / 3600
+	for _, tc := range []struct {
+		name, path, scale, metric, kind string
+		want                            float64
+		err                             string
+	}{
+		{"static gpu-hours", write("static.arrow", static), "", "gpu_hours", "", span, ""},
+		{"static cost", write("priced.arrow", priced), "", "cost_usd", "", 3 * span, ""},
+		{"no price", write("static2.arrow", static), "", "cost_usd", "", 0, "deployment d has no price: set gpu_hour_usd"},
+		{"autoscaled without events", write("auto.arrow", auto), "", "gpu_hours", "", 0, "deployment d is autoscaled"},
+		{"autoscaled gpu-hours", write("auto2.arrow", auto), scale(), "gpu_hours", "", 4.888889, ""},
+		{"autoscaled cost", write("auto3.arrow", auto), scale(), "cost_usd", "", 12.222222, ""},
+		{"scoped", write("static3.arrow", static), "", "gpu_hours", ScopeTenant, 0, "takes no scope"},
+		{"no deployments", func() string { p := filepath.Join(dir, "bare.arrow"); writeResults(t, p, smallRows()); return p }(), "", "gpu_hours", "", 0, "needs the deployments blis-sim records"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Build([]string{tc.path}, Options{ScaleEvents: tc.scale})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := rep.Metric(0, tc.metric, tc.kind, "a")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, %v; want an error containing %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || math.Abs(got-tc.want) > 1e-6*tc.want {
+				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -34,9 +34,12 @@ type Options struct {
 	Results   string // results table (required)
 	Decisions string // decisions table (optional)
 	Anomalies string // anomalies table (optional)
-	SLOs      *report.SLOSet
-	Fitness   *fitness.Spec // targets as constraints (optional)
-	Strategy  string
+	// ScaleEvents is the run's scale-events table (optional; the GPU-hours
+	// and cost of an autoscaled run need it).
+	ScaleEvents string
+	SLOs        *report.SLOSet
+	Fitness     *fitness.Spec // targets as constraints (optional)
+	Strategy    string
 }
 
 // Write writes the summary.
@@ -75,7 +78,7 @@ func Write(w io.Writer, o Options) error {
 	s := &writer{rep: rep, dec: dec, an: an, o: o, slos: slos}
 	var fr *fitness.Result
 	if o.Fitness != nil {
-		ms, err := fitness.Collect([]string{o.Results}, o.Fitness)
+		ms, err := fitness.Collect([]string{o.Results}, o.Fitness, o.ScaleEvents)
 		if err != nil {
 			return err
 		}

@@ -206,6 +206,11 @@ type SimDeployment struct {
 	// fitted:COEFFICIENTS-FILE or linear.
 	Latency  string `json:"latency"`
 	KVBlocks int64  `json:"kv_blocks"`
+	// Autoscaled: some pool had an autoscaler, so Replicas is the count at
+	// the start and GPU-hours need the scale-events table.
+	Autoscaled bool `json:"autoscaled,omitempty"`
+	// GPUHourUSD is the deployment's price per GPU-hour (0: not priced).
+	GPUHourUSD float64 `json:"gpu_hour_usd,omitempty"`
 }
 
 // SetSimDeployments records the deployments of a run.

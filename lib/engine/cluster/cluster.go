@@ -71,6 +71,26 @@ type Options struct {
 	// step formed: a policy that failed (a sandboxed policy's runtime
 	// error, say) stops the run with its error.
 	PolicyErr func() error
+	// OnResult, when set, hears every result before the sink does (a
+	// policy bundle's router state learns of finished requests).
+	OnResult func(*trace.Result)
+	// Fork, when set, gives a clone of the cluster its own copies of the
+	// policies above that keep state (a policy bundle's Starlark state
+	// and router state): Clone calls it once and installs the answer.
+	Fork func() Forked
+}
+
+// Forked is a fork's own copy of the caller's policies (Options.Fork);
+// nil fields keep the cloned built-in or Cloner policy.
+type Forked struct {
+	Admission  policy.Admission
+	Priority   policy.Priority
+	Routing    policy.Routing
+	Scheduling func(replica int32) (sched.Order, sched.Victim)
+	Autoscale  func(deployment string, pool int) autoscale.Policy
+	PolicyErr  func() error
+	OnResult   func(*trace.Result)
+	Fork       func() Forked
 }
 
 // Deployment is one model on one kind of GPU: its replicas share an engine

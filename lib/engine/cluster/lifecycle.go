@@ -134,6 +134,9 @@ func (c *Cluster) writeResult(r *request.State) {
 			c.fail(fmt.Errorf("invariant violated: request %s completed with %d of %d tokens", r.Req.ID, r.Generated, r.Req.OutputTokens))
 		}
 	}
+	if c.opts.OnResult != nil {
+		c.opts.OnResult(res)
+	}
 	if err := c.sink.Write(res); err != nil {
 		c.fail(err)
 	}

@@ -261,3 +261,15 @@ func ParseDuration(s string) (Duration, error) {
 }
 
 var numberRE = regexp.MustCompile(`^[0-9]+(\.[0-9]*)?$`)
+
+// Autoscaled reports whether some pool of the cluster has an autoscaler.
+func (c *Cluster) Autoscaled() bool {
+	for _, d := range c.Resolved() {
+		for _, p := range d.Pools {
+			if p.Autoscaler != nil {
+				return true
+			}
+		}
+	}
+	return false
+}

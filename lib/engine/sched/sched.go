@@ -62,6 +62,9 @@ type Scheduler interface {
 	// Clone copies the scheduler onto cloned requests, a cloned store and
 	// the clone's key deriver.
 	Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Scheduler
+	// SetPolicies replaces the waiting order and victim policies (a
+	// fork's own copies of stateful ones); nil keeps vLLM's.
+	SetPolicies(order Order, victim Victim)
 }
 
 // Load is a replica's queue lengths and KV use.

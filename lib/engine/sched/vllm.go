@@ -241,6 +241,16 @@ func (s *VLLM) preempt(r *request.State) {
 // SetPreemptHook makes f hear every preemption, with the victim (nil: none).
 func (s *VLLM) SetPreemptHook(f func(r *request.State)) { s.onPreempt = f }
 
+// SetPolicies implements Scheduler. The waiting queue's shape follows
+// whether there is an Order, so a replacement keeps that (a fork's copy of
+// the same stage always does).
+func (s *VLLM) SetPolicies(order Order, victim Victim) {
+	if (order != nil) == s.waiting.custom {
+		s.order = order
+	}
+	s.victim = victim
+}
+
 // chooseVictim is the request to preempt: the newest running one, or the
 // Victim policy's choice.
 func (s *VLLM) chooseVictim() *request.State {

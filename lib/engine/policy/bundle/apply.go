@@ -20,6 +20,12 @@ type Runtime struct {
 	err    error
 	scaler Scaler
 	stars  map[string]*starRT
+	// What Apply installed, for Fork.
+	adm    policy.Admission
+	pri    policy.Priority
+	rout   policy.Routing
+	order  sched.Order
+	victim sched.Victim
 }
 
 // State is a Starlark stage's state dict now, in Starlark syntax (keys in
@@ -180,16 +186,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		}
 	}
 	if order != nil || victim != nil {
-		opts.Scheduling = func(idx int32) (sched.Order, sched.Victim) {
-			o, v := order, victim
-			if so, ok := o.(*starOrder); ok {
-				o = &starOrder{r: so.r, idx: idx}
-			}
-			if sv, ok := v.(*starVictim); ok {
-				v = &starVictim{r: sv.r, idx: idx}
-			}
-			return o, v
-		}
+		opts.Scheduling = scheduling(order, victim)
 	}
 	if st := b.stages[StageAutoscaler]; st != nil {
 		switch st.Kind {
@@ -212,9 +209,26 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 	}
 	opts.PolicyErr = rt.Err
 	if rt.tr != nil {
-		sink = &trackSink{next: sink, t: rt.tr, err: rt.Err}
+		opts.OnResult = rt.tr.finished
 	}
+	rt.adm, rt.pri, rt.rout, rt.order, rt.victim = opts.Admission, opts.Priority, opts.Routing, order, victim
+	opts.Fork = rt.Fork
 	return rt, sink, nil
+}
+
+// scheduling gives each replica the scheduler and preemption stages, a
+// Starlark stage with the replica's index.
+func scheduling(order sched.Order, victim sched.Victim) func(int32) (sched.Order, sched.Victim) {
+	return func(idx int32) (sched.Order, sched.Victim) {
+		o, v := order, victim
+		if so, ok := o.(*starOrder); ok {
+			o = &starOrder{r: so.r, idx: idx}
+		}
+		if sv, ok := v.(*starVictim); ok {
+			v = &starVictim{r: sv.r, idx: idx}
+		}
+		return o, v
+	}
 }
 
 // trackedAdmission tells the tracker of arrivals and verdicts around the

@@ -97,6 +97,7 @@ type starRT struct {
 	rouv   viewValue
 	args   starlark.Tuple
 	reqID  string
+	random *randomValue // nil unless the stage sets random: true
 }
 
 // maxAllocPerCall bounds what one call may allocate through checked
@@ -117,7 +118,8 @@ func (sp *starProgram) instantiate(rt *Runtime, seed uint64) (*starRT, error) {
 		pre[name] = fn
 	}
 	if st.Random {
-		pre["random"] = newRandom(rng.PCG(seed, "policy:"+st.Name))
+		r.random = newRandom(rng.PCG(seed, "policy:"+st.Name))
+		pre["random"] = r.random
 	}
 	r.thread.SetMaxExecutionSteps(st.MaxSteps)
 	g, err := sp.prog.Init(r.thread, pre)
@@ -568,13 +570,14 @@ func rw(x syntax.Expr) syntax.Expr {
 // randomValue is a stage's seeded stream: random.int(n) in [0, n),
 // random.float() in [0, 1).
 type randomValue struct {
+	src     *rand.PCG // its state is copied into a fork's stream
 	r       *rand.Rand
 	intFn   *starlark.Builtin
 	floatFn *starlark.Builtin
 }
 
 func newRandom(src *rand.PCG) *randomValue {
-	v := &randomValue{r: rand.New(src)}
+	v := &randomValue{src: src, r: rand.New(src)}
 	v.intFn = starlark.NewBuiltin("int", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
 		var n int
 		if err := starlark.UnpackPositionalArgs("random.int", args, kw, 1, &n); err != nil {

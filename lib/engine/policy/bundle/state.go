@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -270,17 +269,32 @@ func (t *Tracker) replica(id string, now int64) *replicaStats {
 	return &t.zeroR
 }
 
-// sink passes results on and records them.
-type trackSink struct {
-	next cluster.Sink
-	t    *Tracker
-	err  func() error
-}
-
-func (s *trackSink) Write(r *trace.Result) error {
-	s.t.finished(r)
-	if err := s.err(); err != nil {
-		return err
+// clone returns an independent copy of the tracker.
+func (t *Tracker) clone() *Tracker {
+	d := *t
+	d.tenants = make(map[string]*tenantLive, len(t.tenants))
+	for k, v := range t.tenants {
+		x := *v
+		d.tenants[k] = &x
 	}
-	return s.next.Write(r)
+	d.reps = make(map[string]*replicaStats, len(t.reps))
+	for k, v := range t.reps {
+		x := *v
+		d.reps[k] = &x
+	}
+	d.delayed = make(map[string]struct{}, len(t.delayed))
+	for k := range t.delayed {
+		d.delayed[k] = struct{}{}
+	}
+	d.pubT = make(map[string]*tenantStats, len(t.pubT))
+	for k, v := range t.pubT {
+		x := *v
+		d.pubT[k] = &x
+	}
+	d.pubR = make(map[string]*replicaStats, len(t.pubR))
+	for k, v := range t.pubR {
+		x := *v
+		d.pubR[k] = &x
+	}
+	return &d
 }

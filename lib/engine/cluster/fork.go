@@ -166,6 +166,18 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 		now: c.now, reps: a.reps, deps: c.deps, nmodel: c.nmodel, timeout: c.timeout,
 		frontier: math.MinInt64, noArrivals: true, sum: Summary{Deployments: c.sum.Deployments}}
 	d.opts.Steps, d.opts.Progress, d.opts.Decisions = nil, nil, nil
+	// The router takes no more requests: its stages and what they hear
+	// (OnResult) are not needed. Stateful scheduling policies (a policy
+	// bundle's) get the fork's own copies (Options.Fork).
+	d.opts.Admission, d.opts.Priority, d.opts.Routing, d.opts.OnResult = nil, nil, nil, nil
+	if c.opts.Fork != nil {
+		f := c.opts.Fork()
+		d.opts.PolicyErr, d.opts.Fork = f.PolicyErr, nil
+		if f.Scheduling != nil {
+			d.opts.Scheduling = f.Scheduling
+			rep.Sched.SetPolicies(f.Scheduling(i))
+		}
+	}
 	d.h.S, d.h.seq = evs, c.h.seq
 	d.retired.S = a.ret[:0]
 	d.fx.Done, d.work = a.done[:0], a.work[:0]
@@ -195,25 +207,26 @@ func (missing) fail() {
 	panic("internal error: a counterfactual fork of one replica (cluster.ForkReplica) reached a replica it does not hold: a coupling between replicas that Cluster.Separable does not know")
 }
 
-func (m missing) Enqueue(*request.State)            { m.fail() }
-func (m missing) HasWork() bool                     { m.fail(); return false }
-func (m missing) Form(int64, *latency.Batch) bool   { m.fail(); return false }
-func (m missing) Complete(int64, *[]*request.State) { m.fail() }
-func (m missing) Cancel(*request.State)             { m.fail() }
-func (m missing) Progress(*request.State) int32     { m.fail(); return 0 }
-func (m missing) Waiting() int                      { m.fail(); return 0 }
-func (m missing) Running() int                      { m.fail(); return 0 }
-func (m missing) Load() sched.Load                  { m.fail(); return sched.Load{} }
-func (m missing) StepIndex() int64                  { m.fail(); return 0 }
-func (m missing) Preempted() int32                  { m.fail(); return 0 }
-func (m missing) Preemptions() int64                { m.fail(); return 0 }
-func (m missing) KV() kv.Store                      { m.fail(); return nil }
-func (m missing) Check(bool) error                  { m.fail(); return nil }
-func (m missing) Wake(int64)                        { m.fail() }
-func (m missing) WakeAt() int64                     { m.fail(); return trace.Null }
-func (m missing) Resume(*request.State)             { m.fail() }
-func (m missing) Hold(bool)                         { m.fail() }
-func (m missing) Tiers() *kv.Tiers                  { m.fail(); return nil }
+func (m missing) Enqueue(*request.State)                { m.fail() }
+func (m missing) HasWork() bool                         { m.fail(); return false }
+func (m missing) Form(int64, *latency.Batch) bool       { m.fail(); return false }
+func (m missing) Complete(int64, *[]*request.State)     { m.fail() }
+func (m missing) Cancel(*request.State)                 { m.fail() }
+func (m missing) Progress(*request.State) int32         { m.fail(); return 0 }
+func (m missing) Waiting() int                          { m.fail(); return 0 }
+func (m missing) Running() int                          { m.fail(); return 0 }
+func (m missing) Load() sched.Load                      { m.fail(); return sched.Load{} }
+func (m missing) StepIndex() int64                      { m.fail(); return 0 }
+func (m missing) Preempted() int32                      { m.fail(); return 0 }
+func (m missing) Preemptions() int64                    { m.fail(); return 0 }
+func (m missing) KV() kv.Store                          { m.fail(); return nil }
+func (m missing) Check(bool) error                      { m.fail(); return nil }
+func (m missing) Wake(int64)                            { m.fail() }
+func (m missing) WakeAt() int64                         { m.fail(); return trace.Null }
+func (m missing) Resume(*request.State)                 { m.fail() }
+func (m missing) Hold(bool)                             { m.fail() }
+func (m missing) Tiers() *kv.Tiers                      { m.fail(); return nil }
+func (m missing) SetPolicies(sched.Order, sched.Victim) { m.fail() }
 func (m missing) Clone(*request.Clone, kv.Store, *request.Keyer) sched.Scheduler {
 	m.fail()
 	return nil

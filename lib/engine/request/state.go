@@ -159,6 +159,8 @@ func (r *State) IDBlocks(n int32) int32 {
 // An original is found again through a forwarding stamp it carries (the
 // clone's generation and the copy's number), not a map; the stamp is
 // checked against the copy's original, so a stale stamp is never trusted.
+// A State holds one stamp: clones of the same states are built one after
+// the other, never interleaved (nor from two goroutines).
 type Clone struct {
 	gen   uint32
 	src   []*State // originals, by copy number

@@ -666,16 +666,22 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 		d.tiers = s.tiers.Clone(store)
 		store.SetLower(d.tiers)
 	}
+	// Stale entries (their request moved on) stay stale, against a
+	// tombstone: in place, so that the live ones keep their order.
 	d.finishH.S = make([]stepEntry, len(s.finishH.S))
 	for i, e := range s.finishH.S {
-		e.r = c.Map(e.r)
+		e.r, e.epoch = c.MapEntry(e.r, e.epoch)
 		d.finishH.S[i] = e
 	}
 	d.bound = make([][]boundEntry, len(s.bound))
 	for i, bk := range s.bound {
+		if len(bk) == 0 {
+			continue
+		}
 		d.bound[i] = make([]boundEntry, len(bk))
 		for j, e := range bk {
-			d.bound[i][j] = boundEntry{c.Map(e.r), e.epoch}
+			r, ep := c.MapEntry(e.r, e.epoch)
+			d.bound[i][j] = boundEntry{r, ep}
 		}
 	}
 	return &d

@@ -3,7 +3,7 @@
 // caches, detects anomalies (the anomalies table) and measures the
 // counterfactual regret of sampled routing decisions by forking the
 // cluster. It plugs into the engine through cluster.Options.Decisions,
-// cluster.Options.Forker and a wrapper around the results sink; with
+// the cluster's forks (Cluster.ForkReplica, Cluster.Fork) and a wrapper around the results sink; with
 // none of them set the engine pays nothing (docs/evaluator.md).
 //
 // Rows stream out: an admission, priority, preemption or batch row is
@@ -151,14 +151,10 @@ func New(cfg Config) *Recorder {
 	return r
 }
 
-// Attach connects the recorder to a run's options: opts.Decisions, and
-// opts.Forker when regret is sampled. The results sink must be wrapped
-// with Sink.
+// Attach connects the recorder to a run's options (opts.Decisions). The
+// results sink must be wrapped with Sink.
 func (r *Recorder) Attach(opts *cluster.Options) {
 	opts.Decisions = r
-	if r.cfg.Regret.Sample > 0 {
-		opts.Forker = r
-	}
 }
 
 // Bind gives the recorder the cluster it hears (for block sizes and forks).
@@ -222,19 +218,25 @@ func (r *Recorder) Admitted(now int64, st *request.State, a policy.AdmitDecision
 	if a.Verdict == policy.Delay {
 		d.Value = a.DelayUS
 	}
-	aggregate(d, v)
-	r.emit(d)
-	if a.Verdict != policy.Admit {
-		r.regret.drop()
+	if r.rows() {
+		aggregate(d, v)
 	}
+	r.emit(d)
 }
+
+// rows reports whether decision rows are written. When they are not (a run
+// that keeps only anomalies, regret or the counts), the snapshots a row
+// carries are not computed: at 1,000 replicas they were most of the cost.
+func (r *Recorder) rows() bool { return r.cfg.Decisions != nil && r.cfg.Level >= Decisions }
 
 // Prioritized records a priority decision.
 func (r *Recorder) Prioritized(now int64, st *request.State, prio int64, v *policy.ClusterView) {
 	d := r.begin(now, trace.DecisionPriority, st)
 	d.Action, d.Value = "assign", prio
 	d.Reason = r.cfg.PriorityName
-	aggregate(d, v)
+	if r.rows() {
+		aggregate(d, v)
+	}
 	r.emit(d)
 }
 
@@ -244,11 +246,14 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 	d := r.begin(now, trace.DecisionRouting, st)
 	rep := v.Replica(rd.Target)
 	d.Target, d.Action, d.Reason = rep.ID(), "route", rd.Reason
-	d.Waiting, d.Running, d.InFlight = int32(rep.Waiting()), int32(rep.Running()), int32(rep.InFlight())
-	d.KVUtil = rep.KVUtilization()
-	d.CachedBlocks = int32(v.CachedBlocks(rd.Target))
+	sampled := r.regret.wants(st)
+	if r.rows() || sampled {
+		d.Waiting, d.Running, d.InFlight = int32(rep.Waiting()), int32(rep.Running()), int32(rep.InFlight())
+		d.KVUtil = rep.KVUtilization()
+		d.CachedBlocks = int32(v.CachedBlocks(rd.Target))
+		r.topK(d, v, rd.Target)
+	}
 	d.PromptBlocks = int32(len(st.Keys))
-	r.topK(d, v, rd.Target)
 	// The shadow model's prediction, then its update from this decision.
 	gi := cands[rd.Target]
 	B := r.c.CandidateBlockSize(gi)
@@ -259,8 +264,8 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 	}
 	d.ExpectedCacheHitTokens = int32(exp)
 	sh.insert(st.Keys)
-	if r.regret.pending(st) {
-		r.counterfactual(d, st, rd.Target)
+	if sampled {
+		r.counterfactual(d, st, rd.Target, cands)
 	}
 	// Hold the row until the request's result.
 	p := r.alloc()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/blis-sim/blis/lib/engine/cluster"
@@ -45,17 +46,28 @@ func DescribeRegret(md trace.Meta, cfg RegretConfig) {
 }
 
 type regretState struct {
-	cfg      *RegretConfig
-	fork     *cluster.Cluster
-	id       string
-	n, pos   int64
-	sum      float64
-	wsum     float64
-	collect  forkSink
-	setIDs   []string
-	setArr   []int64
-	thresh   uint64
-	disabled bool
+	cfg    *RegretConfig
+	n, pos int64
+	sum    float64
+	wsum   float64
+	thresh uint64
+
+	// Forks come from one arena (a fork is dead once its numbers are
+	// read); the rest is scratch kept across samples.
+	arena cluster.ForkArena
+	win   []winReq
+	alone []int64 // per candidate: Σ TTFT of its window requests without the request
+	with  []int64 // and with the request placed on it
+	nwin  []int   // its window requests
+	rwin  []int64 // the request's TTFT (censored at the window's end) when placed there
+	ttft  []int64 // the request's TTFT (censored at 4 windows)
+	gidx  []int32 // the candidates' cluster-wide replica indices
+}
+
+// winReq is a fork's copy of a window request and its arrival.
+type winReq struct {
+	s   *request.State
+	arr int64
 }
 
 func (g *regretState) init(cfg *RegretConfig) {
@@ -69,7 +81,6 @@ func (g *regretState) init(cfg *RegretConfig) {
 	case cfg.Sample > 0:
 		g.thresh = uint64(cfg.Sample * (1 << 63) * 2)
 	}
-	g.collect.first = map[string]int64{}
 }
 
 // sampled decides, from the request id alone (so the sample does not
@@ -83,173 +94,218 @@ func (g *regretState) sampled(id string) bool {
 	return rng.Mix64(h.Sum64()^rng.Mix64(g.cfg.Seed^0x7265677265740000)) < g.thresh
 }
 
-func (g *regretState) pending(st *request.State) bool { return g.fork != nil && g.id == st.Req.ID }
-
-func (g *regretState) drop() { g.fork = nil }
-
-// BeforeArrival forks the cluster before a sampled request's first
-// routing (cluster.Forker).
-func (r *Recorder) BeforeArrival(c *cluster.Cluster, st *request.State) {
-	r.regret.fork = nil
-	if st.Req.Kind != trace.KindLLM || st.Routed != trace.Null || !r.regret.sampled(st.Req.ID) {
-		return
-	}
-	r.regret.fork, r.regret.id = c.Clone(nil, nil), st.Req.ID
+// wants reports whether st's routing decision (its first) is replayed.
+func (g *regretState) wants(st *request.State) bool {
+	return st.Req.Kind == trace.KindLLM && st.Routed == trace.Null && g.sampled(st.Req.ID)
 }
 
-// forkSink keeps the first-token times of the window's requests.
-type forkSink struct{ first map[string]int64 }
-
-func (s *forkSink) Write(res *trace.Result) error {
-	if _, ok := s.first[res.ID]; ok {
-		s.first[res.ID] = res.FirstTokenUS
-	}
-	return nil
-}
-
-// counterfactual replays the decision d (about st) with each of its top-k
-// candidates forced, from the fork taken before the request arrived: the
-// request's TTFT, and the mean TTFT of the window's requests (those in the
-// cluster without a first token at the decision, the request included,
-// each censored at the window's end), under each. Arrivals after the
-// decision are not replayed (the fork gets no more input), the same for
-// every candidate.
-func (r *Recorder) counterfactual(d *trace.Decision, st *request.State, chosen int) {
+// counterfactual replays the routing decision d about st, in progress in
+// the cluster (chosen: the policy's candidate; cands: the candidates'
+// cluster-wide replica indices), with each of its top-k candidates forced:
+// the request's TTFT, and the mean TTFT of the window's requests (those on
+// the candidate replicas without a first token at the decision, and the
+// request, each censored at the window's end), under each. A fork's router
+// takes no more requests (cluster.StopArrivals), the same for every
+// candidate.
+//
+// When the cluster is separable (cluster.Separable) the replicas do not
+// affect each other in a replay, so each candidate replica is replayed
+// alone, without the request and with it (2k one-replica replays instead
+// of k whole clusters), and the window's numbers are put together from
+// them: under candidate j, replica j's requests as they fare with the
+// request, every other candidate's as they fare without it. The result is
+// the same as whole-cluster forks' (a test checks it).
+func (r *Recorder) counterfactual(d *trace.Decision, st *request.State, chosen int, cands []int32) {
 	g := &r.regret
-	base := g.fork
-	g.fork = nil
 	idx := r.candIndex(chosen)
 	if len(idx) < 2 {
 		return
 	}
+	k := len(idx)
 	t0, W := d.TimeUS, g.cfg.WindowUS
-	end := t0 + W
-	g.setIDs, g.setArr = g.setIDs[:0], g.setArr[:0]
-	base.EachLive(func(s *request.State) {
-		if s.Req.Kind != trace.KindLLM || s.FirstTok != trace.Null || s.Phase == request.Pending || s.Phase == request.Done {
-			return
-		}
-		if a := s.Req.ArrivalUS; a != trace.Null && a <= end {
-			g.setIDs = append(g.setIDs, s.Req.ID)
-			g.setArr = append(g.setArr, a)
-		}
-	})
+	end, lim := t0+W, t0+4*W
 	arr := st.Req.ArrivalUS
-	best, bestW := int64(math.MaxInt64), math.Inf(1)
-	for j, ci := range idx {
-		f := base
-		if j < len(idx)-1 {
-			f = base.Clone(nil, nil)
-		}
-		clear(g.collect.first)
-		for _, id := range g.setIDs {
-			g.collect.first[id] = trace.Null
-		}
-		f.SetSink(&g.collect)
-		f.ForceRoute(st.Req.ID, ci)
-		if !r.runWindow(f, end) {
-			return
-		}
-		var sum float64
-		for k, id := range g.setIDs {
-			ft := g.collect.first[id]
-			if ft == trace.Null {
-				if s := f.Request(id); s != nil && s.Req.ID == id {
-					ft = s.FirstTok
+	g.alone, g.with, g.nwin = resize(g.alone, k), resize(g.with, k), resize(g.nwin, k)
+	g.rwin, g.ttft, g.gidx = resize(g.rwin, k), resize(g.ttft, k), resize(g.gidx, k)
+	for j, vi := range idx {
+		g.gidx[j] = cands[vi]
+	}
+	c := r.c
+	n := 0 // window requests, the request aside
+	if c.Separable() && !wholeForks {
+		for j, gi := range g.gidx {
+			f, _ := c.ForkReplica(&g.arena, gi, false)
+			g.collect(f, nil, gi)
+			g.nwin[j] = len(g.win)
+			n += len(g.win)
+			if len(g.win) > 0 {
+				if !r.replay(f, nil, end, st) {
+					return
 				}
+				g.alone[j] = g.winSum(end)
 			}
-			if ft == trace.Null || ft > end {
-				ft = end
+			f, fr := c.ForkReplica(&g.arena, gi, true)
+			g.collect(f, fr, gi)
+			if !r.replay(f, fr, end, st) {
+				return
 			}
-			sum += float64(ft - g.setArr[k])
+			g.with[j] = g.winSum(end)
+			g.rwin[j] = censor(fr.FirstTok, end) - arr
+			if g.ttft[j] = r.firstToken(f, fr, lim); g.ttft[j] == trace.Null {
+				g.ttft[j] = lim // censored: a lower bound
+			}
+			g.ttft[j] -= arr
 		}
-		win := math.NaN()
-		if len(g.setIDs) > 0 {
-			win = sum / float64(len(g.setIDs))
+		var all int64
+		for j := range g.gidx {
+			all += g.alone[j]
 		}
-		// The request's own TTFT: run on (up to 4 windows) until it has one.
-		ttft := r.firstToken(f, st.Req.ID, t0+4*W)
-		if ttft != trace.Null {
-			ttft -= arr
-		} else {
-			ttft = t0 + 4*W - arr // censored: a lower bound
+		for j := range g.gidx {
+			g.with[j] += all - g.alone[j]
 		}
+	} else {
+		for j, vi := range idx {
+			f, fr := c.Fork(&g.arena, vi)
+			g.collect(f, fr, g.gidx...)
+			n = len(g.win)
+			if !r.replay(f, fr, end, st) {
+				return
+			}
+			g.with[j] = g.winSum(end)
+			g.rwin[j] = censor(fr.FirstTok, end) - arr
+			if g.ttft[j] = r.firstToken(f, fr, lim); g.ttft[j] == trace.Null {
+				g.ttft[j] = lim
+			}
+			g.ttft[j] -= arr
+		}
+	}
+	clear(g.win) // no fork survives the sample
+	g.win = g.win[:0]
+	best, bestW := int64(math.MaxInt64), math.Inf(1)
+	for j := range idx {
 		c := &d.Candidates[j]
-		c.CFTTFTUS, c.CFWindowTTFTUS = ttft, win
+		c.CFTTFTUS = g.ttft[j]
+		c.CFWindowTTFTUS = float64(g.with[j]+g.rwin[j]) / float64(n+1)
 		if j > 0 {
-			best = min(best, ttft)
-			bestW = math.Min(bestW, win)
+			best = min(best, c.CFTTFTUS)
+			bestW = math.Min(bestW, c.CFWindowTTFTUS)
 		}
 	}
 	d.RegretUS = d.Candidates[0].CFTTFTUS - best
 	d.WindowRegretUS = d.Candidates[0].CFWindowTTFTUS - bestW
 	g.n++
 	g.sum += float64(d.RegretUS)
-	if !math.IsNaN(d.WindowRegretUS) {
-		g.wsum += d.WindowRegretUS
-	}
+	g.wsum += d.WindowRegretUS
 	if d.RegretUS > 0 {
 		g.pos++
 	}
 }
 
-// runWindow runs a fork up to end, with no more input than it holds, or
-// until every request of the window has its first token (nothing after
-// that changes the window's numbers): most replays stop long before end.
-func (r *Recorder) runWindow(f *cluster.Cluster, end int64) bool {
+// wholeForks makes every replay a whole-cluster fork (a test compares the
+// two ways).
+var wholeForks bool
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// censor bounds a first-token time by the window's end (none: the end).
+func censor(ft, end int64) int64 {
+	if ft == trace.Null || ft > end {
+		return end
+	}
+	return ft
+}
+
+// collect gathers fork f's window requests: those on the replicas reps
+// without a first token (LLM requests routed there, queued or running),
+// the fork's copy of the decision's request (fr) aside.
+func (g *regretState) collect(f *cluster.Cluster, fr *request.State, reps ...int32) {
+	g.win = g.win[:0]
+	f.EachLive(func(s *request.State) {
+		if s == fr || s.Req.Kind != trace.KindLLM || s.FirstTok != trace.Null {
+			return
+		}
+		switch s.Phase {
+		case request.Routed, request.Waiting, request.Running, request.Transfer:
+		default:
+			return
+		}
+		if slices.Contains(reps, s.Replica) {
+			g.win = append(g.win, winReq{s, s.Req.ArrivalUS})
+		}
+	})
+}
+
+// winSum is Σ TTFT of the window's requests, each censored at end.
+func (g *regretState) winSum(end int64) int64 {
+	var sum int64
+	for _, w := range g.win {
+		sum += censor(w.s.FirstTok, end) - w.arr
+	}
+	return sum
+}
+
+// replay runs a fork up to end, or until every request of the window (and
+// fr) has its first token (nothing after that changes the window's
+// numbers): most replays stop long before end. A fork that fails fails
+// the run (a fork replays what the run itself did).
+func (r *Recorder) replay(f *cluster.Cluster, fr *request.State, end int64, st *request.State) bool {
 	for {
-		for k := 0; k < 64; k++ {
+		for k := 0; k < 32; k++ {
 			switch f.Step(end) {
 			case cluster.Idle:
-				return f.Err() == nil
+				return r.forkErr(f, st)
 			case cluster.NeedInput:
 				f.InputDone()
 			}
 		}
-		if f.Err() != nil {
+		if !r.forkErr(f, st) {
 			return false
 		}
-		if r.windowDone(f) {
+		if r.windowDone(fr) {
 			return true
 		}
 	}
 }
 
-func (r *Recorder) windowDone(f *cluster.Cluster) bool {
-	g := &r.regret
-	for _, id := range g.setIDs {
-		if g.collect.first[id] != trace.Null {
-			continue
-		}
-		if s := f.Request(id); s != nil && s.Req.ID == id && s.FirstTok == trace.Null && s.Phase != request.Done {
+func (r *Recorder) forkErr(f *cluster.Cluster, st *request.State) bool {
+	if err := f.Err(); err != nil {
+		r.fail(fmt.Errorf("counterfactual replay of request %s: %w", st.Req.ID, err))
+		return false
+	}
+	return true
+}
+
+func (r *Recorder) windowDone(fr *request.State) bool {
+	if fr != nil && fr.FirstTok == trace.Null && fr.Phase != request.Done {
+		return false
+	}
+	for _, w := range r.regret.win {
+		if w.s.FirstTok == trace.Null && w.s.Phase != request.Done {
 			return false
 		}
 	}
 	return true
 }
 
-// firstToken steps f until request id has its first token (its time) or
-// the limit passes (trace.Null).
-func (r *Recorder) firstToken(f *cluster.Cluster, id string, limit int64) int64 {
-	if ft, ok := r.regret.collect.first[id]; ok && ft != trace.Null {
-		return ft
-	}
-	s := f.Request(id)
-	for s != nil && s.Req.ID == id && s.FirstTok == trace.Null && s.Phase != request.Done {
+// firstToken steps f until its request fr has its first token (its time)
+// or the limit passes (trace.Null).
+func (r *Recorder) firstToken(f *cluster.Cluster, fr *request.State, limit int64) int64 {
+	for fr.FirstTok == trace.Null && fr.Phase != request.Done {
 		switch f.Step(limit) {
 		case cluster.Idle:
-			return trace.Null
+			return fr.FirstTok
 		case cluster.NeedInput:
 			f.InputDone()
 		}
 	}
-	if s != nil && s.Req.ID == id && s.FirstTok != trace.Null {
-		return s.FirstTok
-	}
-	if ft, ok := r.regret.collect.first[id]; ok {
-		return ft
-	}
-	return trace.Null
+	return fr.FirstTok
 }
 
 // CheckClonable reports an error when regret is sampled but the run's

@@ -163,7 +163,12 @@ func fuzzTiered(c config.Cluster, kv, routing uint8) config.Cluster {
 	if pd {
 		routings := []string{"decode-first", "prefill-first"}
 		d.KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(0.05), Latency: us(int64(routing % 30)),
-			Granularity: "block", Routing: routings[int(kv>>3)&1], MaxQueue: int(routing%3) + 1}
+			Granularity: "block", Routing: routings[int(kv>>3)&1], MaxQueue: int(routing%3) + 1,
+			Pipelined: kv&2 != 0, Layers: 1 + int(routing/3)%5}
+		if d.KVTransfer.Routing == "decode-first" {
+			// chunk and stream reserve the decode blocks at the prefill's start.
+			d.KVTransfer.Granularity = []string{"block", "chunk", "stream"}[int(routing/15)%3]
+		}
 	}
 	return c
 }

@@ -25,7 +25,7 @@ func needsCatalogue(d *config.Deployment) bool {
 			return true
 		}
 	}
-	return d.IsPD() && (d.KVTransfer == nil || d.KVTransfer.BandwidthGBs == nil)
+	return d.IsPD() && (d.KVTransfer == nil || d.KVTransfer.BandwidthGBs == nil || d.KVTransfer.NeedsLayers() && d.KVTransfer.Layers == 0)
 }
 
 // prepareKV fills the KV tiers' and the KV transfer's defaults from the
@@ -114,6 +114,12 @@ func prepareKV(cfg *config.Cluster, i int, d *config.Deployment, res *resolve.Re
 	}
 	if x.MaxQueue == 0 {
 		x.MaxQueue = config.DefaultMaxTransferQueue
+	}
+	if x.NeedsLayers() && x.Layers == 0 {
+		if res == nil || res.Roofline == nil || res.Roofline.A.Layers <= 0 {
+			return errors.New(cfg.Where(key("kv_transfer.layers"), fmt.Sprintf("the layer count of model %q is unknown (granularity %s, pipelined %v time the transfer per layer): set it", d.Model, x.Granularity, x.Pipelined)))
+		}
+		x.Layers = res.Roofline.A.Layers
 	}
 	return nil
 }

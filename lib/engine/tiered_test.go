@@ -71,19 +71,46 @@ func TestPDSingleRequestIsSumOfSteps(t *testing.T) {
 
 // A decode replica without room for the incoming KV makes the hand-off
 // wait (backpressure); the prefill replica keeps its blocks meanwhile.
+// With chunk or stream, b cannot reserve when its prefill starts, so it
+// asks again at its hand-off and everything is sent then, as with block.
 func TestPDBackpressure(t *testing.T) {
-	c := pdConfig()
-	c.Deployments[0].Engine.KVBlocks = 10
-	// a holds 7 of the decode replica's 10 blocks for 100+40 tokens (9
-	// blocks by its end); b's 4 prompt blocks must wait until a finishes.
-	sink, sum := run(t, c, []trace.Request{req("a", 0, 100, 40), req("b", 10, 60, 2)}, Options{})
-	got := sink.byID()
-	a, b := got["a"], got["b"]
-	if a.Status != trace.StatusCompleted || b.Status != trace.StatusCompleted {
-		t.Fatalf("%+v %+v", a, b)
+	for _, gran := range []string{"block", "chunk", "stream"} {
+		t.Run(gran, func(t *testing.T) {
+			c := pdConfig()
+			c.Deployments[0].Engine.KVBlocks = 10
+			c.Deployments[0].KVTransfer.Granularity, c.Deployments[0].KVTransfer.Layers = gran, 4
+			// a holds 7 of the decode replica's 10 blocks for 100+40 tokens (9
+			// blocks by its end); b's 4 prompt blocks must wait until a finishes.
+			sink, sum := run(t, c, []trace.Request{req("a", 0, 100, 40), req("b", 10, 60, 2)}, Options{})
+			got := sink.byID()
+			a, b := got["a"], got["b"]
+			if a.Status != trace.StatusCompleted || b.Status != trace.StatusCompleted {
+				t.Fatalf("%+v %+v", a, b)
+			}
+			if sum.PDBackpressure != 1 || b.KVTransferUS <= 60+20 || b.FirstTokenUS < a.FinishedUS || b.KVTransferBytes != 60_000 {
+				t.Fatalf("backpressure %d, b transfer %d µs %d B, b first token %d, a finished %d", sum.PDBackpressure, b.KVTransferUS, b.KVTransferBytes, b.FirstTokenUS, a.FinishedUS)
+			}
+		})
 	}
-	if sum.PDBackpressure != 1 || b.KVTransferUS <= 60+20 || b.FirstTokenUS < a.FinishedUS {
-		t.Fatalf("backpressure %d, b transfer %d µs, b first token %d, a finished %d", sum.PDBackpressure, b.KVTransferUS, b.FirstTokenUS, a.FinishedUS)
+}
+
+// A request that times out while prefilling gives back the decode blocks
+// it reserved (chunk, stream) or asked for: b, arriving after, needs all of
+// them.
+func TestPDTimeoutDuringPrefillReleasesReservation(t *testing.T) {
+	for _, gran := range []string{"block", "chunk", "stream"} {
+		t.Run(gran, func(t *testing.T) {
+			c := pdConfig()
+			c.Deployments[0].Engine.KVBlocks = 70 // 1,000 tokens take 63
+			c.Deployments[0].Engine.MaxNumBatchedTokens = 400
+			c.Deployments[0].KVTransfer.Granularity, c.Deployments[0].KVTransfer.Layers = gran, 4
+			// a's prefill would end at 4000 µs; it times out at 2000.
+			sink, sum := run(t, c, []trace.Request{withTimeout(req("a", 0, 1000, 3), 2000), req("b", 10_000, 1000, 3)}, Options{})
+			got := sink.byID()
+			if got["a"].Status != trace.StatusTimedOut || got["b"].Status != trace.StatusCompleted || sum.PDBackpressure != 0 {
+				t.Fatalf("a %s, b %s, backpressure %d", got["a"].Status, got["b"].Status, sum.PDBackpressure)
+			}
+		})
 	}
 }
 
@@ -178,6 +205,10 @@ func TestKVConfigErrors(t *testing.T) {
 		{"bad offload", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv: {offload: sometimes}\n", "c.yaml:6: deployments[0].kv.offload: expected none, eager, lazy or threshold"},
 		{"unknown key", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv: {ofload: lazy}\n", "deployments[0].kv.ofload: unknown key; did you mean offload?"},
 		{"transfer on monolithic", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv_transfer: {latency: 5us}\n", "deployments[0].kv_transfer: only used by a deployment with prefill and decode pools"},
+		{"bad granularity", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {granularity: layer}\n", "c.yaml:6: deployments[0].kv_transfer.granularity: expected block, chunk or stream, found \"layer\""},
+		{"chunk with prefill-first", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {granularity: chunk, routing: prefill-first}\n", "deployments[0].kv_transfer.granularity: granularity chunk sends KV while the prefill runs"},
+		{"bad layers", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {granularity: stream, layers: -1}\n", "deployments[0].kv_transfer.layers: expected the model's layer count (1 to 10000), found -1"},
+		{"pipelined not a bool", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {pipelined: sometimes}\n", "pipelined"},
 		{"mixed roles", base + "    pools: [{role: monolithic, replicas: 1}, {role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n", "either monolithic or prefill/decode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,9 +218,18 @@ func TestKVConfigErrors(t *testing.T) {
 			}
 		})
 	}
+	// pipelined and stream are accepted; Prepare reads the layer count from
+	// the catalogue (Llama-3.1-8B: 32 layers).
+	c, err := config.Parse("c.yaml", []byte(base+"    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {granularity: stream, pipelined: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Prepare(&c); err != nil || c.Deployments[0].KVTransfer.Layers != 32 {
+		t.Fatalf("got %v, layers %d", err, c.Deployments[0].KVTransfer.Layers)
+	}
 	// A tier smaller than one block: Llama-3.1-8B holds 128 KiB of KV per
 	// token, 2 MiB per block of 16.
-	c, err := config.Parse("c.yaml", []byte(base+"    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 0.001}]\n"))
+	c, err = config.Parse("c.yaml", []byte(base+"    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 0.001}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,8 +278,16 @@ func TestTieredPDCloneAndDeterminism(t *testing.T) {
 			reqs[i].TimeoutUS = 300_000
 		}
 	}
-	for _, routing := range []string{"decode-first", "prefill-first"} {
-		t.Run(routing, func(t *testing.T) {
+	for _, v := range []struct {
+		routing, gran string
+		pipelined     bool
+	}{{"decode-first", "block", false}, {"prefill-first", "block", false}, {"decode-first", "chunk", false},
+		{"decode-first", "stream", true}, {"prefill-first", "block", true}} {
+		name := v.routing + "-" + v.gran
+		if v.pipelined {
+			name += "-pipelined"
+		}
+		t.Run(name, func(t *testing.T) {
 			c := oneDeployment(testConfig(), config.Pool{Role: "prefill", Replicas: 2}, config.Pool{Role: "decode", Replicas: 2})
 			d := &c.Deployments[0]
 			d.Engine.KVBlocks = 120
@@ -247,7 +295,8 @@ func TestTieredPDCloneAndDeterminism(t *testing.T) {
 			d.KV = &config.KV{Offload: "lazy", BytesPerToken: 2000, Tiers: []config.Tier{
 				{Name: "cpu", CapacityBlocks: 60, BandwidthGBs: gbs(0.5), Latency: us(30), Eviction: "lru"},
 				{Name: "storage", CapacityBlocks: 200, BandwidthGBs: gbs(0.1), Latency: us(100), Eviction: "lfu"}}}
-			d.KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(0.2), Latency: us(20), Granularity: "block", Routing: routing, MaxQueue: 2}
+			d.KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(0.2), Latency: us(20), Granularity: v.gran, Routing: v.routing, MaxQueue: 2,
+				Pipelined: v.pipelined, Layers: 8}
 			c.Router.Routing = "least-loaded"
 			opts := Options{CheckInvariants: true}
 			straight := &memSink{}
@@ -302,5 +351,68 @@ func TestPDRoundRobinPerPool(t *testing.T) {
 	}
 	if pre["d/0"] != 3 || pre["d/1"] != 3 || dec["d/2"] != 2 || dec["d/3"] != 2 || dec["d/4"] != 2 {
 		t.Fatalf("prefill %v decode %v", pre, dec)
+	}
+}
+
+// A long prompt in three chunks on a P/D deployment, with each granularity
+// and pipelining off and on: TTFT = the prefill's end + the transfer's
+// exposed part + the first decode-side step (hand-computed, docs/engine.md
+// "KV transfer").
+func TestPDGranularityPipelined(t *testing.T) {
+	// Prefill chunks of 400, 400, 200 tokens (budget 400): steps of 1400,
+	// 1400 and 1200 µs, so the prefill runs [0,1400] [1400,2800]
+	// [2800,4000]. KV: 1000 B per token at 0.5 GB/s = 2 µs per token;
+	// latency 20 µs; L = 4 layers. First decode-side step: 1000 + 1 = 1001
+	// (so pipelining may start it (L−1)·1001/L = 750 µs before the last
+	// byte arrives).
+	const prefillEnd, first = 4000, 1001
+	cases := []struct {
+		gran      string
+		pipelined bool
+		done      int64 // last byte in place
+		start     int64 // the decode replica's first step starts
+	}{
+		// block: everything after the prefill: [4000, 6000] + 20.
+		{"block", false, 6020, 6020},
+		// chunk: [1400,2200] [2800,3600] [4000,4400] + 20.
+		{"chunk", false, 4420, 4420},
+		// stream: chunk 1 from 350 (its first layer) to max(350+800,
+		// 1400+200) = 1600; chunk 2 from max(1600, 1750) to max(2550,
+		// 3000) = 3000; chunk 3 from max(3000, 3100) to max(3500, 4100)
+		// = 4100; + 20.
+		{"stream", false, 4120, 4120},
+		// block, pipelined: the last (only) piece left [4000,6000], its
+		// first layer at 4500: ready at max(4520, 6020 − 750) = 5270.
+		{"block", true, 6020, 5270},
+		// chunk, pipelined: last piece [4000,4400], first layer at 4100:
+		// max(4120, 4420 − 750) = 4120.
+		{"chunk", true, 4420, 4120},
+		// stream, pipelined: last piece's first layer at 3100 + 100:
+		// max(4000 (the prefill's end), 3220, 4120 − 750) = 4000.
+		{"stream", true, 4120, 4000},
+	}
+	for _, tc := range cases {
+		name := tc.gran
+		if tc.pipelined {
+			name += "-pipelined"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := pdConfig()
+			c.Deployments[0].Engine.MaxNumBatchedTokens = 400
+			x := c.Deployments[0].KVTransfer
+			x.BandwidthGBs, x.Granularity, x.Pipelined, x.Layers = gbs(0.5), tc.gran, tc.pipelined, 4
+			steps := &memSteps{}
+			sink, sum := run(t, c, []trace.Request{req("a", 0, 1000, 3)}, Options{Steps: steps})
+			r := sink.rs[0]
+			if r.Status != trace.StatusCompleted || r.TTFTUS != tc.start+first || r.E2EUS != tc.start+first+2*1010 {
+				t.Fatalf("got %s ttft %d e2e %d, want ttft %d", r.Status, r.TTFTUS, r.E2EUS, tc.start+first)
+			}
+			if r.KVTransferUS != tc.done-prefillEnd || r.KVTransferBytes != 1_000_000 || sum.TransferBytes != 1_000_000 || sum.Transfers != 1 {
+				t.Fatalf("transfer %d µs (want %d), %d B, summary %+v", r.KVTransferUS, tc.done-prefillEnd, r.KVTransferBytes, sum)
+			}
+			if len(steps.ss) != 6 || steps.ss[2].StartUS+steps.ss[2].DurationUS != prefillEnd || steps.ss[3].Role != "decode" || steps.ss[3].StartUS != tc.start {
+				t.Fatalf("steps %+v", steps.ss)
+			}
+		})
 	}
 }

@@ -94,7 +94,8 @@ func (rep *Report) kvTables() {
 			"offload/reload_blk_per_s from the steps table (--steps, first run): blocks copied to and loaded from lower tiers per second of span",
 		Columns: rep.runCol("group", "gpu_hit_pct", "cpu_hit_pct", "storage_hit_pct", "reloads", "reload_tok_per_s", "reload_mean_ms", "reload_p99_ms", "thrash_pct", "thrashing")}
 	pd := &Table{Name: "pd", Title: "Prefill/decode KV transfers",
-		Note: "transfer = prefill end to KV arrival on the decode replica; wait = the part before the transfer started (decode replica's blocks, prefill replica's link); " +
+		Note: "transfer = prefill end to the last KV byte's arrival on the decode replica (granularity chunk/stream: the part not hidden behind the prefill); " +
+			"wait = prefill end to the start of the last piece's sending (decode replica's blocks, prefill replica's link); " +
 			"pd_backpressure = more than 5% of transfers waited",
 		Columns: rep.runCol("group", "transfers", "gb_per_s", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "waited_pct", "wait_p99_ms", "pd_backpressure")}
 	var off, rel int64

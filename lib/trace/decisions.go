@@ -45,7 +45,9 @@ type Candidate struct {
 	KVUtil       float64
 	CachedBlocks int32
 	// Counterfactual replay (NullI32/Null/NaN unless sampled): the
-	// request's TTFT and the window's mean TTFT with this candidate forced.
+	// request's TTFT and the window's mean TTFT with this candidate forced
+	// (the window: the requests on the candidate replicas without a first
+	// token at the decision, and the request; docs/evaluator.md).
 	CFTTFTUS       int64
 	CFWindowTTFTUS float64
 }

@@ -37,8 +37,10 @@ type Result struct {
 	KVReloadUS                                            int64
 	KVThrashTokens                                        int32
 	// Disaggregated serving ("" and Null otherwise): where it prefilled and
-	// decoded, the hand-off's time (prefill end to KV arrival), the part of
-	// it spent waiting (decode blocks, link queue), and the bytes moved.
+	// decoded, the hand-off's time (prefill end to the last KV byte's
+	// arrival: with granularity chunk or stream, the part of the transfer
+	// not hidden behind the prefill), the part of it spent waiting (decode
+	// blocks, link queue) before the last piece was sent, and the bytes moved.
 	PrefillReplica, DecodeReplica  string
 	KVTransferUS, KVTransferWaitUS int64
 	KVTransferBytes                int64

@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"math"
+
 	"github.com/blis-sim/blis/lib/trace"
 
+	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
@@ -14,8 +17,19 @@ import (
 // original alone: counterfactual replays fork a cluster at a decision and
 // run the fork with another choice. Policies that keep state are copied
 // (policy.Cloner); the caller's Progress callback is not carried over.
+// Cloning stamps the original's requests (request.Clone): two goroutines
+// must not clone one cluster at once.
 func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
-	m := request.NewCloneN(len(c.ids) + 64)
+	return c.cloneWith(request.NewCloneN(len(c.ids)+64), sink, steps, nil)
+}
+
+// cloneWith clones through m (reset by the caller for a whole clone). A
+// fork (Fork: no more input, never finished; a not nil) leaves out what
+// only input and the end of the run need: the id index and the finished
+// requests kept for later rows to name; and copies the KV stores into the
+// arena's dead ones.
+func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *ForkArena) *Cluster {
+	fork := a != nil
 	d := *c
 	if sink == nil {
 		sink = discard{}
@@ -23,7 +37,7 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	d.sink = sink
 	d.opts.Steps = steps
 	d.opts.Progress = nil
-	d.opts.Decisions, d.opts.Forker = nil, nil // forks are not traced
+	d.opts.Decisions = nil // forks are not traced
 
 	d.h.S = make([]event, len(c.h.S))
 	for i, e := range c.h.S {
@@ -47,6 +61,14 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	}
 	d.reps = make([]*replica.Replica, len(c.reps))
 	for i, r := range c.reps {
+		if pg, ok := r.Sched.KV().(*kv.Paged); ok && fork {
+			if len(a.kvs) != len(c.reps) {
+				a.kvs = make([]kv.Store, len(c.reps))
+			}
+			a.kvs[i] = pg.CloneInto(a.kvs[i])
+			d.reps[i] = r.CloneOnto(m, d.deps[r.Deployment].keys, a.kvs[i])
+			continue
+		}
 		d.reps[i] = r.Clone(m, d.deps[r.Deployment].keys)
 	}
 	d.grps = make([]*group, len(c.grps))
@@ -119,13 +141,18 @@ func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
 	d.oracle = groupOracle{}
 	d.cur, d.curG = nil, nil
 
-	d.ids = make(map[string]*request.State, len(c.ids))
-	for k, r := range c.ids {
-		d.ids[k] = m.Map(r)
-	}
-	d.retired.S = make([]retireEntry, len(c.retired.S))
-	for i, e := range c.retired.S {
-		d.retired.S[i] = retireEntry{m.Map(e.r)}
+	if fork {
+		d.ids, d.retired.S = nil, nil
+		d.frontier = math.MinInt64 // nothing to forget
+	} else {
+		d.ids = make(map[string]*request.State, len(c.ids))
+		for k, r := range c.ids {
+			d.ids[k] = m.Map(r)
+		}
+		d.retired.S = make([]retireEntry, len(c.retired.S))
+		for i, e := range c.retired.S {
+			d.retired.S[i] = retireEntry{m.Map(e.r)}
+		}
 	}
 	// Free states are not copied: the fork allocates its own (a state's
 	// identity never shows in results), and forks stay cheap.

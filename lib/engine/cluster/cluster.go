@@ -67,8 +67,6 @@ type Options struct {
 	ScaleEventsTo func([]trace.ScaleEvent)
 	// Decisions, when set, hears every decision (decision traces).
 	Decisions Decisions
-	// Forker, when set, is called before each arrival (regret forks).
-	Forker Forker
 	// PolicyErr, when set, is asked after each router decision and each
 	// step formed: a policy that failed (a sandboxed policy's runtime
 	// error, say) stops the run with its error.
@@ -222,9 +220,8 @@ type Cluster struct {
 	curG   *group
 	pbFn   func() int
 	oracle groupOracle
-	// a counterfactual fork's forced routing decision (ForceRoute)
-	forceID string
-	forceTo int
+	// noArrivals: a fork's router takes no more requests (StopArrivals).
+	noArrivals bool
 
 	// input
 	frontier  int64 // arrival of the latest root read; rows hanging off earlier roots are all read
@@ -333,7 +330,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		alpha := models[i].Alpha()
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
-			Async: e.AsyncScheduling}
+			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap}
 		// The step model with the engine's CPU work, added to the GPU step
 		// or overlapped with it as the scheduler does (latency.WithHost).
 		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
@@ -558,9 +555,6 @@ func (c *Cluster) Step(until int64) Status {
 		return Idle
 	}
 	if c.hasStash {
-		if c.opts.Forker != nil && c.stashed.kind() == evArrival && c.stashed.r != nil {
-			c.opts.Forker.BeforeArrival(c, c.stashed.r)
-		}
 		c.hasStash = false
 		c.process(&c.stashed)
 		return Stepped
@@ -589,12 +583,6 @@ func (c *Cluster) Step(until int64) Status {
 		c.stashed, c.hasStash = ev, true
 		return NeedInput
 	}
-	if c.opts.Forker != nil && ev.kind() == evArrival && ev.r != nil {
-		// A clone made now must replay this arrival: it is its stash.
-		c.stashed, c.hasStash = ev, true
-		c.opts.Forker.BeforeArrival(c, ev.r)
-		c.hasStash = false
-	}
 	c.process(&ev)
 	return Stepped
 }
@@ -618,6 +606,9 @@ func (c *Cluster) process(ev *event) {
 	}
 	switch ev.kind() {
 	case evArrival:
+		if c.noArrivals {
+			return // a counterfactual fork: nothing more reaches the router (StopArrivals)
+		}
 		c.arrive(ev.r)
 	case evEnqueue:
 		c.enqueue(ev.r)
@@ -650,6 +641,9 @@ func (c *Cluster) process(ev *event) {
 func (c *Cluster) start(rep *replica.Replica) {
 	dur, ok := rep.Start(c.now)
 	c.markDirty(rep.Index)
+	if c.incoming != nil && rep.Role == replica.Prefill {
+		c.takeSends(rep) // admissions reserve decode blocks, preemptions give them back
+	}
 	if c.opts.PolicyErr != nil && c.policyFailed() {
 		return
 	}
@@ -689,6 +683,9 @@ func (c *Cluster) end(rep *replica.Replica) {
 	}
 	if c.opts.Decisions != nil && rep.WantSteps {
 		c.opts.Decisions.Batch(&c.fx.Step)
+	}
+	if c.incoming != nil && rep.Role == replica.Prefill {
+		c.takeSends(rep) // the chunks' KV goes on the link before a hand-off sends the rest
 	}
 	for _, r := range c.fx.Done {
 		if r.Cancel {

@@ -54,16 +54,6 @@ func (c *Cluster) ReportAnomaly(a *trace.Anomaly) {
 	}
 }
 
-// Forker is called before each arrival is processed, with the cluster in
-// a state whose Clone replays that arrival (counterfactual regret forks).
-type Forker interface {
-	BeforeArrival(c *Cluster, r *request.State)
-}
-
-// ForceRoute makes the routing decision of request id go to candidate
-// target (a counterfactual fork's alternative); the policy is still asked.
-func (c *Cluster) ForceRoute(id string, target int) { c.forceID, c.forceTo = id, target }
-
 // Request returns the state of a request the cluster still holds, or nil.
 func (c *Cluster) Request(id string) *request.State { return c.ids[id] }
 

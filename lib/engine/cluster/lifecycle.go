@@ -34,6 +34,9 @@ func (c *Cluster) terminal(r *request.State) {
 	if r.Phase == request.Done {
 		return
 	}
+	if c.incoming != nil && r.PReplica >= 0 && (r.XferKV.Blocks() > 0 || r.PrefillOnly && r.XferQueued) {
+		c.dropTransfer(r)
+	}
 	r.Phase = request.Done
 	c.liveRemove(r)
 	if c.sc != nil {

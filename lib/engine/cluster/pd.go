@@ -9,6 +9,8 @@ import (
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/sched"
+	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -16,12 +18,17 @@ import (
 // on a replica of its prefill pool, its KV moves over the prefill
 // replica's outgoing link, and it decodes on a replica of its decode pool.
 type pdState struct {
-	bytesUS       float64 // link bandwidth, bytes per µs
-	latUS         int64
-	maxQueue      int32
-	decodeFirst   bool
-	bytesPerToken float64
-	decode        *group // the decode pool's candidates
+	bytesUS     float64 // link bandwidth, bytes per µs
+	latUS       int64
+	maxQueue    int32
+	decodeFirst bool
+	// overlap: granularity chunk or stream, the prefill replica sends while
+	// the prefill runs (stream: layer by layer within each chunk's step).
+	overlap, stream bool
+	pipelined       bool
+	layers          int64
+	bytesPerToken   float64
+	decode          *group // the decode pool's candidates
 	// route chooses the decode replica: a copy of the routing policy made
 	// at the start, so that a stateful policy (round-robin's turn, random's
 	// stream) keeps one state per pool instead of alternating between them.
@@ -66,8 +73,13 @@ func newPD(cfg *config.Cluster, i int, d *config.Deployment) (*pdState, error) {
 	if x == nil || x.BandwidthGBs == nil || d.KV == nil || d.KV.BytesPerToken <= 0 {
 		return nil, fmt.Errorf("%s: the KV transfer's bandwidth and the KV bytes per token are unset (engine.Prepare fills them)", cfg.DeploymentKey(i, "kv_transfer"))
 	}
+	if x.NeedsLayers() && x.Layers <= 0 {
+		return nil, fmt.Errorf("%s: the model's layer count is unset (engine.Prepare fills it)", cfg.DeploymentKey(i, "kv_transfer.layers"))
+	}
 	return &pdState{bytesUS: *x.BandwidthGBs * 1e3, latUS: x.Latency.US(), maxQueue: int32(x.MaxQueue),
-		decodeFirst: x.Routing == "decode-first", bytesPerToken: d.KV.BytesPerToken}, nil
+		decodeFirst: x.Routing == "decode-first", bytesPerToken: d.KV.BytesPerToken,
+		overlap: x.Granularity != "block", stream: x.Granularity == "stream", pipelined: x.Pipelined,
+		layers: int64(max(1, x.Layers))}, nil
 }
 
 // pickDecode runs the routing policy over the decode pool of r's
@@ -98,8 +110,12 @@ func (c *Cluster) pickDecode(r *request.State, dep *Deployment) {
 // transfer starts; until it can, the request waits: backpressure).
 func (c *Cluster) handoff(r *request.State, p *replica.Replica) {
 	dep := c.deps[p.Deployment]
+	// The prefill replica's blocks become XferKV; KV is the decode
+	// replica's reservation when it was made during the prefill, else empty.
 	r.XferKV, r.KV = r.KV, r.XferKV
-	r.KV.IDs, r.KV.Anon = r.KV.IDs[:0], 0
+	if r.KV.Blocks() == 0 {
+		r.KV.IDs, r.KV.Anon = r.KV.IDs[:0], 0
+	}
 	r.NReg, r.Chunk = 0, 0
 	r.Failed = false // its failed-admission marks were about the prefill replica's store
 	r.XferStart = c.now
@@ -114,8 +130,93 @@ func (c *Cluster) handoff(r *request.State, p *replica.Replica) {
 		}
 	}
 	r.Replica = r.DReplica
-	c.incoming[r.DReplica] = append(c.incoming[r.DReplica], r)
-	c.admitIncoming(c.reps[r.DReplica])
+	d := c.reps[r.DReplica]
+	switch {
+	case r.KV.Blocks() > 0:
+		// Reserved during the prefill (chunk, stream): the last chunk's
+		// KV is on the link already.
+		c.sendRest(r, dep, d)
+	case r.XferQueued:
+		// Waiting in the decode replica's queue since the prefill started.
+	default:
+		r.XferQueued = true
+		c.incoming[r.DReplica] = append(c.incoming[r.DReplica], r)
+		c.admitIncoming(d)
+	}
+}
+
+// takeSends applies the progress of prefill replica p's prefill-only
+// requests (granularity chunk or stream): a request entering a step asks
+// its decode replica for blocks (the reservation precedes any byte, as in
+// Splitwise and Mooncake, whose decode instance allocates before the
+// prefill's layers are written to it); a finished chunk's KV goes on the
+// link.
+func (c *Cluster) takeSends(p *replica.Replica) {
+	sn, ok := p.Sched.(interface{ TakeSends() []sched.Send })
+	if !ok {
+		return
+	}
+	dep := c.deps[p.Deployment]
+	for _, x := range sn.TakeSends() {
+		r := x.R
+		if x.Start == trace.Null {
+			// Preempted: its prefill starts over, and it gives the decode
+			// blocks back (a reservation must not outlive a running prefill,
+			// or it could hold blocks the hand-offs ahead need while this
+			// replica, held by max_queue, admits nothing: a deadlock); the
+			// KV already sent is lost and is sent again.
+			c.unreserve(r)
+			continue
+		}
+		if x.End == trace.Null {
+			// Reserve now if the decode replica has the blocks and no
+			// earlier hand-off waits for them; otherwise the request asks
+			// at its hand-off, like block (a reservation waiting through a
+			// prefill could hold blocks the waiting hand-offs need).
+			if !r.XferQueued && r.DReplica >= 0 && len(c.incoming[r.DReplica]) == 0 {
+				d := c.reps[r.DReplica]
+				st := d.Sched.KV()
+				if st.Free() >= (r.Req.InputTokens+st.BlockSize()-1)/st.BlockSize() {
+					r.XferQueued = true
+					r.XferStart = c.now
+					c.incoming[r.DReplica] = append(c.incoming[r.DReplica], r)
+					c.admitIncoming(d)
+				}
+			}
+			continue
+		}
+		if r.XferKV.Blocks() == 0 || r.Computed <= r.XferTok {
+			continue // not reserved yet (sent when it is), or recomputed after a preemption
+		}
+		if dep.pd.stream {
+			c.send(r, dep.pd, r.Computed, x.Start, x.End-x.Start)
+		} else {
+			c.send(r, dep.pd, r.Computed, x.End, 0)
+		}
+	}
+}
+
+// send puts the KV of r's prompt tokens [XferTok, to) on its prefill
+// replica's outgoing link (FIFO). Layer l of those tokens is ready at
+// s + l·d/L (stream: the chunk's step runs from s for d µs; d = 0: all of
+// it at s); the link sends them layer after layer at the link's bandwidth,
+// from A = max(link free, decode blocks reserved, first layer ready), so
+// layer l has left at f(l) = max(A + l·x/L, s + l·d/L + x/L), x the bytes'
+// send time: the first layer at A + x/L, the last at max(A + x, s + d + x/L).
+func (c *Cluster) send(r *request.State, pd *pdState, to int32, s, d int64) {
+	from := r.XferTok
+	r.XferTok = to
+	bytes := int64(math.Ceil(float64(to)*pd.bytesPerToken)) - int64(math.Ceil(float64(from)*pd.bytesPerToken))
+	x := float64(bytes) / pd.bytesUS
+	L := pd.layers
+	a := max(c.linkFree[r.PReplica], r.XferRes, s+(d+L-1)/L)
+	end := a + int64(math.Ceil(x))
+	if d > 0 {
+		end = max(end, s+d+int64(math.Ceil(x/float64(L))))
+	}
+	c.linkFree[r.PReplica] = end
+	r.XferBytes += bytes
+	r.XferSendAt, r.XferFirst, r.XferEnd = a, a+int64(math.Ceil(x/float64(L))), end
 }
 
 // admitIncoming starts the transfers decode replica d can now reserve
@@ -138,27 +239,77 @@ func (c *Cluster) admitIncoming(d *replica.Replica) {
 		if c.now > r.XferStart {
 			c.sum.PDBackpressure++ // waited for the decode replica's blocks
 		}
+		r.XferRes, r.XferBP = c.now, c.now-r.XferStart
 		dep.keys.Ensure(r)
-		store.Alloc(&r.KV, need, r.IDBlocks(need))
-		p := r.PReplica
-		bytes := int64(math.Ceil(float64(r.Req.InputTokens) * dep.pd.bytesPerToken))
-		send := int64(math.Ceil(float64(bytes) / dep.pd.bytesUS))
-		start := max(c.now, c.linkFree[p])
-		c.linkFree[p] = start + send
-		r.XferBytes = bytes
-		r.XferWaitUS = start - r.XferStart
-		r.XferDone = start + send + dep.pd.latUS
-		c.sum.Transfers++
-		c.sum.TransferBytes += bytes
-		c.h.push(r.XferDone, evXferDone, d.Index, r)
-		if c.opts.Decisions != nil {
-			c.traceTransfer(r, c.reps[p], d, need)
+		if r.PrefillOnly {
+			// Still prefilling (chunk, stream): the reservation is XferKV
+			// until the hand-off; the chunks computed so far (and the
+			// prefix-cache hits) go on the link now.
+			store.Alloc(&r.XferKV, need, min(int32(len(r.Keys)), need)) // as IDBlocks for an empty handle
+			if r.Computed > r.XferTok {
+				c.send(r, dep.pd, r.Computed, c.now, 0)
+			}
+			continue
 		}
+		store.Alloc(&r.KV, need, r.IDBlocks(need))
+		c.sendRest(r, dep, d)
 	}
 	n := copy(q, q[k:])
 	clear(q[n:])
 	c.incoming[d.Index] = q[:n]
 	c.markDirty(d.Index)
+}
+
+// sendRest puts the rest of r's prompt KV on the link at now (a handed-off
+// request whose decode blocks are reserved) and schedules its arrival: at
+// XferDone = the last byte's departure + latency (the latency pipelines,
+// the link is busy for the bytes only). With pipelining the decode replica
+// may take the request earlier, at XferReady (see pipelinedReady).
+func (c *Cluster) sendRest(r *request.State, dep *Deployment, d *replica.Replica) {
+	if in := r.Req.InputTokens; r.XferTok < in {
+		c.send(r, dep.pd, in, c.now, 0)
+	}
+	r.XferDone = r.XferEnd + dep.pd.latUS
+	r.XferWaitUS = max(0, r.XferSendAt-r.XferStart)
+	r.XferReady = r.XferDone
+	if dep.pd.pipelined {
+		r.XferReady = c.pipelinedReady(r, dep)
+		if r.XferReady < r.XferDone {
+			c.h.push(r.XferReady, evXferDone, d.Index, r)
+		}
+	}
+	c.sum.Transfers++
+	c.sum.TransferBytes += r.XferBytes
+	c.h.push(r.XferDone, evXferDone, d.Index, r)
+	if c.opts.Decisions != nil {
+		c.traceTransfer(r, c.reps[r.PReplica], d, r.KV.Blocks())
+	}
+}
+
+// pipelinedReady is when a pipelined transfer lets the decode replica take r:
+// its first decode-side step (the last prompt token over the whole
+// context, estimated alone: T) reaches layer l at t + (l−1)·T/L and needs
+// that layer's KV of every token then. The last piece's layers leave the
+// link in order, the earlier pieces have all left before it began, so
+// every layer is in place in time from
+//
+//	max(first layer of the last piece + latency, XferDone − (L−1)·T/L)
+//
+// on (the condition at l = 1 and l = L; between them it is linear in l),
+// and not before now (the prefill's end or the reservation).
+func (c *Cluster) pipelinedReady(r *request.State, dep *Deployment) int64 {
+	L := dep.pd.layers
+	t := c.decodeStepEstimate(r, dep)
+	return max(c.now, r.XferFirst+dep.pd.latUS, r.XferDone-t*(L-1)/L)
+}
+
+// decodeStepEstimate is the GPU time of r's first decode-side step alone:
+// one prompt token over input−1 tokens of context. A busier step is longer
+// and reaches each layer later, so the estimate errs on the safe side.
+func (c *Cluster) decodeStepEstimate(r *request.State, dep *Deployment) int64 {
+	ctx := int64(r.Req.InputTokens - 1)
+	b := latency.Batch{PrefillSeqs: 1, PrefillTokens: 1, PrefillCtx: ctx, PrefillAttn: ctx + 1}
+	return max(0, dep.Latency.StepTime(&b))
 }
 
 // xferDone ends r's KV transfer: the prefill replica frees its blocks (one
@@ -167,17 +318,43 @@ func (c *Cluster) admitIncoming(d *replica.Replica) {
 // token and samples the first output token, as vLLM's P/D connectors do
 // (the prefill replica's sampled token is dropped, so no token is counted
 // twice).
+//
+// With pipelining the request may reach the decode replica first (at
+// XferReady, a second event), and the source blocks are freed at XferDone.
 func (c *Cluster) xferDone(r *request.State) {
 	p := c.reps[r.PReplica]
 	d := c.reps[r.DReplica]
-	if c.checks && (r.XferKV.Blocks() == 0 || r.KV.Blocks() == 0) {
-		c.fail(fmt.Errorf("invariant violated: request %s transfer ended with %d source and %d destination blocks", r.Req.ID, r.XferKV.Blocks(), r.KV.Blocks()))
+	if c.now >= r.XferDone && r.XferKV.Blocks() > 0 {
+		if c.checks && (r.Phase == request.Transfer && r.KV.Blocks() == 0 || c.now < r.XferEnd) {
+			c.fail(fmt.Errorf("invariant violated: request %s transfer ended at %d with %d source and %d destination blocks (last byte left at %d)", r.Req.ID, c.now, r.XferKV.Blocks(), r.KV.Blocks(), r.XferEnd))
+		}
+		c.releaseSource(r, p)
 	}
-	c.releaseSource(r, p)
+	if r.Phase != request.Transfer || c.now < r.XferReady {
+		return
+	}
+	if c.checks {
+		c.checkReady(r)
+	}
 	r.Computed = r.Req.InputTokens - 1
 	d.Sched.Resume(r)
 	c.markDirty(d.Index)
 	c.kick(d)
+}
+
+// checkReady checks the hand-off rule as the decode replica takes r: never
+// before every byte arrived unless pipelined; pipelined, never before every
+// layer of every block will be in place when its first step needs it.
+func (c *Cluster) checkReady(r *request.State) {
+	dep := c.deps[c.reps[r.DReplica].Deployment]
+	switch {
+	case r.KV.Blocks() == 0:
+		c.fail(fmt.Errorf("invariant violated: request %s handed to its decode replica without reserved blocks", r.Req.ID))
+	case !dep.pd.pipelined && (c.now < r.XferDone || r.XferKV.Blocks() > 0):
+		c.fail(fmt.Errorf("invariant violated: request %s decodes at %d before its KV arrived (%d) or its prefill replica freed it", r.Req.ID, c.now, r.XferDone))
+	case dep.pd.pipelined && (c.now < r.XferFirst+dep.pd.latUS || (r.XferDone-c.now)*dep.pd.layers > c.decodeStepEstimate(r, dep)*(dep.pd.layers-1)):
+		c.fail(fmt.Errorf("invariant violated: request %s decodes at %d, before enough of its KV arrived (first layer of the last piece %d, all %d)", r.Req.ID, c.now, r.XferFirst+dep.pd.latUS, r.XferDone))
+	}
 }
 
 // releaseSource frees r's blocks on its prefill replica p and lets p take
@@ -192,21 +369,61 @@ func (c *Cluster) releaseSource(r *request.State, p *replica.Replica) {
 	c.kick(p)
 }
 
+// dropTransfer ends the transfer side of a P/D request that leaves early
+// (timed out while prefilling with decode blocks asked for, or while its
+// pipelined KV still arrives) or that finished; a completed request must not
+// free its source before the last byte left.
+func (c *Cluster) dropTransfer(r *request.State) {
+	if r.PrefillOnly {
+		c.unreserve(r)
+		return
+	}
+	if r.XferKV.Blocks() > 0 {
+		if c.checks && r.Status != trace.StatusTimedOut && c.now < r.XferEnd {
+			c.fail(fmt.Errorf("invariant violated: request %s finished at %d, before the last byte of its KV left its prefill replica (%d)", r.Req.ID, c.now, r.XferEnd))
+		}
+		c.releaseSource(r, c.reps[r.PReplica])
+	}
+}
+
+// unreserve gives back the decode blocks a request still prefilling
+// reserved (or asked for); what it sent so far is sent again.
+func (c *Cluster) unreserve(r *request.State) {
+	if !r.XferQueued {
+		return
+	}
+	d := c.reps[r.DReplica]
+	if r.XferKV.Blocks() > 0 {
+		d.Sched.KV().Release(&r.XferKV)
+	} else {
+		c.unqueue(r, d)
+	}
+	r.XferQueued, r.XferTok = false, 0
+	c.markDirty(d.Index)
+	c.admitIncoming(d)
+	c.kick(d)
+}
+
+// unqueue takes r out of decode replica d's incoming queue.
+func (c *Cluster) unqueue(r *request.State, d *replica.Replica) {
+	q := c.incoming[d.Index]
+	for i, x := range q {
+		if x == r {
+			copy(q[i:], q[i+1:])
+			q[len(q)-1] = nil
+			c.incoming[d.Index] = q[:len(q)-1]
+			return
+		}
+	}
+}
+
 // cancelTransfer drops a request whose client gave up during its hand-off.
 func (c *Cluster) cancelTransfer(r *request.State) {
 	d := c.reps[r.DReplica]
 	if r.KV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.KV) // reserved, in flight
 	} else {
-		q := c.incoming[d.Index]
-		for i, x := range q {
-			if x == r {
-				copy(q[i:], q[i+1:])
-				q[len(q)-1] = nil
-				c.incoming[d.Index] = q[:len(q)-1]
-				break
-			}
-		}
+		c.unqueue(r, d)
 	}
 	c.releaseSource(r, c.reps[r.PReplica])
 	c.admitIncoming(d)
@@ -257,8 +474,11 @@ func (c *Cluster) wake(rep *replica.Replica) {
 // request that waited for the decode replica's blocks as a pd_backpressure
 // anomaly (decision traces only).
 func (c *Cluster) traceTransfer(r *request.State, p, d *replica.Replica, blocks int32) {
-	reason := fmt.Sprintf("%d bytes; sent at %d µs, in place at %d µs", r.XferBytes, r.XferStart+r.XferWaitUS, r.XferDone)
-	wait := c.now - r.XferStart // waiting for d's blocks
+	reason := fmt.Sprintf("%d bytes; sent at %d µs, in place at %d µs", r.XferBytes, r.XferSendAt, r.XferDone)
+	if r.XferReady < r.XferDone {
+		reason += fmt.Sprintf("; pipelined: decode may start at %d µs", r.XferReady)
+	}
+	wait := r.XferBP // waiting for d's blocks
 	if wait > 0 {
 		reason += fmt.Sprintf("; waited %d µs for the decode replica's KV blocks", wait)
 	}
@@ -273,7 +493,7 @@ func (c *Cluster) traceTransfer(r *request.State, p, d *replica.Replica, blocks 
 	case wait >= 100e3:
 		sev = "medium"
 	}
-	c.ReportAnomaly(&trace.Anomaly{Type: trace.AnomalyPDBackpressure, TimeUS: r.XferStart, EndUS: c.now, Severity: sev,
+	c.ReportAnomaly(&trace.Anomaly{Type: trace.AnomalyPDBackpressure, TimeUS: r.XferRes - wait, EndUS: r.XferRes, Severity: sev,
 		Magnitude: float64(wait), ReplicaID: d.ID, Requests: []string{r.Req.ID},
 		Description: fmt.Sprintf("%s waited %d µs after its prefill on %s for %d KV blocks on decode replica %s", r.Req.ID, wait, p.ID, blocks, d.ID)})
 }

@@ -131,10 +131,6 @@ func (c *Cluster) arrive(r *request.State) {
 	if c.opts.PolicyErr != nil && c.policyFailed() {
 		return
 	}
-	if c.forceID != "" && c.forceID == r.Req.ID {
-		rd = policy.RouteDecision{Target: c.forceTo, Reason: "counterfactual: forced"}
-		c.forceID = ""
-	}
 	if rd.Target < 0 || rd.Target >= len(g.members) {
 		c.fail(fmt.Errorf("routing policy %s returned candidate %d of %d", c.cfg.Router.Routing, rd.Target, len(g.members)))
 		return
@@ -143,7 +139,19 @@ func (c *Cluster) arrive(r *request.State) {
 		g.deps[0].keys.Ensure(r)
 		dec.Routed(c.now, r, rd, view, g.members)
 	}
-	rep := c.reps[g.members[rd.Target]]
+	c.place(r, g, rd.Target)
+}
+
+// place sends r to candidate target of its group g (the routing decided):
+// dropped if it can never fit, else on its way to the replica's queue. A
+// restricted fork (fork.go) places its request with no group (g nil).
+func (c *Cluster) place(r *request.State, g *group, target int) {
+	var rep *replica.Replica
+	if g != nil {
+		rep = c.reps[g.members[target]]
+	} else {
+		rep = c.reps[target]
+	}
 	if c.checks && rep.State != replica.Serving && rep.State != replica.Warming {
 		c.fail(fmt.Errorf("invariant violated: request %s routed to replica %s while %s", r.Req.ID, rep.ID, rep.State))
 		return
@@ -184,7 +192,9 @@ func (c *Cluster) arrive(r *request.State) {
 		}
 	}
 	rep.InFlight++
-	g.board.AddInFlight(rd.Target)
+	if g != nil {
+		g.board.AddInFlight(target)
+	}
 	c.markDirty(rep.Index)
 	r.Phase = request.Routed
 	c.h.push(c.now+dep.Latency.Alpha().QueueDelay(r.Req.InputTokens), evEnqueue, rep.Index, r)

@@ -103,7 +103,7 @@ func TestDefaultsAreVLLMs(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"", "replicas: 3\n", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 2}]}\n", "engine: {kv_blocks: 10}\n", "router: {routing: weighted, weights: {kv: 2}}\n",
 		"horizon: 1h\nsnapshot_interval: 0\n", "latency: {beta: [1,2,3], alpha: [4,5,6]}\n", "engine:\n  - 1\n",
-		"deployments:\n  - id: a\n    model: m\n    gpu: h100\n    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 2}]\n    kv_transfer: {bandwidth_gb_s: 50, latency: 20us, granularity: chunk, routing: prefill-first}\n",
+		"deployments:\n  - id: a\n    model: m\n    gpu: h100\n    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 2}]\n    kv_transfer: {bandwidth_gb_s: 50, latency: 20us, granularity: stream, pipelined: true, layers: 32, routing: decode-first}\n",
 		"deployments:\n  - id: a\n    model: m\n    gpu: h100\n    pools: [{replicas: 1}]\n    kv: {offload: threshold, threshold: 0.5, tiers: [{name: cpu, capacity_blocks: 100, bandwidth_gb_s: 1, eviction: lfu}, {name: storage, capacity_gib: 10}]}\n",
 		"deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 1, max_replicas: 4, autoscaler: {policy: hpa, target: 8, interval: 30s, provisioning: {dist: lognormal, median: 60s, sigma: 0.3}, warmup: {curve: step, duration: 1m, initial_factor: 2}, drain: {mode: redirect, timeout: 5m}, triggers: {queue_depth_above: 9}}}]}\n"} {
 		f.Add([]byte(s))

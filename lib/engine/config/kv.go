@@ -53,10 +53,18 @@ type KVTransfer struct {
 	Link         string   `yaml:"link,omitempty"`
 	BandwidthGBs *float64 `yaml:"bandwidth_gb_s,omitempty"` // per replica pair, 10^9 B/s; nil = the link's default × tp
 	Latency      Duration `yaml:"latency"`                  // per transfer; 0 = the link's default
-	// Granularity is the unit sent: block, chunk or stream. Without
-	// pipelining every granularity sends the whole KV after the prefill.
+	// Granularity is when the prefill replica sends (docs/engine.md,
+	// "KV transfer"): block (the whole prompt's KV after the prefill's last
+	// chunk), chunk (each prefill chunk's KV as its step ends) or stream
+	// (each chunk's KV layer by layer while its step computes).
 	Granularity string `yaml:"granularity"`
-	Pipelined   bool   `yaml:"pipelined"`
+	// Pipelined lets the decode replica start the request's first step
+	// before the last byte arrived, once every layer's KV will be in place
+	// before that step's forward pass reaches the layer.
+	Pipelined bool `yaml:"pipelined"`
+	// Layers is the model's layer count (stream and pipelined time the
+	// transfer per layer); 0 = from the model catalogue (engine.Prepare).
+	Layers int `yaml:"layers,omitempty"`
 	// Routing is when the decode replica is chosen: decode-first (at
 	// arrival, as llm-d does) or prefill-first (when the prefill ends).
 	Routing string `yaml:"routing"`
@@ -85,6 +93,10 @@ const (
 func DefaultKVTransfer() KVTransfer {
 	return KVTransfer{Link: "rdma", Granularity: "block", Routing: "decode-first"}
 }
+
+// NeedsLayers reports whether the transfer is timed per layer (stream
+// granularity or pipelined decode), which needs the model's layer count.
+func (t *KVTransfer) NeedsLayers() bool { return t.Granularity == "stream" || t.Pipelined }
 
 // UnmarshalYAML fills absent keys with their defaults.
 func (t *KVTransfer) UnmarshalYAML(n *yaml.Node) error {
@@ -161,10 +173,12 @@ func (c *Cluster) validateKVTransfer(at string, t *KVTransfer) error {
 		return errors.New(c.Where(k("bandwidth_gb_s"), fmt.Sprintf("expected a finite bandwidth > 0 (GB/s), found %g", *t.BandwidthGBs)))
 	case t.Granularity != "block" && t.Granularity != "chunk" && t.Granularity != "stream":
 		return errors.New(c.Where(k("granularity"), fmt.Sprintf("expected block, chunk or stream, found %q", t.Granularity)))
-	case t.Pipelined:
-		return errors.New(c.Where(k("pipelined"), "pipelined transfers are not implemented yet (expected false)"))
 	case t.Routing != "decode-first" && t.Routing != "prefill-first":
 		return errors.New(c.Where(k("routing"), fmt.Sprintf("expected decode-first or prefill-first, found %q", t.Routing)))
+	case t.Granularity != "block" && t.Routing != "decode-first":
+		return errors.New(c.Where(k("granularity"), fmt.Sprintf("granularity %s sends KV while the prefill runs, so the decode replica must be known and reserve its blocks before: use routing: decode-first (or granularity: block)", t.Granularity)))
+	case t.Layers < 0 || t.Layers > 10000:
+		return errors.New(c.Where(k("layers"), fmt.Sprintf("expected the model's layer count (1 to 10000), found %d", t.Layers)))
 	case t.MaxQueue < 0:
 		return errors.New(c.Where(k("max_queue"), fmt.Sprintf("expected >= 0, found %d", t.MaxQueue)))
 	}

@@ -108,3 +108,13 @@ func (t *keyTable) clone() keyTable {
 	}
 	return d
 }
+
+// cloneInto is clone into the slots of a dead clone (keys, vals).
+func (t *keyTable) cloneInto(keys []uint64, vals []int32) keyTable {
+	d := *t
+	if t.vals != nil {
+		d.keys = append(keys[:0], t.keys...)
+		d.vals = append(vals[:0], t.vals...)
+	}
+	return d
+}

@@ -343,6 +343,24 @@ func (c *Paged) Clone() Store {
 	return &d
 }
 
+// CloneInto is Clone into the memory of an earlier clone dst that is no
+// longer used (a dead counterfactual fork's), so that forking often does
+// not allocate; dst nil (or not a *Paged) is Clone.
+func (c *Paged) CloneInto(dst Store) Store {
+	d, _ := dst.(*Paged)
+	if d == nil || d == c {
+		return c.Clone()
+	}
+	b, idFree, q, keys, vals := d.b, d.idFree, d.q, d.cached.keys, d.cached.vals
+	*d = *c
+	d.b = append(b[:0], c.b...)
+	d.idFree = append(idFree[:0], c.idFree...)
+	d.q = append(q[:0], c.q...)
+	d.cached = c.cached.cloneInto(keys, vals)
+	d.obs, d.low = nil, nil
+	return d
+}
+
 // Keys derives one cache key per full engine block of the prompt from
 // prefix_hashes given at another block size (prefix tokens per hash). Engine
 // block j (tokens [jB, (j+1)B)) is keyed by the hash of the source block that

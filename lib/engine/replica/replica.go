@@ -7,6 +7,7 @@ package replica
 import (
 	"fmt"
 
+	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/engine/sched"
 	"github.com/blis-sim/blis/lib/latency"
@@ -194,8 +195,13 @@ func (p *Replica) Check(full bool) error {
 
 // Clone copies the replica onto cloned requests.
 func (p *Replica) Clone(c *request.Clone, keys *request.Keyer) *Replica {
+	return p.CloneOnto(c, keys, p.Sched.KV().Clone())
+}
+
+// CloneOnto is Clone with the copy of the replica's KV store given.
+func (p *Replica) CloneOnto(c *request.Clone, keys *request.Keyer, store kv.Store) *Replica {
 	d := *p
-	d.Sched = p.Sched.Clone(c, p.Sched.KV().Clone(), keys)
+	d.Sched = p.Sched.Clone(c, store, keys)
 	d.cancels = make([]*request.State, len(p.cancels))
 	for i, r := range p.cancels {
 		d.cancels[i] = c.Map(r)

@@ -9,6 +9,8 @@
 package request
 
 import (
+	"sync/atomic"
+
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -102,18 +104,33 @@ type State struct {
 
 	// Disaggregated serving (owned by the cluster): the prefill replica
 	// runs the prompt only (PrefillOnly); XferKV is its blocks there while
-	// the KV moves to DReplica, whose blocks are KV.
+	// the KV moves to DReplica, whose blocks are KV. With granularity chunk
+	// or stream the decode blocks are reserved while the prefill runs: until
+	// its end they are XferKV, and KV is the prefill replica's.
 	PrefillOnly bool
+	XferQueued  bool  // asked the decode replica for blocks (in its incoming queue or reserved)
+	XferTok     int32 // prompt tokens whose KV has been put on the link
 	PReplica    int32 // prefill replica, -1 if none
 	DReplica    int32 // decode replica, -1 until chosen
 	XferKV      kv.Handle
-	XferStart   int64
-	XferDone    int64
+	XferStart   int64 // the prefill's end (before it: when the decode blocks were asked for)
+	XferRes     int64 // the decode replica reserved its blocks
+	XferBP      int64 // waited for the decode replica's blocks (backpressure)
+	XferSendAt  int64 // the link started sending the last piece
+	XferFirst   int64 // the link finished sending the last piece's first layer
+	XferEnd     int64 // the link finished sending the last piece: the last byte left
+	XferReady   int64 // the decode replica may schedule the request (= XferDone unless pipelined)
+	XferDone    int64 // the last byte arrived
 	XferBytes   int64
-	XferWaitUS  int64 // prefill end to the transfer's start (decode blocks, link queue)
+	XferWaitUS  int64 // prefill end to the last piece's start (decode blocks, link queue), >= 0
 
 	RPrev, RNext *State // a replica's running list (admission order)
 	LPrev, LNext *State // the cluster's live list (registration order)
+
+	// A Clone's forwarding stamp: this State's copy is the clone's copy
+	// number cidx when cgen is the clone's generation (no map lookups).
+	cgen uint32
+	cidx int32
 }
 
 // Reset readies a pooled State for a new request, keeping its buffers.
@@ -143,24 +160,89 @@ func (r *State) IDBlocks(n int32) int32 {
 }
 
 // Clone copies states and fixes the pointers between them. Every State
-// reachable from the structures being cloned must go through Map.
+// reachable from the structures being cloned must go through Map (or
+// MapEntry). A Clone is reusable: Reset starts the next one over the same
+// memory, so a caller that forks often (counterfactual regret) neither
+// allocates nor zeroes a slab per fork. Copies of the previous use are
+// overwritten: Reset only when they are dead.
+//
+// An original is found again through a forwarding stamp it carries (the
+// clone's generation and the copy's number), not a map; the stamp is
+// checked against the copy's original, so a stale stamp is never trusted.
+// A State holds one stamp: clones of the same states are built one after
+// the other, never interleaved (nor from two goroutines).
 type Clone struct {
-	m     map[*State]*State
-	order []*State // copies in creation order: Finish walks it
-	// Copies and their block ids are carved from slabs: a fork of a
-	// cluster with a thousand requests in flight makes two allocations per
-	// few hundred states instead of two per state (regret forks clone
-	// often).
-	slab []State
-	ids  []int32
+	gen   uint32
+	src   []*State // originals, by copy number
+	order []*State // their copies
+	// Home, when >= 0, restricts the clone to one replica (a restricted
+	// fork): a copied request running or queued on another replica (an
+	// engine's stale reference) gets no links, children or list pointers.
+	Home int32
+	// Copies and their slices are carved from chunks kept across uses.
+	slabs [][]State
+	slab  int // slabs[slab][used:] is free
+	used  int
+	ids   arena[int32]
+	keys  arena[uint64]
+	kids  arena[*State]
+	tomb  State
 }
 
-// NewClone starts a clone.
-func NewClone() *Clone { return &Clone{m: map[*State]*State{}} }
+var cloneGen atomic.Uint32
 
-// NewCloneN starts a clone of about n states (sized once).
+// NewClone starts a clone of the whole cluster's states.
+func NewClone() *Clone {
+	c := &Clone{}
+	c.Reset(-1)
+	return c
+}
+
+// NewCloneN starts a clone of about n states.
 func NewCloneN(n int) *Clone {
-	return &Clone{m: make(map[*State]*State, n), order: make([]*State, 0, n)}
+	c := &Clone{src: make([]*State, 0, n), order: make([]*State, 0, n)}
+	c.Reset(-1)
+	return c
+}
+
+// Reset starts a new clone over the memory of the previous ones (whose
+// copies must no longer be used); home is as Clone.Home.
+func (c *Clone) Reset(home int32) {
+	c.gen = cloneGen.Add(1)
+	if c.gen == 0 {
+		c.gen = cloneGen.Add(1)
+	}
+	clear(c.src)
+	c.src, c.order = c.src[:0], c.order[:0]
+	c.slab, c.used = 0, 0
+	c.ids.reset()
+	c.keys.reset()
+	c.kids.reset()
+	c.Home = home
+}
+
+// Copies returns the copies made so far, in the order they were made.
+func (c *Clone) Copies() []*State { return c.order }
+
+// Foreign reports whether copy d is a request on another replica than a
+// restricted clone's home (reached only through a stale reference).
+func (c *Clone) Foreign(d *State) bool {
+	return c.Home >= 0 && d.Replica >= 0 && d.Replica != c.Home && d.Phase != Done
+}
+
+const slabStates = 128
+
+func (c *Clone) alloc() *State {
+	for {
+		if c.slab == len(c.slabs) {
+			c.slabs = append(c.slabs, make([]State, slabStates))
+		}
+		if s := c.slabs[c.slab]; c.used < len(s) {
+			c.used++
+			return &s[c.used-1]
+		}
+		c.slab, c.used = c.slab+1, 0
+	}
 }
 
 // Map returns the copy of r (nil for nil), creating it on first sight.
@@ -169,43 +251,90 @@ func (c *Clone) Map(r *State) *State {
 	if r == nil {
 		return nil
 	}
-	if d, ok := c.m[r]; ok {
-		return d
-	}
-	if len(c.slab) == 0 {
-		c.slab = make([]State, max(64, cap(c.order)/4))
-	}
-	d := &c.slab[0]
-	c.slab = c.slab[1:]
-	*d = *r
-	d.KV.IDs = nil
-	if n := len(r.KV.IDs); n > 0 {
-		if cap(c.ids)-len(c.ids) < n {
-			c.ids = make([]int32, 0, max(4096, n))
+	if r.cgen == c.gen {
+		if i := int(r.cidx); i < len(c.src) && c.src[i] == r {
+			return c.order[i]
 		}
-		k := len(c.ids)
-		c.ids = append(c.ids, r.KV.IDs...)
-		d.KV.IDs = c.ids[k : k+n : k+n] // full: an append moves it out
 	}
-	d.XferKV.IDs = append([]int32(nil), r.XferKV.IDs...)
-	d.Keys = append([]uint64(nil), r.Keys...)
-	d.Req.DependsOn = append([]string(nil), r.Req.DependsOn...)
-	d.Req.PrefixHashes = append([]uint64(nil), r.Req.PrefixHashes...)
-	d.Children = append([]*State(nil), r.Children...)
-	c.m[r] = d
+	d := c.alloc()
+	*d = *r
+	d.cgen, d.cidx = 0, 0
+	d.KV.IDs = c.ids.copy(r.KV.IDs)
+	d.XferKV.IDs = c.ids.copy(r.XferKV.IDs)
+	d.Keys = c.keys.copy(r.Keys)
+	// The request's own columns are never written by the engine: the
+	// copy shares them.
+	d.Children = c.kids.copy(r.Children)
+	r.cgen, r.cidx = c.gen, int32(len(c.src))
+	c.src = append(c.src, r)
 	c.order = append(c.order, d)
 	return d
 }
 
+// MapEntry maps a scheduler entry (a request and the epoch it was made
+// at): a stale entry (the request has moved on since) maps to a tombstone
+// it stays stale against, so the copy never holds a request it does not
+// need.
+func (c *Clone) MapEntry(r *State, epoch uint32) (*State, uint32) {
+	if r.Epoch != epoch {
+		return &c.tomb, c.tomb.Epoch + 1
+	}
+	return c.Map(r), epoch
+}
+
 // Finish maps the pointers inside every copy; it may create more copies
-// (a child only reachable through its parent), which join the walk.
+// (a child only reachable through its parent), which join the walk. A
+// restricted clone (Home >= 0) leaves the live-list links nil (its owner
+// links the copies it keeps) and cuts a foreign copy's links.
 func (c *Clone) Finish() {
 	for i := 0; i < len(c.order); i++ {
 		d := c.order[i]
+		if c.Home >= 0 {
+			d.LPrev, d.LNext = nil, nil
+			if c.Foreign(d) {
+				d.RPrev, d.RNext, d.Children = nil, nil, nil
+				continue
+			}
+		} else {
+			d.LPrev, d.LNext = c.Map(d.LPrev), c.Map(d.LNext)
+		}
 		for k, ch := range d.Children {
 			d.Children[k] = c.Map(ch)
 		}
 		d.RPrev, d.RNext = c.Map(d.RPrev), c.Map(d.RNext)
-		d.LPrev, d.LNext = c.Map(d.LPrev), c.Map(d.LNext)
+	}
+}
+
+// arena carves full-capacity slices (an append moves them out) from
+// chunks kept across uses.
+type arena[T any] struct {
+	chunks [][]T
+	cur    int
+}
+
+func (a *arena[T]) reset() {
+	for i := range a.chunks[:min(a.cur+1, len(a.chunks))] {
+		a.chunks[i] = a.chunks[i][:0]
+	}
+	a.cur = 0
+}
+
+func (a *arena[T]) copy(x []T) []T {
+	n := len(x)
+	if n == 0 {
+		return nil
+	}
+	for {
+		if a.cur == len(a.chunks) {
+			a.chunks = append(a.chunks, make([]T, 0, max(4096, n)))
+		}
+		ch := a.chunks[a.cur]
+		if cap(ch)-len(ch) >= n {
+			k := len(ch)
+			ch = append(ch, x...)
+			a.chunks[a.cur] = ch
+			return ch[k : k+n : k+n]
+		}
+		a.cur++
 	}
 }

@@ -21,6 +21,18 @@ type Config struct {
 	// is formed while step n executes, so a request reaching the waiting
 	// queue during step n is first considered for step n+2.
 	Async bool
+	// Sends records the progress of prefill-only requests (P/D transfers
+	// that overlap the prefill: granularity chunk or stream) for the
+	// cluster to read with TakeSends.
+	Sends bool
+}
+
+// Send is a prefill-only request's progress on a prefill replica: admitted
+// into a step (End is trace.Null), a chunk computed from Start to End, or
+// preempted (both trace.Null).
+type Send struct {
+	R          *request.State
+	Start, End int64
 }
 
 // VLLM is vLLM v1's Scheduler.schedule: running requests first (decodes,
@@ -79,6 +91,16 @@ type VLLM struct {
 	// hold stops admissions of new prompts (a prefill replica whose
 	// outgoing KV transfers are backed up).
 	hold bool
+	// sends since the last TakeSends (Config.Sends).
+	sends []Send
+}
+
+// TakeSends returns the prefill progress recorded since the last call
+// (Config.Sends); the slice is reused by the next step.
+func (s *VLLM) TakeSends() []Send {
+	x := s.sends
+	s.sends = s.sends[:0]
+	return x
 }
 
 type boundEntry struct {
@@ -228,6 +250,9 @@ func (s *VLLM) preempt(r *request.State) {
 	s.leave(r)
 	if s.onPreempt != nil {
 		s.onPreempt(r)
+	}
+	if s.cfg.Sends && r.PrefillOnly {
+		s.sends = append(s.sends, Send{R: r, Start: trace.Null, End: trace.Null})
 	}
 	r.Preemptions++
 	s.preempted++
@@ -424,8 +449,12 @@ func (s *VLLM) admit(now int64, budget int32) {
 		comp, held := int32(hits)*B, int32(hits)
 		if r.KV.Blocks() > 0 {
 			// Its KV arrived from a lower tier or a prefill replica.
-			if s.cfg.Checks && (r.XferKV.Blocks() > 0 || r.XferDone > now) {
-				s.err = fmt.Errorf("request %s scheduled at %d before its KV transfer ended (%d) or its prefill replica freed its blocks", r.Req.ID, now, r.XferDone)
+			// The hand-off rule: not before the KV arrived, or with
+			// pipelining (XferReady < XferDone) the point where the rest
+			// arrives before the step needs it; without pipelining the
+			// prefill replica has freed its blocks.
+			if s.cfg.Checks && (r.XferReady > now || r.XferReady == r.XferDone && r.XferKV.Blocks() > 0) {
+				s.err = fmt.Errorf("request %s scheduled at %d before its KV transfer allowed it (ready %d, arrived %d) or before its prefill replica freed its blocks", r.Req.ID, now, r.XferReady, r.XferDone)
 			}
 			comp, held = r.Computed, r.KV.Blocks()
 		} else if s.hold {
@@ -470,8 +499,10 @@ func (s *VLLM) admit(now int64, budget int32) {
 		r.Chunk = n
 		s.used += n
 		s.sched = append(s.sched, r)
+		if s.cfg.Sends && r.PrefillOnly {
+			s.sends = append(s.sends, Send{R: r, Start: now, End: trace.Null})
+		}
 	}
-
 }
 
 // Complete implements Scheduler: the chunks of step s.step are added to
@@ -488,6 +519,9 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		}
 		r.Computed += r.Chunk
 		r.Chunk = 0
+		if s.cfg.Sends && r.PrefillOnly {
+			s.sends = append(s.sends, Send{R: r, Start: s.lastStart, End: now})
+		}
 		if full := r.Computed / B; full > r.NReg && int(r.NReg) < len(r.Keys) {
 			if s.tiers != nil {
 				s.tiers.SetNow(now, r.Prio)
@@ -626,21 +660,28 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 	d.prefilling = mapAll(c, s.prefilling)
 	d.sched = mapAll(c, s.sched)
 	d.scratch = nil
+	d.sends = nil
 	d.loading = mapAll(c, s.loading)
 	if s.tiers != nil {
 		d.tiers = s.tiers.Clone(store)
 		store.SetLower(d.tiers)
 	}
+	// Stale entries (their request moved on) stay stale, against a
+	// tombstone: in place, so that the live ones keep their order.
 	d.finishH.S = make([]stepEntry, len(s.finishH.S))
 	for i, e := range s.finishH.S {
-		e.r = c.Map(e.r)
+		e.r, e.epoch = c.MapEntry(e.r, e.epoch)
 		d.finishH.S[i] = e
 	}
 	d.bound = make([][]boundEntry, len(s.bound))
 	for i, bk := range s.bound {
+		if len(bk) == 0 {
+			continue
+		}
 		d.bound[i] = make([]boundEntry, len(bk))
 		for j, e := range bk {
-			d.bound[i][j] = boundEntry{c.Map(e.r), e.epoch}
+			r, ep := c.MapEntry(e.r, e.epoch)
+			d.bound[i][j] = boundEntry{r, ep}
 		}
 	}
 	return &d

@@ -1,0 +1,145 @@
+package decision
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/cluster"
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// delayEvery delays every fifth request's admission by 3 ms once (a
+// request held by admission when others are sampled).
+type delayEvery struct{}
+
+func (delayEvery) Admit(r policy.RequestView, _ *policy.ClusterView) policy.AdmitDecision {
+	if r.InputTokens()%5 == 0 && r.NowUS()-r.ArrivalUS() < 3000 {
+		return policy.AdmitDecision{Verdict: policy.Delay, DelayUS: 3000, Reason: "test"}
+	}
+	return policy.AdmitDecision{}
+}
+
+// regretRows runs reqs with every routing decision sampled and returns
+// the sampled routing rows, printed.
+func regretRows(t *testing.T, c config.Cluster, reqs []trace.Request, adm policy.Admission, whole bool) []string {
+	t.Helper()
+	wholeForks = whole
+	defer func() { wholeForks = false }()
+	models, _, err := engine.Prepare(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := &decisions{}
+	rec := New(Config{Level: Decisions, Decisions: ds, Regret: RegretConfig{Sample: 0.5, Seed: 3, WindowUS: 400_000}})
+	opts := engine.Options{CheckInvariants: true, Admission: adm}
+	rec.Attach(&opts)
+	if _, err := engine.Run(c, models, engine.SliceSource(reqs), rec.Sink(&results{}), opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, d := range ds.ds {
+		if d.Kind == trace.DecisionRouting && d.RegretUS != trace.Null {
+			rows = append(rows, fmt.Sprint(d.RequestID, d.RegretUS, d.WindowRegretUS, d.Candidates))
+		}
+	}
+	return rows
+}
+
+// withDependencies makes every sixth request depend on the one before,
+// through a tool call for every third of those.
+func withDependencies(reqs []trace.Request) []trace.Request {
+	var out []trace.Request
+	for i, r := range reqs {
+		if i > 0 && i%6 == 0 {
+			parent := reqs[i-1].ID
+			if i%18 == 0 {
+				tool := trace.NewRequest(fmt.Sprint("tool", i))
+				tool.Kind, tool.DelayUS, tool.DependsOn = trace.KindTool, 2000, []string{parent}
+				tool.ArrivalUS = reqs[i-1].ArrivalUS
+				out = append(out, tool)
+				parent = tool.ID
+			}
+			r.DependsOn = []string{parent}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Restricted forks (one replica each, when the cluster is separable) and
+// whole-cluster forks give the same counterfactual TTFTs, window means and
+// regrets, on workloads with KV pressure (preemptions), prefix caching,
+// dependencies and tool calls, admission delays, client timeouts, network
+// transfers and a router snapshot interval.
+func TestRestrictedForksMatchWholeForks(t *testing.T) {
+	base := workload(17, 500)
+	cases := []struct {
+		name string
+		cfg  func() config.Cluster
+		reqs []trace.Request
+		adm  policy.Admission
+	}{
+		{"least-loaded", func() config.Cluster { return testConfig(4, "least-loaded") }, base, nil},
+		{"prefix-affinity", func() config.Cluster { return testConfig(5, "prefix-affinity") }, base, nil},
+		{"dependencies", func() config.Cluster { return testConfig(3, "weighted") }, withDependencies(base), nil},
+		{"admission-delay-timeout-network", func() config.Cluster {
+			c := testConfig(4, "least-loaded")
+			c.ClientTimeout = config.Duration(150 * time.Millisecond)
+			c.Network.RTT = config.Duration(2 * time.Millisecond)
+			return c
+		}, base, delayEvery{}},
+		{"snapshots", func() config.Cluster {
+			c := testConfig(4, "least-loaded")
+			c.SnapshotInterval = config.Duration(5 * time.Millisecond)
+			return c
+		}, base, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			restricted := regretRows(t, tc.cfg(), tc.reqs, tc.adm, false)
+			whole := regretRows(t, tc.cfg(), tc.reqs, tc.adm, true)
+			if len(restricted) < 100 || len(restricted) != len(whole) {
+				t.Fatalf("%d sampled rows with restricted forks, %d with whole forks (want the same, ≥ 100)", len(restricted), len(whole))
+			}
+			differ := 0
+			for i := range restricted {
+				if restricted[i] != whole[i] {
+					t.Fatalf("row %d:\nrestricted %s\nwhole      %s", i, restricted[i], whole[i])
+				}
+				if !strings.Contains(restricted[i], " 0 0 [") {
+					differ++
+				}
+			}
+			if differ == 0 {
+				t.Fatal("every sampled decision has zero regret: the comparison shows nothing")
+			}
+		})
+	}
+}
+
+// A one-replica fork holds a placeholder for every other replica: reaching
+// one is an internal error, never a silent answer.
+func TestRestrictedForkGuardsOtherReplicas(t *testing.T) {
+	c := testConfig(3, "least-loaded")
+	_, rec := simulate(t, c, workload(2, 20), &Config{Regret: RegretConfig{Sample: 1}})
+	var a cluster.ForkArena
+	f, _ := rec.c.ForkReplica(&a, 1, false)
+	if f.Replicas()[1].Sched == nil || f.Replicas()[1].ID != rec.c.Replicas()[1].ID {
+		t.Fatal("the fork does not hold its replica")
+	}
+	defer func() {
+		v := recover()
+		if s, _ := v.(string); !strings.Contains(s, "internal error") || !strings.Contains(s, "does not hold") {
+			t.Fatalf("reaching a replica the fork does not hold: %v, want an internal error", v)
+		}
+	}()
+	f.Replicas()[0].Sched.HasWork()
+}

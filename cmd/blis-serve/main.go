@@ -16,9 +16,8 @@ import (
 	"time"
 
 	"github.com/blis-sim/blis/internal/cliutil"
+	"github.com/blis-sim/blis/internal/clusterflags"
 	"github.com/blis-sim/blis/lib/engine"
-	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/serve"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
@@ -38,94 +37,18 @@ func app() *cli.App {
 			"See docs/load.md (blis-serve).",
 		HideHelpCommand: true,
 		Metadata:        map[string]any{cliutil.OwnSignals: true}, // an interrupt drains the requests in flight
-		Flags: []cli.Flag{
+		Flags: append(clusterflags.Flags(),
 			&cli.StringFlag{Name: "listen", Aliases: []string{"l"}, Value: "127.0.0.1:8000", Usage: "address to serve on (`HOST:PORT`)"},
-			&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML (see examples/cluster.yaml)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the results table of every request served to `FILE` on exit (.arrow, .parquet or a stream)"},
-			&cli.IntFlag{Name: "replicas", Aliases: []string{"n"}, Usage: "number of replicas", DefaultText: "1"},
-			&cli.StringFlag{Name: "model", Usage: "model name", DefaultText: "llama-3.1-8b"},
-			&cli.StringFlag{Name: "gpu", Usage: "GPU name", DefaultText: "h100"},
-			&cli.IntFlag{Name: "tp", Usage: "tensor-parallel degree per replica", DefaultText: "1"},
-			&cli.StringFlag{Name: "weight-dtype", Usage: "weight dtype (default: the model's)"},
-			&cli.StringFlag{Name: "kv-dtype", Usage: "KV cache dtype (default: activation dtype)"},
-			&cli.StringFlag{Name: "latency", Usage: "latency model: auto, roofline, fitted or linear", DefaultText: "auto"},
-			&cli.StringFlag{Name: "coefficients", Usage: "fitted coefficients `FILE`"},
-			&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(policy.Names(policy.StageRouting), ", "), DefaultText: "round-robin"},
-			&cli.StringFlag{Name: "seed", Usage: "seed of the random routers", DefaultText: "42"},
-			&cli.IntFlag{Name: "max-num-seqs", Usage: "running requests per replica", DefaultText: "256"},
-			&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "token budget per step", DefaultText: "8192"},
-			&cli.Int64Flag{Name: "kv-blocks", Usage: "KV blocks per replica", DefaultText: "from GPU memory"},
 			&cli.Float64Flag{Name: "speedup", Value: 1, Usage: "run simulated time X times faster than the wall clock (X > 1: a test of a router, say, in less time)"},
 			&cli.IntFlag{Name: "block-size", Value: 16, Usage: "tokens per derived prefix hash (blis-load's --block-size, or the table's blis.prefix_block_size)"},
 			&cli.Int64Flag{Name: "default-max-tokens", Value: 256, Usage: "output tokens of a request without max_tokens"},
 			&cli.DurationFlag{Name: "drain", Value: 30 * time.Second, Usage: "after SIGINT/SIGTERM, how long requests in flight may finish (the rest are written unfinished)"},
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while serving"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no messages on stderr"},
-		},
+		),
 		Action: run,
 	}
-}
-
-var deploymentFlags = []string{"replicas", "model", "gpu", "tp", "weight-dtype", "kv-dtype", "latency", "coefficients",
-	"max-num-seqs", "max-num-batched-tokens", "kv-blocks"}
-
-// clusterConfig is blis-sim's: the YAML, then the flags over it.
-func clusterConfig(c *cli.Context) (config.Cluster, error) {
-	cfg := config.Default()
-	if p := c.String("cluster"); p != "" {
-		var err error
-		if cfg, err = config.Load(p); err != nil {
-			return cfg, cliutil.BadInput(err)
-		}
-	}
-	set := c.IsSet
-	for _, f := range deploymentFlags {
-		if !set(f) || cfg.IsFlat() {
-			continue
-		}
-		if len(cfg.Deployments) > 1 {
-			return cfg, cliutil.Usage("--%s: %s has %d deployments: set it per deployment in the file", f, cfg.Name, len(cfg.Deployments))
-		}
-		if f == "replicas" && len(cfg.Deployments[0].Pools) > 1 {
-			return cfg, cliutil.Usage("--replicas: deployment %s has %d pools: set replicas per pool in %s", cfg.Deployments[0].ID, len(cfg.Deployments[0].Pools), cfg.Name)
-		}
-	}
-	model, gpu, tp, wd, kd := &cfg.Model, &cfg.GPU, &cfg.TP, &cfg.WeightDtype, &cfg.KVDtype
-	eng, lat, replicas := &cfg.Engine, &cfg.Latency, &cfg.Replicas
-	if !cfg.IsFlat() {
-		d := &cfg.Deployments[0]
-		model, gpu, tp, wd, kd, eng, lat, replicas = &d.Model, &d.GPU, &d.TP, &d.WeightDtype, &d.KVDtype, &d.Engine, &d.Latency, &d.Pools[0].Replicas
-	}
-	for _, s := range []struct {
-		flag string
-		dst  *string
-	}{{"model", model}, {"gpu", gpu}, {"weight-dtype", wd}, {"kv-dtype", kd}, {"latency", &lat.Mode}, {"coefficients", &lat.Coefficients}, {"router", &cfg.Router.Routing}} {
-		if set(s.flag) {
-			*s.dst = c.String(s.flag)
-		}
-	}
-	for _, s := range []struct {
-		flag string
-		dst  *int
-	}{{"replicas", replicas}, {"tp", tp}, {"max-num-seqs", &eng.MaxNumSeqs}, {"max-num-batched-tokens", &eng.MaxNumBatchedTokens}} {
-		if set(s.flag) {
-			*s.dst = c.Int(s.flag)
-		}
-	}
-	if set("kv-blocks") {
-		eng.KVBlocks = c.Int64("kv-blocks")
-	}
-	if set("seed") {
-		v, err := strconv.ParseUint(c.String("seed"), 10, 64)
-		if err != nil {
-			return cfg, cliutil.Usage("--seed: expected a non-negative integer, found %q", c.String("seed"))
-		}
-		cfg.Seed = v
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, cliutil.Usage("%v", err)
-	}
-	return cfg, nil
 }
 
 func run(c *cli.Context) error {
@@ -141,7 +64,7 @@ func run(c *cli.Context) error {
 	if n := c.Int64("default-max-tokens"); n < 1 || n > 1<<30 {
 		return cliutil.Usage("--default-max-tokens: expected 1 to 2^30, found %d", n)
 	}
-	cfg, err := clusterConfig(c)
+	cfg, err := clusterflags.Config(c)
 	if err != nil {
 		return err
 	}

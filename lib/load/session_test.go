@@ -362,6 +362,9 @@ func TestSchedulers(t *testing.T) {
 			}
 			t.Logf("attempt %d: %s", attempt, late)
 		}
+		if l, ok := loadAverage(); ok && l > 2*float64(runtime.NumCPU()) {
+			t.Skipf("machine overloaded (load average %.1f on %d cores): no attempt sent every request within 5 ms; last: %s", l, runtime.NumCPU(), late)
+		}
 		t.Errorf("no attempt sent every request within 5 ms of its plan; last: %s", late)
 	})
 	t.Run("poisson", func(t *testing.T) {

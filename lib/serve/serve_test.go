@@ -11,7 +11,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -194,7 +196,25 @@ func TestClosedLoopTiming(t *testing.T) {
 			return
 		}
 	}
+	skipIfOverloaded(t, last)
 	t.Fatalf("closed loop off by more than the tolerance in 3 attempts; last: %s", last)
+}
+
+// skipIfOverloaded skips a wall-clock test whose attempts all failed on a
+// machine loaded beyond twice its cores (1-minute load average), where no
+// timing is measurable; it says so.
+func skipIfOverloaded(t *testing.T, last string) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return
+	}
+	if l, err := strconv.ParseFloat(f[0], 64); err == nil && l > 2*float64(runtime.NumCPU()) {
+		t.Skipf("machine overloaded (load average %.1f on %d cores): no attempt was within tolerance; last: %s", l, runtime.NumCPU(), last)
+	}
 }
 
 func closedLoop(t *testing.T) (p50, p90, worst, mean int64) {
@@ -771,5 +791,6 @@ func TestClosedLoopTokenTimesWithAlpha2(t *testing.T) {
 			return
 		}
 	}
+	skipIfOverloaded(t, last)
 	t.Fatalf("token gaps %s; want 30 ms ± a few", last)
 }

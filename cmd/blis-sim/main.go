@@ -232,7 +232,7 @@ func run(c *cli.Context) error {
 	}
 	if pb != nil {
 		var err error
-		if _, sink, err = pb.Apply(&cfg, &opts, sink); err == nil && tr != nil {
+		if _, err = pb.Apply(&cfg, &opts); err == nil && tr != nil {
 			err = tr.checkClonable(&opts)
 		}
 		if err != nil {

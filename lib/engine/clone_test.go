@@ -183,11 +183,10 @@ scheduler: {kind: starlark, file: sched.star}
 	apply := func(sink Sink) (config.Cluster, Options, Sink) {
 		c := base
 		opts := Options{CheckInvariants: true}
-		_, s, err := b.Apply(&c, &opts, sink)
-		if err != nil {
+		if _, err := b.Apply(&c, &opts); err != nil {
 			t.Fatal(err)
 		}
-		return c, opts, s
+		return c, opts, sink
 	}
 	straight := &memSink{}
 	c, opts, s := apply(straight)

@@ -71,15 +71,14 @@ func LoadPolicy(path string, cfg *config.Cluster) (*bundle.Bundle, error) {
 	return bundle.FromConfig(cfg, bundle.Env{})
 }
 
-// ApplyPolicy puts a loaded bundle into a run's config and options (its
-// stages, and the sink wrapper a stateful bundle needs) — what blis-sim
-// does with --policy.
-func ApplyPolicy(b *bundle.Bundle, cfg *config.Cluster, opts *engine.Options, sink engine.Sink) (engine.Sink, error) {
+// ApplyPolicy puts a loaded bundle (nil: none) into a run's config and
+// options — what blis-sim does with --policy.
+func ApplyPolicy(b *bundle.Bundle, cfg *config.Cluster, opts *engine.Options) error {
 	if b == nil {
-		return sink, nil
+		return nil
 	}
-	_, sink, err := b.Apply(cfg, opts, sink)
-	return sink, err
+	_, err := b.Apply(cfg, opts)
+	return err
 }
 
 // invalid is a candidate's own failure: reported as valid: false.
@@ -284,7 +283,7 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 	rec := decision.New(decision.Config{Level: decision.Decisions, Decisions: dw, Anomalies: aw, SLOs: o.Fitness.SLOs(),
 		PriorityName: cfg.Router.Priority, Regret: decision.RegretConfig{Sample: o.RegretSample, Seed: seed}})
 	rec.Attach(&opts)
-	sink, err := ApplyPolicy(pol, &cfg, &opts, rec.Sink(rw))
+	sink, err := rec.Sink(rw), ApplyPolicy(pol, &cfg, &opts)
 	if err == nil {
 		if err = decision.CheckClonable(rec, &opts); err != nil {
 			rw.Abort()

@@ -103,7 +103,7 @@ func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock int,
 		return "", err
 	}
 	if b != nil {
-		if _, sink, err = b.Apply(&cfg, &opts, sink); err != nil {
+		if _, err = b.Apply(&cfg, &opts); err != nil {
 			return "", err
 		}
 	}

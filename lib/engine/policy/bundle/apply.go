@@ -52,11 +52,11 @@ func (rt *Runtime) Scaler() Scaler { return rt.scaler }
 
 // Apply instantiates the bundle for one run of cfg: parameterised router
 // stages set cfg's router keys (the built-in path, byte for byte); trees
-// and Starlark set opts' Admission, Priority, Routing and Scheduling; the
-// returned sink (pass it to the run in place of sink) keeps router state
-// up to date from finished requests. opts.PolicyErr stops the run at a
-// policy failure.
-func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.Sink) (*Runtime, cluster.Sink, error) {
+// and Starlark set opts' Admission, Priority, Routing and Scheduling;
+// router state hears finished requests through opts.OnResult, and forks of
+// the cluster get their own copy of everything through opts.Fork.
+// opts.PolicyErr stops the run at a policy failure.
+func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options) (*Runtime, error) {
 	rt := &Runtime{b: b, stars: map[string]*starRT{}}
 	env := policy.Env{Seed: cfg.Seed}
 	needTracker := false
@@ -97,7 +97,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			opts.Admission = &starAdmission{r: r}
 		}
@@ -107,7 +107,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		if inner == nil {
 			var err error
 			if inner, err = policy.NewAdmission(cfg.Router.Admission, cfg.AdmissionParams(), env); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		opts.Admission = &trackedAdmission{inner: inner, tr: rt.tr}
@@ -121,7 +121,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			opts.Priority = &starPriority{r: r}
 		}
@@ -142,7 +142,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 			for _, leaf := range st.info.routes {
 				p, err := policy.NewRouting(leaf.route, leaf.params, env)
 				if err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 				tr.leaves = append(tr.leaves, p)
 			}
@@ -150,7 +150,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			opts.Routing = &starRouting{r: r}
 		}
@@ -166,7 +166,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			order = &starOrder{r: r}
 		}
@@ -180,7 +180,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			victim = &starVictim{r: r}
 		}
@@ -197,7 +197,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			rt.scaler = &starScaler{r: r}
 		}
@@ -205,7 +205,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 		opts.Autoscale = rt.autoscalePolicies
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", b.Path, err)
+		return nil, fmt.Errorf("%s: %w", b.Path, err)
 	}
 	opts.PolicyErr = rt.Err
 	if rt.tr != nil {
@@ -213,7 +213,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options, sink cluster.
 	}
 	rt.adm, rt.pri, rt.rout, rt.order, rt.victim = opts.Admission, opts.Priority, opts.Routing, order, victim
 	opts.Fork = rt.Fork
-	return rt, sink, nil
+	return rt, nil
 }
 
 // scheduling gives each replica the scheduler and preemption stages, a

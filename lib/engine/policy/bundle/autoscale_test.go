@@ -50,11 +50,10 @@ func TestBundleAutoscalerDrivesPool(t *testing.T) {
 		}
 		var rows []trace.ScaleEvent
 		opts := engine.Options{CheckInvariants: true, ScaleEventsTo: func(r []trace.ScaleEvent) { rows = r }}
-		_, sink, err := b.Apply(&cfg, &opts, &memSink{})
-		if err != nil {
+		if _, err := b.Apply(&cfg, &opts); err != nil {
 			t.Fatal(err)
 		}
-		_, err = engine.Run(cfg, models, engine.SliceSource(reqs), sink, opts)
+		_, err = engine.Run(cfg, models, engine.SliceSource(reqs), &memSink{}, opts)
 		var got []string
 		for _, r := range rows {
 			if r.Action == trace.ScaleUp || r.Action == trace.ScaleDown {

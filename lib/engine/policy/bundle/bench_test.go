@@ -71,7 +71,7 @@ func BenchmarkRun100k(b *testing.B) {
 				opts := engine.Options{}
 				var sink engine.Sink = &countSink{}
 				if bd != nil {
-					if _, sink, err = bd.Apply(&c, &opts, sink); err != nil {
+					if _, err = bd.Apply(&c, &opts); err != nil {
 						b.Fatal(err)
 					}
 				}

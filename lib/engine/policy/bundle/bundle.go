@@ -9,7 +9,7 @@
 //
 //	b, err := bundle.Load("bundle.yaml", bundle.Env{})  // every load-time error, file:line
 //	b.Annotate(meta)                                    // blis.policy.* provenance keys
-//	sink, err = b.Apply(&cfg, &opts, sink)              // fresh policies for one run
+//	rt, err := b.Apply(&cfg, &opts)                     // fresh policies for one run
 //	... engine.Run(cfg, models, src, sink, opts) ...    // a policy failure is a *RunError
 //
 // Apply installs the stages into cluster.Options (Admission, Priority,

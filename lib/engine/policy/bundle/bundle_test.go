@@ -72,17 +72,16 @@ func simulate(t testing.TB, cfg config.Cluster, path string, reqs []trace.Reques
 	}
 	sink := &memSink{}
 	opts := engine.Options{CheckInvariants: true}
-	var s engine.Sink = sink
 	if path != "" {
 		b, err := bundle.Load(path, bundle.Env{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, s, err = b.Apply(&cfg, &opts, sink); err != nil {
+		if _, err = b.Apply(&cfg, &opts); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sum, err := engine.Run(cfg, models, engine.SliceSource(reqs), s, opts)
+	sum, err := engine.Run(cfg, models, engine.SliceSource(reqs), sink, opts)
 	return sink.rs, sum, err
 }
 
@@ -258,11 +257,11 @@ func TestState(t *testing.T) {
 	cfg := testCluster(2)
 	models, _, _ := engine.Prepare(&cfg)
 	opts := engine.Options{}
-	rt, sink, err := b.Apply(&cfg, &opts, &memSink{})
+	rt, err := b.Apply(&cfg, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.Run(cfg, models, engine.SliceSource(workload(50, 10)), sink, opts); err != nil {
+	if _, err := engine.Run(cfg, models, engine.SliceSource(workload(50, 10)), &memSink{}, opts); err != nil {
 		t.Fatal(err)
 	}
 	if got := rt.State("routing"); got != `{"n": 50}` {
@@ -540,7 +539,7 @@ func TestAutoscalerStage(t *testing.T) {
 		}
 		cfg := testCluster(1)
 		opts := engine.Options{}
-		rt, _, err := b.Apply(&cfg, &opts, &memSink{})
+		rt, err := b.Apply(&cfg, &opts)
 		if err != nil {
 			t.Fatal(err)
 		}

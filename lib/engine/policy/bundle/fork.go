@@ -6,7 +6,6 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"github.com/blis-sim/blis/lib/engine/autoscale"
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/sched"
@@ -90,12 +89,9 @@ func (n *Runtime) forkStage(p any, stars map[*starRT]*starRT) any {
 		return &starVictim{r: stars[x.r], idx: x.idx}
 	case *starScaler:
 		return &starScaler{r: stars[x.r]}
-	case targetLoad, treeScaler, shortestFirst, leastProgress:
-		return x // no state
-	case autoscale.Policy:
-		return x
 	}
-	// Built-in policies: their own copy when they keep state.
+	// Templates and built-in policies: their own copy when they keep state
+	// (policy.Cloner), else shared.
 	return policy.Clone(p)
 }
 

@@ -1,14 +1,16 @@
 package bundle
 
 import (
+	"maps"
+
 	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Tracker is the router's own state that views expose beyond the replicas'
 // status: per tenant and global arrival and completion counts and rates,
 // and per replica recent latencies and cache hit rates. It hears arrivals
-// and admissions from the router stages and finished requests from the
-// results sink (Runtime.Sink), all in simulated-time order.
+// and admissions from the router stages and finished requests through
+// cluster.Options.OnResult, all in simulated-time order.
 //
 // With a snapshot interval, what policies read is a copy taken at each
 // interval boundary (as of just before the first event at or after it),
@@ -272,29 +274,18 @@ func (t *Tracker) replica(id string, now int64) *replicaStats {
 // clone returns an independent copy of the tracker.
 func (t *Tracker) clone() *Tracker {
 	d := *t
-	d.tenants = make(map[string]*tenantLive, len(t.tenants))
-	for k, v := range t.tenants {
-		x := *v
-		d.tenants[k] = &x
-	}
-	d.reps = make(map[string]*replicaStats, len(t.reps))
-	for k, v := range t.reps {
-		x := *v
-		d.reps[k] = &x
-	}
-	d.delayed = make(map[string]struct{}, len(t.delayed))
-	for k := range t.delayed {
-		d.delayed[k] = struct{}{}
-	}
-	d.pubT = make(map[string]*tenantStats, len(t.pubT))
-	for k, v := range t.pubT {
-		x := *v
-		d.pubT[k] = &x
-	}
-	d.pubR = make(map[string]*replicaStats, len(t.pubR))
-	for k, v := range t.pubR {
-		x := *v
-		d.pubR[k] = &x
-	}
+	d.tenants, d.reps = deepCopy(t.tenants), deepCopy(t.reps)
+	d.pubT, d.pubR = deepCopy(t.pubT), deepCopy(t.pubR)
+	d.delayed = maps.Clone(t.delayed)
 	return &d
+}
+
+// deepCopy copies a map of pointers to plain structs, values and all.
+func deepCopy[V any](m map[string]*V) map[string]*V {
+	out := make(map[string]*V, len(m))
+	for k, v := range m {
+		x := *v
+		out[k] = &x
+	}
+	return out
 }

@@ -7,21 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
-	"github.com/blis-sim/blis/lib/engine"
-	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/fit"
 	"github.com/blis-sim/blis/lib/measure"
 
-	"github.com/blis-sim/blis/lib/latency/resolve"
 	"github.com/blis-sim/blis/lib/roofline"
 )
 
 // servingLevel simulates every H100 vLLM closed-loop point of
 // silicon_sample.csv whose model is in the catalogue with the roofline (no
-// fitted coefficients, --latency roofline) on the blis-sim engine with
-// vLLM defaults, and compares mean TTFT and TPOT.
+// fitted coefficients, --latency roofline) on the blis-sim engine with the
+// limits each point was measured with, and compares mean TTFT and TPOT.
 func servingLevel(data string, w io.Writer) error {
 	path := filepath.Join(data, "measurements/aiconfigurator/silicon_sample.csv")
 	f, err := os.Open(path)
@@ -42,18 +38,15 @@ func servingLevel(data string, w io.Writer) error {
 			skipped[p.Model+" (not in catalogue)"]++
 			continue
 		}
-		cfg := config.Default()
-		cfg.Model, cfg.GPU, cfg.TP = p.Model, "h100", p.TP
-		cfg.Latency.Mode = resolve.Roofline
-		if prec := strings.ToLower(p.Precision); prec != "" && prec != "bf16" && prec != "fp16" {
-			cfg.WeightDtype = prec
-		}
-		models, _, err := engine.Prepare(&cfg)
+		// The deployment as bench/fidelity and blis-calibrate set it up
+		// (async scheduling by vLLM version, KV from memory), each point with
+		// the engine limits it was measured with (fit.BenchmarkLimits).
+		setup, err := fit.ServingSetup(fit.Deployment{}, p)
 		if err != nil {
 			skipped[fmt.Sprintf("%s tp%d: %v", p.Model, p.TP, err)]++
 			continue
 		}
-		ttft, tpot, err := fit.SimulateServingPoint(models[0], cfg, p)
+		ttft, tpot, err := fit.SimulateServingPoint(setup.Resolved.Model, setup.PointEngine(p), p)
 		if err != nil {
 			skipped[fmt.Sprintf("%s tp%d: %v", p.Model, p.TP, err)]++
 			continue
@@ -73,7 +66,7 @@ func servingLevel(data string, w io.Writer) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	fmt.Fprintln(w, "### Serving level (silicon_sample.csv, H100 vLLM closed loop, roofline on the blis-sim engine, vLLM defaults)")
+	fmt.Fprintln(w, "### Serving level (silicon_sample.csv, H100 vLLM closed loop, roofline on the blis-sim engine, each point's measured engine limits)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| deployment | points | mean-TTFT MdAPE | TTFT bias | mean-TPOT MdAPE | TPOT bias |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/fit"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
@@ -27,11 +28,10 @@ type stepSink struct{ out *[]trace.Step }
 func (s stepSink) Write(st *trace.Step) error { *s.out = append(*s.out, *st); return nil }
 
 // simulate replays reqs (arrival order, times relative to the first) on one
-// replica of setup's engine with model m. With steps, every step is kept too
+// replica of engine cfg with model m. With steps, every step is kept too
 // (for the queue time series).
-func simulate(setup *fit.Setup, m latency.Model, reqs []trace.Request, steps bool) (*simOut, error) {
+func simulate(cfg config.Cluster, m latency.Model, reqs []trace.Request, steps bool) (*simOut, error) {
 	out := &simOut{results: make([]trace.Result, 0, len(reqs))}
-	cfg := setup.Engine
 	cfg.Replicas = 1
 	opts := engine.Options{Path: "fidelity"}
 	if steps {
@@ -49,9 +49,9 @@ func simulate(setup *fit.Setup, m latency.Model, reqs []trace.Request, steps boo
 }
 
 // runner adapts simulate to lib/fit's closed-loop serving targets.
-func runner(setup *fit.Setup) fit.Runner {
+func runner(cfg config.Cluster) fit.Runner {
 	return func(m latency.Model, reqs []trace.Request) ([]fit.Outcome, error) {
-		s, err := simulate(setup, m, reqs, false)
+		s, err := simulate(cfg, m, reqs, false)
 		if err != nil {
 			return nil, err
 		}

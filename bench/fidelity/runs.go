@@ -218,7 +218,7 @@ func evalRun(r *recordedRun, mode string) runResult {
 		return runResult{mode: mode, model: mode, err: err}
 	}
 	out := runResult{mode: mode, model: label(mode, res), inSamp: inSample(res, r.sha)}
-	s, err := simulate(r.setup, engineSide{res.Model}, r.reqs, true)
+	s, err := simulate(r.setup.Engine, engineSide{res.Model}, r.reqs, true)
 	if err != nil {
 		out.err = err
 		return out

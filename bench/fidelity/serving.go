@@ -78,9 +78,8 @@ func evalServing(data string, modes []string, workers int, progress io.Writer) (
 	sort.SliceStable(groups, func(i, j int) bool { return groupOrder(groups[i].pts[0]) < groupOrder(groups[j].pts[0]) })
 	for _, g := range groups {
 		targets := make([]fit.Target, len(g.pts))
-		run := runner(g.setup)
 		for i, p := range g.pts {
-			targets[i] = &fit.ServingTarget{P: p, Run: run}
+			targets[i] = &fit.ServingTarget{P: p, Run: runner(g.setup.PointEngine(p))}
 		}
 		for _, mode := range modes {
 			ev := groupEval{model: mode, inSamp: make([]bool, len(g.pts))}

@@ -13,6 +13,7 @@ import (
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/fitted"
 	"github.com/blis-sim/blis/lib/latency/resolve"
+	"github.com/blis-sim/blis/lib/measure"
 	"github.com/blis-sim/blis/lib/roofline"
 )
 
@@ -23,8 +24,8 @@ type Deployment struct {
 	WeightDtype         string
 	KVDtype             string
 	Engine, Version     string
-	MaxNumSeqs          int   // 0: vLLM's server default (1024 on ≥70 GB GPUs)
-	MaxNumBatchedTokens int   // 0: 8192
+	MaxNumSeqs          int   // 0: vLLM's server default (1024 on ≥70 GB GPUs); a serving point's own (PointEngine)
+	MaxNumBatchedTokens int   // 0: 8192; a serving point's own (PointEngine)
 	KVBlocks            int64 // 0: from GPU memory via the roofline
 	BlockSize           int   // 0: 16
 	GPUMemUtil          float64
@@ -71,6 +72,36 @@ type Setup struct {
 	Resolved *resolve.Resolved // roofline (for roofline features and the warm start)
 	Engine   config.Cluster
 	PerChain int // closed-loop requests per chain (0: ChainLength)
+}
+
+// BenchmarkLimits returns the engine limits a closed-loop serving point of
+// aiconfigurator's silicon data was measured with. Its launch rule for an
+// aggregated benchmark (ai-dynamo/aiconfigurator,
+// generator/rule_plugin/benchmark/vllm.rule; TensorRT-LLM's is the same up
+// to block rounding) sets max_num_seqs to the concurrency and
+// max_num_batched_tokens to concurrency + ISL + 1500: a step holds one
+// prompt and part of the next, so C simultaneous prompts are prefilled a
+// step or two at a time, not eight to a step as under vLLM's 8,192 default.
+func BenchmarkLimits(p measure.ServingPoint) (maxSeqs, maxBatchedTokens int) {
+	return p.Concurrency, p.Concurrency + p.InputTokens + 1500
+}
+
+// PointEngine is the engine a closed-loop point is simulated on: the
+// setup's, with BenchmarkLimits for each limit the deployment leaves unset
+// (a limit given on the command line wins).
+func (s *Setup) PointEngine(p measure.ServingPoint) config.Cluster {
+	cfg := s.Engine
+	seqs, tokens := BenchmarkLimits(p)
+	if s.Dep.MaxNumSeqs == 0 && seqs > 0 {
+		cfg.Engine.MaxNumSeqs = seqs
+	}
+	if s.Dep.MaxNumBatchedTokens == 0 && tokens > 0 {
+		cfg.Engine.MaxNumBatchedTokens = tokens
+	}
+	if cfg.Engine.MaxNumBatchedTokens < cfg.Engine.MaxNumSeqs {
+		cfg.Engine.MaxNumSeqs = cfg.Engine.MaxNumBatchedTokens
+	}
+	return cfg
 }
 
 // NewSetup resolves the roofline of dep and an engine config with one

@@ -72,7 +72,7 @@ func TestFitSimRecovers(t *testing.T) {
 	var pts []measure.ServingPoint
 	for _, p := range [][3]int{{256, 32, 1}, {256, 32, 8}, {1024, 64, 4}, {2048, 16, 2}, {512, 128, 16}, {128, 64, 32}} {
 		sp := measure.ServingPoint{InputTokens: p[0], OutputTokens: p[1], Concurrency: p[2]}
-		ttft, tpot, err := SimulateServingPointN(model, s.Engine, sp, s.PerChain)
+		ttft, tpot, err := SimulateServingPointN(model, s.PointEngine(sp), sp, s.PerChain)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -177,12 +177,12 @@ func StatNote(what string, st []Stat) string {
 	return fmt.Sprintf("%s MAPE (%d points): %s. ", what, st[0].N, strings.Join(parts, ", "))
 }
 
-// ServingTargets wraps points as targets simulated on the setup's engine.
+// ServingTargets wraps points as targets, each simulated on the setup's
+// engine with the limits it was measured with (PointEngine).
 func (s *Setup) ServingTargets(pts []measure.ServingPoint) []Target {
-	run := EngineRunner(s.Engine)
 	out := make([]Target, len(pts))
 	for i := range pts {
-		out[i] = &ServingTarget{P: pts[i], Run: run, PerChain: s.PerChain}
+		out[i] = &ServingTarget{P: pts[i], Run: EngineRunner(s.PointEngine(pts[i])), PerChain: s.PerChain}
 	}
 	return out
 }

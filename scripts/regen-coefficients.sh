@@ -37,6 +37,18 @@ for tp in 2 4 8; do
 		--engine vllm --engine-version 0.18.0 --precision fp4 --holdout 0.2 --features tokens --max-evals 600
 done
 
+# gpt-oss-120b on the other GPUs with as many vLLM points per TP as the H100
+# groups above (14–18 distinct points each): H200 under vLLM 0.18.0 and B200
+# under vLLM 0.15.1. (H200 TP1 has 7, B200 TP8 5: too few to hold any out.)
+for tp in 2 4 8; do
+	cal gpt-oss-120b-fp4-h200-tp$tp --serving-points $S --model openai/gpt-oss-120b --gpu h200 --tp $tp \
+		--engine vllm --engine-version 0.18.0 --precision fp4 --holdout 0.2 --features tokens --max-evals 600
+done
+for tp in 1 2 4; do
+	cal gpt-oss-120b-fp4-b200-tp$tp --serving-points $S --model openai/gpt-oss-120b --gpu b200 --tp $tp \
+		--engine vllm --engine-version 0.15.1 --precision fp4 --holdout 0.2 --features tokens --max-evals 600
+done
+
 # Replayed real vLLM 0.19 runs (llmservingsim): fit on one run, test on the
 # other. Roofline features carry across models and GPUs; token features
 # would not.

@@ -25,13 +25,16 @@ func servingLevel(data string, w io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	pts, _, err := measure.ReadServingPoints(path, f, measure.ServingFilter{GPU: "h100_sxm", Engine: "vllm"})
+	pts, st, err := measure.ReadServingPoints(path, f, measure.ServingFilter{GPU: "h100_sxm", Engine: "vllm"})
 	if err != nil {
 		return err
 	}
 	type acc struct{ ttft, tpot, ttftB, tpotB []float64 }
 	res := map[string]*acc{}
 	skipped := map[string]int{}
+	if st.Duplicates > 0 {
+		skipped["exact duplicates of another row (one measurement published twice), read once"] = st.Duplicates
+	}
 	var allTTFT, allTPOT []float64
 	for _, p := range pts {
 		if _, ok := roofline.LookupModel(p.Model); !ok {

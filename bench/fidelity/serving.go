@@ -52,6 +52,9 @@ func evalServing(data string, modes []string, workers int, progress io.Writer) (
 	if n := st.NotAgg + st.MissingTP; n > 0 {
 		skipped["disaggregated or without tp_size"] += n
 	}
+	if st.Duplicates > 0 {
+		skipped["exact duplicates of another row (one measurement published twice)"] += st.Duplicates
+	}
 	byGroup := map[string][]measure.ServingPoint{}
 	for _, p := range pts {
 		byGroup[p.Group()] = append(byGroup[p.Group()], p)

@@ -363,7 +363,7 @@ func (c *calibration) runServing(progress io.Writer) (*fit.Report, *fitted.Coeff
 	}
 	g := pts[0].Group()
 	res.Report.Notes = append([]string{
-		fmt.Sprintf("%s: %d rows read, %d kept (%s); %d filtered out, %d not aggregated, %d without tp_size", c.ServingPoints, st.Rows, st.Kept, g, st.Filtered, st.NotAgg, st.MissingTP),
+		fmt.Sprintf("%s: %d rows read, %d kept (%s); %d filtered out, %d not aggregated, %d without tp_size, %d exact duplicates of kept rows", c.ServingPoints, st.Rows, st.Kept, g, st.Filtered, st.NotAgg, st.MissingTP, st.Duplicates),
 		fmt.Sprintf("split: %d train, %d test (holdout %.2g, seed %d); engine: max_num_seqs %d, max_num_batched_tokens %d, kv_blocks %d × %d tokens",
 			len(train), len(test), c.Holdout, c.Seed, setup.Engine.Engine.MaxNumSeqs, setup.Engine.Engine.MaxNumBatchedTokens, setup.Engine.Engine.KVBlocks, setup.Engine.Engine.BlockSize),
 		fmt.Sprintf("closed loop: C chains × %s requests each; fit took %s", chainDesc(c.PerChain), time.Since(t0).Round(time.Millisecond)),
@@ -391,7 +391,7 @@ func (c *calibration) evaluateServing(pts []measure.ServingPoint, st measure.Ser
 		return nil, usageErr("no deployment group could be evaluated:\n  %s", strings.Join(skipped, "\n  "))
 	}
 	rep := fit.EvaluationReport(fmt.Sprintf("blis-calibrate --evaluate --latency %s: simulated vs measured closed-loop serving points", c.Latency), groups, nil)
-	notes := []string{fmt.Sprintf("%s: %d rows read, %d kept, %d filtered out, %d not aggregated, %d without tp_size", c.ServingPoints, st.Rows, st.Kept, st.Filtered, st.NotAgg, st.MissingTP)}
+	notes := []string{fmt.Sprintf("%s: %d rows read, %d kept, %d filtered out, %d not aggregated, %d without tp_size, %d exact duplicates of kept rows", c.ServingPoints, st.Rows, st.Kept, st.Filtered, st.NotAgg, st.MissingTP, st.Duplicates)}
 	if c.Holdout > 0 {
 		notes = append(notes, fmt.Sprintf("only the points a fit with --holdout %g --seed %d held out of each deployment are evaluated", c.Holdout, c.Seed))
 	}

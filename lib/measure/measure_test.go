@@ -50,6 +50,29 @@ func TestReadServingPointsReal(t *testing.T) {
 
 const servingHeader = "id,model_path,system,backend,backend_version,precision,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,silicon_tpot_ms\n"
 
+// A measurement published twice (same deployment, lengths, concurrency and
+// values) is kept once and counted; a repeated measurement with its own
+// values is a second measurement and stays.
+func TestReadServingPointsDuplicates(t *testing.T) {
+	body := servingHeader +
+		"a,m,h100_sxm,vllm,1,,agg,1024,128,8,2,150.5,20.25\n" +
+		"b,m,h100_sxm,vllm,1,,agg,1024,128,8,2,150.5,20.25\n" + // the same row under another id
+		"c,m,h100_sxm,vllm,1,,agg,1024,128,8,2,151.0,20.25\n" + // measured again
+		"d,m,h100_sxm,vllm,1,,agg,1024,128,8,4,150.5,20.25\n" + // another deployment (TP 4)
+		"e,m,h100_sxm,vllm,1,,agg,1024,128,8,2,150.5,20.25\n"
+	pts, st, err := ReadServingPoints("s.csv", strings.NewReader(body), ServingFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range pts {
+		ids = append(ids, p.ID)
+	}
+	if got := strings.Join(ids, ","); got != "a,c,d" || st.Duplicates != 2 || st.Kept != 3 || st.Rows != 5 {
+		t.Errorf("kept %s (stats %+v), want a,c,d with 2 duplicates of 5 rows", got, st)
+	}
+}
+
 func TestReadServingPointsBad(t *testing.T) {
 	tests := []struct {
 		name, body, want string

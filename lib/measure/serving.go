@@ -78,6 +78,7 @@ type ServingStats struct {
 	Filtered    int // not matching the filter
 	NotAgg      int // matching but disaggregated or otherwise not a single aggregated instance
 	MissingTP   int // matching but without tp_size
+	Duplicates  int // matching but an exact repeat of a kept row: one measurement published twice
 	Kept        int
 	GroupCounts map[string]int
 }
@@ -95,6 +96,15 @@ func ReadServingPoints(path string, r io.Reader, f ServingFilter) ([]ServingPoin
 		return nil, st, err
 	}
 	var out []ServingPoint
+	// silicon_sample.csv publishes some measurements twice (the same values
+	// under two source files); counting one twice would weigh it double in a
+	// fit and could put its twin in the held-out set.
+	type rowKey struct {
+		group          string
+		isl, osl, conc int
+		ttft, tpot     float64
+	}
+	seen := map[rowKey]bool{}
 	for {
 		if err := t.next(); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -152,6 +162,12 @@ func ReadServingPoints(path string, r io.Reader, f ServingFilter) ([]ServingPoin
 			return nil, st, t.errf("silicon_tpot_ms", "expected milliseconds (TPOT 0.1 ms to 10 s), found ttft %g and tpot %g (inconsistent units?)", ttft, tpot)
 		}
 		p.TTFTus, p.TPOTus = ttft*1000, tpot*1000
+		k := rowKey{p.Group(), p.InputTokens, p.OutputTokens, p.Concurrency, ttft, tpot}
+		if seen[k] {
+			st.Duplicates++
+			continue
+		}
+		seen[k] = true
 		st.Kept++
 		st.GroupCounts[p.Group()]++
 		out = append(out, p)
@@ -185,8 +201,8 @@ func (s ServingStats) Groups() []string {
 // coefficients file describes one; otherwise it says which flags narrow it.
 func SingleGroup(path string, pts []ServingPoint, st ServingStats) error {
 	if len(pts) == 0 {
-		return &InputError{Path: path, Msg: fmt.Sprintf("no serving points match the filter (%d rows read, %d filtered out, %d not aggregated, %d without tp_size)",
-			st.Rows, st.Filtered, st.NotAgg, st.MissingTP)}
+		return &InputError{Path: path, Msg: fmt.Sprintf("no serving points match the filter (%d rows read, %d filtered out, %d not aggregated, %d without tp_size, %d duplicates)",
+			st.Rows, st.Filtered, st.NotAgg, st.MissingTP, st.Duplicates)}
 	}
 	groups := st.Groups()
 	if len(groups) == 1 {

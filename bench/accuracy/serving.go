@@ -32,6 +32,7 @@ func servingLevel(data string, w io.Writer) error {
 	type acc struct{ ttft, tpot, ttftB, tpotB []float64 }
 	res := map[string]*acc{}
 	skipped := map[string]int{}
+	setups := map[string]*fit.Setup{}
 	if st.Duplicates > 0 {
 		skipped["exact duplicates of another row (one measurement published twice), read once"] = st.Duplicates
 	}
@@ -42,12 +43,17 @@ func servingLevel(data string, w io.Writer) error {
 			continue
 		}
 		// The deployment as bench/fidelity and blis-calibrate set it up
-		// (async scheduling by vLLM version, KV from memory), each point with
-		// the engine limits it was measured with (fit.BenchmarkLimits).
-		setup, err := fit.ServingSetup(fit.Deployment{}, p)
-		if err != nil {
-			skipped[fmt.Sprintf("%s tp%d: %v", p.Model, p.TP, err)]++
-			continue
+		// (async scheduling by vLLM version, KV from memory), once per
+		// deployment; each point runs with the engine limits it was
+		// measured with (fit.BenchmarkLimits).
+		setup, ok := setups[p.Group()]
+		if !ok {
+			setup, err = fit.ServingSetup(fit.Deployment{}, p)
+			if err != nil {
+				skipped[fmt.Sprintf("%s tp%d: %v", p.Model, p.TP, err)]++
+				continue
+			}
+			setups[p.Group()] = setup
 		}
 		ttft, tpot, err := fit.SimulateServingPoint(setup.Resolved.Model, setup.PointEngine(p), p)
 		if err != nil {

@@ -98,10 +98,16 @@ func (s *Setup) PointEngine(p measure.ServingPoint) config.Cluster {
 	if s.Dep.MaxNumBatchedTokens == 0 && tokens > 0 {
 		cfg.Engine.MaxNumBatchedTokens = tokens
 	}
-	if cfg.Engine.MaxNumBatchedTokens < cfg.Engine.MaxNumSeqs {
-		cfg.Engine.MaxNumSeqs = cfg.Engine.MaxNumBatchedTokens
-	}
+	capSeqs(&cfg.Engine)
 	return cfg
+}
+
+// capSeqs keeps max_num_seqs within the token budget: each running request
+// takes at least one token of a step.
+func capSeqs(e *config.Engine) {
+	if e.MaxNumBatchedTokens < e.MaxNumSeqs {
+		e.MaxNumSeqs = e.MaxNumBatchedTokens
+	}
 }
 
 // NewSetup resolves the roofline of dep and an engine config with one
@@ -124,9 +130,7 @@ func NewSetup(dep Deployment) (*Setup, error) {
 	if dep.MaxNumBatchedTokens > 0 {
 		cfg.Engine.MaxNumBatchedTokens = dep.MaxNumBatchedTokens
 	}
-	if cfg.Engine.MaxNumBatchedTokens < cfg.Engine.MaxNumSeqs {
-		cfg.Engine.MaxNumSeqs = cfg.Engine.MaxNumBatchedTokens
-	}
+	capSeqs(&cfg.Engine)
 	if dep.BlockSize > 0 {
 		cfg.Engine.BlockSize = dep.BlockSize
 	}

@@ -162,14 +162,15 @@ func ReadServingPoints(path string, r io.Reader, f ServingFilter) ([]ServingPoin
 			return nil, st, t.errf("silicon_tpot_ms", "expected milliseconds (TPOT 0.1 ms to 10 s), found ttft %g and tpot %g (inconsistent units?)", ttft, tpot)
 		}
 		p.TTFTus, p.TPOTus = ttft*1000, tpot*1000
-		k := rowKey{p.Group(), p.InputTokens, p.OutputTokens, p.Concurrency, ttft, tpot}
+		g := p.Group()
+		k := rowKey{g, p.InputTokens, p.OutputTokens, p.Concurrency, ttft, tpot}
 		if seen[k] {
 			st.Duplicates++
 			continue
 		}
 		seen[k] = true
 		st.Kept++
-		st.GroupCounts[p.Group()]++
+		st.GroupCounts[g]++
 		out = append(out, p)
 	}
 	return out, st, nil
@@ -201,8 +202,8 @@ func (s ServingStats) Groups() []string {
 // coefficients file describes one; otherwise it says which flags narrow it.
 func SingleGroup(path string, pts []ServingPoint, st ServingStats) error {
 	if len(pts) == 0 {
-		return &InputError{Path: path, Msg: fmt.Sprintf("no serving points match the filter (%d rows read, %d filtered out, %d not aggregated, %d without tp_size, %d duplicates)",
-			st.Rows, st.Filtered, st.NotAgg, st.MissingTP, st.Duplicates)}
+		return &InputError{Path: path, Msg: fmt.Sprintf("no serving points match the filter (%d rows read, %d filtered out, %d not aggregated, %d without tp_size)",
+			st.Rows, st.Filtered, st.NotAgg, st.MissingTP)}
 	}
 	groups := st.Groups()
 	if len(groups) == 1 {

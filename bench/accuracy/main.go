@@ -383,7 +383,10 @@ func evalSteps(rows []stepRow, arch *roofline.Arch, eff map[string]roofline.Effi
 		if res[k] == nil {
 			res[k] = &stepErr{}
 		}
-		res[k].add(rf.Terms(&r.pre).TotalUS, r.mp, rf.Terms(&r.dec).TotalUS, r.md)
+		// A synchronous 2023 stack: the engine's CPU work adds to each step.
+		pre := rf.Terms(&r.pre).TotalUS + float64(rf.HostStepUS(&r.pre))
+		dec := rf.Terms(&r.dec).TotalUS + float64(rf.HostStepUS(&r.dec))
+		res[k].add(pre, r.mp, dec, r.md)
 	}
 	return res, nil
 }

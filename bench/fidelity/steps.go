@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/blis-sim/blis/lib/fit"
+	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/measure"
 	"github.com/blis-sim/blis/lib/roofline"
 )
@@ -50,9 +51,12 @@ func writeSteps(w *strings.Builder, data string, modes []string) error {
 					fmt.Fprint(w, " error | error |")
 					continue
 				}
+				// Splitwise's 2023 stack schedules synchronously: the
+				// engine's CPU work adds to each step.
+				step := latency.WithHost(res.Model, false)
 				var pre, dec []pair
 				for i := range ss {
-					p := pair{float64(res.Model.StepTime(&ss[i].Batch)), ss[i].US}
+					p := pair{float64(step.StepTime(&ss[i].Batch)), ss[i].US}
 					if strings.HasSuffix(ss[i].Source, "prefill") {
 						pre = append(pre, p)
 					} else {

@@ -90,11 +90,17 @@ func Config(c *cli.Context) (config.Cluster, error) {
 	if set("kv-dtype") {
 		*kd = c.String("kv-dtype")
 	}
+	// A flag that picks the step-time model replaces the YAML's linear β
+	// (flags override the YAML); its α still applies to the chosen model.
 	if set("latency") {
 		lat.Mode = c.String("latency")
+		if lat.Mode == "roofline" || lat.Mode == "fitted" {
+			lat.Beta = nil
+		}
 	}
 	if set("coefficients") {
 		lat.Coefficients = c.String("coefficients")
+		lat.Beta = nil
 	}
 	if set("max-num-seqs") {
 		eng.MaxNumSeqs = c.Int("max-num-seqs")

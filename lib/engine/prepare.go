@@ -63,6 +63,12 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 		why = fmt.Sprintf("latency: linear model from config (β=%v, α=%v)", d.Latency.Beta, d.Latency.Alpha)
 	} else {
 		model, why = res.Model, res.Why
+		if a, ok := configAlpha(&d.Latency); ok {
+			// The API server's share of the first-token path, as the
+			// deployment measured it, in place of the model's own α.
+			model = latency.WithAlpha(model, a)
+			why += fmt.Sprintf("; α from config: %g µs + %g µs/input token before queueing, %g µs per streamed token", a.QueueBase, a.QueuePerInputToken, a.PerOutputToken)
+		}
 	}
 	if needsWeightBytes(d) {
 		if res == nil {
@@ -127,10 +133,16 @@ func linearModel(l *config.Latency) (*latency.Linear, bool) {
 		return nil, false
 	}
 	m := &latency.Linear{Beta0: l.Beta[0], Beta1: l.Beta[1], Beta2: l.Beta[2], Label: "linear:config"}
-	if len(l.Alpha) == 3 {
-		m.A = latency.Alpha{QueueBase: l.Alpha[0], QueuePerInputToken: l.Alpha[1], PerOutputToken: l.Alpha[2]}
-	}
+	m.A, _ = configAlpha(l)
 	return m, true
+}
+
+// configAlpha returns latency.alpha [α0, α1, α2], if given.
+func configAlpha(l *config.Latency) (latency.Alpha, bool) {
+	if len(l.Alpha) != 3 {
+		return latency.Alpha{}, false
+	}
+	return latency.Alpha{QueueBase: l.Alpha[0], QueuePerInputToken: l.Alpha[1], PerOutputToken: l.Alpha[2]}, true
 }
 
 // needsWeightBytes reports whether an autoscaled pool of d loads weights

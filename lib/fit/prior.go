@@ -45,8 +45,10 @@ func PriorBatches(s PriorShape) []latency.Batch {
 
 // PriorFromModel fits fs to another model's step times over batches (exact
 // NNLS on relative error): a warm start from the roofline, or the shape a
-// published linear model implies.
+// published linear model implies. The steps include the model's CPU work as
+// a synchronous engine adds it: a fitted model has no separate host time.
 func PriorFromModel(m latency.Model, fs FeatureSet, batches []latency.Batch) ([]float64, error) {
+	m = latency.WithHost(m, false)
 	samples := make([]measure.StepSample, len(batches))
 	for i := range batches {
 		samples[i] = measure.StepSample{Source: fmt.Sprintf("prior batch %d", i), Batch: batches[i], US: float64(m.StepTime(&batches[i]))}

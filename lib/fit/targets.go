@@ -49,9 +49,12 @@ func ClosedLoopRequests(p measure.ServingPoint, perChain int) []trace.Request {
 
 // ChainLength is how many requests each closed-loop chain runs: 10, and at
 // least 24 requests overall. All chains start together, so the first wave is
-// a burst of C prefills; with only 3 requests per chain that burst dominated
-// the mean TTFT and the H100 fits missed it by 40%, while 8–16 per chain
-// matched the measured points (which behave like a steady state) to 10–15%.
+// a burst of C prefills. aiperf, as aiconfigurator drives it, measures 20–50
+// per chain after a drained warmup, but simulated that way every deployment's
+// mean TTFT is too fast: the real servers keep more of the burst's bunching
+// than the simulated steady state. 10 is an empirical stand-in for it (3 made
+// the H100 fits miss by 40%, 8–16 matched them to 10–15%; docs/latency.md,
+// "Mixed-precision checkpoints", what was tried).
 func ChainLength(concurrency int) int {
 	n := 10
 	if concurrency*n < 24 {

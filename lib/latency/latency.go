@@ -91,8 +91,8 @@ func (l *Linear) Name() string {
 }
 
 // HostTimer is implemented by a Model that keeps the engine's CPU work per
-// step (scheduling, input preparation, output processing: a cost per request
-// in the batch) apart from the GPU step StepTime returns.
+// step (driving TP worker processes, scheduling, input preparation, output
+// processing) apart from the GPU step StepTime returns.
 type HostTimer interface {
 	// HostStepUS is the step's CPU work in µs.
 	HostStepUS(b *Batch) int64
@@ -140,3 +140,30 @@ type hostAsync struct {
 func (s hostAsync) StepTime(b *Batch) int64 {
 	return max(s.Model.StepTime(b), s.h.HostStepUS(b))
 }
+
+// WithAlpha is m with its request-level overheads replaced by a: the API
+// server's time before a request is queued and per streamed token, as a
+// deployment measured it (cluster YAML latency.alpha). The step time, and
+// the engine's CPU work when m reports it, stay m's.
+func WithAlpha(m Model, a Alpha) Model {
+	if h, ok := m.(HostTimer); ok {
+		return alphaHost{alphaOnly{m, a}, h}
+	}
+	return alphaOnly{m, a}
+}
+
+type alphaOnly struct {
+	Model
+	a Alpha
+}
+
+func (o alphaOnly) Alpha() Alpha { return o.a }
+
+// alphaHost keeps m's HostTimer visible to WithHost through the wrapper.
+type alphaHost struct {
+	alphaOnly
+	h HostTimer
+}
+
+func (o alphaHost) HostStepUS(b *Batch) int64 { return o.h.HostStepUS(b) }
+func (o alphaHost) HostTimed() bool           { return o.h.HostTimed() }

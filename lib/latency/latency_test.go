@@ -42,3 +42,42 @@ func TestLinearStepCap(t *testing.T) {
 		}
 	}
 }
+
+// hostModel is a model with 300 µs of CPU work per step.
+type hostModel struct{ Linear }
+
+func (hostModel) HostStepUS(*Batch) int64 { return 300 }
+func (hostModel) HostTimed() bool         { return true }
+
+// WithAlpha replaces only the request-level overheads: the step, the name
+// and the engine's CPU work (seen through WithHost) stay the model's.
+func TestWithAlpha(t *testing.T) {
+	a := Alpha{QueueBase: 5000, QueuePerInputToken: 2, PerOutputToken: 100}
+	b := &Batch{DecodeSeqs: 4}
+	for _, tc := range []struct {
+		name        string
+		m           Model
+		sync, async int64
+		wantHost    bool
+	}{
+		{"plain model", &Linear{Beta0: 1000, A: Alpha{QueueBase: 7}, Label: "m"}, 1000, 1000, false},
+		{"model with CPU work", &hostModel{Linear{Beta0: 1000, A: Alpha{QueueBase: 7}, Label: "m"}}, 1300, 1000, true},
+	} {
+		w := WithAlpha(tc.m, a)
+		if w.Alpha() != a || tc.m.Alpha() == a {
+			t.Errorf("%s: Alpha = %+v, want %+v (and the model's own unchanged)", tc.name, w.Alpha(), a)
+		}
+		if w.Name() != "m" || w.StepTime(b) != 1000 {
+			t.Errorf("%s: name %q step %d, want the model's", tc.name, w.Name(), w.StepTime(b))
+		}
+		if _, ok := w.(HostTimer); ok != tc.wantHost {
+			t.Errorf("%s: HostTimer visible %v, want %v", tc.name, ok, tc.wantHost)
+		}
+		if s, as := WithHost(w, false).StepTime(b), WithHost(w, true).StepTime(b); s != tc.sync || as != tc.async {
+			t.Errorf("%s: sync %d async %d, want %d %d", tc.name, s, as, tc.sync, tc.async)
+		}
+		if got := w.Alpha().QueueDelay(100); got != 5200 {
+			t.Errorf("%s: QueueDelay(100) = %d, want 5200", tc.name, got)
+		}
+	}
+}

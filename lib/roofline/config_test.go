@@ -101,19 +101,39 @@ func TestConfigErrors(t *testing.T) {
 
 func TestQuantAndInterleave(t *testing.T) {
 	base := `"hidden_size":64,"num_hidden_layers":4,"num_attention_heads":8,"intermediate_size":32,"vocab_size":10`
+	ct := func(w, in string) string {
+		g := `"weights":` + w
+		if in != "" {
+			g += `,"input_activations":` + in
+		}
+		return `{` + base + `,"quantization_config":{"quant_method":"compressed-tensors","config_groups":{"g":{` + g + `}}}}`
+	}
 	cases := []struct {
-		js     string
-		weight Dtype
-		moe    int
+		js       string
+		weight   Dtype
+		math     Dtype // tensor-core precision of the quantised GEMMs
+		keepAttn bool
+		moe      int
 	}{
-		{`{` + base + `,"quantization_config":{"quant_method":"awq","bits":4}}`, INT4, 0},
-		{`{` + base + `,"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}}`, FP4, 0},
-		{`{` + base + `,"quantization_config":{"quant_method":"mxfp4"}}`, FP4, 0},
-		{`{` + base + `,"quantization_config":{"quant_method":"compressed-tensors","config_groups":{"g":{"weights":{"num_bits":4,"type":"int"}}}}}`, INT4, 0},
-		{`{` + base + `,"num_experts":8,"num_experts_per_tok":2,"decoder_sparse_step":2}`, BF16, 2},
-		{`{` + base + `,"num_experts":8,"num_experts_per_tok":2,"mlp_only_layers":[0]}`, BF16, 3},
-		{`{` + base + `,"model_type":"llama4_text","num_local_experts":8,"num_experts_per_tok":1,"interleave_moe_layer_step":2}`, BF16, 2},
-		{`{` + base + `,"n_routed_experts":8,"num_experts_per_tok":2,"first_k_dense_replace":1,"moe_layer_freq":1}`, BF16, 3},
+		{`{` + base + `,"quantization_config":{"quant_method":"awq","bits":4}}`, INT4, BF16, false, 0},
+		{`{` + base + `,"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}}`, FP4, FP4, false, 0},
+		{`{` + base + `,"quantization_config":{"quant_method":"modelopt","quant_algo":"FP8","exclude_modules":["lm_head"]}}`, FP8, FP8, false, 0},
+		{`{` + base + `,"quantization_config":{"quant_method":"fp8"}}`, FP8, FP8, false, 0},
+		// gpt-oss: MXFP4 experts run with BF16 activations; attention kept BF16.
+		{`{` + base + `,"quantization_config":{"quant_method":"mxfp4","modules_to_not_convert":["model.layers.*.self_attn","lm_head"]}}`, FP4, BF16, true, 0},
+		{`{` + base + `,"quantization_config":{"quant_method":"mxfp4"}}`, FP4, BF16, false, 0},
+		{ct(`{"num_bits":4,"type":"int"}`, ""), INT4, BF16, false, 0},
+		{ct(`{"num_bits":8,"type":"int"}`, ""), INT8, BF16, false, 0},
+		{ct(`{"num_bits":8,"type":"int"}`, `{"num_bits":8,"type":"int"}`), INT8, INT8, false, 0},
+		{ct(`{"num_bits":8,"type":"float"}`, `{"num_bits":8,"type":"float"}`), FP8, FP8, false, 0},
+		{ct(`{"num_bits":4,"type":"float"}`, `{"num_bits":4,"type":"float"}`), FP4, FP4, false, 0},
+		// A vision tower's attention in the ignore list does not count.
+		{`{` + base + `,"quantization_config":{"quant_method":"compressed-tensors","ignore":["vision_model.layers.0.self_attn.q_proj","lm_head"],"config_groups":{"g":{"weights":{"num_bits":8,"type":"float"},"input_activations":{"num_bits":8,"type":"float"}}}}}`, FP8, FP8, false, 0},
+		{`{` + base + `,"quantization_config":{"quant_method":"compressed-tensors","ignore":["language_model.model.layers.0.self_attn.q_proj"],"config_groups":{"g":{"weights":{"num_bits":8,"type":"float"},"input_activations":{"num_bits":8,"type":"float"}}}}}`, FP8, FP8, true, 0},
+		{`{` + base + `,"num_experts":8,"num_experts_per_tok":2,"decoder_sparse_step":2}`, BF16, BF16, false, 2},
+		{`{` + base + `,"num_experts":8,"num_experts_per_tok":2,"mlp_only_layers":[0]}`, BF16, BF16, false, 3},
+		{`{` + base + `,"model_type":"llama4_text","num_local_experts":8,"num_experts_per_tok":1,"interleave_moe_layer_step":2}`, BF16, BF16, false, 2},
+		{`{` + base + `,"n_routed_experts":8,"num_experts_per_tok":2,"first_k_dense_replace":1,"moe_layer_freq":1}`, BF16, BF16, false, 3},
 	}
 	for i, c := range cases {
 		a, err := ParseConfig("q.json", []byte(c.js))
@@ -121,8 +141,8 @@ func TestQuantAndInterleave(t *testing.T) {
 			t.Errorf("case %d: %v", i, err)
 			continue
 		}
-		if a.WeightDtype != c.weight || a.MoELayers != c.moe {
-			t.Errorf("case %d: weight %s moe %d, want %s %d", i, a.WeightDtype, a.MoELayers, c.weight, c.moe)
+		if a.WeightDtype != c.weight || a.Math() != c.math || a.AttnUnquantized != c.keepAttn || a.MoELayers != c.moe {
+			t.Errorf("case %d: weight %s math %s keep attention %v moe %d, want %s %s %v %d", i, a.WeightDtype, a.Math(), a.AttnUnquantized, a.MoELayers, c.weight, c.math, c.keepAttn, c.moe)
 		}
 	}
 	// Llama 4 adds one shared expert of the routed width.
@@ -180,6 +200,10 @@ func TestGPUYAML(t *testing.T) {
 		{good + "efficiency:\n  kernel_us: .inf\n", "field efficiency.kernel_us: expected a finite non-negative number, found +Inf"},
 		{good + "efficiency:\n  gemm: 1.5\n", "field efficiency.gemm: expected a fraction in (0,1], found 1.5"},
 		{good + "efficiency:\n  seq_step_overhead_us: -1\n", "field efficiency.seq_step_overhead_us: expected a finite non-negative number, found -1"},
+		{good + "efficiency:\n  tp_host_overhead_us: -5\n", "field efficiency.tp_host_overhead_us: expected a finite non-negative number, found -5"},
+		{good + "efficiency:\n  mxfp4_moe:\n    layer_us: 5\n", "field efficiency.mxfp4_moe: expected weight_rate > 0 and gemm in (0,1] (or no mxfp4_moe at all), found weight_rate 0, gemm 0"},
+		{good + "efficiency:\n  mxfp4_moe:\n    weight_rate: -1\n", "field efficiency.mxfp4_moe.weight_rate: expected a finite non-negative number, found -1"},
+		{good + "efficiency:\n  mxfp4_moe:\n    gemm: 2\n", "field efficiency.mxfp4_moe: expected weight_rate > 0 and gemm in (0,1]"},
 		{strings.Replace(good, "name: mi300x", "", 1), "field name"},
 		{"", "bad.yaml: empty file, expected a GPU YAML document"},
 		{"# only a comment\n", "bad.yaml: empty file, expected a GPU YAML document"},
@@ -246,7 +270,7 @@ func TestGPURanges(t *testing.T) {
 // step model can use (positive peaks, fractions in (0,1], finite floors).
 func FuzzParseGPU(f *testing.F) {
 	f.Add([]byte("name: mi300x\nbf16_tflops: 1307\nfp8_tflops: 2615\nhbm_tb_s: 5.3\nmemory_gib: 192\nlink_gb_s: 64\nlink_latency_us: 10\n"))
-	f.Add([]byte("name: x\nbf16_tflops: 100\nhbm_tb_s: 2\nmemory_gib: 80\nlink_gb_s: 50\nlink_latency_us: 5\nefficiency:\n  gemm: 0.7\n  link: 0.25\n  seq_step_overhead_us: 40\n  tp_step_overhead_us: 1700\n"))
+	f.Add([]byte("name: x\nbf16_tflops: 100\nhbm_tb_s: 2\nmemory_gib: 80\nlink_gb_s: 50\nlink_latency_us: 5\nefficiency:\n  gemm: 0.7\n  link: 0.25\n  seq_step_overhead_us: 40\n  tp_step_overhead_us: 1700\n  tp_host_overhead_us: 900\n  mxfp4_moe:\n    layer_us: 20\n    weight_rate: 8\n    gemm: 0.5\n"))
 	f.Add([]byte("name: y\nbf16_tflops: 1e6\nhbm_tb_s: 1e4\nmemory_gib: 1e6\nefficiency:\n  seq_step_overhead_us: 1e300\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := ParseGPU("fuzz.yaml", data)
@@ -262,10 +286,13 @@ func FuzzParseGPU(f *testing.F) {
 				t.Fatalf("accepted efficiency %v in %+v", v, e)
 			}
 		}
-		for _, v := range []float64{e.KernelUS, e.AttnUS, e.LayerUS, e.StepUS, e.TPStepUS, e.SeqStepUS, e.TokenizeUS, e.ReserveGiB, g.LinkGBps, g.LinkLatUS} {
+		for _, v := range []float64{e.KernelUS, e.AttnUS, e.LayerUS, e.StepUS, e.TPStepUS, e.TPHostUS, e.SeqStepUS, e.TokenizeUS, e.ReserveGiB, g.LinkGBps, g.LinkLatUS, e.MXFP4MoE.LayerUS} {
 			if !(v >= 0) || math.IsInf(v, 0) {
 				t.Fatalf("accepted %v in %+v", v, g)
 			}
+		}
+		if m := e.MXFP4MoE; m != (MoEKernel{}) && !(m.WeightRate > 0 && !math.IsInf(m.WeightRate, 0) && m.GEMM > 0 && m.GEMM <= 1) {
+			t.Fatalf("accepted MoE kernel %+v", m)
 		}
 		if g.Name == "" || !(g.BF16TFLOPS >= 0.1) || !(g.HBMTBps >= 0.01) {
 			t.Fatalf("accepted %+v", g)

@@ -45,11 +45,30 @@ type Efficiency struct {
 	AttnUS     float64 `yaml:"attention_kernel_us"`            // floor per attention kernel (scheduler metadata, split-KV combine)
 	LayerUS    float64 `yaml:"layer_overhead_us"`              // per layer: norms, rope, activation, residual kernels
 	StepUS     float64 `yaml:"step_overhead_us"`               // per step: scheduling, sampling, input preparation
-	TPStepUS   float64 `yaml:"tp_step_overhead_us"`            // per step when TP > 1: the engine's multi-process step (broadcast, gather, rank skew)
+	TPStepUS   float64 `yaml:"tp_step_overhead_us"`            // per step when TP > 1, on the step's critical path under either scheduler
+	TPHostUS   float64 `yaml:"tp_host_overhead_us,omitempty"`  // per step when TP > 1: the engine's CPU work to drive its worker processes (broadcast, gather); added by a synchronous scheduler, overlapped by async scheduling
 	SeqStepUS  float64 `yaml:"seq_step_overhead_us,omitempty"` // per request in the batch per step: the engine's per-request CPU work (input preparation, output processing)
 	TokenizeUS float64 `yaml:"tokenize_us"`                    // per prompt token before the request is queued (α1: tokenisation in the API server)
 	ReserveGiB float64 `yaml:"reserved_gib"`                   // memory kept from the KV cache (activations, CUDA context)
+	// MXFP4MoE is the measured cost of the routed-expert kernel for MXFP4
+	// (4-bit weights, BF16 activations) MoE layers; zero: those experts
+	// are costed as grouped GEMMs like any other.
+	MXFP4MoE MoEKernel `yaml:"mxfp4_moe,omitempty"`
 }
+
+// MoEKernel costs one MoE layer's routed experts on one rank, T tokens, k
+// experts each, E of them touched, W weights per expert per rank:
+// LayerUS + max(2·T·k·W / (BF16 peak · GEMM), E·W / WeightRate). The weight
+// term is a rate of weights, not of bytes: a kernel that dequantises in
+// registers streams its experts at the same speed on H100 and H200.
+type MoEKernel struct {
+	LayerUS    float64 `yaml:"layer_us"`    // fixed per MoE layer (routing, permutation, launches)
+	WeightRate float64 `yaml:"weight_rate"` // expert weights processed per second, 10^12
+	GEMM       float64 `yaml:"gemm"`        // achieved / BF16 peak on many tokens
+}
+
+// on reports whether the kernel is described (both rates given).
+func (k MoEKernel) on() bool { return k.WeightRate > 0 && k.GEMM > 0 }
 
 // Built-in GPUs. Peaks are dense (no 2:4 sparsity). Efficiency profiles are
 // in gpu_eff.go.
@@ -229,10 +248,16 @@ func (g *GPU) Validate(path string) error {
 		v float64
 	}{{"fp8_tflops", g.FP8TFLOPS}, {"fp4_tflops", g.FP4TFLOPS}, {"link_gb_s", g.LinkGBps}, {"link_latency_us", g.LinkLatUS}, {"host_link_gb_s", g.HostLinkGBps},
 		{"efficiency.kernel_us", g.Eff.KernelUS}, {"efficiency.attention_kernel_us", g.Eff.AttnUS}, {"efficiency.layer_overhead_us", g.Eff.LayerUS},
-		{"efficiency.step_overhead_us", g.Eff.StepUS}, {"efficiency.tp_step_overhead_us", g.Eff.TPStepUS}, {"efficiency.seq_step_overhead_us", g.Eff.SeqStepUS},
-		{"efficiency.tokenize_us", g.Eff.TokenizeUS}, {"efficiency.reserved_gib", g.Eff.ReserveGiB}} {
+		{"efficiency.step_overhead_us", g.Eff.StepUS}, {"efficiency.tp_step_overhead_us", g.Eff.TPStepUS}, {"efficiency.tp_host_overhead_us", g.Eff.TPHostUS},
+		{"efficiency.seq_step_overhead_us", g.Eff.SeqStepUS}, {"efficiency.tokenize_us", g.Eff.TokenizeUS}, {"efficiency.reserved_gib", g.Eff.ReserveGiB},
+		{"efficiency.mxfp4_moe.layer_us", g.Eff.MXFP4MoE.LayerUS}, {"efficiency.mxfp4_moe.weight_rate", g.Eff.MXFP4MoE.WeightRate}, {"efficiency.mxfp4_moe.gemm", g.Eff.MXFP4MoE.GEMM}} {
 		if !(p.v >= 0) || math.IsInf(p.v, 0) {
 			return fmt.Errorf("%s: field %s: expected a finite non-negative number, found %v", path, p.f, p.v)
+		}
+	}
+	if m := g.Eff.MXFP4MoE; m != (MoEKernel{}) {
+		if !m.on() || m.GEMM > 1 {
+			return fmt.Errorf("%s: field efficiency.mxfp4_moe: expected weight_rate > 0 and gemm in (0,1] (or no mxfp4_moe at all), found weight_rate %v, gemm %v", path, m.WeightRate, m.GEMM)
 		}
 	}
 	return nil

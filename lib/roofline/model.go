@@ -36,9 +36,55 @@ type Arch struct {
 	QKRopeDim  int
 	VHeadDim   int
 
-	WeightDtype Dtype
-	KVDtype     Dtype
-	ActDtype    Dtype // activations exchanged in all-reduce
+	// WeightDtype stores the linear layers a quantised checkpoint quantises
+	// (all of them when it is not quantised). MathDtype is the precision
+	// their matrix multiplies run at ("" = WeightDtype's own, see Math): a
+	// weight-only format dequantises to the activation dtype in the kernel.
+	// AttnUnquantized: the checkpoint leaves the attention projections in
+	// ActDtype. The embedding, LM head and MoE router are always ActDtype
+	// (vLLM quantises neither its vocab-parallel layers nor the router for
+	// the formats read here).
+	WeightDtype     Dtype
+	MathDtype       Dtype
+	AttnUnquantized bool
+	KVDtype         Dtype
+	ActDtype        Dtype // activations exchanged in all-reduce
+}
+
+// Math is the tensor-core input precision of the quantised GEMMs.
+func (a *Arch) Math() Dtype {
+	if a.MathDtype != "" {
+		return a.MathDtype
+	}
+	return mathFor(a.WeightDtype)
+}
+
+// mathFor is how vLLM runs weights stored in d when the checkpoint does not
+// say otherwise: FP8, INT8 and FP4 with activations quantised alike
+// (W8A8, W4A4); 4-bit integers weight-only, in the activation dtype.
+func mathFor(d Dtype) Dtype {
+	if d == INT4 {
+		return BF16
+	}
+	return d
+}
+
+// SetWeightDtype stores the quantised layers in d (a --weight-dtype
+// override). The checkpoint's own dtype keeps its own math; another dtype
+// runs the way vLLM runs it by default (mathFor).
+func (a *Arch) SetWeightDtype(d Dtype) {
+	if d == a.WeightDtype {
+		return
+	}
+	a.WeightDtype, a.MathDtype = d, ""
+}
+
+// AttnDtype stores the attention projections.
+func (a *Arch) AttnDtype() Dtype {
+	if a.AttnUnquantized {
+		return a.ActDtype
+	}
+	return a.WeightDtype
 }
 
 // MLA reports whether attention is DeepSeek-style multi-head latent attention.
@@ -102,11 +148,26 @@ type quantConfig struct {
 	WBit         *int   `json:"w_bit"`      // awq
 	Format       string `json:"format"`     // compressed-tensors
 	ConfigGroups map[string]struct {
-		Weights *struct {
-			NumBits int    `json:"num_bits"`
-			Type    string `json:"type"`
-		} `json:"weights"`
+		Weights         *quantTensor `json:"weights"`
+		InputActivation *quantTensor `json:"input_activations"`
 	} `json:"config_groups"`
+	// Modules left in the checkpoint's own dtype: mxfp4 and bitsandbytes
+	// (modules_to_not_convert), compressed-tensors (ignore), modelopt
+	// (exclude_modules).
+	ModulesToNotConvert []string `json:"modules_to_not_convert"`
+	Ignore              []string `json:"ignore"`
+	ExcludeModules      []string `json:"exclude_modules"`
+}
+
+type quantTensor struct {
+	NumBits int    `json:"num_bits"`
+	Type    string `json:"type"`
+}
+
+// quantized is what a quantization_config says about the linear layers.
+type quantized struct {
+	weight, math    Dtype // math "" = mathFor(weight)
+	attnUnquantized bool
 }
 
 // maxDim bounds every size read from a config: far above any real model,
@@ -306,11 +367,11 @@ func ParseConfig(path string, data []byte) (*Arch, error) {
 	}
 	a.WeightDtype, a.KVDtype = a.ActDtype, a.ActDtype
 	if q := bytes.TrimSpace(c.QuantizationConfig); len(q) > 0 && !bytes.Equal(q, []byte("null")) {
-		d, err := quantDtype(path, q)
+		qz, err := quantDtype(path, q)
 		if err != nil {
 			return nil, err
 		}
-		a.WeightDtype = d
+		a.WeightDtype, a.MathDtype, a.AttnUnquantized = qz.weight, qz.math, qz.attnUnquantized
 	}
 	return a, nil
 }
@@ -375,10 +436,10 @@ func countMoELayers(path string, c *hfConfig, layers int) (int, error) {
 	return n, nil
 }
 
-func quantDtype(path string, raw []byte) (Dtype, error) {
+func quantDtype(path string, raw []byte) (quantized, error) {
 	var q quantConfig
 	if err := json.Unmarshal(raw, &q); err != nil {
-		return "", fmt.Errorf("%s: field quantization_config: %w", path, err)
+		return quantized{}, fmt.Errorf("%s: field quantization_config: %w", path, err)
 	}
 	bits := func(b int, float bool) (Dtype, bool) {
 		switch {
@@ -395,20 +456,28 @@ func quantDtype(path string, raw []byte) (Dtype, error) {
 		}
 		return "", false
 	}
+	out := quantized{attnUnquantized: keepsAttention(q.ModulesToNotConvert, q.Ignore, q.ExcludeModules)}
 	m := strings.ToLower(q.QuantMethod)
 	switch m {
 	case "fp8", "fbgemm_fp8":
-		return FP8, nil
+		out.weight = FP8
+		return out, nil
 	case "mxfp4":
-		return FP4, nil
+		// gpt-oss: vLLM's default MXFP4 MoE kernels take BF16 activations
+		// (Triton or Marlin on Hopper; FlashInfer MXFP4×BF16 on SM100 unless
+		// VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1): the math runs at BF16.
+		out.weight, out.math = FP4, BF16
+		return out, nil
 	case "modelopt":
 		switch strings.ToUpper(q.QuantAlgo) {
 		case "FP8":
-			return FP8, nil
+			out.weight = FP8
+			return out, nil
 		case "NVFP4":
-			return FP4, nil
+			out.weight = FP4
+			return out, nil
 		}
-		return "", &ConfigError{path, "quantization_config.quant_algo", "FP8 or NVFP4", fmt.Sprintf("%q", q.QuantAlgo)}
+		return quantized{}, &ConfigError{path, "quantization_config.quant_algo", "FP8 or NVFP4", fmt.Sprintf("%q", q.QuantAlgo)}
 	case "gptq", "awq", "bitsandbytes":
 		b := 4
 		if q.Bits != nil {
@@ -417,9 +486,10 @@ func quantDtype(path string, raw []byte) (Dtype, error) {
 			b = *q.WBit
 		}
 		if d, ok := bits(b, false); ok {
-			return d, nil
+			out.weight, out.math = d, BF16 // weight-only
+			return out, nil
 		}
-		return "", &ConfigError{path, "quantization_config.bits", "4 or 8", fmt.Sprint(b)}
+		return quantized{}, &ConfigError{path, "quantization_config.bits", "4 or 8", fmt.Sprint(b)}
 	case "compressed-tensors":
 		// Use the first group (sorted names) that quantises weights; groups agree in practice.
 		names := make([]string, 0, len(q.ConfigGroups))
@@ -428,21 +498,49 @@ func quantDtype(path string, raw []byte) (Dtype, error) {
 		}
 		sortStrings(names)
 		for _, k := range names {
-			w := q.ConfigGroups[k].Weights
+			g := q.ConfigGroups[k]
+			w := g.Weights
 			if w == nil {
 				continue
 			}
-			if d, ok := bits(w.NumBits, w.Type == "float"); ok {
-				return d, nil
+			d, ok := bits(w.NumBits, w.Type == "float")
+			if !ok {
+				return quantized{}, &ConfigError{path, "quantization_config.config_groups." + k + ".weights.num_bits", "4, 8 or 16", fmt.Sprint(w.NumBits)}
 			}
-			return "", &ConfigError{path, "quantization_config.config_groups." + k + ".weights.num_bits", "4, 8 or 16", fmt.Sprint(w.NumBits)}
+			out.weight, out.math = d, BF16 // weight-only unless activations are quantised too
+			if in := g.InputActivation; in != nil {
+				if a, ok := bits(in.NumBits, in.Type == "float"); ok && a != BF16 {
+					out.math = a
+				}
+			}
+			return out, nil
 		}
 		if strings.Contains(q.Format, "float") {
-			return FP8, nil
+			out.weight = FP8
+			return out, nil
 		}
-		return "", &ConfigError{path, "quantization_config.config_groups", "a group with weights", "none"}
+		return quantized{}, &ConfigError{path, "quantization_config.config_groups", "a group with weights", "none"}
 	}
-	return "", &ConfigError{path, "quantization_config.quant_method", "fp8, mxfp4, modelopt, gptq, awq, bitsandbytes or compressed-tensors", fmt.Sprintf("%q", q.QuantMethod)}
+	return quantized{}, &ConfigError{path, "quantization_config.quant_method", "fp8, mxfp4, modelopt, gptq, awq, bitsandbytes or compressed-tensors", fmt.Sprintf("%q", q.QuantMethod)}
+}
+
+// keepsAttention reports whether a checkpoint's lists of unquantised
+// modules name the language model's attention ("model.layers.*.self_attn",
+// "…layers.0.self_attn.q_proj", "re:.*self_attn.*"); vision-tower entries do
+// not count.
+func keepsAttention(lists ...[]string) bool {
+	for _, l := range lists {
+		for _, m := range l {
+			m = strings.ToLower(m)
+			if strings.Contains(m, "vision") || strings.Contains(m, "visual") {
+				continue
+			}
+			if strings.Contains(m, "self_attn") || strings.Contains(m, "attention") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sortStrings(s []string) {
@@ -481,6 +579,9 @@ func (a *Arch) mlpParams(w int) float64 { return 3 * float64(a.Hidden) * float64
 // ExpertParams is the weight count of one routed expert.
 func (a *Arch) ExpertParams() float64 { return a.mlpParams(a.ExpertIntermediate) }
 
+// RouterParams is the MoE router weight count of one MoE layer.
+func (a *Arch) RouterParams() float64 { return float64(a.Hidden) * float64(a.Experts) }
+
 // EmbedParams counts the input embedding plus the LM head (once if tied).
 func (a *Arch) EmbedParams() float64 {
 	e := float64(a.Vocab) * float64(a.Hidden)
@@ -494,7 +595,7 @@ func (a *Arch) EmbedParams() float64 {
 func (a *Arch) TotalParams() float64 {
 	layers := float64(a.Layers) * a.AttnParams()
 	layers += float64(a.DenseLayers()) * a.mlpParams(a.Intermediate)
-	moe := float64(a.Experts)*a.ExpertParams() + a.mlpParams(a.SharedIntermediate) + float64(a.Hidden*a.Experts)
+	moe := float64(a.Experts)*a.ExpertParams() + a.mlpParams(a.SharedIntermediate) + a.RouterParams()
 	layers += float64(a.MoELayers) * moe
 	return layers + a.EmbedParams()
 }
@@ -503,7 +604,7 @@ func (a *Arch) TotalParams() float64 {
 func (a *Arch) ActiveParams() float64 {
 	layers := float64(a.Layers) * a.AttnParams()
 	layers += float64(a.DenseLayers()) * a.mlpParams(a.Intermediate)
-	moe := float64(a.ExpertsPerTok)*a.ExpertParams() + a.mlpParams(a.SharedIntermediate) + float64(a.Hidden*a.Experts)
+	moe := float64(a.ExpertsPerTok)*a.ExpertParams() + a.mlpParams(a.SharedIntermediate) + a.RouterParams()
 	layers += float64(a.MoELayers) * moe
 	return layers + float64(a.Vocab)*float64(a.Hidden)
 }
@@ -542,7 +643,11 @@ func (a *Arch) WeightBytesRank(tp int) float64 {
 	if tp < 1 {
 		tp = 1
 	}
-	return a.TotalParams() * a.WeightDtype.Bytes() / float64(tp)
+	act := a.ActDtype.Bytes()
+	attn := float64(a.Layers) * a.AttnParams()
+	router := float64(a.MoELayers) * a.RouterParams()
+	quant := a.TotalParams() - attn - router - a.EmbedParams()
+	return (quant*a.WeightDtype.Bytes() + attn*a.AttnDtype().Bytes() + (router+a.EmbedParams())*act) / float64(tp)
 }
 
 // Validate checks an Arch built or modified in code (dtype overrides).
@@ -550,7 +655,7 @@ func (a *Arch) Validate() error {
 	for _, d := range []struct {
 		f string
 		v Dtype
-	}{{"weight dtype", a.WeightDtype}, {"kv dtype", a.KVDtype}, {"activation dtype", a.ActDtype}} {
+	}{{"weight dtype", a.WeightDtype}, {"kv dtype", a.KVDtype}, {"activation dtype", a.ActDtype}, {"math dtype", a.Math()}} {
 		if d.v.Bytes() == 0 {
 			return fmt.Errorf("%s: %s: unknown %q", a.Name, d.f, d.v)
 		}

@@ -13,8 +13,10 @@ import (
 )
 
 // gemm is one weight matrix multiply per layer: output width n, reduction k,
-// both already divided by TP where the layer is sharded.
-type gemm struct{ n, k float64 }
+// both already divided by TP where the layer is sharded; wb bytes per weight
+// and flops the achieved FLOP/s of its precision (quantised layers and the
+// ones a checkpoint leaves in the activation dtype differ in both).
+type gemm struct{ n, k, wb, flops float64 }
 
 // Roofline is a latency.Model for one (model, GPU, TP) deployment.
 type Roofline struct {
@@ -22,13 +24,14 @@ type Roofline struct {
 	G  GPU
 	TP int
 
-	attnGemms []gemm // every layer
-	mlpGemms  []gemm // dense layers
-	shGemms   []gemm // MoE layers: shared experts and router
-	expGemms  []gemm // one routed expert (sharded)
+	attnGemms []gemm    // every layer
+	mlpGemms  []gemm    // dense layers
+	shGemms   []gemm    // MoE layers: shared experts and router
+	expGemms  []gemm    // one routed expert (sharded)
+	moe       MoEKernel // measured routed-expert kernel, when it applies (else expGemms)
+	head      gemm      // LM head (vocab-parallel)
 
-	wb, ab, kvb    float64 // bytes per weight, activation, KV element
-	gemmFLOPs      float64 // achieved FLOP/s for GEMMs (weight dtype)
+	ab, kvb        float64 // bytes per activation, KV element
 	attnFLOPs      float64 // achieved FLOP/s for attention (bf16)
 	bw             float64 // achieved B/s
 	kvLayerRank    float64 // KV elements per token per layer on one rank
@@ -62,18 +65,30 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 	t := float64(tp)
 	r := &Roofline{A: a, G: g, TP: tp, name: fmt.Sprintf("roofline:%s/%s/tp%d", a.Name, g.Name, tp)}
 	h, nh := float64(a.Hidden), float64(a.Heads)
+	// Quantised layers (wq, fq), the ones kept in the activation dtype (wu,
+	// fu) and the attention projections (one or the other).
+	wq, fq := a.WeightDtype.Bytes(), g.PeakTFLOPS(a.Math())*1e12*g.Eff.GEMM
+	wu, fu := a.ActDtype.Bytes(), g.PeakTFLOPS(a.ActDtype)*1e12*g.Eff.GEMM
+	wa, fa := wq, fq
+	if a.AttnUnquantized {
+		wa, fa = wu, fu
+	}
+	attn := func(n, k float64) gemm { return gemm{n, k, wa, fa} }
+	quant := func(n, k float64) gemm { return gemm{n, k, wq, fq} }
+	unquant := func(n, k float64) gemm { return gemm{n, k, wu, fu} }
+	r.head = unquant(float64(a.Vocab)/t, h)
 	if a.MLA() {
 		qk := float64(a.QKNopeDim + a.QKRopeDim)
 		if a.QLoraRank > 0 {
 			ql := float64(a.QLoraRank)
-			r.attnGemms = append(r.attnGemms, gemm{ql, h}, gemm{nh * qk / t, ql}) // q_a replicated, q_b column
+			r.attnGemms = append(r.attnGemms, attn(ql, h), attn(nh*qk/t, ql)) // q_a replicated, q_b column
 		} else {
-			r.attnGemms = append(r.attnGemms, gemm{nh * qk / t, h})
+			r.attnGemms = append(r.attnGemms, attn(nh*qk/t, h))
 		}
 		r.attnGemms = append(r.attnGemms,
-			gemm{float64(a.KVLoraRank + a.QKRopeDim), h},                          // kv_a, replicated
-			gemm{nh * float64(a.QKNopeDim+a.VHeadDim) / t, float64(a.KVLoraRank)}, // kv_b, column
-			gemm{h, nh * float64(a.VHeadDim) / t})                                 // o, row
+			attn(float64(a.KVLoraRank+a.QKRopeDim), h),                        // kv_a, replicated
+			attn(nh*float64(a.QKNopeDim+a.VHeadDim)/t, float64(a.KVLoraRank)), // kv_b, column
+			attn(h, nh*float64(a.VHeadDim)/t))                                 // o, row
 		r.kvLayerRank = float64(a.KVLoraRank + a.QKRopeDim)
 		r.attnPairFLOPsP = 2 * nh / t * float64(a.QKNopeDim+a.QKRopeDim+a.VHeadDim)
 		r.attnPairFLOPsD = 2 * nh / t * float64(2*a.KVLoraRank+a.QKRopeDim)
@@ -83,8 +98,8 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 		hd := float64(a.HeadDim)
 		kvh := a.kvHeadsPerRank(tp)
 		r.attnGemms = append(r.attnGemms,
-			gemm{(nh/t + 2*kvh) * hd, h}, // fused qkv, column (KV heads replicated when fewer than TP)
-			gemm{h, nh * hd / t})         // o, row
+			attn((nh/t+2*kvh)*hd, h), // fused qkv, column (KV heads replicated when fewer than TP)
+			attn(h, nh*hd/t))         // o, row
 		r.kvLayerRank = 2 * kvh * hd
 		r.attnPairFLOPsP = 4 * nh / t * hd
 		r.attnPairFLOPsD = r.attnPairFLOPsP
@@ -100,19 +115,21 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 	r.elemMoE = 4*h + rope + 3*(float64(a.ExpertsPerTok*a.ExpertIntermediate)+float64(a.SharedIntermediate))/t
 	if a.DenseLayers() > 0 {
 		i := float64(a.Intermediate)
-		r.mlpGemms = []gemm{{2 * i / t, h}, {h, i / t}}
+		r.mlpGemms = []gemm{quant(2*i/t, h), quant(h, i/t)}
 	}
 	if a.MoE() {
-		r.shGemms = append(r.shGemms, gemm{float64(a.Experts), h}) // router, replicated
+		r.shGemms = append(r.shGemms, unquant(float64(a.Experts), h)) // router, replicated
 		if a.SharedIntermediate > 0 {
 			s := float64(a.SharedIntermediate)
-			r.shGemms = append(r.shGemms, gemm{2 * s / t, h}, gemm{h, s / t})
+			r.shGemms = append(r.shGemms, quant(2*s/t, h), quant(h, s/t))
 		}
 		e := float64(a.ExpertIntermediate)
-		r.expGemms = []gemm{{2 * e / t, h}, {h, e / t}}
+		r.expGemms = []gemm{quant(2*e/t, h), quant(h, e/t)}
+		if a.WeightDtype == FP4 && a.Math() != FP4 && g.Eff.MXFP4MoE.on() {
+			r.moe = g.Eff.MXFP4MoE
+		}
 	}
-	r.wb, r.ab, r.kvb = a.WeightDtype.Bytes(), a.ActDtype.Bytes(), a.KVDtype.Bytes()
-	r.gemmFLOPs = g.PeakTFLOPS(a.WeightDtype) * 1e12 * g.Eff.GEMM
+	r.ab, r.kvb = a.ActDtype.Bytes(), a.KVDtype.Bytes()
 	r.attnFLOPs = g.BF16TFLOPS * 1e12 * g.Eff.Attention
 	r.bw = g.HBMTBps * 1e12 * g.Eff.Memory
 	return r, nil
@@ -139,14 +156,34 @@ func (r *Roofline) gemmCost(t *Terms, m float64, g gemm, count, weightCopies flo
 		return
 	}
 	f := 2 * m * g.n * g.k
-	by := (m*g.k+m*g.n)*r.ab + g.n*g.k*r.wb*weightCopies
-	c, mem := f/r.gemmFLOPs*1e6, by/r.bw*1e6
+	by := (m*g.k+m*g.n)*r.ab + g.n*g.k*g.wb*weightCopies
+	c, mem := f/g.flops*1e6, by/r.bw*1e6
 	t.GEMMFLOPs += f * count
 	t.GEMMBytes += by * count
 	t.ComputeUS += c * count
 	t.MemoryUS += mem * count
 	t.RoofUS += math.Max(c, mem) * count
 	t.Kernels += count
+}
+
+// moeKernelCost adds count MoE layers' routed experts costed by the measured
+// kernel (MoEKernel): rows token-expert rows over touched experts. The
+// weight stream counts as the memory term, the fixed cost as overhead.
+func (r *Roofline) moeKernelCost(t *Terms, rows, touched, count float64) {
+	var w, by float64 // weights per expert per rank; bytes of one layer
+	for _, g := range r.expGemms {
+		w += g.n * g.k
+		by += rows*(g.n+g.k)*r.ab + g.n*g.k*g.wb*touched
+	}
+	f := 2 * rows * w
+	c := f / (r.G.BF16TFLOPS * 1e12 * r.moe.GEMM) * 1e6
+	ws := touched * w / (r.moe.WeightRate * 1e12) * 1e6
+	t.GEMMFLOPs += f * count
+	t.GEMMBytes += by * count
+	t.ComputeUS += c * count
+	t.MemoryUS += ws * count
+	t.RoofUS += math.Max(c, ws) * count
+	t.OverheadUS += r.moe.LayerUS * count
 }
 
 // GEMMUS is the predicted time of one m×n×k GEMM (weights n×k in w,
@@ -246,13 +283,17 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 		// weights of the distinct experts touched.
 		touched := ExpectedExperts(a.Experts, a.ExpertsPerTok, T)
 		rows := T * float64(a.ExpertsPerTok)
-		for _, g := range r.expGemms {
-			r.gemmCost(&t, rows, g, lm, touched)
+		if r.moe.on() {
+			r.moeKernelCost(&t, rows, touched, lm)
+		} else {
+			for _, g := range r.expGemms {
+				r.gemmCost(&t, rows, g, lm, touched)
+			}
 		}
 	}
 	// LM head: logits for one position per sequence (last prefill chunk token or decode token).
 	if s := float64(b.PrefillSeqs + b.DecodeSeqs); s > 0 {
-		r.gemmCost(&t, s, gemm{float64(a.Vocab) / float64(r.TP), float64(a.Hidden)}, 1, 1)
+		r.gemmCost(&t, s, r.head, 1, 1)
 	}
 
 	// Attention: one kernel per layer covering prefill chunks and decodes.
@@ -279,7 +320,7 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 		t.CommBytes = ar * msg * 2 * (n - 1) / n
 		t.CommUS = ar * r.G.AllReduceUS(msg, r.TP)
 	}
-	t.OverheadUS = t.Kernels*r.G.Eff.KernelUS + L*(r.G.Eff.AttnUS+r.G.Eff.LayerUS) + r.G.Eff.StepUS
+	t.OverheadUS += t.Kernels*r.G.Eff.KernelUS + L*(r.G.Eff.AttnUS+r.G.Eff.LayerUS) + r.G.Eff.StepUS
 	if r.TP > 1 {
 		t.OverheadUS += r.G.Eff.TPStepUS
 	}
@@ -305,11 +346,14 @@ func (r *Roofline) StepTime(b *latency.Batch) int64 {
 }
 
 // HostStepUS implements latency.HostTimer: the engine's CPU work for the
-// step, seq_step_overhead_us per request in the batch. It is not part of
-// StepTime: the engine adds it or overlaps it with the GPU step depending on
-// its scheduler (latency.WithHost).
+// step, seq_step_overhead_us per request in the batch plus, at TP > 1,
+// tp_host_overhead_us. It is not part of StepTime: the engine adds it or
+// overlaps it with the GPU step depending on its scheduler (latency.WithHost).
 func (r *Roofline) HostStepUS(b *latency.Batch) int64 {
 	us := float64(b.PrefillSeqs+b.DecodeSeqs) * r.G.Eff.SeqStepUS
+	if r.TP > 1 {
+		us += r.G.Eff.TPHostUS
+	}
 	if !(us < MaxStepUS) {
 		return MaxStepUS // an absurd GPU file must not wrap the int64
 	}
@@ -317,7 +361,9 @@ func (r *Roofline) HostStepUS(b *latency.Batch) int64 {
 }
 
 // HostTimed implements latency.HostTimer.
-func (r *Roofline) HostTimed() bool { return r.G.Eff.SeqStepUS > 0 }
+func (r *Roofline) HostTimed() bool {
+	return r.G.Eff.SeqStepUS > 0 || (r.TP > 1 && r.G.Eff.TPHostUS > 0)
+}
 
 // Alpha implements latency.Model: the API server's tokenisation before a
 // request is queued (α1); α0 and α2 are not modelled (docs/latency.md).

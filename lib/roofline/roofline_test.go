@@ -231,9 +231,9 @@ func TestDocsWorkedExample(t *testing.T) {
 		capacity int64
 	}{
 		{"doc mixed tp1", 1, mixed, 13532, 0, 131072, 454516},
-		// TP1's kernels at half width + 64 all-reduces × 29.26 µs + 1,700 µs
-		// tp_step_overhead_us
-		{"doc mixed tp2", 2, mixed, 10968, 1872.5, 65536, 1031560},
+		// TP1's kernels at half width + 64 all-reduces × 29.26 µs (the
+		// engine's 1,700 µs tp_host_overhead_us is host time: TestHostStep)
+		{"doc mixed tp2", 2, mixed, 9268, 1872.5, 65536, 1031560},
 		// 32 layers × (1128.6 GEMM + 66.8 attention + 100.2 elementwise) µs
 		// + LM head 369.1 µs + floors 1058.5 µs
 		{"2048 prefill tp1", 1, prefill, 42884, 0, 131072, 454516},
@@ -345,6 +345,77 @@ func TestHostStep(t *testing.T) {
 	if r3, _ := New(a, g, 1); r3.HostStepUS(b) != MaxStepUS {
 		t.Errorf("absurd seq_step_overhead_us: %d", r3.HostStepUS(b))
 	}
+	// At TP > 1 the built-in profiles charge the engine's driving of its
+	// workers as host time: added by a synchronous scheduler, overlapped by
+	// async scheduling. B200 keeps its measured on-path TP step instead.
+	g, _ = LookupGPU("h100")
+	r4, _ := New(a, g, 2)
+	gpu := r4.StepTime(b)
+	if !r4.HostTimed() || r4.HostStepUS(b) != 1700 {
+		t.Errorf("h100 tp2 host %v %d, want true 1700", r4.HostTimed(), r4.HostStepUS(b))
+	}
+	if s, as := latency.WithHost(r4, false).StepTime(b), latency.WithHost(r4, true).StepTime(b); s != gpu+1700 || as != max(gpu, 1700) {
+		t.Errorf("h100 tp2: sync %d (want %d), async %d (want %d)", s, gpu+1700, as, max(gpu, 1700))
+	}
+	b200, _ := LookupGPU("b200")
+	r5, _ := New(a, b200, 2)
+	b200.Eff.TPStepUS = 0
+	r6, _ := New(a, b200, 2)
+	if r5.HostTimed() || r5.StepTime(b)-r6.StepTime(b) != 1100 {
+		t.Errorf("b200 tp2: host %v, on-path TP step %d µs, want false, 1100", r5.HostTimed(), r5.StepTime(b)-r6.StepTime(b))
+	}
+}
+
+// gpt-oss-120b's MXFP4 experts on Hopper cost what aiconfigurator's vLLM
+// MoE tables measure: per layer 38 µs + max(compute at 0.42 of the BF16
+// peak, the experts' weights at 4.9·10^12 per second). By hand, H100 TP1,
+// 32 tokens touching all 128 experts (3·2880² weights each): compute
+// 2·128·24,883,200 / (989.5e12·0.42) = 15.33 µs, weights 128·24,883,200 /
+// 4.9e12 = 650.0 µs: 688.0 µs (the H100 table: 687.7 µs at 48 tokens).
+// TP4 quarters the weights: 38 + 162.5 µs.
+func TestMXFP4MoEKernel(t *testing.T) {
+	a, err := LoadModel("gpt-oss-120b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := LookupGPU("h100")
+	for _, c := range []struct {
+		tp            int
+		rows, touched float64
+		want          float64
+	}{
+		{1, 128, 128, 38 + 128*24883200/4.9e12*1e6},
+		{4, 128, 128, 38 + 128*24883200/4/4.9e12*1e6},
+		{1, 4 * 16384, 128, 38 + 2*4*16384*24883200/(989.5e12*0.42)*1e6},
+	} {
+		r, err := New(a, g, c.tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tm Terms
+		r.moeKernelCost(&tm, c.rows, c.touched, 1)
+		if got := tm.RoofUS + tm.OverheadUS; math.Abs(got-c.want) > 1e-6 {
+			t.Errorf("tp%d rows %v: %.4f µs, want %.4f", c.tp, c.rows, got, c.want)
+		}
+	}
+	// The step uses it for MXFP4 experts only: BF16 MoE models and GPUs
+	// without the profile (B200) cost routed experts as grouped GEMMs.
+	b := &latency.Batch{DecodeSeqs: 8, DecodeCtx: 8 * 1024}
+	r, _ := New(a, g, 1)
+	plain := g
+	plain.Eff.MXFP4MoE = MoEKernel{}
+	r0, _ := New(a, plain, 1)
+	if !r.moe.on() || r0.moe.on() || r.StepTime(b) <= r0.StepTime(b) {
+		t.Errorf("gpt-oss h100: kernel %v/%v, step %d vs GEMM path %d", r.moe.on(), r0.moe.on(), r.StepTime(b), r0.StepTime(b))
+	}
+	mix, _ := LoadModel("mixtral-8x7b")
+	if rm, _ := New(mix, g, 2); rm.moe.on() {
+		t.Error("bf16 mixtral uses the MXFP4 kernel profile")
+	}
+	b200, _ := LookupGPU("b200")
+	if rb, _ := New(a, b200, 1); rb.moe.on() {
+		t.Error("b200 has no measured MXFP4 kernel of the version it is checked against")
+	}
 }
 
 // The RTX PRO 6000 all-reduce by hand: its profile's link efficiency 0.25
@@ -358,5 +429,58 @@ func TestRTXPro6000AllReduce(t *testing.T) {
 	}
 	if got := g.AllReduceUS(128*5120*2, 2); math.Abs(got-88.42) > 1e-9 {
 		t.Errorf("all-reduce %.6f µs, want 88.42", got)
+	}
+}
+
+// gpt-oss-120b stores only its experts in MXFP4; attention, router,
+// embedding and LM head stay BF16 (its quantization_config), and vLLM runs
+// the MXFP4 experts with BF16 activations.
+func TestMixedPrecisionCheckpoint(t *testing.T) {
+	a, err := LoadModel("gpt-oss-120b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.AttnUnquantized || a.Math() != BF16 {
+		t.Fatalf("gpt-oss: attention kept %v, math %s; want true, bf16", a.AttnUnquantized, a.Math())
+	}
+	// By hand: 36 layers × 128 experts × 3 × 2880² at ½ byte; 36 × attention
+	// (2880·64·64·2 + 2·2880·8·64), 36 routers (2880·128), embedding and LM
+	// head (2 × 201088·2880) at 2 bytes.
+	experts := 36.0 * 128 * 3 * 2880 * 2880 * 0.5
+	bf16 := (36.0*(2880*64*64*2+2*2880*8*64) + 36*2880*128 + 2*201088*2880) * 2
+	if got, want := a.WeightBytesRank(2), (experts+bf16)/2; math.Abs(got-want) > 1 {
+		t.Errorf("weight bytes per rank at TP2 = %.0f, want %.0f", got, want)
+	}
+	// Every GEMM of a long prefill runs at BF16 on both GPUs: B200 computes
+	// it 2250/989.5 times faster than H100 (same GEMM and attention
+	// efficiency), not at its FP4 rate.
+	b := &latency.Batch{PrefillSeqs: 1, PrefillTokens: 8192, PrefillAttn: 8192 * 8193 / 2}
+	h100, _ := LookupGPU("h100")
+	h100.Eff.MXFP4MoE = MoEKernel{} // both as grouped GEMMs (B200 has no kernel profile)
+	b200, _ := LookupGPU("b200")
+	rh, _ := New(a, h100, 1)
+	rb, _ := New(a, b200, 1)
+	if got, want := rh.Terms(b).ComputeUS/rb.Terms(b).ComputeUS, 2250/989.5; math.Abs(got-want) > 0.01 {
+		t.Errorf("H100/B200 compute time = %.3f, want %.3f", got, want)
+	}
+	// A --weight-dtype override of the checkpoint's own dtype changes
+	// nothing; another dtype runs as vLLM runs it by default.
+	c := *a
+	c.SetWeightDtype(FP4)
+	if c.Math() != BF16 {
+		t.Errorf("fp4 override of an mxfp4 checkpoint: math %s, want bf16", c.Math())
+	}
+	c.SetWeightDtype(FP8)
+	if c.Math() != FP8 || c.AttnDtype() != BF16 {
+		t.Errorf("fp8 override: math %s attention %s, want fp8, bf16", c.Math(), c.AttnDtype())
+	}
+	l, _ := LoadModel("llama-3.1-70b")
+	l.SetWeightDtype(FP8)
+	if l.Math() != FP8 || l.AttnDtype() != FP8 {
+		t.Errorf("llama fp8 override: math %s attention %s, want fp8, fp8", l.Math(), l.AttnDtype())
+	}
+	l.SetWeightDtype(INT4)
+	if l.Math() != BF16 {
+		t.Errorf("llama int4 override: math %s, want bf16 (weight-only)", l.Math())
 	}
 }

@@ -43,6 +43,8 @@ func TestNetworkConfig(t *testing.T) {
 		{"network: {rtt: -1s}\n", "b.yaml:1: network.rtt: expected a non-negative duration, found \"-1s\""},
 		{"network: {bytes_per_token: -2}\n", "b.yaml:1: network.bytes_per_token: expected bytes per token in [0, 1e6] (0 = 4), found -2"},
 		{"latency: {image_encode_us: -5}\n", "b.yaml:1: latency.image_encode_us: expected µs per image >= 0 and finite, found -5"},
+		{"latency: {mode: fitted, beta: [1, 2, 3]}\n", "b.yaml:1: latency.beta: β makes a linear model, but latency.mode is fitted: set latency.mode to linear (or auto), or remove latency.beta"},
+		{"latency: {beta: [1, 2, 3], coefficients: c.yaml}\n", "b.yaml:1: latency.beta: latency.beta and latency.coefficients are two step-time models: give one"},
 	} {
 		c, err := Parse("b.yaml", []byte(bad.yaml))
 		if err == nil {

@@ -182,6 +182,12 @@ func (c *Cluster) validateLatency(at string, l *Latency) error {
 	if !(l.ImageEncodeUS >= 0) || math.IsInf(l.ImageEncodeUS, 1) {
 		return errors.New(c.Where(k("image_encode_us"), fmt.Sprintf("expected µs per image >= 0 and finite, found %g", l.ImageEncodeUS)))
 	}
+	if len(l.Beta) != 0 && (l.Mode == "roofline" || l.Mode == "fitted") {
+		return errors.New(c.Where(k("beta"), fmt.Sprintf("β makes a linear model, but %s is %s: set %s to linear (or auto), or remove %s", k("mode"), l.Mode, k("mode"), k("beta"))))
+	}
+	if len(l.Beta) != 0 && l.Coefficients != "" {
+		return errors.New(c.Where(k("beta"), fmt.Sprintf("%s and %s are two step-time models: give one", k("beta"), k("coefficients"))))
+	}
 	if l.Mode == "linear" && len(l.Beta) == 0 {
 		return errors.New(c.Where(k("mode"), fmt.Sprintf("linear needs %s", k("beta"))))
 	}

@@ -139,7 +139,7 @@ func Resolve(s Spec) (*Resolved, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--weight-dtype: %w", err)
 		}
-		arch.WeightDtype = d
+		arch.SetWeightDtype(d)
 	}
 	if s.KVDtype != "" && s.KVDtype != "auto" {
 		d, err := roofline.ParseDtype(s.KVDtype)

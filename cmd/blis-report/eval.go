@@ -10,6 +10,7 @@ import (
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/fitness"
 	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/summary"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -106,7 +107,7 @@ func runSummary(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cliutil.Usage("--summary: expected one results table, found %d", c.NArg())
 	}
-	slos, err := report.ParseSLOs(c.StringSlice("slo"))
+	slos, err := slo.Parse(c.StringSlice("slo"))
 	if err != nil {
 		return cliutil.Usage("%v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/slo"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
 )
 
@@ -43,7 +44,7 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return cliutil.Usage("%v", err)
 	}
-	slos, err := report.ParseSLOs(c.StringSlice("slo"))
+	slos, err := slo.Parse(c.StringSlice("slo"))
 	if err != nil {
 		return cliutil.Usage("%v", err)
 	}

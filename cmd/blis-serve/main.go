@@ -15,13 +15,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/internal/clusterflags"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/serve"
+	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
-	"github.com/urfave/cli/v2"
 )
 
 func main() { cliutil.Run(app()) }
@@ -87,7 +89,7 @@ func run(c *cli.Context) error {
 		stage := trace.Stage{Tool: "blis-serve", Version: trace.Version, Args: os.Args[1:], Seed: &cfg.Seed}
 		md := trace.NewMeta().With(stage)
 		md.Set(trace.MetaPrefixBlockSize, strconv.Itoa(c.Int("block-size")))
-		engine.Annotate(md, &cfg, models)
+		sim.Annotate(md, &cfg, models)
 		schema := trace.ResultsSchema(md)
 		if out, err = trace.Create(p, c.App.Writer, schema); err != nil {
 			return cliutil.Usage("-o: %v", err)

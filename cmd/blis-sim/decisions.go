@@ -7,7 +7,7 @@ import (
 	"github.com/blis-sim/blis/lib/decision"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -59,7 +59,7 @@ func setupTrace(c *cli.Context, cfg *config.Cluster, stage trace.Stage, opts *en
 	if dp == "" && ap == "" && sample == 0 {
 		return nil, nil
 	}
-	slos, err := report.ParseSLOs(c.StringSlice("slo"))
+	slos, err := slo.Parse(c.StringSlice("slo"))
 	if err != nil {
 		return nil, cliutil.Usage("%v", err)
 	}

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/urfave/cli/v2"
+
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/internal/clusterflags"
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
-	"github.com/urfave/cli/v2"
 )
 
 func main() { cliutil.Run(app()) }
@@ -144,12 +146,10 @@ func run(c *cli.Context) error {
 	}
 	outMeta := md.With(stage)
 	outMeta.Delete(trace.MetaSorted) // results come in the order requests end
-	engine.Annotate(outMeta, &cfg, models)
+	sim.Annotate(outMeta, &cfg, models)
 	// Both outputs are put into place only when the whole run succeeded: a
 	// failed run leaves no new file behind and existing ones as they were.
-	if pb != nil {
-		pb.Annotate(outMeta)
-	}
+	sim.AnnotatePolicy(outMeta, pb)
 	out, err := trace.Create(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
 	if err != nil {
 		return cliutil.Usage("%v", err)
@@ -159,9 +159,7 @@ func run(c *cli.Context) error {
 	var stepsOut trace.Sink
 	if p := c.String("steps"); p != "" {
 		sm := trace.NewMeta().With(stage)
-		if pb != nil {
-			pb.Annotate(sm)
-		}
+		sim.AnnotatePolicy(sm, pb)
 		stepsOut, err = trace.Create(p, nil, trace.StepsSchema(sm))
 		if err != nil {
 			rw.Abort()
@@ -190,9 +188,7 @@ func run(c *cli.Context) error {
 	var scaleSchema *arrow.Schema
 	if p := c.String("scale-events"); p != "" {
 		sm := trace.NewMeta().With(stage)
-		if pb != nil {
-			pb.Annotate(sm)
-		}
+		sim.AnnotatePolicy(sm, pb)
 		scaleSchema = trace.ScaleEventsSchema(sm)
 		if scaleOut, err = trace.Create(p, nil, scaleSchema); err != nil {
 			rw.Abort()

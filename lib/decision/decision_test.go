@@ -9,8 +9,8 @@ import (
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/rng"
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -100,7 +100,7 @@ func simulate(t *testing.T, c config.Cluster, reqs []trace.Request, dc *Config) 
 // Tracing, anomaly detection and regret forks must not change the run.
 func TestTracingLeavesResultsUnchanged(t *testing.T) {
 	reqs := workload(3, 400)
-	slos, _ := report.ParseSLOs([]string{"interactive:ttft=50ms"})
+	slos, _ := slo.Parse([]string{"interactive:ttft=50ms"})
 	for _, routing := range []string{"round-robin", "least-loaded", "weighted", "prefix-affinity", "random"} {
 		t.Run(routing, func(t *testing.T) {
 			c := testConfig(3, routing)

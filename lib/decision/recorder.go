@@ -22,7 +22,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
-	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -63,7 +63,7 @@ type Config struct {
 	Decisions DecisionSink // nil: decisions are not written (anomalies or regret only)
 	Anomalies AnomalySink  // nil: anomalies are counted, not written
 	TopK      int          // candidates kept per routing row (0: 3)
-	SLOs      *report.SLOSet
+	SLOs      *slo.Set
 	// PriorityName names the priority policy in priority rows' reasons.
 	PriorityName string
 	Thresholds   Thresholds

@@ -11,6 +11,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/autoscale"
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/rng"
 	"github.com/blis-sim/blis/lib/trace"
@@ -40,8 +41,8 @@ func scaledConfig(t *testing.T, replicas, lo, hi int, routing, keys string) (con
 }
 
 // stepLoad is rate1 req/s until t1 (s), then rate2 until t2.
-func stepLoad(rate1, t1, rate2, t2 float64, in, out int32) []trace.Request {
-	var reqs []trace.Request
+func stepLoad(rate1, t1, rate2, t2 float64, in, out int32) []row.Request {
+	var reqs []row.Request
 	n := 0
 	for t := 0.0; t < t2-1e-9; {
 		reqs = append(reqs, req(fmt.Sprint("r", n), int64(t*1e6+0.5), in, out))
@@ -58,11 +59,11 @@ func stepLoad(rate1, t1, rate2, t2 float64, in, out int32) []trace.Request {
 	return reqs
 }
 
-func runScaled(t *testing.T, c config.Cluster, models []latency.Model, reqs []trace.Request) (*memSink, Summary, []trace.ScaleEvent) {
+func runScaled(t *testing.T, c config.Cluster, models []latency.Model, reqs []row.Request) (*memSink, Summary, []row.ScaleEvent) {
 	t.Helper()
 	sink := &memSink{}
-	var rows []trace.ScaleEvent
-	opts := Options{CheckInvariants: true, ScaleEventsTo: func(r []trace.ScaleEvent) { rows = r }}
+	var rows []row.ScaleEvent
+	opts := Options{CheckInvariants: true, ScaleEventsTo: func(r []row.ScaleEvent) { rows = r }}
 	sum, err := Run(c, models, SliceSource(reqs), sink, opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -87,14 +88,14 @@ func TestHPAStepLoadExact(t *testing.T) {
 	if sum.Completed != int64(len(reqs)) {
 		t.Fatalf("completed %d of %d", sum.Completed, len(reqs))
 	}
-	var up *trace.ScaleEvent
+	var up *row.ScaleEvent
 	firstServing := int64(-1)
 	for i := range rows {
 		r := &rows[i]
-		if r.Action == trace.ScaleUp && up == nil {
+		if r.Action == row.ScaleUp && up == nil {
 			up = r
 		}
-		if r.Action == trace.ScaleServing && firstServing < 0 {
+		if r.Action == row.ScaleServing && firstServing < 0 {
 			firstServing = r.TimeUS
 		}
 	}
@@ -123,10 +124,10 @@ func TestHPAStepLoadExact(t *testing.T) {
 
 // phased is a workload whose rate changes by phases (req/s for seconds),
 // with shared prompt prefixes and follow-up turns, for autoscaling tests.
-func phased(seed uint64) []trace.Request {
+func phased(seed uint64) []row.Request {
 	g := rng.New(seed, "test-phased")
 	phases := []struct{ rate, secs float64 }{{4, 20}, {60, 30}, {3, 40}, {60, 20}, {1, 30}}
-	var reqs []trace.Request
+	var reqs []row.Request
 	t0 := 0.0
 	i := 0
 	for _, p := range phases {
@@ -143,7 +144,7 @@ func phased(seed uint64) []trace.Request {
 			}
 			reqs = append(reqs, r)
 			if g.IntN(4) == 0 {
-				next := trace.NewRequest(fmt.Sprint("p", i, "-next"))
+				next := row.NewRequest(fmt.Sprint("p", i, "-next"))
 				next.InputTokens, next.OutputTokens = in+60, int32(5+g.IntN(40))
 				next.DependsOn, next.DelayUS = []string{r.ID}, int64(g.IntN(2_000_000))
 				next.PrefixHashes = r.PrefixHashes
@@ -206,9 +207,9 @@ func TestAutoscaleInvariants(t *testing.T) {
 					ups, downs := 0, 0
 					for _, r := range rows {
 						switch r.Action {
-						case trace.ScaleUp:
+						case row.ScaleUp:
 							ups++
-						case trace.ScaleDown:
+						case row.ScaleDown:
 							downs++
 						}
 						if r.Replicas < 1 || r.Ready > r.Replicas {
@@ -220,9 +221,9 @@ func TestAutoscaleInvariants(t *testing.T) {
 					}
 					lost := 0
 					for _, r := range sink.rs {
-						if r.Status == trace.StatusDropped && strings.Contains(r.DropReason, "replica ") {
+						if r.Status == row.StatusDropped && strings.Contains(r.DropReason, "replica ") {
 							lost++
-						} else if r.Status != trace.StatusCompleted && !strings.HasPrefix(r.DropReason, "dependency ") {
+						} else if r.Status != row.StatusCompleted && !strings.HasPrefix(r.DropReason, "dependency ") {
 							t.Fatalf("%s: %s %q", r.ID, r.Status, r.DropReason)
 						}
 					}
@@ -253,9 +254,9 @@ func TestAutoscaleDeterminism(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := trace.NewResultWriter(o, schema)
-			var rows []trace.ScaleEvent
+			var rows []row.ScaleEvent
 			opts.CheckInvariants = true
-			opts.ScaleEventsTo = func(r []trace.ScaleEvent) { rows = r }
+			opts.ScaleEventsTo = func(r []row.ScaleEvent) { rows = r }
 			if _, err := Run(c, models, src, w, opts); err != nil {
 				t.Fatal(err)
 			}
@@ -325,17 +326,17 @@ func TestAutoscaleDeterminism(t *testing.T) {
 func TestScaleFromZeroHoldsAtRouter(t *testing.T) {
 	c, models := scaledConfig(t, 0, 0, 2, "least-loaded", `policy: hpa, interval: 2s, target: 4,
           provisioning: {dist: constant, value: 5s}, weight_load: {time: 1s}, scale_to_zero: true`)
-	reqs := []trace.Request{req("a", 1e6, 100, 1)}
+	reqs := []row.Request{req("a", 1e6, 100, 1)}
 	sink, sum, rows := runScaled(t, c, models, reqs)
 	r := sink.byID()["a"]
 	step := int64(1000 + 100) // β0 + β1·100
-	if r.Status != trace.StatusCompleted || r.RoutedUS != 8e6 || r.TTFTUS != 7e6+step {
+	if r.Status != row.StatusCompleted || r.RoutedUS != 8e6 || r.TTFTUS != 7e6+step {
 		t.Fatalf("a: %s routed at %d µs, TTFT %d µs; want completed, routed at 8 s, TTFT 7 s + %d µs", r.Status, r.RoutedUS, r.TTFTUS, step)
 	}
 	if sum.HeldAtRouter != 1 || sum.HeldUS != 7e6 {
 		t.Fatalf("held %d for %d µs, want 1 for 7 s", sum.HeldAtRouter, sum.HeldUS)
 	}
-	if rows[1].Action != trace.ScaleUp || rows[1].TimeUS != 2e6 || rows[1].Pending != 1 {
+	if rows[1].Action != row.ScaleUp || rows[1].TimeUS != 2e6 || rows[1].Pending != 1 {
 		t.Fatalf("second row %+v, want the scale-up at 2 s with 1 pending", rows[1])
 	}
 }
@@ -348,7 +349,7 @@ func TestWarmupSlowsSteps(t *testing.T) {
           weight_load: {time: 1s}, warmup: {curve: linear, duration: 10s, initial_factor: 3}, scale_to_zero: true`)
 	// The replica starts at 1 s (the first evaluation), is ready at 2 s and
 	// warm at 12 s; b arrives at 7 s, 5 s into the warm-up.
-	reqs := []trace.Request{req("a", 500e3, 100, 1), req("b", 7e6, 100, 1)}
+	reqs := []row.Request{req("a", 500e3, 100, 1), req("b", 7e6, 100, 1)}
 	sink, _, _ := runScaled(t, c, models, reqs)
 	b := sink.byID()["b"]
 	if want := int64(2 * (1000 + 100)); b.TTFTUS != want {
@@ -414,8 +415,8 @@ func (p *fixedPolicy) Recommend(v *autoscale.PoolView, all []autoscale.PoolView)
 func TestUserAutoscalePolicy(t *testing.T) {
 	c, models := scaledConfig(t, 1, 1, 3, "least-loaded", `target: 4, interval: 10s`)
 	p := &fixedPolicy{}
-	var rows []trace.ScaleEvent
-	opts := Options{CheckInvariants: true, ScaleEventsTo: func(r []trace.ScaleEvent) { rows = r },
+	var rows []row.ScaleEvent
+	opts := Options{CheckInvariants: true, ScaleEventsTo: func(r []row.ScaleEvent) { rows = r },
 		Autoscale: func(dep string, pool int) autoscale.Policy {
 			if dep == "d" && pool == 0 {
 				return p
@@ -427,7 +428,7 @@ func TestUserAutoscalePolicy(t *testing.T) {
 	}
 	var got []string
 	for _, r := range rows {
-		if r.Action == trace.ScaleUp || r.Action == trace.ScaleDown {
+		if r.Action == row.ScaleUp || r.Action == row.ScaleDown {
 			got = append(got, fmt.Sprintf("%d:%d→%d:%s", r.TimeUS/1e6, r.From, r.To, r.Reason))
 		}
 	}

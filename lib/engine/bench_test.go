@@ -6,16 +6,16 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/rng"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // benchWorkload is the benchmark: Poisson at rate req/s, input and
 // output normal(512, 256) clamped to [2, 7000].
-func benchWorkload(n int, rate float64) []trace.Request {
+func benchWorkload(n int, rate float64) []row.Request {
 	arr, lens := rng.New(1, "arrivals"), rng.New(1, "lengths")
 	clamp := func(x float64) int32 { return int32(min(max(math.Round(x), 2), 7000)) }
-	reqs := make([]trace.Request, n)
+	reqs := make([]row.Request, n)
 	t := 0.0
 	for i := range reqs {
 		t += arr.ExpFloat64() / rate
@@ -26,7 +26,7 @@ func benchWorkload(n int, rate float64) []trace.Request {
 
 type nullSink struct{ n int }
 
-func (s *nullSink) Write(*trace.Result) error { s.n++; return nil }
+func (s *nullSink) Write(*row.Result) error { s.n++; return nil }
 
 func benchRun(b *testing.B, n int, linear bool) {
 	cfg := config.Default()
@@ -66,13 +66,13 @@ func BenchmarkRunSmall(b *testing.B) {
 	cfg := testConfig()
 	cfg.Engine.KVBlocks = 28407
 	model := testModel(cfg)
-	var reqs []trace.Request
+	var reqs []row.Request
 	for c := 0; c < 8; c++ { // 8 chains of 10 requests
 		prev := ""
 		for i := 0; i < 10; i++ {
 			r := req(fmt.Sprint("c", c, "-", i), 0, 512, 64)
 			if prev != "" {
-				r.ArrivalUS, r.DependsOn = trace.Null, []string{prev}
+				r.ArrivalUS, r.DependsOn = row.Null, []string{prev}
 			}
 			prev = r.ID
 			reqs = append(reqs, r)
@@ -118,7 +118,7 @@ func benchScale(b *testing.B, n, replicas int, routing string, prefixes bool) {
 
 // addSystemPrompts gives each request one of 32 shared 512-token system
 // prompts (32 blocks) followed by blocks of its own.
-func addSystemPrompts(reqs []trace.Request) {
+func addSystemPrompts(reqs []row.Request) {
 	g := rng.New(1, "prefixes")
 	for i := range reqs {
 		r := &reqs[i]

@@ -11,7 +11,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy/bundle"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // TestCloneContinuesIdentically forks a cluster mid-run: the fork, run to
@@ -61,7 +61,7 @@ func TestCloneContinuesIdentically(t *testing.T) {
 	}
 }
 
-func start(t *testing.T, c config.Cluster, reqs []trace.Request, sink Sink, opts Options) (*cluster.Cluster, *feeder) {
+func start(t *testing.T, c config.Cluster, reqs []row.Request, sink Sink, opts Options) (*cluster.Cluster, *feeder) {
 	t.Helper()
 	cl, err := cluster.New(&c, testModel(c), sink, opts)
 	if err != nil {

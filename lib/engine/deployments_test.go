@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/latency"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // twoModels is a cluster of two deployments with linear latency models and
@@ -45,11 +45,11 @@ func parse(t *testing.T, yaml string) (config.Cluster, []latency.Model) {
 	return c, models
 }
 
-func withModel(r trace.Request, m string) trace.Request { r.Model = m; return r }
+func withModel(r row.Request, m string) row.Request { r.Model = m; return r }
 
 func TestDeploymentsServeTheirModels(t *testing.T) {
 	c, models := parse(t, twoModels)
-	reqs := []trace.Request{
+	reqs := []row.Request{
 		withModel(req("a", 0, 100, 5), "llama-3.1-8b"),
 		withModel(req("b", 10, 100, 5), "meta-llama/Llama-3.1-8B-Instruct"), // HF id of the same model
 		withModel(req("c", 20, 100, 5), "chat"),                             // an alias
@@ -71,7 +71,7 @@ func TestDeploymentsServeTheirModels(t *testing.T) {
 		want := map[string]string{"a": "small", "b": "small", "c": "small", "d": "big", "e": "big"}
 		for id, dep := range want {
 			r := got[id]
-			if r.Status != trace.StatusCompleted || r.Deployment != dep || !strings.HasPrefix(r.ReplicaID, dep+"/") {
+			if r.Status != row.StatusCompleted || r.Deployment != dep || !strings.HasPrefix(r.ReplicaID, dep+"/") {
 				t.Fatalf("%s: status %s deployment %q replica %q, want completed on %s", id, r.Status, r.Deployment, r.ReplicaID, dep)
 			}
 		}
@@ -79,7 +79,7 @@ func TestDeploymentsServeTheirModels(t *testing.T) {
 		if got["d"].TTFTUS != 3000+2*100 {
 			t.Fatalf("d TTFT %d, want 3200 from the big deployment's model", got["d"].TTFTUS)
 		}
-		if f := got["f"]; f.Status != trace.StatusRejected || f.DropReason != "no deployment serves model gpt-4" || f.ReplicaID != "" {
+		if f := got["f"]; f.Status != row.StatusRejected || f.DropReason != "no deployment serves model gpt-4" || f.ReplicaID != "" {
 			t.Fatalf("f: %+v", f)
 		}
 		if sum.Rejected != 1 || sum.Completed != 5 || len(sum.Deployments) != 2 || sum.Deployments[1].Replicas != 1 {
@@ -95,8 +95,8 @@ func TestDeploymentsServeTheirModels(t *testing.T) {
 func TestModelColumnRules(t *testing.T) {
 	c, models := parse(t, twoModels)
 	// Several models served: a row without one is an input error naming the column.
-	_, err := Run(c, models, SliceSource([]trace.Request{req("x", 0, 10, 1)}), &memSink{}, Options{Path: "in.arrow"})
-	var re *trace.RowError
+	_, err := Run(c, models, SliceSource([]row.Request{req("x", 0, 10, 1)}), &memSink{}, Options{Path: "in.arrow"})
+	var re *row.RowError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "column model: null, but the cluster serves several models") {
 		t.Fatalf("got %v", err)
 	}
@@ -106,19 +106,19 @@ deployments:
   - {id: only, model: llama-3.1-8b, gpu: h100, engine: {kv_blocks: 100}, latency: {beta: [1, 1, 1]}, pools: [{replicas: 1}]}
 `)
 	sink := &memSink{}
-	if _, err := Run(one, m1, SliceSource([]trace.Request{req("x", 0, 10, 1), withModel(req("y", 0, 10, 1), "mistral-nemo")}), sink, Options{}); err != nil {
+	if _, err := Run(one, m1, SliceSource([]row.Request{req("x", 0, 10, 1), withModel(req("y", 0, 10, 1), "mistral-nemo")}), sink, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := sink.byID(); got["x"].ReplicaID != "only/0" || got["y"].Status != trace.StatusRejected {
+	if got := sink.byID(); got["x"].ReplicaID != "only/0" || got["y"].Status != row.StatusRejected {
 		t.Fatalf("%+v", got)
 	}
 	// The flat form serves every request whatever its model (as before).
 	flat := testConfig()
 	sink = &memSink{}
-	if _, err := Run(flat, testModel(flat), SliceSource([]trace.Request{withModel(req("z", 0, 10, 1), "GPT-4")}), sink, Options{}); err != nil {
+	if _, err := Run(flat, testModel(flat), SliceSource([]row.Request{withModel(req("z", 0, 10, 1), "GPT-4")}), sink, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if r := sink.rs[0]; r.Status != trace.StatusCompleted || r.Deployment != "llama-3.1-8b" || r.ReplicaID != "llama-3.1-8b/0" {
+	if r := sink.rs[0]; r.Status != row.StatusCompleted || r.Deployment != "llama-3.1-8b" || r.ReplicaID != "llama-3.1-8b/0" {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -132,7 +132,7 @@ deployments:
   - {id: a100, model: meta-llama/Llama-3.1-8B-Instruct, gpu: a100-80gb, engine: {kv_blocks: 1000}, latency: {beta: [2000, 2, 20]}, pools: [{replicas: 1}]}
 router: {routing: round-robin}
 `)
-	var reqs []trace.Request
+	var reqs []row.Request
 	for i := 0; i < 6; i++ {
 		reqs = append(reqs, withModel(req(fmt.Sprint("r", i), int64(i), 50, 2), "llama-3.1-8b"))
 	}
@@ -146,7 +146,7 @@ router: {routing: round-robin}
 	}
 }
 
-func runModels(t *testing.T, c config.Cluster, models []latency.Model, reqs []trace.Request) (*memSink, Summary) {
+func runModels(t *testing.T, c config.Cluster, models []latency.Model, reqs []row.Request) (*memSink, Summary) {
 	t.Helper()
 	sink := &memSink{}
 	sum, err := Run(c, models, SliceSource(reqs), sink, Options{CheckInvariants: true})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
 	"github.com/blis-sim/blis/lib/rng"
 
@@ -19,29 +20,29 @@ import (
 )
 
 // memSink keeps results in memory.
-type memSink struct{ rs []trace.Result }
+type memSink struct{ rs []row.Result }
 
-func (m *memSink) Write(r *trace.Result) error { m.rs = append(m.rs, *r); return nil }
+func (m *memSink) Write(r *row.Result) error { m.rs = append(m.rs, *r); return nil }
 
-func (m *memSink) byID() map[string]trace.Result {
-	out := map[string]trace.Result{}
+func (m *memSink) byID() map[string]row.Result {
+	out := map[string]row.Result{}
 	for _, r := range m.rs {
 		out[r.ID] = r
 	}
 	return out
 }
 
-type memSteps struct{ ss []trace.Step }
+type memSteps struct{ ss []row.Step }
 
-func (m *memSteps) Write(s *trace.Step) error { m.ss = append(m.ss, *s); return nil }
+func (m *memSteps) Write(s *row.Step) error { m.ss = append(m.ss, *s); return nil }
 
 // chunkSource streams a slice in small batches, as a sorted Arrow table would.
 type chunkSource struct {
-	reqs []trace.Request
+	reqs []row.Request
 	n    int
 }
 
-func (c *chunkSource) Next(buf []trace.Request) ([]trace.Request, error) {
+func (c *chunkSource) Next(buf []row.Request) ([]row.Request, error) {
 	if len(c.reqs) == 0 {
 		return buf[:0], io.EOF
 	}
@@ -66,13 +67,13 @@ func testModel(c config.Cluster) []latency.Model {
 	return []latency.Model{m}
 }
 
-func req(id string, arrival int64, in, out int32) trace.Request {
-	r := trace.NewRequest(id)
+func req(id string, arrival int64, in, out int32) row.Request {
+	r := row.NewRequest(id)
 	r.ArrivalUS, r.InputTokens, r.OutputTokens = arrival, in, out
 	return r
 }
 
-func run(t *testing.T, c config.Cluster, reqs []trace.Request, opts Options) (*memSink, Summary) {
+func run(t *testing.T, c config.Cluster, reqs []row.Request, opts Options) (*memSink, Summary) {
 	t.Helper()
 	opts.CheckInvariants = true
 	sink := &memSink{}
@@ -98,9 +99,9 @@ func TestSingleRequestIsSumOfSteps(t *testing.T) {
 			c := testConfig()
 			c.Latency.Alpha = tc.alpha
 			steps := &memSteps{}
-			sink, _ := run(t, c, []trace.Request{req("a", 0, 100, 5)}, Options{Steps: steps})
+			sink, _ := run(t, c, []row.Request{req("a", 0, 100, 5)}, Options{Steps: steps})
 			r := sink.rs[0]
-			if r.Status != trace.StatusCompleted || r.TTFTUS != tc.ttft || r.E2EUS != tc.e2e || r.TPOTUS != tc.tpot || r.EnqueuedUS != tc.enq {
+			if r.Status != row.StatusCompleted || r.TTFTUS != tc.ttft || r.E2EUS != tc.e2e || r.TPOTUS != tc.tpot || r.EnqueuedUS != tc.enq {
 				t.Fatalf("got status %s ttft %d e2e %d tpot %d enq %d, want ttft %d e2e %d tpot %d enq %d",
 					r.Status, r.TTFTUS, r.E2EUS, r.TPOTUS, r.EnqueuedUS, tc.ttft, tc.e2e, tc.tpot, tc.enq)
 			}
@@ -140,7 +141,7 @@ func TestPrefixCacheHit(t *testing.T) {
 			c := testConfig()
 			a, b := req("a", 0, tc.in, 2), req("b", 1_000_000, tc.in, 2)
 			a.PrefixHashes, b.PrefixHashes = tc.a, tc.b
-			sink, _ := run(t, c, []trace.Request{a, b}, Options{PrefixBlockSize: tc.prefix})
+			sink, _ := run(t, c, []row.Request{a, b}, Options{PrefixBlockSize: tc.prefix})
 			got := sink.byID()
 			if got["a"].CachedTokens != 0 || got["b"].CachedTokens != tc.wantCached {
 				t.Fatalf("cached tokens a=%d b=%d, want 0 and %d", got["a"].CachedTokens, got["b"].CachedTokens, tc.wantCached)
@@ -156,7 +157,7 @@ func TestPrefixCacheHit(t *testing.T) {
 func TestKVStarvedPreemptsAndFinishes(t *testing.T) {
 	c := testConfig()
 	c.Engine.KVBlocks = 20 // 320 tokens; each request ends at 149 tokens (10 blocks)
-	var reqs []trace.Request
+	var reqs []row.Request
 	for i := 0; i < 6; i++ {
 		reqs = append(reqs, req(fmt.Sprint("r", i), 0, 50, 100))
 	}
@@ -190,7 +191,7 @@ func TestNeverFitsIsDropped(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		blocks int64
-		big    trace.Request
+		big    row.Request
 		reason string
 	}{
 		// 100+10−1 = 109 tokens held at most: 7 blocks of 16.
@@ -206,12 +207,12 @@ func TestNeverFitsIsDropped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testConfig()
 			c.Engine.KVBlocks = tc.blocks
-			sink, sum := run(t, c, []trace.Request{tc.big, req("small", 0, 10, 5)}, Options{})
+			sink, sum := run(t, c, []row.Request{tc.big, req("small", 0, 10, 5)}, Options{})
 			got := sink.byID()
-			if got["big"].Status != trace.StatusDropped || got["big"].DropReason != tc.reason {
+			if got["big"].Status != row.StatusDropped || got["big"].DropReason != tc.reason {
 				t.Fatalf("big: %s %q, want dropped %q", got["big"].Status, got["big"].DropReason, tc.reason)
 			}
-			if got["small"].Status != trace.StatusCompleted || sum.Dropped != 1 || sum.Completed != 1 {
+			if got["small"].Status != row.StatusCompleted || sum.Dropped != 1 || sum.Completed != 1 {
 				t.Fatalf("small %s, summary %+v", got["small"].Status, sum)
 			}
 		})
@@ -221,19 +222,19 @@ func TestNeverFitsIsDropped(t *testing.T) {
 func TestDependencies(t *testing.T) {
 	c := testConfig()
 	a := req("a", 0, 100, 5)
-	tool := trace.NewRequest("tool")
-	tool.Kind, tool.DependsOn, tool.DelayUS = trace.KindTool, []string{"a"}, 3000
-	b := trace.NewRequest("b")
+	tool := row.NewRequest("tool")
+	tool.Kind, tool.DependsOn, tool.DelayUS = row.KindTool, []string{"a"}, 3000
+	b := row.NewRequest("b")
 	b.InputTokens, b.OutputTokens, b.DependsOn, b.DelayUS = 50, 2, []string{"tool"}, 500
 	big := req("big", 0, 100000, 10) // dropped: never fits
-	d := trace.NewRequest("d")
+	d := row.NewRequest("d")
 	d.InputTokens, d.OutputTokens, d.DependsOn = 10, 1, []string{"big", "a"}
 	// Fan-in: e waits for both a and b.
-	e := trace.NewRequest("e")
+	e := row.NewRequest("e")
 	e.InputTokens, e.OutputTokens, e.DependsOn = 10, 1, []string{"b", "a"}
 	for _, src := range []string{"slice", "stream"} {
 		t.Run(src, func(t *testing.T) {
-			reqs := []trace.Request{a, big, tool, b, d, e}
+			reqs := []row.Request{a, big, tool, b, d, e}
 			sink := &memSink{}
 			var s Source = SliceSource(reqs)
 			if src == "stream" {
@@ -246,10 +247,10 @@ func TestDependencies(t *testing.T) {
 			if got["tool"].ArrivalUS != got["a"].FinishedUS || got["tool"].FinishedUS != got["a"].FinishedUS+3000 {
 				t.Fatalf("tool %+v after a finished at %d", got["tool"], got["a"].FinishedUS)
 			}
-			if got["b"].ArrivalUS != got["tool"].FinishedUS+500 || got["b"].Status != trace.StatusCompleted {
+			if got["b"].ArrivalUS != got["tool"].FinishedUS+500 || got["b"].Status != row.StatusCompleted {
 				t.Fatalf("b arrives at %d, want %d", got["b"].ArrivalUS, got["tool"].FinishedUS+500)
 			}
-			if got["d"].Status != trace.StatusDropped || got["d"].DropReason != "dependency big dropped" {
+			if got["d"].Status != row.StatusDropped || got["d"].DropReason != "dependency big dropped" {
 				t.Fatalf("d: %s %q", got["d"].Status, got["d"].DropReason)
 			}
 			if got["e"].ArrivalUS != got["b"].FinishedUS {
@@ -267,26 +268,26 @@ func TestDependentArrival(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		kind          string
-		arrival       int64 // the dependent's own arrival_us (trace.Null: none)
+		arrival       int64 // the dependent's own arrival_us (row.Null: none)
 		delay         int64
 		wantArr, want int64 // simulated arrival; finish (tool) or first token (llm)
 	}{
-		{"no own arrival", trace.KindLLM, trace.Null, 500, 2520, 2520 + 1010},
-		{"own arrival before the dependency's finish", trace.KindLLM, 100, 500, 2520, 2520 + 1010},
-		{"own arrival inside the delay", trace.KindLLM, 2300, 500, 2520, 2520 + 1010},
+		{"no own arrival", row.KindLLM, row.Null, 500, 2520, 2520 + 1010},
+		{"own arrival before the dependency's finish", row.KindLLM, 100, 500, 2520, 2520 + 1010},
+		{"own arrival inside the delay", row.KindLLM, 2300, 500, 2520, 2520 + 1010},
 		// The recorded arrival already includes the think time: not added twice.
-		{"own arrival after finish+delay", trace.KindLLM, 9000, 500, 9000, 9000 + 1010},
-		{"tool, no own arrival", trace.KindTool, trace.Null, 500, 2020, 2520},
-		{"tool starting at its own arrival", trace.KindTool, 9000, 500, 9000, 9500},
+		{"own arrival after finish+delay", row.KindLLM, 9000, 500, 9000, 9000 + 1010},
+		{"tool, no own arrival", row.KindTool, row.Null, 500, 2020, 2520},
+		{"tool starting at its own arrival", row.KindTool, 9000, 500, 9000, 9500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := trace.NewRequest("d")
+			d := row.NewRequest("d")
 			d.Kind, d.ArrivalUS, d.DelayUS, d.DependsOn = tc.kind, tc.arrival, tc.delay, []string{"a"}
-			if tc.kind == trace.KindLLM {
+			if tc.kind == row.KindLLM {
 				d.InputTokens, d.OutputTokens = 10, 1
 			}
 			for _, stream := range []bool{false, true} {
-				rows := []trace.Request{req("a", 0, 10, 2), d}
+				rows := []row.Request{req("a", 0, 10, 2), d}
 				var src Source = SliceSource(rows)
 				if stream {
 					src = &chunkSource{reqs: rows, n: 1}
@@ -298,10 +299,10 @@ func TestDependentArrival(t *testing.T) {
 				}
 				g := sink.byID()["d"]
 				got := g.FirstTokenUS
-				if tc.kind == trace.KindTool {
+				if tc.kind == row.KindTool {
 					got = g.FinishedUS
 				}
-				if g.Status != trace.StatusCompleted || g.ArrivalUS != tc.wantArr || got != tc.want {
+				if g.Status != row.StatusCompleted || g.ArrivalUS != tc.wantArr || got != tc.want {
 					t.Fatalf("stream %v: %s arrival %d, end %d; want arrival %d, end %d", stream, g.Status, g.ArrivalUS, got, tc.wantArr, tc.want)
 				}
 			}
@@ -310,8 +311,8 @@ func TestDependentArrival(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	dep := func(id string, deps ...string) trace.Request {
-		r := trace.NewRequest(id)
+	dep := func(id string, deps ...string) row.Request {
+		r := row.NewRequest(id)
 		r.InputTokens, r.OutputTokens, r.DependsOn = 10, 1, deps
 		return r
 	}
@@ -319,23 +320,23 @@ func TestBadInput(t *testing.T) {
 	neg.OutputTokens = -3
 	for _, tc := range []struct {
 		name   string
-		reqs   []trace.Request
+		reqs   []row.Request
 		stream bool
 		want   string
 	}{
-		{"duplicate", []trace.Request{req("a", 0, 10, 1), req("a", 5, 10, 1)}, false, "row 2 (request a): column request_id: duplicate id"},
-		{"duplicate streamed", []trace.Request{req("a", 0, 10, 1), req("a", 5, 10, 1)}, true, "row 2 (request a): column request_id: duplicate id"},
-		{"dangling", []trace.Request{req("a", 0, 10, 1), dep("b", "zz")}, false, `row 2 (request b): column depends_on: "zz" not found`},
-		{"cycle", []trace.Request{req("a", 0, 10, 1), dep("b", "c"), dep("c", "b")}, false, "row 2 (request b): column depends_on: dependency cycle"},
-		{"self", []trace.Request{dep("b", "b")}, false, "dependency cycle"},
-		{"negative tokens", []trace.Request{req("a", 0, 10, 1), neg}, false, "row 2 (request neg): column output_tokens: expected >= 0, found -3"},
-		{"negative streamed", []trace.Request{req("a", 0, 10, 1), neg}, true, "row 2 (request neg): column output_tokens"},
-		{"forward ref streamed", []trace.Request{req("a", 0, 10, 1), dep("b", "c"), dep("c", "a")}, true, `row 2 (request b): column depends_on: "c" not found among earlier rows`},
+		{"duplicate", []row.Request{req("a", 0, 10, 1), req("a", 5, 10, 1)}, false, "row 2 (request a): column request_id: duplicate id"},
+		{"duplicate streamed", []row.Request{req("a", 0, 10, 1), req("a", 5, 10, 1)}, true, "row 2 (request a): column request_id: duplicate id"},
+		{"dangling", []row.Request{req("a", 0, 10, 1), dep("b", "zz")}, false, `row 2 (request b): column depends_on: "zz" not found`},
+		{"cycle", []row.Request{req("a", 0, 10, 1), dep("b", "c"), dep("c", "b")}, false, "row 2 (request b): column depends_on: dependency cycle"},
+		{"self", []row.Request{dep("b", "b")}, false, "dependency cycle"},
+		{"negative tokens", []row.Request{req("a", 0, 10, 1), neg}, false, "row 2 (request neg): column output_tokens: expected >= 0, found -3"},
+		{"negative streamed", []row.Request{req("a", 0, 10, 1), neg}, true, "row 2 (request neg): column output_tokens"},
+		{"forward ref streamed", []row.Request{req("a", 0, 10, 1), dep("b", "c"), dep("c", "a")}, true, `row 2 (request b): column depends_on: "c" not found among earlier rows`},
 		// Times near MaxInt64 overflowed when delays and steps were added.
-		{"huge arrival", []trace.Request{req("a", math.MaxInt64-1000, 10, 1)}, false, "row 1 (request a): column arrival_us: expected <= 1152921504606846976 (2^60 µs), found 9223372036854774807"},
-		{"huge arrival streamed", []trace.Request{req("a", 0, 10, 1), req("b", 1<<61, 10, 1)}, true, "row 2 (request b): column arrival_us: expected <= 1152921504606846976"},
-		{"huge delay", []trace.Request{req("a", 0, 10, 1), func() trace.Request { r := dep("b", "a"); r.DelayUS = math.MaxInt64 - 10; return r }()}, true, "row 2 (request b): column delay_us: expected <= 1152921504606846976 (2^60 µs), found 9223372036854775797"},
-		{"unsorted streamed", []trace.Request{req("a", 50, 10, 1), req("b", 10, 10, 1)}, true, "row 2 (request b): column arrival_us: the table promises blis.sorted=arrival"},
+		{"huge arrival", []row.Request{req("a", math.MaxInt64-1000, 10, 1)}, false, "row 1 (request a): column arrival_us: expected <= 1152921504606846976 (2^60 µs), found 9223372036854774807"},
+		{"huge arrival streamed", []row.Request{req("a", 0, 10, 1), req("b", 1<<61, 10, 1)}, true, "row 2 (request b): column arrival_us: expected <= 1152921504606846976"},
+		{"huge delay", []row.Request{req("a", 0, 10, 1), func() row.Request { r := dep("b", "a"); r.DelayUS = math.MaxInt64 - 10; return r }()}, true, "row 2 (request b): column delay_us: expected <= 1152921504606846976 (2^60 µs), found 9223372036854775797"},
+		{"unsorted streamed", []row.Request{req("a", 50, 10, 1), req("b", 10, 10, 1)}, true, "row 2 (request b): column arrival_us: the table promises blis.sorted=arrival"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testConfig()
@@ -349,7 +350,7 @@ func TestBadInput(t *testing.T) {
 			}
 			for _, src := range srcs {
 				_, err := Run(c, testModel(c), src, &memSink{}, Options{Path: "in.arrow"})
-				var re *trace.RowError
+				var re *row.RowError
 				if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "in.arrow: ") {
 					t.Fatalf("%T: got %v, want a row error containing %q", src, err, tc.want)
 				}
@@ -361,12 +362,12 @@ func TestBadInput(t *testing.T) {
 func TestSourceFailedPassesThrough(t *testing.T) {
 	c := testConfig()
 	f := req("f", 0, 10, 0)
-	f.SourceStatus = trace.SourceFailed
-	child := trace.NewRequest("child")
+	f.SourceStatus = row.SourceFailed
+	child := row.NewRequest("child")
 	child.InputTokens, child.OutputTokens, child.DependsOn = 10, 1, []string{"f"}
-	sink, sum := run(t, c, []trace.Request{f, child}, Options{})
+	sink, sum := run(t, c, []row.Request{f, child}, Options{})
 	got := sink.byID()
-	if got["f"].Status != trace.StatusSourceFailed || got["child"].Status != trace.StatusDropped || got["child"].DropReason != "dependency f source_failed" {
+	if got["f"].Status != row.StatusSourceFailed || got["child"].Status != row.StatusDropped || got["child"].DropReason != "dependency f source_failed" {
 		t.Fatalf("%+v", sink.rs)
 	}
 	if sum.SourceFailed != 1 || sum.Dropped != 1 {
@@ -378,11 +379,11 @@ func TestHorizonLeavesUnfinished(t *testing.T) {
 	c := testConfig()
 	c.Horizon = config.Duration(3 * 1000 * 1000) // 3 ms in ns
 	later := req("later", 10_000, 10, 1)
-	child := trace.NewRequest("child")
+	child := row.NewRequest("child")
 	child.InputTokens, child.OutputTokens, child.DependsOn = 10, 1, []string{"long"}
 	for _, stream := range []bool{false, true} {
-		rows := []trace.Request{req("long", 0, 100, 50), req("short", 0, 10, 1), later, child, req("last", 20_000, 10, 1)}
-		laterChild := trace.NewRequest("laterChild")
+		rows := []row.Request{req("long", 0, 100, 50), req("short", 0, 10, 1), later, child, req("last", 20_000, 10, 1)}
+		laterChild := row.NewRequest("laterChild")
 		laterChild.InputTokens, laterChild.OutputTokens, laterChild.DependsOn = 10, 1, []string{"last"}
 		rows = append(rows, laterChild)
 		var src Source = SliceSource(rows)
@@ -401,12 +402,12 @@ func TestHorizonLeavesUnfinished(t *testing.T) {
 func checkHorizon(t *testing.T, sink *memSink, sum Summary) {
 	t.Helper()
 	got := sink.byID()
-	if got["last"].DropReason != "arrives after horizon" || got["laterChild"].Status != trace.StatusUnfinished || len(sink.rs) != 6 {
+	if got["last"].DropReason != "arrives after horizon" || got["laterChild"].Status != row.StatusUnfinished || len(sink.rs) != 6 {
 		t.Fatalf("%+v", sink.rs)
 	}
-	if got["short"].Status != trace.StatusCompleted || got["long"].Status != trace.StatusUnfinished ||
-		got["later"].Status != trace.StatusUnfinished || got["later"].DropReason != "arrives after horizon" ||
-		got["child"].Status != trace.StatusUnfinished {
+	if got["short"].Status != row.StatusCompleted || got["long"].Status != row.StatusUnfinished ||
+		got["later"].Status != row.StatusUnfinished || got["later"].DropReason != "arrives after horizon" ||
+		got["child"].Status != row.StatusUnfinished {
 		t.Fatalf("%+v", sink.rs)
 	}
 	if sum.Unfinished != 5 || sum.Completed != 1 {
@@ -420,7 +421,7 @@ func checkHorizon(t *testing.T, sink *memSink, sum Summary) {
 }
 
 // resultsBytes runs the simulation into an Arrow stream.
-func resultsBytes(t *testing.T, c config.Cluster, reqs []trace.Request, stream bool) []byte {
+func resultsBytes(t *testing.T, c config.Cluster, reqs []row.Request, stream bool) []byte {
 	t.Helper()
 	var src Source = SliceSource(reqs)
 	if stream {
@@ -431,7 +432,7 @@ func resultsBytes(t *testing.T, c config.Cluster, reqs []trace.Request, stream b
 
 // tableOf writes reqs as an Arrow stream and reads
 // it back as the in-memory table blis-sim holds an unsorted input in.
-func tableOf(t *testing.T, reqs []trace.Request) *trace.RequestTable {
+func tableOf(t *testing.T, reqs []row.Request) *trace.RequestTable {
 	t.Helper()
 	var buf bytes.Buffer
 	schema := trace.RequestsSchema(trace.NewMeta())
@@ -460,7 +461,7 @@ func tableOf(t *testing.T, reqs []trace.Request) *trace.RequestTable {
 	return tab
 }
 
-func resultsBytesOpts(t *testing.T, c config.Cluster, reqs []trace.Request, opts Options) []byte {
+func resultsBytesOpts(t *testing.T, c config.Cluster, reqs []row.Request, opts Options) []byte {
 	t.Helper()
 	return resultsBytesSrc(t, c, SliceSource(reqs), opts)
 }
@@ -485,9 +486,9 @@ func resultsBytesSrc(t *testing.T, c config.Cluster, src Source, opts Options) [
 
 // workload is a mixed random workload: shared prefixes, sessions with tool
 // calls, priorities.
-func workload(seed uint64, n int) []trace.Request {
+func workload(seed uint64, n int) []row.Request {
 	g := rng.New(seed, "test-workload")
-	var reqs []trace.Request
+	var reqs []row.Request
 	t := int64(0)
 	for i := 0; i < n; i++ {
 		t += int64(g.ExpFloat64() * 20000)
@@ -504,9 +505,9 @@ func workload(seed uint64, n int) []trace.Request {
 		}
 		reqs = append(reqs, r)
 		if g.IntN(3) == 0 { // a tool call then a follow-up turn
-			tool := trace.NewRequest(fmt.Sprint("s", i, "-tool"))
-			tool.Kind, tool.DependsOn, tool.DelayUS = trace.KindTool, []string{r.ID}, int64(g.IntN(5000))
-			next := trace.NewRequest(fmt.Sprint("s", i, "-next"))
+			tool := row.NewRequest(fmt.Sprint("s", i, "-tool"))
+			tool.Kind, tool.DependsOn, tool.DelayUS = row.KindTool, []string{r.ID}, int64(g.IntN(5000))
+			next := row.NewRequest(fmt.Sprint("s", i, "-next"))
 			next.InputTokens, next.OutputTokens = in+100, int32(1+g.IntN(50))
 			next.DependsOn, next.DelayUS = []string{r.ID, tool.ID}, int64(g.IntN(100000))
 			next.PrefixHashes = r.PrefixHashes
@@ -537,7 +538,7 @@ func TestDeterminismAndStreamingEquivalence(t *testing.T) {
 				t.Fatal("streamed run differs from in-memory run")
 			}
 			// An unsorted table held as Arrow batches runs as the slice does.
-			shuffled := append([]trace.Request(nil), reqs...)
+			shuffled := append([]row.Request(nil), reqs...)
 			rng.New(1, "shuffle").Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 			tb := resultsBytesSrc(t, c, TableSource(tableOf(t, shuffled)), Options{CheckInvariants: true})
 			if !bytes.Equal(a, tb) {
@@ -565,7 +566,7 @@ func TestInvariantsUnderLoad(t *testing.T) {
 					t.Fatalf("injected %d, results %d, rows %d", sum.Injected, len(sink.rs), len(reqs))
 				}
 				for _, r := range sink.rs {
-					if r.Status == trace.StatusDropped && !strings.Contains(r.DropReason, "KV blocks") && !strings.HasPrefix(r.DropReason, "dependency ") {
+					if r.Status == row.StatusDropped && !strings.Contains(r.DropReason, "KV blocks") && !strings.HasPrefix(r.DropReason, "dependency ") {
 						t.Fatalf("%s dropped: %q", r.ID, r.DropReason)
 					}
 				}
@@ -595,7 +596,7 @@ func TestRNGStreamsIndependent(t *testing.T) {
 func TestRoutingPolicies(t *testing.T) {
 	// Two prefix groups alternating; after warm-up, prefix-affinity keeps each
 	// group on one instance, round-robin alternates instances.
-	var reqs []trace.Request
+	var reqs []row.Request
 	for i := 0; i < 40; i++ {
 		r := req(fmt.Sprint("p", i), int64(i)*200_000, 160, 2)
 		g := uint64(i % 2)
@@ -629,7 +630,7 @@ func TestRoutingPolicies(t *testing.T) {
 		c := testConfig()
 		c.Replicas = 4
 		c.Router.Routing = "least-loaded"
-		var burst []trace.Request
+		var burst []row.Request
 		for i := 0; i < 8; i++ {
 			burst = append(burst, req(fmt.Sprint("b", i), 0, 100, 10))
 		}
@@ -668,19 +669,19 @@ func TestConversationReusesAnswerBlocks(t *testing.T) {
 	// which turn 2 finds cached (4 of prompt, 2 holding the answer).
 	t1 := req("t1", 0, 64, 40)
 	t1.PrefixHashes = hashes(1, 2, 3, 4)
-	tool := trace.NewRequest("tool")
-	tool.Kind, tool.DependsOn, tool.DelayUS = trace.KindTool, []string{"t1"}, 100
-	t2 := trace.NewRequest("t2")
+	tool := row.NewRequest("tool")
+	tool.Kind, tool.DependsOn, tool.DelayUS = row.KindTool, []string{"t1"}, 100
+	t2 := row.NewRequest("t2")
 	t2.InputTokens, t2.OutputTokens, t2.DependsOn, t2.DelayUS = 124, 5, []string{"tool"}, 1000
 	t2.PrefixHashes = hashes(1, 2, 3, 4, 50, 60, 70, 80)
-	other := trace.NewRequest("other") // same prompt start, different continuation: not used for t1's answer
+	other := row.NewRequest("other") // same prompt start, different continuation: not used for t1's answer
 	other.InputTokens, other.OutputTokens, other.DependsOn = 124, 1, []string{"t1"}
 	other.PrefixHashes = hashes(9, 9, 9, 9, 9, 9, 9, 9)
 	for _, stream := range []bool{false, true} {
 		c := testConfig()
-		var src Source = SliceSource([]trace.Request{t1, other, tool, t2})
+		var src Source = SliceSource([]row.Request{t1, other, tool, t2})
 		if stream {
-			src = &chunkSource{reqs: []trace.Request{t1, other, tool, t2}, n: 1}
+			src = &chunkSource{reqs: []row.Request{t1, other, tool, t2}, n: 1}
 		}
 		sink := &memSink{}
 		if _, err := Run(c, testModel(c), src, sink, Options{CheckInvariants: true}); err != nil {
@@ -695,10 +696,10 @@ func TestConversationReusesAnswerBlocks(t *testing.T) {
 func TestStreamingMemoryFollowsRequestsInFlight(t *testing.T) {
 	// 20,000 sessions of two turns, one session every 50 ms, each lasting
 	// well under a second: a streamed run holds a few dozen at a time.
-	var reqs []trace.Request
+	var reqs []row.Request
 	for i := 0; i < 20000; i++ {
 		a := req(fmt.Sprint("a", i), int64(i)*50_000, 100, 10)
-		b := trace.NewRequest(fmt.Sprint("b", i))
+		b := row.NewRequest(fmt.Sprint("b", i))
 		b.InputTokens, b.OutputTokens, b.DependsOn, b.DelayUS = 150, 10, []string{a.ID}, 20_000
 		reqs = append(reqs, a, b)
 	}
@@ -739,7 +740,7 @@ func (p *rejectOdd) Admit(policy.RequestView, *policy.ClusterView) policy.AdmitD
 func TestCustomPolicies(t *testing.T) {
 	c := testConfig()
 	c.Replicas = 3
-	var reqs []trace.Request
+	var reqs []row.Request
 	for i := 0; i < 6; i++ {
 		reqs = append(reqs, req(fmt.Sprint("c", i), int64(i)*1000, 10, 2))
 	}
@@ -748,7 +749,7 @@ func TestCustomPolicies(t *testing.T) {
 		t.Fatalf("%+v", sum)
 	}
 	for _, r := range sink.rs {
-		if r.Status == trace.StatusCompleted && r.InstanceID != 2 || r.Status == trace.StatusRejected && r.DropReason != "odd one out" {
+		if r.Status == row.StatusCompleted && r.InstanceID != 2 || r.Status == row.StatusRejected && r.DropReason != "odd one out" {
 			t.Fatalf("%+v", r)
 		}
 	}
@@ -776,7 +777,7 @@ func TestChunkedPrefillAggregates(t *testing.T) {
 	// left after a's last chunk (128 − 44 = 84 of its 100 tokens).
 	a, b := req("a", 0, 300, 3), req("b", 1500, 100, 1)
 	sink := &memSink{}
-	if _, err := Run(c, []latency.Model{m}, SliceSource([]trace.Request{a, b}), sink, Options{CheckInvariants: true}); err != nil {
+	if _, err := Run(c, []latency.Model{m}, SliceSource([]row.Request{a, b}), sink, Options{CheckInvariants: true}); err != nil {
 		t.Fatal(err)
 	}
 	want := []latency.Batch{

@@ -7,18 +7,18 @@ import (
 
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // fuzzRequests decodes bytes into a small workload: 7 bytes per request
 // (arrival step, input, output, dependency, kind, prefix group, priority).
-func fuzzRequests(b []byte) []trace.Request {
-	var reqs []trace.Request
+func fuzzRequests(b []byte) []row.Request {
+	var reqs []row.Request
 	t := int64(0)
 	for i := 0; i+7 <= len(b) && len(reqs) < 64; i += 7 {
 		x := b[i : i+7]
 		id := fmt.Sprint("q", len(reqs))
-		r := trace.NewRequest(id)
+		r := row.NewRequest(id)
 		r.InputTokens = int32(x[1])%200 + 1
 		r.OutputTokens = int32(x[2]) % 120
 		r.Priority = int32(x[6] % 3)
@@ -26,14 +26,14 @@ func fuzzRequests(b []byte) []trace.Request {
 			r.DependsOn = []string{reqs[d/4%len(reqs)].ID}
 			r.DelayUS = int64(x[0]) * 100
 			if x[4]%5 == 0 {
-				r.Kind = trace.KindTool
+				r.Kind = row.KindTool
 			}
 		} else {
 			t += int64(x[0]) * 300
 			r.ArrivalUS = t
 		}
 		if x[4]%7 == 1 {
-			r.SourceStatus = trace.SourceFailed
+			r.SourceStatus = row.SourceFailed
 		}
 		if x[6]%7 == 5 {
 			r.TimeoutUS = int64(x[0])*150 + 1 // clients that give up, in any phase
@@ -124,7 +124,7 @@ func FuzzRun(f *testing.F) {
 		}
 		sink := &memSink{}
 		sum, err := Run(c, models, SliceSource(reqs), sink, Options{CheckInvariants: true})
-		var re *trace.RowError
+		var re *row.RowError
 		if errors.As(err, &re) {
 			return
 		}

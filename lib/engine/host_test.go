@@ -3,8 +3,8 @@ package engine
 import (
 	"testing"
 
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/latency"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // hostLinear is the test's linear model with engine CPU work of perSeq µs
@@ -39,7 +39,7 @@ func TestHostWorkBySchedulerMode(t *testing.T) {
 			c.Engine.AsyncScheduling = tc.async
 			lin := testModel(c)[0].(*latency.Linear)
 			sink := &memSink{}
-			_, err := Run(c, []latency.Model{hostLinear{lin, tc.perSeq}}, SliceSource([]trace.Request{req("a", 0, 100, 5)}), sink, Options{CheckInvariants: true})
+			_, err := Run(c, []latency.Model{hostLinear{lin, tc.perSeq}}, SliceSource([]row.Request{req("a", 0, 100, 5)}), sink, Options{CheckInvariants: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,14 +22,14 @@ import (
 
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/latency"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Source yields request rows in batches; io.EOF at the end.
 // *trace.RequestReader satisfies it.
 type Source interface {
-	Next(buf []trace.Request) ([]trace.Request, error)
+	Next(buf []row.Request) ([]row.Request, error)
 }
 
 type (
@@ -43,26 +43,19 @@ type (
 	Summary = cluster.Summary
 )
 
-// table is an in-memory input: Run orders its rows before simulating.
-type table interface {
-	Len() int
-	// Row fills r with row i (0-based); a bad value is a *trace.RowError.
-	Row(i int, r *trace.Request) error
-}
-
 type sliceSource struct {
-	reqs []trace.Request
+	reqs []row.Request
 	done bool
 }
 
 func (s *sliceSource) Len() int { return len(s.reqs) }
 
-func (s *sliceSource) Row(i int, r *trace.Request) error {
+func (s *sliceSource) Row(i int, r *row.Request) error {
 	*r = s.reqs[i]
 	return nil
 }
 
-func (s *sliceSource) Next(buf []trace.Request) ([]trace.Request, error) {
+func (s *sliceSource) Next(buf []row.Request) ([]row.Request, error) {
 	if s.done {
 		return buf[:0], io.EOF
 	}
@@ -74,30 +67,38 @@ func (s *sliceSource) Next(buf []trace.Request) ([]trace.Request, error) {
 // checks the dependency graph as a whole (duplicates, dangling depends_on,
 // cycles) and registers them all before simulating. It does not modify
 // the slice.
-func SliceSource(reqs []trace.Request) Source { return &sliceSource{reqs: reqs} }
+func SliceSource(reqs []row.Request) Source { return &sliceSource{reqs: reqs} }
 
-type tableSource struct{ *trace.RequestTable }
+// Table is a requests table held in memory, in any order (a
+// *trace.RequestTable: Arrow batches decoded row by row).
+type Table interface {
+	Len() int
+	// Row fills r with row i (0-based); a bad value is a *row.RowError.
+	Row(i int, r *row.Request) error
+}
 
-func (tableSource) Next(buf []trace.Request) ([]trace.Request, error) { return buf[:0], io.EOF }
+type tableSource struct{ Table }
 
-// TableSource serves a requests table held in memory as Arrow batches, in
-// any order, as SliceSource does; rows are decoded as they are fed, so the
-// run holds the table's columnar buffers and not a Request per row.
-func TableSource(t *trace.RequestTable) Source { return tableSource{t} }
+func (tableSource) Next(buf []row.Request) ([]row.Request, error) { return buf[:0], io.EOF }
+
+// TableSource serves a table held in memory, in any order, as SliceSource
+// does; rows are decoded as they are fed, so the run holds the table's own
+// buffers and not a Request per row.
+func TableSource(t Table) Source { return tableSource{t} }
 
 // MaxTimeUS bounds arrival_us and delay_us (about 36,000 years), so that
 // adding delays, alpha and step times to them cannot overflow int64.
 const MaxTimeUS = 1 << 60
 
 // validateRow is trace's row check plus the engine's time bounds.
-func validateRow(r *trace.Request) error {
+func validateRow(r *row.Request) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
 	for _, v := range []struct {
 		col string
 		v   int64
-	}{{trace.ColArrivalUS, r.ArrivalUS}, {trace.ColDelayUS, r.DelayUS}, {trace.ColTimeoutUS, r.TimeoutUS}} {
+	}{{row.ColArrivalUS, r.ArrivalUS}, {row.ColDelayUS, r.DelayUS}, {row.ColTimeoutUS, r.TimeoutUS}} {
 		if v.v > MaxTimeUS {
 			return fmt.Errorf("column %s: expected <= %d (2^60 µs), found %d", v.col, int64(MaxTimeUS), v.v)
 		}
@@ -107,9 +108,9 @@ func validateRow(r *trace.Request) error {
 
 // Run simulates cfg's cluster on the requests of src, writing results to
 // sink. models holds each deployment's latency model (see Prepare), in
-// config.Cluster.Resolved order. Errors in the input are *trace.RowError.
+// config.Cluster.Resolved order. Errors in the input are *row.RowError.
 func Run(cfg config.Cluster, models []latency.Model, src Source, sink Sink, opts Options) (Summary, error) {
-	tab, preload := src.(table)
+	tab, preload := src.(Table)
 	opts.Streamed = !preload
 	c, err := cluster.New(&cfg, models, sink, opts)
 	if err != nil {
@@ -150,24 +151,24 @@ type feeder struct {
 	c        *cluster.Cluster
 	src      Source
 	path     string
-	buf      []trace.Request
+	buf      []row.Request
 	pos      int
 	rows     int64
 	eof      bool
 	lastRoot int64
 	// An in-memory table is fed in order (row indices into tab).
 	order []int32
-	tab   table
+	tab   Table
 	next0 int
-	cur   trace.Request
+	cur   row.Request
 }
 
-func (f *feeder) rowErr(r *trace.Request, row int64, err error) error {
-	return &trace.RowError{Path: f.path, Row: row, RequestID: r.ID, SourceRow: r.SourceRow, Err: err}
+func (f *feeder) rowErr(r *row.Request, n int64, err error) error {
+	return &row.RowError{Path: f.path, Row: n, RequestID: r.ID, SourceRow: r.SourceRow, Err: err}
 }
 
 // next returns the next row, or nil at the end of the input.
-func (f *feeder) next() (*trace.Request, error) {
+func (f *feeder) next() (*row.Request, error) {
 	if f.tab != nil {
 		if f.next0 == len(f.order) {
 			if !f.eof {
@@ -206,7 +207,7 @@ func (f *feeder) next() (*trace.Request, error) {
 	}
 	if len(r.DependsOn) == 0 {
 		if r.ArrivalUS < f.lastRoot {
-			return nil, f.rowErr(r, f.rows, fmt.Errorf("column %s: the table promises %s=arrival but %d comes after %d", trace.ColArrivalUS, trace.MetaSorted, r.ArrivalUS, f.lastRoot))
+			return nil, f.rowErr(r, f.rows, fmt.Errorf("column %s: the table promises %s=arrival but %d comes after %d", row.ColArrivalUS, row.MetaSorted, r.ArrivalUS, f.lastRoot))
 		}
 		f.lastRoot = r.ArrivalUS
 	}
@@ -230,7 +231,7 @@ func (f *feeder) readNextRoot() error {
 		if err := f.c.Inject(r, f.rows); err != nil {
 			return err
 		}
-		if root && r.SourceStatus != trace.SourceFailed {
+		if root && r.SourceStatus != row.SourceFailed {
 			return nil
 		}
 	}
@@ -259,12 +260,12 @@ func (f *feeder) drain() error {
 //
 // Only the order is kept: rows are decoded again as they are fed, so the
 // run holds no Request per row (whose pointers every GC cycle would scan).
-func (f *feeder) preloadAll(t table) error {
+func (f *feeder) preloadAll(t Table) error {
 	n := t.Len()
 	idx := make(map[string]int32, n)
 	arrival := make([]int64, n)
 	var deps [][]string // only rows with dependencies are non-nil
-	var r trace.Request
+	var r row.Request
 	for i := 0; i < n; i++ {
 		if err := t.Row(i, &r); err != nil {
 			return err
@@ -273,7 +274,7 @@ func (f *feeder) preloadAll(t table) error {
 			return f.rowErr(&r, int64(i+1), err)
 		}
 		if j, dup := idx[r.ID]; dup {
-			return f.rowErr(&r, int64(i+1), fmt.Errorf("column %s: duplicate id %q (first at row %d)", trace.ColRequestID, r.ID, j+1))
+			return f.rowErr(&r, int64(i+1), fmt.Errorf("column %s: duplicate id %q (first at row %d)", row.ColRequestID, r.ID, j+1))
 		}
 		idx[r.ID] = int32(i)
 		arrival[i] = r.ArrivalUS
@@ -297,7 +298,7 @@ func (f *feeder) preloadAll(t table) error {
 				if err := t.Row(i, &r); err != nil {
 					return err
 				}
-				return f.rowErr(&r, int64(i+1), fmt.Errorf("column %s: %q not found in the table", trace.ColDependsOn, d))
+				return f.rowErr(&r, int64(i+1), fmt.Errorf("column %s: %q not found in the table", row.ColDependsOn, d))
 			}
 			indeg[i]++
 			kids[j] = append(kids[j], int32(i))
@@ -326,7 +327,7 @@ func (f *feeder) preloadAll(t table) error {
 				if err := t.Row(i, &r); err != nil {
 					return err
 				}
-				return f.rowErr(&r, int64(i+1), fmt.Errorf("column %s: dependency cycle through this request", trace.ColDependsOn))
+				return f.rowErr(&r, int64(i+1), fmt.Errorf("column %s: dependency cycle through this request", row.ColDependsOn))
 			}
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 type shortestFirst struct{}
@@ -25,7 +25,7 @@ func TestSchedulerSeams(t *testing.T) {
 	t.Run("order", func(t *testing.T) {
 		c := testConfig()
 		c.Engine.MaxNumSeqs = 1
-		reqs := []trace.Request{req("a", 0, 100, 5), req("b", 10, 400, 2), req("c", 20, 50, 2)}
+		reqs := []row.Request{req("a", 0, 100, 5), req("b", 10, 400, 2), req("c", 20, 50, 2)}
 		fcfs, _ := run(t, c, reqs, Options{})
 		sjf, _ := run(t, c, reqs, Options{Scheduling: func(int32) (sched.Order, sched.Victim) { return shortestFirst{}, nil }})
 		f, s := fcfs.byID(), sjf.byID()
@@ -38,7 +38,7 @@ func TestSchedulerSeams(t *testing.T) {
 		// 13th block; vLLM preempts the newer (b), the policy the older (a).
 		c := testConfig()
 		c.Engine.KVBlocks = 12
-		reqs := []trace.Request{req("a", 0, 64, 80), req("b", 1, 64, 80)}
+		reqs := []row.Request{req("a", 0, 64, 80), req("b", 1, 64, 80)}
 		dflt, _ := run(t, c, reqs, Options{})
 		old, sum := run(t, c, reqs, Options{Scheduling: func(int32) (sched.Order, sched.Victim) { return nil, oldestVictim{} }})
 		d, o := dflt.byID(), old.byID()
@@ -70,7 +70,7 @@ func TestAsyncScheduling(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testConfig()
 			c.Engine.AsyncScheduling = tc.async
-			sink, _ := run(t, c, []trace.Request{req("a", 0, 100, tc.aOut), req("b", 500, 50, 5)}, Options{})
+			sink, _ := run(t, c, []row.Request{req("a", 0, 100, tc.aOut), req("b", 500, 50, 5)}, Options{})
 			got := sink.byID()
 			if got["a"].FirstScheduledUS != 0 || got["b"].FirstScheduledUS != tc.wantBSchd {
 				t.Fatalf("a first scheduled %d, b %d; want 0 and %d", got["a"].FirstScheduledUS, got["b"].FirstScheduledUS, tc.wantBSchd)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/latency"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 func gbs(v float64) *float64 { return &v }
@@ -43,13 +43,13 @@ func TestPDSingleRequestIsSumOfSteps(t *testing.T) {
 			c := pdConfig()
 			c.Deployments[0].KVTransfer.Routing = routing
 			steps := &memSteps{}
-			sink, sum := run(t, c, []trace.Request{req("a", 0, 100, 5)}, Options{Steps: steps})
+			sink, sum := run(t, c, []row.Request{req("a", 0, 100, 5)}, Options{Steps: steps})
 			r := sink.rs[0]
 			// Prefill: 1000 + 100·1 = 1100. Transfer: 100 tokens × 1000 B at
 			// 1 GB/s (1000 B/µs) = 100 µs, + 20 µs. First decode-side step:
 			// 1000 + 1 = 1001. Then 4 decodes of 1000 + 10.
 			const prefill, xfer, first = 1100, 100 + 20, 1001
-			if r.Status != trace.StatusCompleted || r.TTFTUS != prefill+xfer+first || r.E2EUS != prefill+xfer+first+4*1010 || r.TPOTUS != 1010 {
+			if r.Status != row.StatusCompleted || r.TTFTUS != prefill+xfer+first || r.E2EUS != prefill+xfer+first+4*1010 || r.TPOTUS != 1010 {
 				t.Fatalf("got %s ttft %d e2e %d tpot %d, want ttft %d", r.Status, r.TTFTUS, r.E2EUS, r.TPOTUS, prefill+xfer+first)
 			}
 			if r.KVTransferUS != xfer || r.KVTransferBytes != 100_000 || r.PrefillReplica != "d/0" || r.DecodeReplica != "d/1" || r.ReplicaID != "d/1" {
@@ -81,10 +81,10 @@ func TestPDBackpressure(t *testing.T) {
 			c.Deployments[0].KVTransfer.Granularity, c.Deployments[0].KVTransfer.Layers = gran, 4
 			// a holds 7 of the decode replica's 10 blocks for 100+40 tokens (9
 			// blocks by its end); b's 4 prompt blocks must wait until a finishes.
-			sink, sum := run(t, c, []trace.Request{req("a", 0, 100, 40), req("b", 10, 60, 2)}, Options{})
+			sink, sum := run(t, c, []row.Request{req("a", 0, 100, 40), req("b", 10, 60, 2)}, Options{})
 			got := sink.byID()
 			a, b := got["a"], got["b"]
-			if a.Status != trace.StatusCompleted || b.Status != trace.StatusCompleted {
+			if a.Status != row.StatusCompleted || b.Status != row.StatusCompleted {
 				t.Fatalf("%+v %+v", a, b)
 			}
 			if sum.PDBackpressure != 1 || b.KVTransferUS <= 60+20 || b.FirstTokenUS < a.FinishedUS || b.KVTransferBytes != 60_000 {
@@ -105,9 +105,9 @@ func TestPDTimeoutDuringPrefillReleasesReservation(t *testing.T) {
 			c.Deployments[0].Engine.MaxNumBatchedTokens = 400
 			c.Deployments[0].KVTransfer.Granularity, c.Deployments[0].KVTransfer.Layers = gran, 4
 			// a's prefill would end at 4000 µs; it times out at 2000.
-			sink, sum := run(t, c, []trace.Request{withTimeout(req("a", 0, 1000, 3), 2000), req("b", 10_000, 1000, 3)}, Options{})
+			sink, sum := run(t, c, []row.Request{withTimeout(req("a", 0, 1000, 3), 2000), req("b", 10_000, 1000, 3)}, Options{})
 			got := sink.byID()
-			if got["a"].Status != trace.StatusTimedOut || got["b"].Status != trace.StatusCompleted || sum.PDBackpressure != 0 {
+			if got["a"].Status != row.StatusTimedOut || got["b"].Status != row.StatusCompleted || sum.PDBackpressure != 0 {
 				t.Fatalf("a %s, b %s, backpressure %d", got["a"].Status, got["b"].Status, sum.PDBackpressure)
 			}
 		})
@@ -132,7 +132,7 @@ func TestTierReloadTime(t *testing.T) {
 	b.PrefixHashes = hashes(100, 101, 102, 103, 104, 105, 106, 107)
 	x.PrefixHashes = hashes(1, 2, 3, 4)
 	steps := &memSteps{}
-	sink, sum := run(t, c, []trace.Request{a, b, x}, Options{Steps: steps})
+	sink, sum := run(t, c, []row.Request{a, b, x}, Options{Steps: steps})
 	r := sink.byID()["c"]
 	var off, rel int32
 	for _, s := range steps.ss {
@@ -156,7 +156,7 @@ func TestTierReloadTime(t *testing.T) {
 	}
 	// Without the tier, c recomputes its prompt.
 	c.Deployments[0].KV = nil
-	sink, _ = run(t, c, []trace.Request{a, b, x}, Options{})
+	sink, _ = run(t, c, []row.Request{a, b, x}, Options{})
 	if r := sink.byID()["c"]; r.CachedTokens != 0 || r.TTFTUS != 1064 {
 		t.Fatalf("no tier: cached %d ttft %d", r.CachedTokens, r.TTFTUS)
 	}
@@ -176,7 +176,7 @@ func TestTierPoliciesAndCascade(t *testing.T) {
 			a.PrefixHashes = hashes(1, 2, 3, 4)
 			b.PrefixHashes = hashes(100, 101, 102, 103, 104, 105, 106, 107)
 			x.PrefixHashes = hashes(1, 2, 3, 4)
-			sink, sum := run(t, c, []trace.Request{a, b, x}, Options{})
+			sink, sum := run(t, c, []row.Request{a, b, x}, Options{})
 			r := sink.byID()["c"]
 			if r.CachedTokensCPU+r.CachedTokensStorage+r.CachedTokensGPU != r.CachedTokens || r.CachedTokens != 48 {
 				t.Fatalf("%s/%s: cached %d = gpu %d + cpu %d + storage %d", pol, ev, r.CachedTokens, r.CachedTokensGPU, r.CachedTokensCPU, r.CachedTokensStorage)
@@ -339,7 +339,7 @@ func TestTieredPDCloneAndDeterminism(t *testing.T) {
 func TestPDRoundRobinPerPool(t *testing.T) {
 	c := oneDeployment(testConfig(), config.Pool{Role: "prefill", Replicas: 2}, config.Pool{Role: "decode", Replicas: 3})
 	c.Deployments[0].KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(1), Latency: us(20), Granularity: "block", Routing: "decode-first", MaxQueue: 8}
-	var reqs []trace.Request
+	var reqs []row.Request
 	for i := 0; i < 6; i++ {
 		reqs = append(reqs, req(string(rune('a'+i)), int64(i)*100_000, 50, 3))
 	}
@@ -402,9 +402,9 @@ func TestPDGranularityPipelined(t *testing.T) {
 			x := c.Deployments[0].KVTransfer
 			x.BandwidthGBs, x.Granularity, x.Pipelined, x.Layers = gbs(0.5), tc.gran, tc.pipelined, 4
 			steps := &memSteps{}
-			sink, sum := run(t, c, []trace.Request{req("a", 0, 1000, 3)}, Options{Steps: steps})
+			sink, sum := run(t, c, []row.Request{req("a", 0, 1000, 3)}, Options{Steps: steps})
 			r := sink.rs[0]
-			if r.Status != trace.StatusCompleted || r.TTFTUS != tc.start+first || r.E2EUS != tc.start+first+2*1010 {
+			if r.Status != row.StatusCompleted || r.TTFTUS != tc.start+first || r.E2EUS != tc.start+first+2*1010 {
 				t.Fatalf("got %s ttft %d e2e %d, want ttft %d", r.Status, r.TTFTUS, r.E2EUS, tc.start+first)
 			}
 			if r.KVTransferUS != tc.done-prefillEnd || r.KVTransferBytes != 1_000_000 || sum.TransferBytes != 1_000_000 || sum.Transfers != 1 {

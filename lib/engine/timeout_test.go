@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
-func withTimeout(r trace.Request, us int64) trace.Request { r.TimeoutUS = us; return r }
+func withTimeout(r row.Request, us int64) row.Request { r.TimeoutUS = us; return r }
 
 // Linear model β = (1000, 1, 10): a prefill of n tokens alone takes 1000+n
 // µs, a decode step alone 1010 µs.
@@ -18,9 +18,9 @@ func TestTimeouts(t *testing.T) {
 		// 1100, then 9 decodes of 1010 µs) and gives up at 3000.
 		c := testConfig()
 		c.Engine.MaxNumSeqs = 1
-		sink, sum := run(t, c, []trace.Request{req("a", 0, 100, 10), withTimeout(req("b", 0, 100, 10), 3000)}, Options{})
+		sink, sum := run(t, c, []row.Request{req("a", 0, 100, 10), withTimeout(req("b", 0, 100, 10), 3000)}, Options{})
 		b := sink.byID()["b"]
-		if b.Status != trace.StatusTimedOut || b.FinishedUS != 3000 || b.E2EUS != 3000 || b.GeneratedTokens != 0 || b.FirstScheduledUS != trace.Null {
+		if b.Status != row.StatusTimedOut || b.FinishedUS != 3000 || b.E2EUS != 3000 || b.GeneratedTokens != 0 || b.FirstScheduledUS != row.Null {
 			t.Fatalf("%+v", b)
 		}
 		if sum.TimedOut != 1 || sum.Completed != 1 {
@@ -33,19 +33,19 @@ func TestTimeouts(t *testing.T) {
 		// it saw 3 tokens; its KV is freed when that step ends (4130), and
 		// its dependent is dropped.
 		c := testConfig()
-		child := trace.NewRequest("next")
+		child := row.NewRequest("next")
 		child.InputTokens, child.OutputTokens, child.DependsOn = 10, 1, []string{"a"}
-		sink, sum := run(t, c, []trace.Request{withTimeout(req("a", 0, 100, 10), 3500), child, req("later", 5000, 10, 1)}, Options{})
+		sink, sum := run(t, c, []row.Request{withTimeout(req("a", 0, 100, 10), 3500), child, req("later", 5000, 10, 1)}, Options{})
 		got := sink.byID()
 		a := got["a"]
-		if a.Status != trace.StatusTimedOut || a.FinishedUS != 3500 || a.GeneratedTokens != 3 || a.FirstTokenUS != 1100 {
+		if a.Status != row.StatusTimedOut || a.FinishedUS != 3500 || a.GeneratedTokens != 3 || a.FirstTokenUS != 1100 {
 			t.Fatalf("%+v", a)
 		}
-		if n := got["next"]; n.Status != trace.StatusDropped || n.DropReason != "dependency a timed_out" {
+		if n := got["next"]; n.Status != row.StatusDropped || n.DropReason != "dependency a timed_out" {
 			t.Fatalf("%+v", n)
 		}
 		// The replica is free for a later request at once.
-		if l := got["later"]; l.Status != trace.StatusCompleted || l.FirstScheduledUS != 5000 {
+		if l := got["later"]; l.Status != row.StatusCompleted || l.FirstScheduledUS != 5000 {
 			t.Fatalf("%+v", l)
 		}
 		if sum.TimedOut != 1 || sum.Dropped != 1 {
@@ -54,20 +54,20 @@ func TestTimeouts(t *testing.T) {
 	})
 	t.Run("finishing at the deadline completes", func(t *testing.T) {
 		c := testConfig()
-		sink, _ := run(t, c, []trace.Request{withTimeout(req("a", 0, 100, 2), 2110)}, Options{})
-		if a := sink.rs[0]; a.Status != trace.StatusCompleted || a.FinishedUS != 2110 {
+		sink, _ := run(t, c, []row.Request{withTimeout(req("a", 0, 100, 2), 2110)}, Options{})
+		if a := sink.rs[0]; a.Status != row.StatusCompleted || a.FinishedUS != 2110 {
 			t.Fatalf("%+v", a)
 		}
 	})
 	t.Run("in the alpha delay", func(t *testing.T) {
 		c := testConfig()
 		c.Latency.Alpha = []float64{5000, 0, 0}
-		sink, _ := run(t, c, []trace.Request{withTimeout(req("a", 0, 100, 2), 1000), req("b", 2000, 10, 1)}, Options{})
+		sink, _ := run(t, c, []row.Request{withTimeout(req("a", 0, 100, 2), 1000), req("b", 2000, 10, 1)}, Options{})
 		got := sink.byID()
-		if a := got["a"]; a.Status != trace.StatusTimedOut || a.EnqueuedUS != trace.Null || a.RoutedUS != 0 {
+		if a := got["a"]; a.Status != row.StatusTimedOut || a.EnqueuedUS != row.Null || a.RoutedUS != 0 {
 			t.Fatalf("%+v", a)
 		}
-		if b := got["b"]; b.Status != trace.StatusCompleted {
+		if b := got["b"]; b.Status != row.StatusCompleted {
 			t.Fatalf("%+v", b)
 		}
 	})
@@ -76,9 +76,9 @@ func TestTimeouts(t *testing.T) {
 		c.Engine.MaxNumSeqs = 1
 		c.ClientTimeout = config.Duration(2 * time.Millisecond)
 		// a and c have their own, longer timeouts: they wait it out and complete.
-		sink, sum := run(t, c, []trace.Request{withTimeout(req("a", 0, 100, 10), 60_000_000), req("b", 0, 100, 10), withTimeout(req("c", 0, 100, 10), 60_000_000)}, Options{})
+		sink, sum := run(t, c, []row.Request{withTimeout(req("a", 0, 100, 10), 60_000_000), req("b", 0, 100, 10), withTimeout(req("c", 0, 100, 10), 60_000_000)}, Options{})
 		got := sink.byID()
-		if got["b"].Status != trace.StatusTimedOut || got["b"].FinishedUS != 2000 || got["c"].Status != trace.StatusCompleted {
+		if got["b"].Status != row.StatusTimedOut || got["b"].FinishedUS != 2000 || got["c"].Status != row.StatusCompleted {
 			t.Fatalf("b %+v\nc %+v", got["b"], got["c"])
 		}
 		if sum.TimedOut != 1 {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // Linear model β = (1000, 1, 10): a prefill of n tokens alone takes 1000+n µs.
@@ -16,9 +16,9 @@ import (
 func TestNetworkTransfer(t *testing.T) {
 	c := testConfig()
 	c.Network = config.Network{RTT: config.Duration(2 * time.Millisecond), BandwidthMbps: 8}
-	child := trace.NewRequest("b")
+	child := row.NewRequest("b")
 	child.InputTokens, child.OutputTokens, child.DependsOn, child.DelayUS = 10, 1, []string{"a"}, 300
-	sink, _ := run(t, c, []trace.Request{req("a", 0, 100, 2), child}, Options{})
+	sink, _ := run(t, c, []row.Request{req("a", 0, 100, 2), child}, Options{})
 	got := sink.byID()
 	// a: 100 tokens × 4 B × 8 / 8 Mbit/s = 400 µs + 2000 µs RTT.
 	a := got["a"]
@@ -31,7 +31,7 @@ func TestNetworkTransfer(t *testing.T) {
 		t.Fatalf("b: arrival %d routed %d (a finished %d)", b.ArrivalUS, b.RoutedUS, a.FinishedUS)
 	}
 	// Off by default: routed at arrival.
-	sink, _ = run(t, testConfig(), []trace.Request{req("a", 0, 100, 2)}, Options{})
+	sink, _ = run(t, testConfig(), []row.Request{req("a", 0, 100, 2)}, Options{})
 	if a := sink.rs[0]; a.RoutedUS != 0 || a.FirstTokenUS != 1100 {
 		t.Fatalf("off: %+v", a)
 	}
@@ -52,12 +52,12 @@ func TestImageEncodeCost(t *testing.T) {
 	r.NumImages = 3
 	c := testConfig()
 	c.Latency.ImageEncodeUS = 500
-	sink, _ := run(t, c, []trace.Request{r}, Options{})
+	sink, _ := run(t, c, []row.Request{r}, Options{})
 	// Prefill 1000 + 100 + 3×500 = 2600; two decodes of 1010.
 	if a := sink.rs[0]; a.FirstTokenUS != 2600 || a.FinishedUS != 2600+2*1010 {
 		t.Fatalf("%+v", a)
 	}
-	sink, _ = run(t, testConfig(), []trace.Request{r}, Options{})
+	sink, _ = run(t, testConfig(), []row.Request{r}, Options{})
 	if a := sink.rs[0]; a.FirstTokenUS != 1100 {
 		t.Fatalf("off: %+v", a)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/fitness"
 	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/summary"
 	"github.com/blis-sim/blis/lib/synth"
 	"github.com/blis-sim/blis/lib/trace"
@@ -249,10 +250,8 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 	}
 	paths := map[string]string{"results": name("results"), "decisions": name("decisions"), "anomalies": name("anomalies")}
 	rmeta := md.With(stage)
-	engine.Annotate(rmeta, &cfg, models)
-	if pol != nil {
-		pol.Annotate(rmeta)
-	}
+	sim.Annotate(rmeta, &cfg, models)
+	sim.AnnotatePolicy(rmeta, pol)
 	rout, err := trace.Create(paths["results"], nil, trace.ResultsSchema(rmeta))
 	if err != nil {
 		return nil, nil, err
@@ -317,9 +316,7 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 	}
 	if p := paths["scale_events"]; p != "" && err == nil {
 		sm := trace.NewMeta().With(stage)
-		if pol != nil {
-			pol.Annotate(sm)
-		}
+		sim.AnnotatePolicy(sm, pol)
 		var out trace.Sink
 		if out, err = trace.Create(p, nil, trace.ScaleEventsSchema(sm)); err == nil {
 			err = trace.WriteScaleEvents(out, trace.ScaleEventsSchema(sm), scaleRows)

@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/blis-sim/blis/lib/yamlcheck"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/blis-sim/blis/lib/slo"
+	"github.com/blis-sim/blis/lib/yamlcheck"
 
 	"github.com/blis-sim/blis/lib/report"
 )
@@ -27,7 +29,7 @@ type Spec struct {
 	SLO         []string // blis-report --slo values
 	Objectives  []Objective
 	Constraints []Constraint
-	slos        *report.SLOSet
+	slos        *slo.Set
 }
 
 // Ref names a metric over a scope: ttft_p99, ttft_p99.interactive (an SLO
@@ -131,7 +133,7 @@ func parse(name string, b []byte) (*Spec, error) {
 	}
 	s := &Spec{Name: raw.Name, SLO: raw.SLO}
 	var err error
-	if s.slos, err = report.ParseSLOs(raw.SLO); err != nil {
+	if s.slos, err = slo.Parse(raw.SLO); err != nil {
 		return nil, fail("slo", "%v", err)
 	}
 	if len(raw.Objectives) == 0 {
@@ -196,7 +198,7 @@ func (s *Spec) needsSLO(r Ref) error {
 }
 
 // SLOs are the spec's SLO targets.
-func (s *Spec) SLOs() *report.SLOSet { return s.slos }
+func (s *Spec) SLOs() *slo.Set { return s.slos }
 
 // ParseRef reads metric[.class] or metric.tenant:NAME (or .class:NAME).
 func ParseRef(text string) (Ref, error) {

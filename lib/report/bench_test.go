@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -85,7 +86,7 @@ func TestGenerateBig(t *testing.T) {
 func BenchmarkReport(b *testing.B) {
 	path := b.TempDir() + "/bench.arrows"
 	writeSynthetic(b, path, 200_000)
-	slos, _ := ParseSLOs([]string{"ttft=500ms,tpot=30ms"})
+	slos, _ := slo.Parse([]string{"ttft=500ms,tpot=30ms"})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rep, err := Build([]string{path}, Options{SLOs: slos, By: "tenant"})

@@ -8,7 +8,9 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/blis-sim/blis/lib/bug"
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -67,11 +69,11 @@ type acc struct {
 	preempt         int64
 	preempted       int64
 	sloN            int64
-	sloHas          [nSLO]int64 // subject rows whose SLO has a target for the metric
-	sloMet          [nSLO]int64
+	sloHas          [slo.N]int64 // subject rows whose SLO has a target for the metric
+	sloMet          [slo.N]int64
 	sloAll          int64
-	sloScope        *SLO // the SLO of the first subject row
-	sloMixed        bool // rows under different SLOs
+	sloScope        *slo.Targets // the SLO of the first subject row
+	sloMixed        bool         // rows under different SLOs
 }
 
 func newAcc(limit int, light bool, b *budget) *acc {
@@ -95,7 +97,7 @@ type rowv struct {
 	ran                                bool // scheduled at least once (or, measured, produced a token)
 	eff, sched, enq, ttft, tpot, e2e   int64
 	in, gen, cached, preempt           int64
-	slo                                *SLO
+	slo                                *slo.Targets
 }
 
 func (a *acc) add(r *rowv) {
@@ -160,11 +162,11 @@ func (a *acc) add(r *rowv) {
 		}
 		var ok bool
 		switch m {
-		case sloTTFT:
+		case slo.TTFT:
 			ok = r.hasTTFT && r.ttft <= t
-		case sloTPOT:
+		case slo.TPOT:
 			ok = !r.hasTPOT || r.tpot <= t // no gap to measure with one output token
-		case sloE2E:
+		case slo.E2E:
 			ok = r.hasE2E && r.e2e <= t
 		}
 		if ok {

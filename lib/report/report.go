@@ -11,15 +11,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Options configures a report.
 type Options struct {
-	By      string  // group key: one of GroupNames, or ""
-	SLOs    *SLOSet // nil or empty: no SLO table
-	Compare string  // a reference results table (--compare)
-	Steps   string  // a steps table for the time-series charts
+	By      string   // group key: one of GroupNames, or ""
+	SLOs    *slo.Set // nil or empty: no SLO table
+	Compare string   // a reference results table (--compare)
+	Steps   string   // a steps table for the time-series charts
 	// ScaleEvents is a scale-events table (blis-sim --scale-events): GPU-hours,
 	// cost, scale oscillations, replicas over time.
 	ScaleEvents string
@@ -335,14 +336,14 @@ func (rep *Report) sloTable(opt *Options, rows []groupRow, kc []string) {
 		Note: "llm requests under an SLO, except source_failed; a request that did not complete misses every target; " +
 			"tpot is met when undefined (one output token); goodput = requests meeting all targets per second of span",
 		Columns: append(append([]string{}, kc...), "slo", "requests")}
-	for _, n := range sloNames {
+	for _, n := range slo.Names {
 		t.Columns = append(t.Columns, n+"_met_pct")
 	}
 	t.Columns = append(t.Columns, "all_met_pct", "goodput_req_per_s")
 	// A metric's attainment is over the rows whose SLO targets it; "-" when none does.
 	line := func(key []Cell, scope string, a *acc, span float64) {
 		c := append(key, txt(scope), integer(a.sloN))
-		for m := range sloNames {
+		for m := range slo.Names {
 			if a.sloHas[m] == 0 {
 				c = append(c, num(math.NaN(), 2)) // "-" in text, null in JSON
 				continue

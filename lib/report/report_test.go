@@ -17,12 +17,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-func mustSLOs(t *testing.T, specs ...string) *SLOSet {
+func mustSLOs(t *testing.T, specs ...string) *slo.Set {
 	t.Helper()
-	s, err := ParseSLOs(specs)
+	s, err := slo.Parse(specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,65 +225,6 @@ func TestJain(t *testing.T) {
 			t.Errorf("jain(%v) = %v, want %v", c.xs, got, c.want)
 		}
 	}
-}
-
-func TestParseSLOs(t *testing.T) {
-	for _, c := range []struct {
-		specs []string
-		want  string // "" for ok
-	}{
-		{[]string{"ttft=200ms,tpot=50ms"}, ""},
-		{[]string{"interactive:ttft=200ms", "batch:e2e=30s", "e2e=1m"}, ""},
-		{[]string{"ttft=200ms", "ttft=100ms"}, "already set"},
-		{[]string{"ttfb=1s"}, "unknown metric"},
-		{[]string{"ttft=fast"}, "positive duration"},
-		{[]string{"ttft=-1s"}, "positive duration"},
-		{[]string{":ttft=1s"}, "empty class"},
-		{[]string{"ttft"}, "metric=duration"},
-		{[]string{"ttft=1ns"}, "whole microseconds"},
-	} {
-		s, err := ParseSLOs(c.specs)
-		if c.want == "" {
-			if err != nil {
-				t.Errorf("%v: %v", c.specs, err)
-			}
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: got %v (%v), want error containing %q", c.specs, err, s, c.want)
-		}
-	}
-	s := mustSLOs(t, "interactive:ttft=200ms", "e2e=2s")
-	if s.For("interactive").Target[sloTTFT] != 200000 || s.For("batch").Target[sloE2E] != 2000000 || s.For("").Target[sloTTFT] != 0 {
-		t.Error("class lookup")
-	}
-}
-
-func FuzzParseSLOs(f *testing.F) {
-	for _, s := range []string{"ttft=200ms,tpot=50ms", "interactive:ttft=200ms", "batch:e2e=30s", ":", "=", "ttft=1h2m3s"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		set, err := ParseSLOs([]string{s})
-		if err != nil {
-			return
-		}
-		for _, slo := range append([]*SLO{set.Global}, func() (o []*SLO) {
-			for _, c := range set.Classes() {
-				o = append(o, set.ByClass[c])
-			}
-			return
-		}()...) {
-			if slo == nil {
-				continue
-			}
-			for _, v := range slo.Target {
-				if v < 0 {
-					t.Fatalf("%q: negative target", s)
-				}
-			}
-		}
-	})
 }
 
 // writeRaw writes an IPC stream with the given columns (all int64 except

@@ -16,6 +16,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/fitness"
 	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -37,7 +38,7 @@ type Options struct {
 	// ScaleEvents is the run's scale-events table (optional; the GPU-hours
 	// and cost of an autoscaled run need it).
 	ScaleEvents string
-	SLOs        *report.SLOSet
+	SLOs        *slo.Set
 	Fitness     *fitness.Spec // targets as constraints (optional)
 	Strategy    string
 }
@@ -97,7 +98,7 @@ type writer struct {
 	dec  *Decisions
 	an   *Anomalies
 	o    Options
-	slos *report.SLOSet
+	slos *slo.Set
 	fit  *fitness.Result
 }
 

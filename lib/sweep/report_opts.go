@@ -5,11 +5,12 @@ import (
 	"slices"
 
 	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/slo"
 )
 
 // checkReport validates the report options with blis-report's own parsers.
 func checkReport(o *ReportOptions) error {
-	if _, err := report.ParseSLOs(o.SLO); err != nil {
+	if _, err := slo.Parse(o.SLO); err != nil {
 		return err
 	}
 	if o.By != "" && !slices.Contains(report.GroupNames, o.By) {

@@ -12,6 +12,7 @@ import (
 	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/synth"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -40,13 +41,13 @@ const recordFormat = 1
 // runner executes runs; it is safe for concurrent use.
 type runner struct {
 	spec   *Spec
-	slos   *report.SLOSet
+	slos   *slo.Set
 	traces *traceCache
 	keep   string // directory for results tables ("" = discard)
 }
 
 func newRunner(s *Spec, keep string) (*runner, error) {
-	slos, err := report.ParseSLOs(s.Report.SLO)
+	slos, err := slo.Parse(s.Report.SLO)
 	if err != nil {
 		return nil, err
 	}

@@ -254,35 +254,6 @@ func (w *DecisionWriter) Close() error { return w.close() }
 // Abort ends the output of a failed run.
 func (w *DecisionWriter) Abort() { w.abort() }
 
-// Anomaly types (the type column).
-const (
-	AnomalyPriorityInversion = "priority_inversion"
-	AnomalySLOViolation      = "slo_violation"
-	AnomalyShadowDivergence  = "shadow_divergence"
-	AnomalyPreemptionStorm   = "preemption_storm"
-	AnomalyHeadOfLine        = "head_of_line_blocking"
-	AnomalyCacheThrashing    = "cache_thrashing"   // tiered KV (issue 13)
-	AnomalyScaleOscillation  = "scale_oscillation" // autoscaling (issue 14)
-	AnomalyPDBackpressure    = "pd_backpressure"   // prefill/decode disaggregation (issue 13)
-)
-
-// AnomalyTypes lists every type, in documentation order.
-var AnomalyTypes = []string{AnomalyPriorityInversion, AnomalySLOViolation, AnomalyShadowDivergence,
-	AnomalyPreemptionStorm, AnomalyHeadOfLine, AnomalyCacheThrashing, AnomalyScaleOscillation, AnomalyPDBackpressure}
-
-// Anomaly is one row of the anomalies table.
-type Anomaly struct {
-	Seq         int64
-	Type        string
-	TimeUS      int64 // when it was detected (or began)
-	EndUS       int64 // end of its time window (= TimeUS for an instant)
-	Severity    string
-	Magnitude   float64 // the measured quantity, unit by type (docs/tables.md); NaN = none
-	ReplicaID   string
-	Description string
-	Requests    []string
-}
-
 var anomalyFields = []arrow.Field{
 	{Name: "seq", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "type", Type: dictStr},

@@ -17,8 +17,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/blis-sim/blis/lib/cleanup"
 	"golang.org/x/term"
+
+	"github.com/blis-sim/blis/lib/cleanup"
 )
 
 // BatchRows is the number of rows per record batch written by the typed
@@ -247,9 +248,6 @@ func (e *InputError) Unwrap() error { return e.Err }
 
 // BadInput marks the error for cliutil's exit status.
 func (e *InputError) BadInput() bool { return true }
-
-// BadInput marks a bad row as bad input for cliutil's exit status.
-func (e *RowError) BadInput() bool { return true }
 
 // Schema returns the table schema.
 func (s *Source) Schema() *arrow.Schema { return s.r.Schema() }

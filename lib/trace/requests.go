@@ -9,83 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// Null marks an absent int64 value (an SQL NULL in the Arrow column).
-const Null int64 = math.MinInt64
-
-// Request is one row of the requests table. String fields are "" when null;
-// int64 fields documented as nullable hold Null when absent.
-type Request struct {
-	ID             string
-	ArrivalUS      int64 // Null for a request that waits on DependsOn
-	DependsOn      []string
-	DelayUS        int64
-	Kind           string // KindLLM or KindTool
-	InputTokens    int32
-	OutputTokens   int32
-	PrefixHashes   []uint64
-	SessionID      string
-	TenantID       string
-	SLOClass       string
-	Model          string
-	Priority       int32
-	StepID         string
-	LoopIteration  int32
-	Streaming      bool
-	SourceStatus   string // "" or SourceFailed
-	RecordedTTFTUS int64  // Null when the source recorded none
-	RecordedE2EUS  int64
-	RecordedITLUS  int64 // mean inter-token latency
-	SourceRow      int64
-	TimeoutUS      int64  // client gives up this long after arrival; 0 = never (null in the table)
-	RequestType    string // "" (unknown) or one of RequestTypes
-	NumImages      int32  // images in the prompt; their tokens are counted in InputTokens
-}
-
-// NewRequest returns a request with the documented defaults: an LLM call,
-// streaming, no recorded latencies.
-func NewRequest(id string) Request {
-	return Request{ID: id, Kind: KindLLM, Streaming: true, ArrivalUS: Null,
-		RecordedTTFTUS: Null, RecordedE2EUS: Null, RecordedITLUS: Null}
-}
-
-// Validate checks one row's values in isolation (graph checks such as
-// dangling depends_on belong to the consumer that sees the whole table).
-func (r *Request) Validate() error {
-	switch {
-	case r.ID == "":
-		return fmt.Errorf("column %s: expected a non-empty id, found \"\"", ColRequestID)
-	case r.Kind != KindLLM && r.Kind != KindTool:
-		return fmt.Errorf("column %s: expected %q or %q, found %q", ColKind, KindLLM, KindTool, r.Kind)
-	case r.InputTokens < 0:
-		return fmt.Errorf("column %s: expected >= 0, found %d", ColInputTokens, r.InputTokens)
-	case r.OutputTokens < 0:
-		return fmt.Errorf("column %s: expected >= 0, found %d", ColOutputTokens, r.OutputTokens)
-	case r.DelayUS < 0:
-		return fmt.Errorf("column %s: expected >= 0, found %d", ColDelayUS, r.DelayUS)
-	case r.ArrivalUS == Null && len(r.DependsOn) == 0:
-		return fmt.Errorf("column %s: expected a time for a request with no %s, found null", ColArrivalUS, ColDependsOn)
-	case r.ArrivalUS != Null && r.ArrivalUS < 0:
-		return fmt.Errorf("column %s: expected >= 0, found %d", ColArrivalUS, r.ArrivalUS)
-	case r.Kind == KindLLM && r.InputTokens == 0 && r.SourceStatus == "":
-		return fmt.Errorf("column %s: expected > 0 for an llm request, found 0", ColInputTokens)
-	}
-	for _, v := range []struct {
-		col string
-		v   int64
-	}{{ColRecordedTTFTUS, r.RecordedTTFTUS}, {ColRecordedE2EUS, r.RecordedE2EUS}, {ColRecordedITLUS, r.RecordedITLUS}} {
-		if v.v != Null && v.v < 0 {
-			return fmt.Errorf("column %s: expected >= 0, found %d", v.col, v.v)
-		}
-	}
-	if r.TimeoutUS < 0 {
-		return fmt.Errorf("column %s: expected > 0 (or null for no timeout), found %d", ColTimeoutUS, r.TimeoutUS)
-	}
-	if r.NumImages < 0 {
-		return fmt.Errorf("column %s: expected >= 0, found %d", ColNumImages, r.NumImages)
-	}
-	return nil
-}
-
 // requestBuilder appends Request fields to the first len(requestFields)
 // columns of a record builder.
 type requestBuilder struct {
@@ -344,29 +267,6 @@ func (c *requestCols) decode(i int, r *Request) error {
 	}
 	return r.Validate()
 }
-
-// RowError names the table row (1-based), request and source row of a bad value.
-type RowError struct {
-	Path      string
-	Row       int64
-	RequestID string
-	SourceRow int64
-	Err       error
-}
-
-func (e *RowError) Error() string {
-	s := fmt.Sprintf("%s: row %d", e.Path, e.Row)
-	if e.RequestID != "" {
-		s += fmt.Sprintf(" (request %s", e.RequestID)
-		if e.SourceRow > 0 {
-			s += fmt.Sprintf(", source row %d", e.SourceRow)
-		}
-		s += ")"
-	}
-	return s + ": " + e.Err.Error()
-}
-
-func (e *RowError) Unwrap() error { return e.Err }
 
 // RequestReader decodes a requests table batch by batch.
 type RequestReader struct {

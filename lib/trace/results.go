@@ -7,52 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// Result is one row of the results table: the request as it was read, then
-// what happened to it. Time fields are absolute simulated microseconds and
-// hold Null when the request never reached that point.
-type Result struct {
-	Request
-	Status           string
-	DropReason       string // why a request was dropped or rejected ("" otherwise)
-	InstanceID       int32  // -1 when never routed
-	AdmittedUS       int64  // passed admission control
-	RoutedUS         int64  // assigned to an instance
-	EnqueuedUS       int64  // entered the instance's waiting queue (after alpha overhead)
-	FirstScheduledUS int64  // first step that worked on it began
-	FirstTokenUS     int64  // first output token emitted
-	FinishedUS       int64  // last output token emitted (or tool timer fired)
-	TTFTUS           int64  // FirstTokenUS - arrival
-	E2EUS            int64  // FinishedUS - arrival
-	TPOTUS           int64  // mean gap between output tokens after the first
-	Preemptions      int32
-	CachedTokens     int32  // prompt tokens served from the prefix cache on first scheduling
-	GeneratedTokens  int32  // output tokens emitted (equals OutputTokens when completed)
-	Deployment       string // the deployment that served it ("" when never routed)
-	ReplicaID        string // "<deployment>/<n>" ("" when never routed)
-
-	// Tiered KV: cached_tokens split by the tier the hit came from, the
-	// time spent loading from lower tiers, and reloaded tokens whose blocks
-	// were thrashing (reloaded, evicted and reloaded within 1 s).
-	CachedTokensGPU, CachedTokensCPU, CachedTokensStorage int32
-	KVReloadUS                                            int64
-	KVThrashTokens                                        int32
-	// Disaggregated serving ("" and Null otherwise): where it prefilled and
-	// decoded, the hand-off's time (prefill end to the last KV byte's
-	// arrival: with granularity chunk or stream, the part of the transfer
-	// not hidden behind the prefill), the part of it spent waiting (decode
-	// blocks, link queue) before the last piece was sent, and the bytes moved.
-	PrefillReplica, DecodeReplica  string
-	KVTransferUS, KVTransferWaitUS int64
-	KVTransferBytes                int64
-}
-
-// NewResult returns a result for req with every outcome field absent.
-func NewResult(req Request) Result {
-	return Result{Request: req, InstanceID: -1, AdmittedUS: Null, RoutedUS: Null, EnqueuedUS: Null,
-		FirstScheduledUS: Null, FirstTokenUS: Null, FinishedUS: Null, TTFTUS: Null, E2EUS: Null, TPOTUS: Null,
-		KVTransferUS: Null, KVTransferWaitUS: Null}
-}
-
 // ResultWriter writes Result rows in batches.
 type ResultWriter struct {
 	batchWriter
@@ -289,27 +243,6 @@ func ReadAllResults(src *Source) ([]Result, error) {
 		return nil, err
 	}
 	return readAll(rr.Next)
-}
-
-// Step is one row of the steps table: one engine iteration on one instance.
-type Step struct {
-	InstanceID    int32
-	StepIndex     int64
-	StartUS       int64
-	DurationUS    int64
-	BatchSize     int32
-	PrefillTokens int32
-	DecodeTokens  int32
-	KVBlocksUsed  int32
-	KVBlocksTotal int32
-	Waiting       int32
-	Running       int32
-	Preempted     int32 // requests preempted while forming this step
-	ReplicaID     string
-	Role          string // the replica's pool role: monolithic, prefill or decode
-	// Lower KV tiers: blocks copied into a lower tier, and loaded from
-	// one to the GPU, on this instance since its previous step row.
-	KVOffloads, KVReloads int32
 }
 
 // StepWriter writes Step rows in batches.

@@ -11,45 +11,6 @@ import (
 // one row per autoscaler decision and per replica lifecycle change.
 const TableScaleEvents = "scale_events"
 
-// Scale-event actions. up and down are autoscaler decisions; the others
-// are one replica's lifecycle (start: present at time 0; ready: done
-// provisioning and loading weights; serving: warm; stopped: gone) and
-// end, one row per pool when the run ends.
-const (
-	ScaleUp      = "up"
-	ScaleDown    = "down"
-	ScaleStart   = "start"
-	ScaleReady   = "ready"
-	ScaleServing = "serving"
-	ScaleStopped = "stopped"
-	ScaleEnd     = "end"
-)
-
-// ScaleEvent is one row of the scale-events table. Float metrics are NaN
-// and integer ones Null (math.MinInt64) when they do not apply.
-type ScaleEvent struct {
-	TimeUS     int64
-	Deployment string
-	Pool       int32
-	Action     string
-	ReplicaID  string // lifecycle rows
-	From, To   int32  // decisions: the pool's replica count before and after
-	Reason     string
-	// Replicas and Ready are the pool's billed replicas (every state but
-	// stopped) and its serving or warming replicas after the event.
-	Replicas, Ready int32
-	GPUsPerReplica  int32
-	GPUHourUSD      float64
-	// Metrics the policy saw (decisions only).
-	QueueDepth, Running, Utilization, KVUtilization, RequestRate, SLOAttainment float64
-	TTFTP50US, TTFTP99US, E2EP50US, E2EP99US                                    int64
-	Pending                                                                     int32
-	// ProvisioningUS is the longest provisioning + weight-load delay of the
-	// replicas an up decision started (lifecycle rows: the replica's);
-	// WarmEndUS is when the last of them is warm.
-	ProvisioningUS, WarmEndUS int64
-}
-
 var scaleFields = []arrow.Field{
 	field("time_us", arrow.PrimitiveTypes.Int64, false),
 	field(ColDeployment, arrow.BinaryTypes.String, false),

@@ -3,12 +3,11 @@ package cluster
 import (
 	"math"
 
-	"github.com/blis-sim/blis/lib/trace"
-
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // Clone returns an independent copy of the cluster at this instant, writing
@@ -174,7 +173,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 
 type discard struct{}
 
-func (discard) Write(*trace.Result) error { return nil }
+func (discard) Write(*row.Result) error { return nil }
 
 // fork installs a fork's own copies of the caller's policies.
 func (d *Cluster) fork(f Forked) {

@@ -17,18 +17,18 @@ import (
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/roofline"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Sink receives one result per request, in the order requests reach a final
 // state. *trace.ResultWriter satisfies it.
-type Sink interface{ Write(*trace.Result) error }
+type Sink interface{ Write(*row.Result) error }
 
 // StepSink receives one row per engine step. *trace.StepWriter satisfies it.
-type StepSink interface{ Write(*trace.Step) error }
+type StepSink interface{ Write(*row.Step) error }
 
 // Options are the run's side channels.
 type Options struct {
@@ -64,7 +64,7 @@ type Options struct {
 	Autoscale func(deployment string, pool int) autoscale.Policy
 	// ScaleEventsTo, when set, receives the scale-events rows when the
 	// run finishes (and makes the cluster collect them, as ScaleEvents).
-	ScaleEventsTo func([]trace.ScaleEvent)
+	ScaleEventsTo func([]row.ScaleEvent)
 	// Decisions, when set, hears every decision (decision traces).
 	Decisions Decisions
 	// PolicyErr, when set, is asked after each router decision and each
@@ -73,7 +73,7 @@ type Options struct {
 	PolicyErr func() error
 	// OnResult, when set, hears every result before the sink does (a
 	// policy bundle's router state learns of finished requests).
-	OnResult func(*trace.Result)
+	OnResult func(*row.Result)
 	// Fork, when set, gives a clone of the cluster its own copies of the
 	// policies above that keep state (a policy bundle's Starlark state
 	// and router state): Clone calls it once and installs the answer.
@@ -89,7 +89,7 @@ type Forked struct {
 	Scheduling func(replica int32) (sched.Order, sched.Victim)
 	Autoscale  func(deployment string, pool int) autoscale.Policy
 	PolicyErr  func() error
-	OnResult   func(*trace.Result)
+	OnResult   func(*row.Result)
 	Fork       func() Forked
 }
 
@@ -246,7 +246,7 @@ type Cluster struct {
 	fx      replica.Effects
 	unread  request.State
 
-	res trace.Result
+	res row.Result
 	sum Summary
 	err error
 
@@ -388,7 +388,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	if c.wakeAt != nil {
 		c.wakeAt = make([]int64, len(c.reps))
 		for i := range c.wakeAt {
-			c.wakeAt[i] = trace.Null
+			c.wakeAt[i] = row.Null
 		}
 	}
 	for _, d := range c.deps {
@@ -544,8 +544,8 @@ func (c *Cluster) fail(err error) {
 	}
 }
 
-func (c *Cluster) rowErr(r *trace.Request, row int64, format string, args ...any) error {
-	return &trace.RowError{Path: c.opts.Path, Row: row, RequestID: r.ID, SourceRow: r.SourceRow, Err: fmt.Errorf(format, args...)}
+func (c *Cluster) rowErr(r *row.Request, n int64, format string, args ...any) error {
+	return &row.RowError{Path: c.opts.Path, Row: n, RequestID: r.ID, SourceRow: r.SourceRow, Err: fmt.Errorf(format, args...)}
 }
 
 // Step processes the next event if it is at or before until (and not after
@@ -623,7 +623,7 @@ func (c *Cluster) process(ev *event) {
 	case evToolDone:
 		r := ev.r
 		r.Finished = c.now
-		r.Status = trace.StatusCompleted
+		r.Status = row.StatusCompleted
 		c.terminal(r)
 	case evTimeout:
 		c.expire(ev.r)

@@ -4,7 +4,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // Decisions hears every decision of the router and the replicas'
@@ -19,7 +19,7 @@ type Decisions interface {
 	Routed(now int64, r *request.State, d policy.RouteDecision, v *policy.ClusterView, cands []int32)
 	Preempted(now int64, rep *replica.Replica, victim *request.State)
 	// Batch hears every step formed and ended, when WantBatches.
-	Batch(s *trace.Step)
+	Batch(s *row.Step)
 	WantBatches() bool
 	// Scale and KVTransfer are for autoscaling and prefill/decode
 	// disaggregation to call (TraceScale, TraceKVTransfer); Anomaly for
@@ -27,7 +27,7 @@ type Decisions interface {
 	// scale_oscillation, pd_backpressure).
 	Scale(now int64, deployment, replicaID, action, reason string, replicas int)
 	KVTransfer(now int64, r *request.State, from, to string, blocks int64, reason string)
-	Anomaly(a *trace.Anomaly)
+	Anomaly(a *row.Anomaly)
 }
 
 // TraceScale records a scaling decision (action: scale_up, scale_down,
@@ -48,7 +48,7 @@ func (c *Cluster) TraceKVTransfer(r *request.State, from, to string, blocks int6
 
 // ReportAnomaly records an anomaly detected by a feature of the cluster
 // when decisions are traced.
-func (c *Cluster) ReportAnomaly(a *trace.Anomaly) {
+func (c *Cluster) ReportAnomaly(a *row.Anomaly) {
 	if c.opts.Decisions != nil {
 		c.opts.Decisions.Anomaly(a)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/blis-sim/blis/lib/engine/request"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // Finish ends the run at the horizon (or when no event is left): requests
@@ -30,7 +30,7 @@ func (c *Cluster) Finish() (Summary, error) {
 	}
 	for r := c.liveH; r != nil; {
 		next := r.LNext
-		r.Status = trace.StatusUnfinished
+		r.Status = row.StatusUnfinished
 		if r.Phase == request.Running || r.Phase == request.Waiting {
 			// Decode progress is implicit (see sched.VLLM): count the
 			// tokens of the steps completed before the horizon.
@@ -40,7 +40,7 @@ func (c *Cluster) Finish() (Summary, error) {
 		case request.Pending:
 			r.Reason = "dependencies unfinished at horizon"
 		case request.Arriving:
-			if r.Req.ArrivalUS != trace.Null && r.Req.ArrivalUS > c.horizon {
+			if r.Req.ArrivalUS != row.Null && r.Req.ArrivalUS > c.horizon {
 				r.Reason = "arrives after horizon"
 			}
 		}

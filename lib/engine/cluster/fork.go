@@ -7,9 +7,9 @@ import (
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
 	"github.com/blis-sim/blis/lib/latency"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Counterfactual forks (regret, lib/decision): copies of the cluster at a
@@ -222,7 +222,7 @@ func (m missing) Preemptions() int64                    { m.fail(); return 0 }
 func (m missing) KV() kv.Store                          { m.fail(); return nil }
 func (m missing) Check(bool) error                      { m.fail(); return nil }
 func (m missing) Wake(int64)                            { m.fail() }
-func (m missing) WakeAt() int64                         { m.fail(); return trace.Null }
+func (m missing) WakeAt() int64                         { m.fail(); return row.Null }
 func (m missing) Resume(*request.State)                 { m.fail() }
 func (m missing) Hold(bool)                             { m.fail() }
 func (m missing) Tiers() *kv.Tiers                      { m.fail(); return nil }

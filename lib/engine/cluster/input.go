@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/blis-sim/blis/lib/engine/request"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // Advance tells the cluster that every row hanging off a root arriving
@@ -26,14 +26,14 @@ func (c *Cluster) InputDone() {
 }
 
 // Inject registers one row (row is its 1-based position, for errors). A
-// row must come after the rows it depends on. Errors are *trace.RowError.
-func (c *Cluster) Inject(req *trace.Request, row int64) error {
+// row must come after the rows it depends on. Errors are *row.RowError.
+func (c *Cluster) Inject(req *row.Request, n int64) error {
 	if _, dup := c.ids[req.ID]; dup {
-		return c.rowErr(req, row, "column %s: duplicate id %q", trace.ColRequestID, req.ID)
+		return c.rowErr(req, n, "column %s: duplicate id %q", row.ColRequestID, req.ID)
 	}
 	r := c.newState()
 	r.Req = *req
-	r.Row = row
+	r.Row = n
 	c.ids[req.ID] = r
 	c.sum.Injected++
 	if n := int64(len(c.ids)); n > c.sum.PeakHeld {
@@ -46,7 +46,7 @@ func (c *Cluster) Inject(req *trace.Request, row int64) error {
 	if len(req.DependsOn) > 0 {
 		r.RootArr = math.MinInt64
 	}
-	failed := req.SourceStatus == trace.SourceFailed
+	failed := req.SourceStatus == row.SourceFailed
 	var blocked *request.State
 	for _, id := range req.DependsOn {
 		p := c.ids[id]
@@ -55,10 +55,10 @@ func (c *Cluster) Inject(req *trace.Request, row int64) error {
 			if c.opts.Streamed {
 				where = "among earlier rows (in a table sorted by arrival a request must come after its dependencies)"
 			}
-			return c.rowErr(req, row, "column %s: %q not found %s", trace.ColDependsOn, id, where)
+			return c.rowErr(req, n, "column %s: %q not found %s", row.ColDependsOn, id, where)
 		}
 		if p == r {
-			return c.rowErr(req, row, "column %s: depends on itself", trace.ColDependsOn)
+			return c.rowErr(req, n, "column %s: depends on itself", row.ColDependsOn)
 		}
 		if p.RootArr > r.RootArr {
 			r.RootArr = p.RootArr
@@ -67,7 +67,7 @@ func (c *Cluster) Inject(req *trace.Request, row int64) error {
 			continue
 		}
 		if p.Phase == request.Done {
-			if p.Status != trace.StatusCompleted && blocked == nil {
+			if p.Status != row.StatusCompleted && blocked == nil {
 				blocked = p
 			}
 			if p.Finished > r.ReadyAt {
@@ -79,7 +79,7 @@ func (c *Cluster) Inject(req *trace.Request, row int64) error {
 		r.Pending++
 	}
 	if failed {
-		r.Status = trace.StatusSourceFailed
+		r.Status = row.StatusSourceFailed
 		c.terminal(r)
 		return nil
 	}
@@ -90,7 +90,7 @@ func (c *Cluster) Inject(req *trace.Request, row int64) error {
 		return nil
 	}
 	if blocked != nil {
-		r.Status = trace.StatusDropped
+		r.Status = row.StatusDropped
 		r.Reason = fmt.Sprintf("dependency %s %s", blocked.Req.ID, blocked.Status)
 		c.terminal(r)
 		return nil
@@ -104,13 +104,13 @@ func (c *Cluster) Inject(req *trace.Request, row int64) error {
 // WriteUnread writes the result of a row never simulated: one read after
 // the horizon (unfinished, "arrives after horizon"), or failed in its
 // source trace. Memory stays constant however many such rows follow.
-func (c *Cluster) WriteUnread(req *trace.Request) {
+func (c *Cluster) WriteUnread(req *row.Request) {
 	r := &c.unread
 	r.Reset()
 	r.Req = *req
-	r.Status, r.Reason = trace.StatusUnfinished, "arrives after horizon"
-	if req.SourceStatus == trace.SourceFailed {
-		r.Status, r.Reason = trace.StatusSourceFailed, ""
+	r.Status, r.Reason = row.StatusUnfinished, "arrives after horizon"
+	if req.SourceStatus == row.SourceFailed {
+		r.Status, r.Reason = row.StatusSourceFailed, ""
 		c.sum.SourceFailed++
 	} else {
 		c.sum.Unfinished++
@@ -173,7 +173,7 @@ func (c *Cluster) purge() {
 			delete(c.ids, r.Req.ID)
 		}
 		if r.Pending == 0 {
-			r.Req = trace.Request{}
+			r.Req = row.Request{}
 			c.pool = append(c.pool, r)
 		}
 	}

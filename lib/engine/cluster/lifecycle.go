@@ -5,7 +5,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // ready schedules a request whose dependencies have all finished.
@@ -13,8 +13,8 @@ func (c *Cluster) ready(r *request.State) {
 	// A dependent never starts before its own recorded arrival, which
 	// already includes any think time: delay_us counts from the last
 	// dependency's finish only.
-	own := r.Req.ArrivalUS // trace.Null (MinInt64) when absent
-	if r.Req.Kind == trace.KindTool {
+	own := r.Req.ArrivalUS // row.Null (MinInt64) when absent
+	if r.Req.Kind == row.KindTool {
 		r.Phase = request.Tool
 		start := max(r.ReadyAt, own, c.now)
 		r.Req.ArrivalUS = start
@@ -57,11 +57,11 @@ func (c *Cluster) terminal(r *request.State) {
 				continue
 			}
 			ch.Pending--
-			if p.Status != trace.StatusCompleted {
-				if p.Status == trace.StatusUnfinished {
+			if p.Status != row.StatusCompleted {
+				if p.Status == row.StatusUnfinished {
 					continue // reported with the other unfinished requests
 				}
-				ch.Status = trace.StatusDropped
+				ch.Status = row.StatusDropped
 				ch.Reason = fmt.Sprintf("dependency %s %s", p.Req.ID, p.Status)
 				ch.Phase = request.Done
 				c.liveRemove(ch)
@@ -84,30 +84,30 @@ func (c *Cluster) terminal(r *request.State) {
 
 func (c *Cluster) count(r *request.State) {
 	switch r.Status {
-	case trace.StatusCompleted:
+	case row.StatusCompleted:
 		c.sum.Completed++
 		c.sum.CachedTokens += int64(r.CachedTok)
-	case trace.StatusDropped:
+	case row.StatusDropped:
 		c.sum.Dropped++
-	case trace.StatusRejected:
+	case row.StatusRejected:
 		c.sum.Rejected++
-	case trace.StatusTimedOut:
+	case row.StatusTimedOut:
 		c.sum.TimedOut++
-	case trace.StatusUnfinished:
+	case row.StatusUnfinished:
 		c.sum.Unfinished++
-	case trace.StatusSourceFailed:
+	case row.StatusSourceFailed:
 		c.sum.SourceFailed++
 	}
 }
 
 func (c *Cluster) writeResult(r *request.State) {
 	res := &c.res
-	*res = trace.Result{Request: r.Req, Status: r.Status, DropReason: r.Reason, InstanceID: r.Replica,
+	*res = row.Result{Request: r.Req, Status: r.Status, DropReason: r.Reason, InstanceID: r.Replica,
 		AdmittedUS: r.Admitted, RoutedUS: r.Routed, EnqueuedUS: r.Enqueued, FirstScheduledUS: r.FirstSched,
-		FirstTokenUS: r.FirstTok, FinishedUS: r.Finished, TTFTUS: trace.Null, E2EUS: trace.Null, TPOTUS: trace.Null,
+		FirstTokenUS: r.FirstTok, FinishedUS: r.Finished, TTFTUS: row.Null, E2EUS: row.Null, TPOTUS: row.Null,
 		Preemptions: r.Preemptions, CachedTokens: r.CachedTok, GeneratedTokens: r.Generated,
 		CachedTokensGPU: r.CachedTok - r.CachedLow[0] - r.CachedLow[1], CachedTokensCPU: r.CachedLow[0], CachedTokensStorage: r.CachedLow[1],
-		KVReloadUS: r.ReloadUS, KVThrashTokens: r.ThrashTok, KVTransferUS: trace.Null, KVTransferWaitUS: trace.Null}
+		KVReloadUS: r.ReloadUS, KVThrashTokens: r.ThrashTok, KVTransferUS: row.Null, KVTransferWaitUS: row.Null}
 	if r.Replica >= 0 {
 		rep := c.reps[r.Replica]
 		res.ReplicaID, res.Deployment = rep.ID, c.deps[rep.Deployment].ID
@@ -116,19 +116,19 @@ func (c *Cluster) writeResult(r *request.State) {
 		c.pdResult(r, res)
 	}
 	arr := r.Req.ArrivalUS
-	if r.FirstTok != trace.Null && arr != trace.Null {
+	if r.FirstTok != row.Null && arr != row.Null {
 		res.TTFTUS = r.FirstTok - arr
 	}
-	if r.Finished != trace.Null && arr != trace.Null {
+	if r.Finished != row.Null && arr != row.Null {
 		res.E2EUS = r.Finished - arr
 	}
-	if r.Status == trace.StatusCompleted && r.Generated > 1 {
+	if r.Status == row.StatusCompleted && r.Generated > 1 {
 		res.TPOTUS = (r.Finished - r.FirstTok) / int64(r.Generated-1)
 	}
-	if c.checks && r.Status == trace.StatusCompleted && r.Req.Kind == trace.KindLLM {
+	if c.checks && r.Status == row.StatusCompleted && r.Req.Kind == row.KindLLM {
 		t := [...]int64{arr, r.Routed, r.Enqueued, r.FirstSched, r.FirstTok, r.Finished}
 		for i := 1; i < len(t); i++ {
-			if t[i] == trace.Null || t[i] < t[i-1] {
+			if t[i] == row.Null || t[i] < t[i-1] {
 				c.fail(fmt.Errorf("invariant violated: request %s timestamps out of order (arrival, routed, enqueued, first scheduled, first token, finished) = %v", r.Req.ID, t))
 				break
 			}
@@ -182,7 +182,7 @@ func (c *Cluster) expire(r *request.State) {
 
 func (c *Cluster) timedOut(r *request.State) {
 	r.Cancel = false
-	r.Status = trace.StatusTimedOut
+	r.Status = row.StatusTimedOut
 	r.Reason = fmt.Sprintf("client timeout after %d µs", r.Finished-r.Req.ArrivalUS)
 	c.terminal(r)
 }

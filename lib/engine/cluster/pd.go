@@ -9,9 +9,9 @@ import (
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
 	"github.com/blis-sim/blis/lib/latency"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // pdState is a disaggregated deployment's KV transfer: a request prefills
@@ -159,7 +159,7 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 	dep := c.deps[p.Deployment]
 	for _, x := range sn.TakeSends() {
 		r := x.R
-		if x.Start == trace.Null {
+		if x.Start == row.Null {
 			// Preempted: its prefill starts over, and it gives the decode
 			// blocks back (a reservation must not outlive a running prefill,
 			// or it could hold blocks the hand-offs ahead need while this
@@ -168,7 +168,7 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 			c.unreserve(r)
 			continue
 		}
-		if x.End == trace.Null {
+		if x.End == row.Null {
 			// Reserve now if the decode replica has the blocks and no
 			// earlier hand-off waits for them; otherwise the request asks
 			// at its hand-off, like block (a reservation waiting through a
@@ -379,7 +379,7 @@ func (c *Cluster) dropTransfer(r *request.State) {
 		return
 	}
 	if r.XferKV.Blocks() > 0 {
-		if c.checks && r.Status != trace.StatusTimedOut && c.now < r.XferEnd {
+		if c.checks && r.Status != row.StatusTimedOut && c.now < r.XferEnd {
 			c.fail(fmt.Errorf("invariant violated: request %s finished at %d, before the last byte of its KV left its prefill replica (%d)", r.Req.ID, c.now, r.XferEnd))
 		}
 		c.releaseSource(r, c.reps[r.PReplica])
@@ -431,12 +431,12 @@ func (c *Cluster) cancelTransfer(r *request.State) {
 }
 
 // pdResult fills a P/D request's result columns.
-func (c *Cluster) pdResult(r *request.State, res *trace.Result) {
+func (c *Cluster) pdResult(r *request.State, res *row.Result) {
 	res.PrefillReplica = c.reps[r.PReplica].ID
 	if r.DReplica >= 0 {
 		res.DecodeReplica = c.reps[r.DReplica].ID
 	}
-	if r.XferDone != trace.Null && r.XferDone <= c.now {
+	if r.XferDone != row.Null && r.XferDone <= c.now {
 		res.KVTransferUS = r.XferDone - r.XferStart
 		res.KVTransferWaitUS = r.XferWaitUS
 	}
@@ -450,7 +450,7 @@ func (c *Cluster) armWake(rep *replica.Replica) {
 		return
 	}
 	t := rep.Sched.WakeAt()
-	if t == trace.Null || t == c.wakeAt[rep.Index] {
+	if t == row.Null || t == c.wakeAt[rep.Index] {
 		return
 	}
 	// A load that ended during the step just finished wakes it now.
@@ -462,7 +462,7 @@ func (c *Cluster) armWake(rep *replica.Replica) {
 // wake handles an idle replica's load ending.
 func (c *Cluster) wake(rep *replica.Replica) {
 	if c.wakeAt[rep.Index] == c.now {
-		c.wakeAt[rep.Index] = trace.Null
+		c.wakeAt[rep.Index] = row.Null
 	}
 	rep.Sched.Wake(c.now)
 	c.markDirty(rep.Index)
@@ -493,7 +493,7 @@ func (c *Cluster) traceTransfer(r *request.State, p, d *replica.Replica, blocks 
 	case wait >= 100e3:
 		sev = "medium"
 	}
-	c.ReportAnomaly(&trace.Anomaly{Type: trace.AnomalyPDBackpressure, TimeUS: r.XferRes - wait, EndUS: r.XferRes, Severity: sev,
+	c.ReportAnomaly(&row.Anomaly{Type: row.AnomalyPDBackpressure, TimeUS: r.XferRes - wait, EndUS: r.XferRes, Severity: sev,
 		Magnitude: float64(wait), ReplicaID: d.ID, Requests: []string{r.Req.ID},
 		Description: fmt.Sprintf("%s waited %d µs after its prefill on %s for %d KV blocks on decode replica %s", r.Req.ID, wait, p.ID, blocks, d.ID)})
 }

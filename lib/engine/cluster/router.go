@@ -7,7 +7,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // groupOf returns the candidate group serving r's model, or nil with the
@@ -24,7 +24,7 @@ func (c *Cluster) groupOf(r *request.State) (*group, string) {
 		if c.nmodel == 1 {
 			return c.grps[0], ""
 		}
-		c.fail(c.rowErr(&r.Req, r.Row, "column %s: null, but the cluster serves several models (%s): every request must name one", trace.ColModel, c.servedModels()))
+		c.fail(c.rowErr(&r.Req, r.Row, "column %s: null, but the cluster serves several models (%s): every request must name one", row.ColModel, c.servedModels()))
 		return nil, ""
 	}
 	g, ok := c.byModel[m]
@@ -57,12 +57,12 @@ func (c *Cluster) arrive(r *request.State) {
 	if c.checks && len(r.Req.DependsOn) > 0 && (r.Pending != 0 || c.now < r.ReadyAt) {
 		c.fail(fmt.Errorf("invariant violated: %s started at %d with %d dependencies pending, the last finished at %d", r.Req.ID, c.now, r.Pending, r.ReadyAt))
 	}
-	if r.Req.Kind == trace.KindTool {
+	if r.Req.Kind == row.KindTool {
 		r.Phase = request.Tool
 		c.h.push(c.now+r.Req.DelayUS, evToolDone, -1, r)
 		return
 	}
-	if r.Deadline == trace.Null {
+	if r.Deadline == row.Null {
 		// The client's clock starts at its first arrival (an admission
 		// delay does not reset it).
 		if t := r.Req.TimeoutUS; t > 0 {
@@ -70,7 +70,7 @@ func (c *Cluster) arrive(r *request.State) {
 		} else if c.timeout > 0 {
 			r.Deadline = c.now + c.timeout
 		}
-		if r.Deadline != trace.Null {
+		if r.Deadline != row.Null {
 			c.h.push(r.Deadline, evTimeout, -1, r)
 		}
 	}
@@ -82,7 +82,7 @@ func (c *Cluster) arrive(r *request.State) {
 		if why == "" {
 			return // an input error (c.err)
 		}
-		r.Status, r.Reason = trace.StatusRejected, why
+		r.Status, r.Reason = row.StatusRejected, why
 		c.terminal(r)
 		return
 	}
@@ -109,7 +109,7 @@ func (c *Cluster) arrive(r *request.State) {
 	}
 	switch ad.Verdict {
 	case policy.Reject:
-		r.Status, r.Reason = trace.StatusRejected, ad.Reason
+		r.Status, r.Reason = row.StatusRejected, ad.Reason
 		c.terminal(r)
 		return
 	case policy.Delay:
@@ -169,7 +169,7 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 	tokens := int64(r.Req.InputTokens) + int64(max(r.Req.OutputTokens, 1)) - 1
 	need := (tokens + B - 1) / B
 	if need > int64(kv.Total()) || tokens > math.MaxInt32-B {
-		r.Status = trace.StatusDropped
+		r.Status = row.StatusDropped
 		if need > int64(kv.Total()) {
 			r.Reason = fmt.Sprintf("needs %d KV blocks (%d tokens), a replica of %s has %d", need, tokens, dep.ID, kv.Total())
 			if len(c.deps) == 1 {

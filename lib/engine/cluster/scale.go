@@ -11,10 +11,10 @@ import (
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/rng"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Autoscaling (docs/engine.md, "Autoscaling"). An autoscaled pool keeps
@@ -36,7 +36,7 @@ type scaler struct {
 	sampleUS  int64    // metric sampling period (smallest of the pools')
 	ticking   bool
 	policy    func(deployment string, pool int) autoscale.Policy
-	rows      []trace.ScaleEvent
+	rows      []row.ScaleEvent
 	views     []autoscale.PoolView
 	lat, lat2 []int64 // scratch for percentiles
 	due       []int   // pools to evaluate at this tick
@@ -181,7 +181,7 @@ func (c *Cluster) initScale() {
 			}
 			sp.ring = make([]bucket, max(1, int((win+s.sampleUS-1)/s.sampleUS)))
 		}
-		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleStart, Reason: "replicas at the start"})
+		c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleStart, Reason: "replicas at the start"})
 	}
 	if s.sampleUS > 0 {
 		s.ticking = true
@@ -286,13 +286,13 @@ func (c *Cluster) scaleArrival(g *group) {
 // scaleFinished records r's outcome for its replica's pool.
 func (c *Cluster) scaleFinished(r *request.State) {
 	p := c.sc.poolOf[r.Replica]
-	if p < 0 || r.Req.Kind != trace.KindLLM {
+	if p < 0 || r.Req.Kind != row.KindLLM {
 		return
 	}
 	sp := c.sc.pools[p]
 	b := &sp.cur
 	b.finished++
-	if r.Status != trace.StatusCompleted {
+	if r.Status != row.StatusCompleted {
 		return
 	}
 	ttft, e2e := r.FirstTok-r.Req.ArrivalUS, r.Finished-r.Req.ArrivalUS
@@ -334,13 +334,13 @@ func (c *Cluster) lifecycleEvent(ev *event) {
 			s.gen[i]++
 			c.h.pushGen(c.now+dur, evLifecycle, i, s.gen[i])
 			c.rebuildBoard(sp.g)
-			c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleReady, ReplicaID: rep.ID, Reason: "provisioned, weights loaded: warming", WarmEndUS: c.now + dur})
+			c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleReady, ReplicaID: rep.ID, Reason: "provisioned, weights loaded: warming", WarmEndUS: c.now + dur})
 			return
 		}
 		rep.State = replica.Serving
 		s.gen[i]++
 		c.rebuildBoard(sp.g)
-		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleServing, ReplicaID: rep.ID, Reason: "provisioned, weights loaded"})
+		c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleServing, ReplicaID: rep.ID, Reason: "provisioned, weights loaded"})
 	case replica.Warming:
 		rep.State = replica.Serving
 		rep.Model = rep.Model.(*warmModel).Model
@@ -348,7 +348,7 @@ func (c *Cluster) lifecycleEvent(ev *event) {
 		if p := c.gpos[i]; p >= 0 {
 			sp.g.board.SetState(int(p), "serving")
 		}
-		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleServing, ReplicaID: rep.ID, Reason: "warm"})
+		c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleServing, ReplicaID: rep.ID, Reason: "warm"})
 	case replica.Draining:
 		if rep.Busy() {
 			c.killAtStepEnd(rep) // the GPU is released between steps
@@ -682,16 +682,16 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 	if trig != "" {
 		d.Reason = trig + ": " + d.Reason
 	}
-	row := trace.ScaleEvent{From: int32(v.Current), To: int32(d.Target), Reason: d.Reason,
+	ev := row.ScaleEvent{From: int32(v.Current), To: int32(d.Target), Reason: d.Reason,
 		QueueDepth: v.Metrics.QueueDepth, Running: v.Metrics.Running, Utilization: v.Metrics.Utilization,
 		KVUtilization: v.Metrics.KVUtilization, RequestRate: v.Metrics.RequestRate, SLOAttainment: v.Metrics.SLOAttainment,
 		TTFTP50US: v.Metrics.TTFTP50US, TTFTP99US: v.Metrics.TTFTP99US, E2EP50US: v.Metrics.E2EP50US, E2EP99US: v.Metrics.E2EP99US,
-		Pending: int32(v.Pending), ProvisioningUS: trace.Null, WarmEndUS: trace.Null}
+		Pending: int32(v.Pending), ProvisioningUS: row.Null, WarmEndUS: row.Null}
 	sp.lastAction = c.now
 	sp.ctrl.LastAction = c.now
 	if d.Target > v.Current {
 		c.sum.ScaleUps++
-		row.Action = trace.ScaleUp
+		ev.Action = row.ScaleUp
 		n := d.Target - v.Current
 		var started []int32
 		for _, m := range sp.slots {
@@ -704,8 +704,8 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 			}
 		}
 		if n > 0 {
-			row.To -= int32(n)
-			row.Reason += fmt.Sprintf("; %d replicas short: every slot is draining", n)
+			ev.To -= int32(n)
+			ev.Reason += fmt.Sprintf("; %d replicas short: every slot is draining", n)
 		}
 		var maxDelay, warmEnd int64
 		for _, m := range started {
@@ -714,15 +714,15 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 			warmEnd = max(warmEnd, c.now+delay+sp.cfg.Warmup.Duration.US())
 		}
 		if len(started) > 0 {
-			row.ProvisioningUS, row.WarmEndUS = maxDelay, warmEnd
+			ev.ProvisioningUS, ev.WarmEndUS = maxDelay, warmEnd
 		}
-		c.scaleRow(sp, row)
-		c.traceScale(sp, &row, true)
+		c.scaleRow(sp, ev)
+		c.traceScale(sp, &ev, true)
 	} else {
-		row.Action = trace.ScaleDown
+		ev.Action = row.ScaleDown
 		c.sum.ScaleDowns++
-		c.scaleRow(sp, row) // before the lifecycle rows it causes
-		c.traceScale(sp, &row, false)
+		c.scaleRow(sp, ev) // before the lifecycle rows it causes
+		c.traceScale(sp, &ev, false)
 		n := v.Current - d.Target
 		for _, st := range []replica.State{replica.Provisioning, replica.Warming, replica.Serving} {
 			for j := len(sp.slots) - 1; j >= 0 && n > 0; j-- {
@@ -803,11 +803,11 @@ func (c *Cluster) onReplica(rep *replica.Replica, phases ...request.Phase) []*re
 // (scheduled before: their times are rep's) finish on rep.
 func (c *Cluster) redirect(rep *replica.Replica) {
 	for _, r := range c.onReplica(rep, request.Waiting) {
-		if r.FirstSched != trace.Null {
+		if r.FirstSched != row.Null {
 			continue
 		}
 		rep.Cancel(r)
-		r.Replica, r.Routed, r.Enqueued = -1, trace.Null, trace.Null
+		r.Replica, r.Routed, r.Enqueued = -1, row.Null, row.Null
 		r.Phase = request.Arriving
 		c.sum.Redirected++
 		c.markDirty(rep.Index)
@@ -827,7 +827,7 @@ func (c *Cluster) kill(rep *replica.Replica, reason string) {
 			r.Generated = rep.Sched.Progress(r)
 			rep.Cancel(r)
 		}
-		r.Status, r.Reason, r.Finished = trace.StatusDropped, reason, c.now
+		r.Status, r.Reason, r.Finished = row.StatusDropped, reason, c.now
 		c.sum.DrainDropped++
 		c.terminal(r)
 	}
@@ -901,7 +901,7 @@ func (c *Cluster) stop(sp *spool, rep *replica.Replica, reason string) {
 		store.SetObserver(x.observer(slot))
 	}
 	c.bill(sp, -1)
-	c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleStopped, ReplicaID: rep.ID, Reason: reason})
+	c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleStopped, ReplicaID: rep.ID, Reason: reason})
 }
 
 // bill changes the pool's billed replicas at now.
@@ -912,18 +912,18 @@ func (c *Cluster) bill(sp *spool, delta int) {
 }
 
 // scaleRow appends a scale-events row for sp at now.
-func (c *Cluster) scaleRow(sp *spool, e trace.ScaleEvent) {
+func (c *Cluster) scaleRow(sp *spool, e row.ScaleEvent) {
 	e.TimeUS, e.Deployment, e.Pool = c.now, sp.dep.ID, int32(sp.idx)
-	if e.Action != trace.ScaleUp && e.Action != trace.ScaleDown {
+	if e.Action != row.ScaleUp && e.Action != row.ScaleDown {
 		for _, f := range []*float64{&e.QueueDepth, &e.Running, &e.Utilization, &e.KVUtilization, &e.RequestRate, &e.SLOAttainment} {
 			*f = math.NaN()
 		}
-		e.TTFTP50US, e.TTFTP99US, e.E2EP50US, e.E2EP99US = trace.Null, trace.Null, trace.Null, trace.Null
+		e.TTFTP50US, e.TTFTP99US, e.E2EP50US, e.E2EP99US = row.Null, row.Null, row.Null, row.Null
 		if e.ProvisioningUS == 0 {
-			e.ProvisioningUS = trace.Null
+			e.ProvisioningUS = row.Null
 		}
 		if e.WarmEndUS == 0 {
-			e.WarmEndUS = trace.Null
+			e.WarmEndUS = row.Null
 		}
 	}
 	if sp.cfg == nil {
@@ -942,7 +942,7 @@ func (c *Cluster) finishHeld() {
 	for _, g := range c.grps {
 		for _, h := range g.held {
 			if r := h.r; r.Life == h.life && r.Phase == request.Arriving {
-				r.Status, r.Reason = trace.StatusUnfinished, "held at the router: no replica serving"
+				r.Status, r.Reason = row.StatusUnfinished, "held at the router: no replica serving"
 				c.terminal(r)
 			}
 		}
@@ -969,7 +969,7 @@ func (c *Cluster) finishScale() {
 	for _, sp := range c.sc.pools {
 		c.bill(sp, 0)
 		c.sum.GPUHours[sp.depIdx] += sp.gpuUS / 3.6e9
-		c.scaleRow(sp, trace.ScaleEvent{Action: trace.ScaleEnd, Reason: "end of the run"})
+		c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleEnd, Reason: "end of the run"})
 		c.reportOscillations(sp)
 	}
 	if c.opts.ScaleEventsTo != nil {
@@ -979,7 +979,7 @@ func (c *Cluster) finishScale() {
 
 // ScaleEvents returns the scale-events rows so far (Options.ScaleEvents or
 // an autoscaled pool); nil otherwise.
-func (c *Cluster) ScaleEvents() []trace.ScaleEvent {
+func (c *Cluster) ScaleEvents() []row.ScaleEvent {
 	if c.sc == nil {
 		return nil
 	}
@@ -1025,7 +1025,7 @@ func (s *scaler) clone(m *request.Clone, d *Cluster, depMap map[*Deployment]*Dep
 	x.poolOf = append([]int32(nil), s.poolOf...)
 	x.gen = append([]uint32(nil), s.gen...)
 	x.killEnd = append([]bool(nil), s.killEnd...)
-	x.rows = append([]trace.ScaleEvent(nil), s.rows...)
+	x.rows = append([]row.ScaleEvent(nil), s.rows...)
 	x.views, x.lat, x.lat2, x.due = nil, nil, nil, nil
 	for _, rep := range d.reps {
 		if w, ok := rep.Model.(*warmModel); ok {
@@ -1075,7 +1075,7 @@ func (w *warmModel) StepTime(b *latency.Batch) int64 {
 
 // traceScale records an autoscaler's action in the decision trace (when
 // decisions are traced) and keeps it for the oscillation check.
-func (c *Cluster) traceScale(sp *spool, row *trace.ScaleEvent, up bool) {
+func (c *Cluster) traceScale(sp *spool, row *row.ScaleEvent, up bool) {
 	if c.opts.Decisions == nil {
 		return
 	}
@@ -1092,7 +1092,7 @@ func (c *Cluster) reportOscillations(sp *spool) {
 		if o.FirstUp {
 			pattern = "up, down, up"
 		}
-		c.ReportAnomaly(&trace.Anomaly{Type: trace.AnomalyScaleOscillation, TimeUS: o.StartUS, EndUS: o.EndUS,
+		c.ReportAnomaly(&row.Anomaly{Type: row.AnomalyScaleOscillation, TimeUS: o.StartUS, EndUS: o.EndUS,
 			Severity: "medium", Magnitude: float64(o.EndUS-o.StartUS) / 1e6,
 			ReplicaID:   fmt.Sprintf("%s/pool%d", sp.dep.ID, sp.idx),
 			Description: fmt.Sprintf("pool %s/%d scaled %s within %s", sp.dep.ID, sp.idx, pattern, config.Duration((o.EndUS-o.StartUS)*1000))})

@@ -1,17 +1,17 @@
 package policy
 
-import "github.com/blis-sim/blis/lib/trace"
+import "github.com/blis-sim/blis/lib/engine/row"
 
 // RequestView is a read-only view of the request a decision is about.
 type RequestView struct {
-	r   *trace.Request
+	r   *row.Request
 	now int64
 	pb  func() int
 }
 
 // NewRequestView wraps r for a decision taken at now; promptBlocks, if not
 // nil, answers PrefixBlocks lazily.
-func NewRequestView(r *trace.Request, now int64, promptBlocks func() int) RequestView {
+func NewRequestView(r *row.Request, now int64, promptBlocks func() int) RequestView {
 	return RequestView{r: r, now: now, pb: promptBlocks}
 }
 

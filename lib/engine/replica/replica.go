@@ -9,9 +9,9 @@ import (
 
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
 	"github.com/blis-sim/blis/lib/latency"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // State is a replica's lifecycle state; without autoscaling every
@@ -132,7 +132,7 @@ type Effects struct {
 	// Done lists requests that reached a final state, in order.
 	Done []*request.State
 	// Step is the step's row (for the steps table).
-	Step trace.Step
+	Step row.Step
 }
 
 // End completes the executing step at now.
@@ -154,7 +154,7 @@ func (p *Replica) End(now int64, fx *Effects) {
 	p.BusyUS += now - p.stepStart
 	if p.WantSteps {
 		l := p.Sched.Load()
-		fx.Step = trace.Step{InstanceID: p.Index, StepIndex: step, StartUS: p.stepStart, DurationUS: now - p.stepStart,
+		fx.Step = row.Step{InstanceID: p.Index, StepIndex: step, StartUS: p.stepStart, DurationUS: now - p.stepStart,
 			BatchSize: int32(p.batch.Size()), PrefillTokens: int32(p.batch.PrefillTokens), DecodeTokens: int32(p.batch.DecodeSeqs),
 			KVBlocksUsed: l.KVUsed, KVBlocksTotal: l.KVTotal, Waiting: int32(l.Waiting), Running: int32(l.Running),
 			Preempted: p.Sched.Preempted(), ReplicaID: p.ID, Role: roleNames[p.Role]}

@@ -2,7 +2,7 @@ package request
 
 import (
 	"github.com/blis-sim/blis/lib/engine/kv"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // Keyer derives a request's prefix-cache keys for one engine block size.
@@ -44,7 +44,7 @@ func (k *Keyer) Ensure(r *State) {
 	k.kids = append(k.kids[:0], r.Children...)
 	for i := 0; i < len(k.kids) && i < 64; i++ {
 		c := k.kids[i]
-		if c.Req.Kind == trace.KindTool {
+		if c.Req.Kind == row.KindTool {
 			k.kids = append(k.kids, c.Children...)
 			continue
 		}

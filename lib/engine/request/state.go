@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/blis-sim/blis/lib/engine/kv"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // Phase is where a request is in its lifecycle.
@@ -46,7 +46,7 @@ type State struct {
 	Chunk    int32    // tokens scheduled in the current step
 	Decoding bool
 
-	Req trace.Request
+	Req row.Request
 	Row int64 // 1-based row in the input, for errors
 
 	Phase   Phase
@@ -56,7 +56,7 @@ type State struct {
 
 	Admitted, Routed, Enqueued, FirstSched, FirstTok, Finished int64
 	Preemptions, CachedTok, Generated                          int32
-	Deadline                                                   int64 // client timeout (absolute µs), trace.Null if none
+	Deadline                                                   int64 // client timeout (absolute µs), row.Null if none
 	// Cancel marks a running request whose client gave up while its
 	// replica was mid-step: the scheduler drops it when the step ends.
 	Cancel bool
@@ -138,13 +138,13 @@ func (r *State) Reset() {
 	*r = State{
 		KV:       kv.Handle{IDs: r.KV.IDs[:0]},
 		XferKV:   kv.Handle{IDs: r.XferKV.IDs[:0]},
-		PReplica: -1, DReplica: -1, XferStart: trace.Null, XferDone: trace.Null,
+		PReplica: -1, DReplica: -1, XferStart: row.Null, XferDone: row.Null,
 		Keys:     r.Keys[:0],
 		Children: r.Children[:0],
 		Epoch:    r.Epoch + 1,
 		Life:     r.Life + 1,
-		Replica:  -1, Admitted: trace.Null, Routed: trace.Null, Enqueued: trace.Null,
-		FirstSched: trace.Null, FirstTok: trace.Null, Finished: trace.Null, Deadline: trace.Null, WIdx: -1,
+		Replica:  -1, Admitted: row.Null, Routed: row.Null, Enqueued: row.Null,
+		FirstSched: row.Null, FirstTok: row.Null, Finished: row.Null, Deadline: row.Null, WIdx: -1,
 	}
 }
 

@@ -49,7 +49,7 @@ type Scheduler interface {
 	// (batch limits, prefill order); full adds the KV store's walk.
 	Check(full bool) error
 	// Wake moves requests whose KV loads ended by now back to the waiting
-	// queue; WakeAt is the earliest load end in progress (trace.Null if
+	// queue; WakeAt is the earliest load end in progress (row.Null if
 	// none): an idle replica must be woken then.
 	Wake(now int64)
 	WakeAt() int64

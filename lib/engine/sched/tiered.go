@@ -3,7 +3,7 @@ package sched
 import (
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/request"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // SetTiers puts lower KV tiers under the scheduler's store.
@@ -40,7 +40,7 @@ func (s *VLLM) startLoad(now int64, r *request.State, hits, lo int) bool {
 	s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
 	ready, per, thrash := s.tiers.Load(r.Keys[hits:hits+lo], now)
 	B := s.B
-	if r.FirstSched == trace.Null {
+	if r.FirstSched == row.Null {
 		// Like cached_tokens: what its first scheduling found.
 		r.CachedLow[0], r.CachedLow[1] = per[0]*B, per[1]*B
 	}
@@ -74,11 +74,11 @@ func (s *VLLM) Wake(now int64) {
 	s.loading = s.loading[:k]
 }
 
-// WakeAt is the earliest end of a load in progress (trace.Null if none).
+// WakeAt is the earliest end of a load in progress (row.Null if none).
 func (s *VLLM) WakeAt() int64 {
-	t := int64(trace.Null)
+	t := int64(row.Null)
 	for _, r := range s.loading {
-		if t == trace.Null || r.LoadReady < t {
+		if t == row.Null || r.LoadReady < t {
 			t = r.LoadReady
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"github.com/blis-sim/blis/lib/engine/internal/minheap"
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/latency"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Config is what VLLM needs of a replica's engine settings.
@@ -28,8 +28,8 @@ type Config struct {
 }
 
 // Send is a prefill-only request's progress on a prefill replica: admitted
-// into a step (End is trace.Null), a chunk computed from Start to End, or
-// preempted (both trace.Null).
+// into a step (End is row.Null), a chunk computed from Start to End, or
+// preempted (both row.Null).
 type Send struct {
 	R          *request.State
 	Start, End int64
@@ -252,7 +252,7 @@ func (s *VLLM) preempt(r *request.State) {
 		s.onPreempt(r)
 	}
 	if s.cfg.Sends && r.PrefillOnly {
-		s.sends = append(s.sends, Send{R: r, Start: trace.Null, End: trace.Null})
+		s.sends = append(s.sends, Send{R: r, Start: row.Null, End: row.Null})
 	}
 	r.Preemptions++
 	s.preempted++
@@ -489,7 +489,7 @@ func (s *VLLM) admit(now int64, budget int32) {
 		}
 		s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
 		r.Computed = comp
-		if r.FirstSched == trace.Null {
+		if r.FirstSched == row.Null {
 			r.FirstSched = now
 			r.CachedTok = comp
 		}
@@ -500,7 +500,7 @@ func (s *VLLM) admit(now int64, budget int32) {
 		s.used += n
 		s.sched = append(s.sched, r)
 		if s.cfg.Sends && r.PrefillOnly {
-			s.sends = append(s.sends, Send{R: r, Start: now, End: trace.Null})
+			s.sends = append(s.sends, Send{R: r, Start: now, End: row.Null})
 		}
 	}
 }
@@ -535,7 +535,7 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		}
 		s.removePrefilling(r)
 		if r.Req.OutputTokens == 0 {
-			if r.FirstTok == trace.Null {
+			if r.FirstTok == row.Null {
 				r.FirstTok = now
 			}
 			s.finish(now, r, done)
@@ -552,7 +552,7 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 			continue
 		}
 		r.Generated++
-		if r.FirstTok == trace.Null {
+		if r.FirstTok == row.Null {
 			r.FirstTok = now + s.alphaTokens(1)
 		}
 		if r.Generated >= r.Req.OutputTokens {
@@ -585,7 +585,7 @@ func (s *VLLM) finish(now int64, r *request.State, done *[]*request.State) {
 	r.Epoch++
 	s.runRemove(r)
 	r.Finished = now + s.alphaTokens(r.Generated)
-	r.Status = trace.StatusCompleted
+	r.Status = row.StatusCompleted
 	*done = append(*done, r)
 }
 

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"go.starlark.net/starlark"
+
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/engine/sched"
-	"go.starlark.net/starlark"
 )
 
 // Runtime is one run's instance of a bundle: fresh state dicts, random

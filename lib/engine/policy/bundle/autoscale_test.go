@@ -9,7 +9,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy/bundle"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 const scaledCluster = `
@@ -29,9 +29,9 @@ deployments:
 // engine applies it at each 10 s evaluation (bounds and stabilisation are
 // the engine's). A failing stage stops the run with its error.
 func TestBundleAutoscalerDrivesPool(t *testing.T) {
-	var reqs []trace.Request
+	var reqs []row.Request
 	for i := 0; i < 80; i++ {
-		r := trace.NewRequest(fmt.Sprint("r", i))
+		r := row.NewRequest(fmt.Sprint("r", i))
 		r.ArrivalUS, r.InputTokens, r.OutputTokens = int64(i)*500_000, 50, 5
 		reqs = append(reqs, r)
 	}
@@ -48,15 +48,15 @@ func TestBundleAutoscalerDrivesPool(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rows []trace.ScaleEvent
-		opts := engine.Options{CheckInvariants: true, ScaleEventsTo: func(r []trace.ScaleEvent) { rows = r }}
+		var rows []row.ScaleEvent
+		opts := engine.Options{CheckInvariants: true, ScaleEventsTo: func(r []row.ScaleEvent) { rows = r }}
 		if _, err := b.Apply(&cfg, &opts); err != nil {
 			t.Fatal(err)
 		}
 		_, err = engine.Run(cfg, models, engine.SliceSource(reqs), &memSink{}, opts)
 		var got []string
 		for _, r := range rows {
-			if r.Action == trace.ScaleUp || r.Action == trace.ScaleDown {
+			if r.Action == row.ScaleUp || r.Action == row.ScaleDown {
 				got = append(got, fmt.Sprintf("%d:%d→%d:%s", r.TimeUS/1e6, r.From, r.To, r.Reason))
 			}
 		}

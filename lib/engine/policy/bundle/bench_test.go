@@ -9,20 +9,20 @@ import (
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy/bundle"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/rng"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 // benchWorkload is lib/engine's: Poisson at rate req/s, input and output
 // normal(512, 256) clamped to [2, 7000].
-func benchWorkload(n int, rate float64) []trace.Request {
+func benchWorkload(n int, rate float64) []row.Request {
 	arr, lens := rng.New(1, "arrivals"), rng.New(1, "lengths")
 	clamp := func(x float64) int32 { return int32(min(max(math.Round(x), 2), 7000)) }
-	reqs := make([]trace.Request, n)
+	reqs := make([]row.Request, n)
 	t := 0.0
 	for i := range reqs {
 		t += arr.ExpFloat64() / rate
-		r := trace.NewRequest(fmt.Sprint("r", i))
+		r := row.NewRequest(fmt.Sprint("r", i))
 		r.ArrivalUS, r.InputTokens, r.OutputTokens = int64(t*1e6), clamp(512+256*lens.NormFloat64()), clamp(512+256*lens.NormFloat64())
 		reqs[i] = r
 	}
@@ -31,7 +31,7 @@ func benchWorkload(n int, rate float64) []trace.Request {
 
 type countSink struct{ n int }
 
-func (s *countSink) Write(*trace.Result) error { s.n++; return nil }
+func (s *countSink) Write(*row.Result) error { s.n++; return nil }
 
 // BenchmarkRun100k is lib/engine's BenchmarkRun100kRoofline (8 replicas,
 // 96 req/s) with least-loaded routing and a queue limit: built in, as

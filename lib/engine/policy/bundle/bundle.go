@@ -32,9 +32,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/blis-sim/blis/lib/engine/policy"
-	"github.com/blis-sim/blis/lib/trace"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/blis-sim/blis/lib/engine/policy"
 )
 
 // Kinds of stage.
@@ -471,21 +471,23 @@ func (p *parser) stage(n, key *yaml.Node, name string, b *Bundle) (*Stage, error
 	return st, nil
 }
 
-// Annotate records the bundle in a table's provenance metadata:
-// blis.policy.id, .generation, .parent_id, .mutations (a JSON list),
-// .path and .sha256.
-func (b *Bundle) Annotate(m trace.Meta) {
-	m.Set("blis.policy.id", b.ID)
-	m.Set("blis.policy.generation", strconv.FormatInt(b.Generation, 10))
-	m.Set("blis.policy.parent_id", b.ParentID)
+// Provenance is what a table's metadata records of the bundle, in order:
+// blis.policy.id, .generation, .parent_id, .mutations (a JSON list), .path
+// and .sha256 (the driver writes them; lib/sim.AnnotatePolicy).
+func (b *Bundle) Provenance() [][2]string {
 	mu := b.Mutations
 	if mu == nil {
 		mu = []string{}
 	}
 	j, _ := json.Marshal(mu)
-	m.Set("blis.policy.mutations", string(j))
-	m.Set("blis.policy.path", b.Path)
-	m.Set("blis.policy.sha256", b.SHA256)
+	return [][2]string{
+		{"blis.policy.id", b.ID},
+		{"blis.policy.generation", strconv.FormatInt(b.Generation, 10)},
+		{"blis.policy.parent_id", b.ParentID},
+		{"blis.policy.mutations", string(j)},
+		{"blis.policy.path", b.Path},
+		{"blis.policy.sha256", b.SHA256},
+	}
 }
 
 // RunError is a policy failure while simulating: which policy file and

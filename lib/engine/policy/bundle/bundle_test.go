@@ -13,25 +13,25 @@ import (
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy/bundle"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/rng"
-	"github.com/blis-sim/blis/lib/trace"
 )
 
 const examples = "../../../../examples/policies"
 
-type memSink struct{ rs []trace.Result }
+type memSink struct{ rs []row.Result }
 
-func (s *memSink) Write(r *trace.Result) error { s.rs = append(s.rs, *r); return nil }
+func (s *memSink) Write(r *row.Result) error { s.rs = append(s.rs, *r); return nil }
 
 // workload is n requests from 4 tenants, two SLO classes, prompts sharing
 // one of three system prompts (prefix hashes), Poisson at rate req/s.
-func workload(n int, rate float64) []trace.Request {
+func workload(n int, rate float64) []row.Request {
 	g := rng.New(7, "test")
-	reqs := make([]trace.Request, n)
+	reqs := make([]row.Request, n)
 	t := 0.0
 	for i := range reqs {
 		t += g.ExpFloat64() / rate
-		r := trace.NewRequest(fmt.Sprint("r", i))
+		r := row.NewRequest(fmt.Sprint("r", i))
 		r.ArrivalUS = int64(t * 1e6)
 		r.InputTokens = int32(64 + g.IntN(1500))
 		r.OutputTokens = int32(8 + g.IntN(400))
@@ -64,7 +64,7 @@ func testCluster(replicas int) config.Cluster {
 }
 
 // simulate runs reqs on cfg with the bundle at path ("" = none).
-func simulate(t testing.TB, cfg config.Cluster, path string, reqs []trace.Request) ([]trace.Result, engine.Summary, error) {
+func simulate(t testing.TB, cfg config.Cluster, path string, reqs []row.Request) ([]row.Result, engine.Summary, error) {
 	t.Helper()
 	models, _, err := engine.Prepare(&cfg)
 	if err != nil {
@@ -85,7 +85,7 @@ func simulate(t testing.TB, cfg config.Cluster, path string, reqs []trace.Reques
 	return sink.rs, sum, err
 }
 
-func same(t *testing.T, what string, a, b []trace.Result) {
+func same(t *testing.T, what string, a, b []row.Result) {
 	t.Helper()
 	if len(a) != len(b) {
 		t.Fatalf("%s: %d results vs %d", what, len(a), len(b))
@@ -97,7 +97,7 @@ func same(t *testing.T, what string, a, b []trace.Result) {
 	}
 }
 
-func spread(rs []trace.Result) map[string]int {
+func spread(rs []row.Result) map[string]int {
 	m := map[string]int{}
 	for _, r := range rs {
 		m[r.ReplicaID]++
@@ -188,10 +188,10 @@ func TestExamples(t *testing.T) {
 // effects against the built-in they refine.
 func TestWorkedExamplesDoWhatTheySay(t *testing.T) {
 	reqs := workload(4000, 400)
-	ttft := func(rs []trace.Result, class string) float64 {
+	ttft := func(rs []row.Result, class string) float64 {
 		s, n := 0.0, 0
 		for _, r := range rs {
-			if r.SLOClass == class && r.TTFTUS != trace.Null {
+			if r.SLOClass == class && r.TTFTUS != row.Null {
 				s += float64(r.TTFTUS)
 				n++
 			}
@@ -209,7 +209,7 @@ func TestWorkedExamplesDoWhatTheySay(t *testing.T) {
 	if a, b := ttft(base, "interactive"), ttft(slo, "interactive"); !(b < a) {
 		t.Fatalf("slo-priority: interactive mean TTFT %.0f µs, not below fcfs's %.0f", b, a)
 	}
-	hits := func(rs []trace.Result) int64 {
+	hits := func(rs []row.Result) int64 {
 		var n int64
 		for _, r := range rs {
 			n += int64(r.CachedTokens)
@@ -238,7 +238,7 @@ func TestWorkedExamplesDoWhatTheySay(t *testing.T) {
 	}
 	rejected := map[string]int{}
 	for _, r := range tf {
-		if r.Status == trace.StatusRejected {
+		if r.Status == row.StatusRejected {
 			rejected[r.TenantID]++
 		}
 	}
@@ -290,7 +290,7 @@ func TestTenantCountsExact(t *testing.T) {
 		t.Fatalf("rejected %d, want %d (%v)", sum.Rejected, want, per)
 	}
 	for _, r := range rs {
-		if r.Status == trace.StatusRejected && r.DropReason != "quota" {
+		if r.Status == row.StatusRejected && r.DropReason != "quota" {
 			t.Fatalf("reason %q", r.DropReason)
 		}
 	}
@@ -459,7 +459,7 @@ func TestSchedulerAndPreemption(t *testing.T) {
 	cfg := testCluster(2)
 	cfg.Engine.KVBlocks = 600 // preemptions
 	cfg.Router.Routing = "least-loaded"
-	run := func(files map[string]string) ([]trace.Result, engine.Summary) {
+	run := func(files map[string]string) ([]row.Result, engine.Summary) {
 		path := ""
 		if files != nil {
 			path = writeBundle(t, files)
@@ -493,7 +493,7 @@ def schedule(queue, replica):
 	if reflect.DeepEqual(base, sfStar) {
 		t.Fatal("Starlark shortest-first changed nothing")
 	}
-	firstSched := func(rs []trace.Result) (short, long float64) {
+	firstSched := func(rs []row.Result) (short, long float64) {
 		var ns, nl float64
 		for _, r := range rs {
 			w := float64(r.FirstScheduledUS - r.EnqueuedUS)
@@ -550,19 +550,21 @@ func TestAutoscalerStage(t *testing.T) {
 	}
 }
 
-func TestAnnotate(t *testing.T) {
+func TestProvenance(t *testing.T) {
 	b, err := bundle.Load(writeBundle(t, map[string]string{"b.yaml": "id: cand-17\ngeneration: 3\nparent_id: cand-9\nmutations: [\"raise prefix weight\"]\n"}), bundle.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := trace.NewMeta()
-	b.Annotate(m)
+	m := map[string]string{}
+	for _, kv := range b.Provenance() {
+		m[kv[0]] = kv[1]
+	}
 	for k, v := range map[string]string{"blis.policy.id": "cand-17", "blis.policy.generation": "3", "blis.policy.parent_id": "cand-9", "blis.policy.mutations": `["raise prefix weight"]`} {
-		if m.Get(k) != v {
-			t.Errorf("%s = %q, want %q", k, m.Get(k), v)
+		if m[k] != v {
+			t.Errorf("%s = %q, want %q", k, m[k], v)
 		}
 	}
-	if len(m.Get("blis.policy.sha256")) != 64 {
+	if len(m["blis.policy.sha256"]) != 64 {
 		t.Error("no sha256")
 	}
 }

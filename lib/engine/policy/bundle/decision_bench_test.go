@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine/policy"
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // BenchmarkDecision is the cost of one routing decision over 8 replicas:
@@ -21,7 +21,7 @@ func BenchmarkDecision(b *testing.B) {
 	for i := range ids {
 		board.Set(i, policy.ReplicaStatus{Waiting: (i * 7) % 5, Running: 10 + i%3, KVUsed: int64(100 * i), KVTotal: 1000})
 	}
-	req := trace.NewRequest("r1")
+	req := row.NewRequest("r1")
 	req.InputTokens, req.OutputTokens = 500, 100
 	src, err := os.ReadFile("../../../../examples/policies/least-loaded.star")
 	if err != nil {

@@ -4,11 +4,12 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/blis-sim/blis/lib/engine/policy"
-	"github.com/blis-sim/blis/lib/trace"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
+
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // FuzzLoad: the bundle loader never panics, and what it accepts applies.
@@ -39,8 +40,7 @@ func FuzzLoad(f *testing.F) {
 				return // running it may take long; loading was the test
 			}
 		}
-		m := trace.NewMeta()
-		b.Annotate(m)
+		b.Provenance()
 	})
 }
 
@@ -67,7 +67,7 @@ func FuzzTreeEval(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r := trace.NewRequest("q1")
+		r := row.NewRequest("q1")
 		r.InputTokens, r.OutputTokens, r.SLOClass, r.Priority, r.ArrivalUS, r.TenantID, r.Model = in, out, slo, prio, 1000, "a", "llama"
 		ctx := &evalCtx{rv: policy.NewRequestView(&r, 2000, nil)}
 		var got starlark.Value

@@ -7,10 +7,11 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/blis-sim/blis/lib/rng"
 	starmath "go.starlark.net/lib/math"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/blis-sim/blis/lib/rng"
 )
 
 // entrypoints are the function each stage's Starlark must define, with

@@ -3,7 +3,7 @@ package bundle
 import (
 	"maps"
 
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // Tracker is the router's own state that views expose beyond the replicas'
@@ -185,24 +185,24 @@ func (t *Tracker) decided(id, tenant string, admitted, delayed bool) {
 const ewma = 1.0 / 16
 
 // finished records a request's result.
-func (t *Tracker) finished(r *trace.Result) {
+func (t *Tracker) finished(r *row.Result) {
 	at := t.now
-	if r.FinishedUS != trace.Null && r.FinishedUS > at {
+	if r.FinishedUS != row.Null && r.FinishedUS > at {
 		at = r.FinishedUS
 	}
 	t.advance(at)
-	if r.AdmittedUS != trace.Null {
+	if r.AdmittedUS != row.Null {
 		if l := t.tenants[r.TenantID]; l != nil {
 			l.active--
 		}
 		t.g.active--
 	}
-	if r.Status != trace.StatusCompleted {
+	if r.Status != row.StatusCompleted {
 		return
 	}
 	t.g.completed++
 	t.g.done.add(at)
-	if r.ReplicaID == "" || r.TTFTUS == trace.Null {
+	if r.ReplicaID == "" || r.TTFTUS == row.Null {
 		return
 	}
 	s := t.reps[r.ReplicaID]
@@ -215,11 +215,11 @@ func (t *Tracker) finished(r *trace.Result) {
 		hit = float64(r.CachedTokens) / float64(r.InputTokens)
 	}
 	wait := 0.0
-	if r.FirstScheduledUS != trace.Null && r.EnqueuedUS != trace.Null {
+	if r.FirstScheduledUS != row.Null && r.EnqueuedUS != row.Null {
 		wait = float64(r.FirstScheduledUS - r.EnqueuedUS)
 	}
 	tpot := s.tpot
-	if r.TPOTUS != trace.Null {
+	if r.TPOTUS != row.Null {
 		tpot = float64(r.TPOTUS)
 	}
 	if s.n == 0 {

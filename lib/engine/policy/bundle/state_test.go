@@ -3,7 +3,7 @@ package bundle
 import (
 	"testing"
 
-	"github.com/blis-sim/blis/lib/trace"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // TestTracker checks the router state against hand-computed values, live
@@ -22,8 +22,8 @@ func TestTracker(t *testing.T) {
 	if ts.count != 6 || ts.active != 6 || ts.rate != 0.6 || !ts.burst {
 		t.Fatalf("second 0: %+v, want count 6, active 6, rate 0.6/s, burst", *ts)
 	}
-	res := trace.NewResult(trace.NewRequest("p"))
-	res.TenantID, res.Status, res.AdmittedUS, res.FinishedUS = "a", trace.StatusCompleted, 0, 2_500_000
+	res := row.NewResult(row.NewRequest("p"))
+	res.TenantID, res.Status, res.AdmittedUS, res.FinishedUS = "a", row.StatusCompleted, 0, 2_500_000
 	res.ReplicaID, res.TTFTUS, res.InputTokens, res.CachedTokens, res.TPOTUS = "d/0", 1000, 100, 25, 50
 	res.EnqueuedUS, res.FirstScheduledUS = 10, 410
 	tr.finished(&res)

@@ -5,8 +5,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/blis-sim/blis/lib/engine/policy"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/blis-sim/blis/lib/engine/policy"
 )
 
 // node is a decision-tree node: a condition with two branches, or a leaf.

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	"go.starlark.net/starlark"
+
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/request"
-	"go.starlark.net/starlark"
 )
 
 // Starlark's views of the engine: read-only values over the same field

@@ -1,4 +1,8 @@
-package report
+// Package slo holds latency targets (service-level objectives) and their
+// parsing: "ttft=200ms,tpot=50ms" for every request, "interactive:ttft=200ms"
+// for one slo_class. The report, the decision recorder's slo_violation
+// anomalies, fitness specs, sweeps and the evaluator's summary share them.
+package slo
 
 import (
 	"fmt"
@@ -7,42 +11,43 @@ import (
 	"time"
 )
 
-// SLO metrics, in table order.
+// Metrics with targets, in table order (indices into Targets).
 const (
-	sloTTFT = iota
-	sloTPOT
-	sloE2E
-	nSLO
+	TTFT = iota
+	TPOT
+	E2E
+	N
 )
 
-var sloNames = [nSLO]string{"ttft", "tpot", "e2e"}
+// Names are the metrics' names, by index.
+var Names = [N]string{"ttft", "tpot", "e2e"}
 
-// SLO holds latency targets in µs; 0 means no target for that metric.
-type SLO struct {
-	Target [nSLO]int64
+// Targets holds latency targets in µs, by metric; 0 means none.
+type Targets struct {
+	Target [N]int64
 }
 
-func (s SLO) String() string {
+func (s Targets) String() string {
 	var parts []string
 	for m, t := range s.Target {
 		if t > 0 {
-			parts = append(parts, fmt.Sprintf("%s<=%s", sloNames[m], time.Duration(t)*time.Microsecond))
+			parts = append(parts, fmt.Sprintf("%s<=%s", Names[m], time.Duration(t)*time.Microsecond))
 		}
 	}
 	return strings.Join(parts, ",")
 }
 
-// SLOSet is the parsed --slo flags: a global SLO and per-class ones.
-type SLOSet struct {
-	Global  *SLO
-	ByClass map[string]*SLO
+// Set is the parsed --slo flags: targets for every request and per class.
+type Set struct {
+	Global  *Targets
+	ByClass map[string]*Targets
 }
 
 // Empty reports whether no SLO was given.
-func (s *SLOSet) Empty() bool { return s == nil || (s.Global == nil && len(s.ByClass) == 0) }
+func (s *Set) Empty() bool { return s == nil || (s.Global == nil && len(s.ByClass) == 0) }
 
 // Classes returns the classes with their own SLO, sorted.
-func (s *SLOSet) Classes() []string {
+func (s *Set) Classes() []string {
 	out := make([]string, 0, len(s.ByClass))
 	for c := range s.ByClass {
 		out = append(out, c)
@@ -52,7 +57,7 @@ func (s *SLOSet) Classes() []string {
 }
 
 // For returns the SLO that applies to a request of class (nil: none).
-func (s *SLOSet) For(class string) *SLO {
+func (s *Set) For(class string) *Targets {
 	if s == nil {
 		return nil
 	}
@@ -62,12 +67,12 @@ func (s *SLOSet) For(class string) *SLO {
 	return s.Global
 }
 
-// ParseSLOs parses --slo values: "ttft=200ms,tpot=50ms" (every request) or
+// Parse parses --slo values: "ttft=200ms,tpot=50ms" (every request) or
 // "interactive:ttft=200ms" (requests whose slo_class is interactive).
 // Durations use Go syntax (200ms, 1.5s, 800us). Repeating a flag for the
 // same scope adds targets to it; setting one metric twice is an error.
-func ParseSLOs(specs []string) (*SLOSet, error) {
-	set := &SLOSet{ByClass: map[string]*SLO{}}
+func Parse(specs []string) (*Set, error) {
+	set := &Set{ByClass: map[string]*Targets{}}
 	for _, spec := range specs {
 		class, body := "", spec
 		if i := strings.IndexByte(spec, ':'); i >= 0 {
@@ -81,7 +86,7 @@ func ParseSLOs(specs []string) (*SLOSet, error) {
 			target = set.ByClass[class]
 		}
 		if target == nil {
-			target = &SLO{}
+			target = &Targets{}
 			if class == "" {
 				set.Global = target
 			} else {
@@ -95,7 +100,7 @@ func ParseSLOs(specs []string) (*SLOSet, error) {
 				return nil, fmt.Errorf("--slo %q: expected metric=duration (ttft, tpot or e2e), found %q", spec, kv)
 			}
 			m := -1
-			for j, n := range sloNames {
+			for j, n := range Names {
 				if strings.EqualFold(strings.TrimSpace(k), n) {
 					m = j
 				}

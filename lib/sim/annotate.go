@@ -1,9 +1,10 @@
-package engine
+package sim
 
 import (
 	"strings"
 
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -40,4 +41,14 @@ func Annotate(md trace.Meta, cfg *config.Cluster, models []latency.Model) {
 	md.Set("blis.sim.model", strings.Join(names, ","))
 	md.SetSimDeployments(Describe(cfg, models))
 	md.Set(trace.MetaSimRouter, cfg.Router.Routing)
+}
+
+// AnnotatePolicy records a policy bundle in a table's metadata (nil: none).
+func AnnotatePolicy(md trace.Meta, b *bundle.Bundle) {
+	if b == nil {
+		return
+	}
+	for _, kv := range b.Provenance() {
+		md.Set(kv[0], kv[1])
+	}
 }

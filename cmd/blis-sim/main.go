@@ -19,6 +19,7 @@ import (
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/internal/clusterflags"
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
@@ -228,8 +229,12 @@ func run(c *cli.Context) error {
 	}
 	if pb != nil {
 		var err error
-		if _, err = pb.Apply(&cfg, &opts); err == nil && tr != nil {
-			err = tr.checkClonable(&opts)
+		var rt *bundle.Runtime
+		if rt, err = pb.Instantiate(&cfg); err == nil {
+			opts.Policies = rt.Policies()
+			if tr != nil {
+				err = tr.checkClonable(&opts)
+			}
 		}
 		if err != nil {
 			rw.Abort()

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/blis-sim/blis/internal/cliutil"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/urfave/cli/v2"
 )
 

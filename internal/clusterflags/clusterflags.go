@@ -45,7 +45,7 @@ func Config(c *cli.Context) (config.Cluster, error) {
 	cfg := config.Default()
 	if p := c.String("cluster"); p != "" {
 		var err error
-		if cfg, err = config.Load(p); err != nil {
+		if cfg, err = config.Read(p); err != nil {
 			return cfg, cliutil.BadInput(err)
 		}
 	}
@@ -133,8 +133,9 @@ func Config(c *cli.Context) (config.Cluster, error) {
 			*d.dst = v
 		}
 	}
+	// The config is validated once, with the flags over the file.
 	if err := cfg.Validate(); err != nil {
-		return cfg, cliutil.Usage("%v", err)
+		return cfg, cliutil.BadInput(err)
 	}
 	return cfg, nil
 }

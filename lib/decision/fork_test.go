@@ -36,7 +36,7 @@ func regretRows(t *testing.T, c config.Cluster, reqs []trace.Request, adm policy
 	}
 	ds := &decisions{}
 	rec := New(Config{Level: Decisions, Decisions: ds, Regret: RegretConfig{Sample: 0.5, Seed: 3, WindowUS: 400_000}})
-	opts := engine.Options{CheckInvariants: true, Admission: adm}
+	opts := engine.Options{CheckInvariants: true, Policies: cluster.Policies{Admission: adm}}
 	rec.Attach(&opts)
 	if _, err := engine.Run(c, models, engine.SliceSource(reqs), rec.Sink(&results{}), opts); err != nil {
 		t.Fatal(err)

@@ -313,10 +313,11 @@ func (r *Recorder) firstToken(f *cluster.Cluster, fr *request.State, limit int64
 // come with no Options.Fork (a policy bundle has one): a fork would share
 // their state with the original run and change its decisions.
 func CheckClonable(r *Recorder, opts *cluster.Options) error {
-	if r == nil || r.cfg.Regret.Sample <= 0 || opts.Fork != nil {
-		return nil // a policy bundle forks its own state (Options.Fork)
+	pol := &opts.Policies
+	if r == nil || r.cfg.Regret.Sample <= 0 || pol.Fork != nil {
+		return nil // a policy bundle forks its own state (Policies.Fork)
 	}
-	for _, p := range []any{opts.Admission, opts.Priority, opts.Routing} {
+	for _, p := range []any{pol.Admission, pol.Priority, pol.Routing} {
 		if p == nil {
 			continue
 		}
@@ -324,7 +325,7 @@ func CheckClonable(r *Recorder, opts *cluster.Options) error {
 			return fmt.Errorf("--regret-sample: the run's %T policy cannot be cloned, so a counterfactual fork would share (and change) its state; regret with policy bundles waits for cloneable bundles (docs/policies.md)", p)
 		}
 	}
-	if opts.Scheduling != nil || opts.PolicyErr != nil {
+	if pol.Scheduling != nil || pol.Err != nil {
 		return errors.New("--regret-sample: the run's policy bundle keeps state a counterfactual fork cannot clone yet (docs/policies.md); drop --regret-sample")
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/autoscale"
+	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -58,7 +59,7 @@ router: {routing: least-loaded}
 	ds, as := &decisions{}, &anomalies{}
 	rec := New(Config{Level: Decisions, Decisions: ds, Anomalies: as})
 	opts := engine.Options{CheckInvariants: true,
-		Autoscale: func(string, int) autoscale.Policy { return scripted{} }}
+		Policies: cluster.Policies{Autoscale: func(string, int) autoscale.Policy { return scripted{} }}}
 	rec.Attach(&opts)
 	if _, err := engine.Run(c, models, engine.SliceSource(reqs), rec.Sink(&results{}), opts); err != nil {
 		t.Fatal(err)

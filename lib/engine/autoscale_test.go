@@ -417,12 +417,12 @@ func TestUserAutoscalePolicy(t *testing.T) {
 	p := &fixedPolicy{}
 	var rows []row.ScaleEvent
 	opts := Options{CheckInvariants: true, ScaleEventsTo: func(r []row.ScaleEvent) { rows = r },
-		Autoscale: func(dep string, pool int) autoscale.Policy {
+		Policies: cluster.Policies{Autoscale: func(dep string, pool int) autoscale.Policy {
 			if dep == "d" && pool == 0 {
 				return p
 			}
 			return nil
-		}}
+		}}}
 	if _, err := Run(c, models, SliceSource(stepLoad(1, 40, 1, 40, 10, 2)), &memSink{}, opts); err != nil {
 		t.Fatal(err)
 	}

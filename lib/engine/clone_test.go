@@ -8,9 +8,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/engine/row"
 )
 
@@ -123,7 +123,7 @@ func TestRouterIndexesMatchScans(t *testing.T) {
 // Starlark state dicts, a seeded random stream, router state read by a
 // tree, a Starlark scheduler — and checks the fork continues exactly as
 // the original and leaves it unchanged: the bundle forks its own state
-// (cluster.Options.Fork), so counterfactual regret works with bundles.
+// (cluster.Policies.Fork), so counterfactual regret works with bundles.
 func TestCloneWithBundle(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
@@ -183,9 +183,11 @@ scheduler: {kind: starlark, file: sched.star}
 	apply := func(sink Sink) (config.Cluster, Options, Sink) {
 		c := base
 		opts := Options{CheckInvariants: true}
-		if _, err := b.Apply(&c, &opts); err != nil {
+		rt, err := b.Instantiate(&c)
+		if err != nil {
 			t.Fatal(err)
 		}
+		opts.Policies = rt.Policies()
 		return c, opts, sink
 	}
 	straight := &memSink{}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/row"
@@ -744,7 +745,7 @@ func TestCustomPolicies(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		reqs = append(reqs, req(fmt.Sprint("c", i), int64(i)*1000, 10, 2))
 	}
-	sink, sum := run(t, c, reqs, Options{Routing: lastInstance{}, Admission: &rejectOdd{}})
+	sink, sum := run(t, c, reqs, Options{Policies: cluster.Policies{Routing: lastInstance{}, Admission: &rejectOdd{}}})
 	if sum.Rejected != 3 || sum.Completed != 3 {
 		t.Fatalf("%+v", sum)
 	}

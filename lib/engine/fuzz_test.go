@@ -122,6 +122,10 @@ func FuzzRun(f *testing.F) {
 			// Tiered KV and/or P/D on one deployment.
 			c = fuzzTiered(c, kv, routing)
 		}
+		// The engine runs configs validated where they were read.
+		if err := c.Validate(); err != nil {
+			t.Fatalf("the generated config is invalid: %v", err)
+		}
 		sink := &memSink{}
 		sum, err := Run(c, models, SliceSource(reqs), sink, Options{CheckInvariants: true})
 		var re *row.RowError

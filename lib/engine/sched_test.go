@@ -4,6 +4,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
@@ -27,7 +28,7 @@ func TestSchedulerSeams(t *testing.T) {
 		c.Engine.MaxNumSeqs = 1
 		reqs := []row.Request{req("a", 0, 100, 5), req("b", 10, 400, 2), req("c", 20, 50, 2)}
 		fcfs, _ := run(t, c, reqs, Options{})
-		sjf, _ := run(t, c, reqs, Options{Scheduling: func(int32) (sched.Order, sched.Victim) { return shortestFirst{}, nil }})
+		sjf, _ := run(t, c, reqs, Options{Policies: cluster.Policies{Scheduling: func(int32) (sched.Order, sched.Victim) { return shortestFirst{}, nil }}})
 		f, s := fcfs.byID(), sjf.byID()
 		if !(f["b"].FirstScheduledUS < f["c"].FirstScheduledUS) || !(s["c"].FirstScheduledUS < s["b"].FirstScheduledUS) {
 			t.Fatalf("fcfs b %d c %d; shortest-first b %d c %d", f["b"].FirstScheduledUS, f["c"].FirstScheduledUS, s["b"].FirstScheduledUS, s["c"].FirstScheduledUS)
@@ -40,7 +41,7 @@ func TestSchedulerSeams(t *testing.T) {
 		c.Engine.KVBlocks = 12
 		reqs := []row.Request{req("a", 0, 64, 80), req("b", 1, 64, 80)}
 		dflt, _ := run(t, c, reqs, Options{})
-		old, sum := run(t, c, reqs, Options{Scheduling: func(int32) (sched.Order, sched.Victim) { return nil, oldestVictim{} }})
+		old, sum := run(t, c, reqs, Options{Policies: cluster.Policies{Scheduling: func(int32) (sched.Order, sched.Victim) { return nil, oldestVictim{} }}})
 		d, o := dflt.byID(), old.byID()
 		if d["b"].Preemptions == 0 || d["a"].Preemptions != 0 || o["a"].Preemptions == 0 {
 			t.Fatalf("default a %d b %d; oldest-victim a %d b %d", d["a"].Preemptions, d["b"].Preemptions, o["a"].Preemptions, o["b"].Preemptions)

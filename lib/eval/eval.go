@@ -24,8 +24,8 @@ import (
 
 	"github.com/blis-sim/blis/lib/decision"
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/fitness"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/sim"
@@ -78,8 +78,12 @@ func ApplyPolicy(b *bundle.Bundle, cfg *config.Cluster, opts *engine.Options) er
 	if b == nil {
 		return nil
 	}
-	_, err := b.Apply(cfg, opts)
-	return err
+	rt, err := b.Instantiate(cfg)
+	if err != nil {
+		return err
+	}
+	opts.Policies = rt.Policies()
+	return nil
 }
 
 // invalid is a candidate's own failure: reported as valid: false.

@@ -3,8 +3,8 @@ package sim
 import (
 	"strings"
 
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/trace"
 )

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -103,9 +103,11 @@ func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock int,
 		return "", err
 	}
 	if b != nil {
-		if _, err = b.Apply(&cfg, &opts); err != nil {
+		rt, err := b.Instantiate(&cfg)
+		if err != nil {
 			return "", err
 		}
+		opts.Policies = rt.Policies()
 	}
 	_, err = engine.Run(cfg, models, src, sink, opts)
 	return strings.Join(names, " "), err

@@ -8,7 +8,7 @@
 //
 // A policy sees a read-only PoolView and returns a Recommendation with its
 // reason; users plug their own (a policy bundle's autoscaler stage) by
-// implementing Policy and passing it in cluster.Options.Autoscale.
+// implementing Policy and passing it in cluster.Policies.Autoscale.
 package autoscale
 
 import (

@@ -131,8 +131,8 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	d.admission = policy.Clone(c.admission)
 	d.priority = policy.Clone(c.priority)
 	d.routing = policy.Clone(c.routing)
-	if c.opts.Fork != nil {
-		d.fork(c.opts.Fork())
+	if c.opts.Policies.Fork != nil {
+		d.fork(c.opts.Policies.Fork())
 	}
 	d.dirty = append([]int32(nil), c.dirty...)
 	d.isDirty = append([]bool(nil), c.isDirty...)
@@ -174,33 +174,3 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 type discard struct{}
 
 func (discard) Write(*row.Result) error { return nil }
-
-// fork installs a fork's own copies of the caller's policies.
-func (d *Cluster) fork(f Forked) {
-	if f.Admission != nil {
-		d.admission, d.opts.Admission = f.Admission, f.Admission
-	}
-	if f.Priority != nil {
-		d.priority, d.opts.Priority = f.Priority, f.Priority
-	}
-	if f.Routing != nil {
-		d.routing, d.opts.Routing = f.Routing, f.Routing
-	}
-	d.opts.PolicyErr, d.opts.OnResult, d.opts.Fork = f.PolicyErr, f.OnResult, f.Fork
-	if f.Scheduling != nil {
-		d.opts.Scheduling = f.Scheduling
-		for i, rep := range d.reps {
-			rep.Sched.SetPolicies(f.Scheduling(int32(i)))
-		}
-	}
-	if f.Autoscale != nil && d.sc != nil {
-		d.sc.policy = f.Autoscale
-		for _, sp := range d.sc.pools {
-			if sp.ctrl != nil {
-				if p := f.Autoscale(sp.dep.ID, sp.idx); p != nil {
-					sp.ctrl.Policy = p
-				}
-			}
-		}
-	}
-}

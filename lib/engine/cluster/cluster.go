@@ -43,14 +43,9 @@ type Options struct {
 	// Streamed says rows arrive in the sorted-table order (a dependency
 	// not found is then "among earlier rows").
 	Streamed bool
-	// Admission, Priority and Routing, when set, replace the router stages
-	// the config names (for policies written in Go by library users).
-	Admission policy.Admission
-	Priority  policy.Priority
-	Routing   policy.Routing
-	// Scheduling, when set, gives each replica (by cluster-wide index) its
-	// waiting order and preemption victim policies (nil = vLLM's own).
-	Scheduling func(replica int32) (sched.Order, sched.Victim)
+	// Policies are the run's decision makers (nil stages: the config's
+	// router keys).
+	Policies Policies
 	// RouterIndexes forces (1) or forbids (-1) the router's indexes (the
 	// global prefix index and the load tree); 0 lets the cluster choose by
 	// group size. The answers are the same either way (a test checks it).
@@ -58,39 +53,40 @@ type Options struct {
 	// ScaleEvents collects the scale-events rows (ScaleEvents) even when
 	// no pool is autoscaled: one start and one end row per pool.
 	ScaleEvents bool
-	// Autoscale, when set, gives the autoscaling policy of a deployment's
-	// pool (a policy bundle's autoscaler stage); nil, or a nil answer,
-	// keeps the pool's configured policy.
-	Autoscale func(deployment string, pool int) autoscale.Policy
 	// ScaleEventsTo, when set, receives the scale-events rows when the
 	// run finishes (and makes the cluster collect them, as ScaleEvents).
 	ScaleEventsTo func([]row.ScaleEvent)
 	// Decisions, when set, hears every decision (decision traces).
 	Decisions Decisions
-	// PolicyErr, when set, is asked after each router decision and each
-	// step formed: a policy that failed (a sandboxed policy's runtime
-	// error, say) stops the run with its error.
-	PolicyErr func() error
-	// OnResult, when set, hears every result before the sink does (a
-	// policy bundle's router state learns of finished requests).
-	OnResult func(*row.Result)
-	// Fork, when set, gives a clone of the cluster its own copies of the
-	// policies above that keep state (a policy bundle's Starlark state
-	// and router state): Clone calls it once and installs the answer.
-	Fork func() Forked
 }
 
-// Forked is a fork's own copy of the caller's policies (Options.Fork);
-// nil fields keep the cloned built-in or Cloner policy.
-type Forked struct {
-	Admission  policy.Admission
-	Priority   policy.Priority
-	Routing    policy.Routing
+// Policies are a run's decision makers, as one value: the router's stages,
+// each replica's scheduling seams, each autoscaled pool's policy, and the
+// hooks stateful policies need. A nil stage is built from the cluster
+// config's router keys (config.Router.Policies); nil hooks are off. A
+// policy bundle makes one (lib/engine/bundle); library users may write
+// their own in Go.
+type Policies struct {
+	Admission policy.Admission
+	Priority  policy.Priority
+	Routing   policy.Routing
+	// Scheduling gives each replica (by cluster-wide index) its waiting
+	// order and preemption victim policies (nil = vLLM's own).
 	Scheduling func(replica int32) (sched.Order, sched.Victim)
-	Autoscale  func(deployment string, pool int) autoscale.Policy
-	PolicyErr  func() error
-	OnResult   func(*row.Result)
-	Fork       func() Forked
+	// Autoscale gives the autoscaling policy of a deployment's pool; nil,
+	// or a nil answer, keeps the pool's configured policy.
+	Autoscale func(deployment string, pool int) autoscale.Policy
+	// Err is asked after each router decision and each step formed: a
+	// policy that failed (a sandboxed policy's runtime error, say) stops
+	// the run with its error.
+	Err func() error
+	// OnResult hears every result before the sink does (a policy's state
+	// learns of finished requests).
+	OnResult func(*row.Result)
+	// Fork gives a clone of the cluster its own copies of the policies
+	// above that keep state: Clone calls it once and installs the answer
+	// (nil fields keep the cloned built-in or Cloner policy).
+	Fork func() Policies
 }
 
 // Deployment is one model on one kind of GPU: its replicas share an engine
@@ -204,16 +200,17 @@ type Cluster struct {
 	byModel map[string]*group
 	gpos    []int32 // replica index -> position in its group
 
-	admission policy.Admission
-	priority  policy.Priority
-	routing   policy.Routing
-	prefixOn  bool // the routing policy reads cached blocks
-	liveView  bool // the router's view is refreshed before each decision (no snapshot interval, and a policy reads it)
-	snapEvery int64
-	snapAt    int64
-	dirty     []int32
-	isDirty   []bool
-	timeout   int64 // config client_timeout, µs
+	admission   policy.Admission
+	priority    policy.Priority
+	routing     policy.Routing
+	routingName string // for messages
+	prefixOn    bool   // the routing policy reads cached blocks
+	liveView    bool   // the router's view is refreshed before each decision (no snapshot interval, and a policy reads it)
+	snapEvery   int64
+	snapAt      int64
+	dirty       []int32
+	isDirty     []bool
+	timeout     int64 // config client_timeout, µs
 
 	// decision in progress (for the view callbacks)
 	cur    *request.State
@@ -257,9 +254,6 @@ type Cluster struct {
 // latency model (config.Cluster.Resolved order), whose KV blocks must be
 // set.
 func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (*Cluster, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	dcfg := cfg.Resolved()
 	if len(models) != len(dcfg) {
 		return nil, fmt.Errorf("%d latency models for %d deployments", len(models), len(dcfg))
@@ -272,35 +266,12 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	if c.horizon <= 0 {
 		c.horizon = math.MaxInt64
 	}
-	env := policy.Env{Seed: cfg.Seed}
 	var err error
-	if c.admission, err = policy.NewAdmission(cfg.Router.Admission, cfg.AdmissionParams(), env); err != nil {
+	if err = c.setPolicies(&opts.Policies); err != nil {
 		return nil, err
 	}
-	if c.priority, err = policy.NewPriority(cfg.Router.Priority, nil, env); err != nil {
-		return nil, err
-	}
-	if c.routing, err = policy.NewRouting(cfg.Router.Routing, cfg.RoutingParams(), env); err != nil {
-		return nil, err
-	}
-	if opts.Admission != nil {
-		c.admission = opts.Admission
-	}
-	if opts.Priority != nil {
-		c.priority = opts.Priority
-	}
-	if opts.Routing != nil {
-		c.routing = opts.Routing
-	}
-	// Routing that reads cached blocks: prefix-affinity, weighted with a
-	// prefix weight, and any policy supplied by the caller.
-	if t, err := policy.Find(policy.StageRouting, cfg.Router.Routing); err == nil {
-		p, _ := t.Resolve(cfg.RoutingParams())
-		c.prefixOn = cfg.Router.Routing == "prefix-affinity" || p["prefix"] != 0
-	}
-	c.prefixOn = c.prefixOn || opts.Routing != nil
 	if scaleOn(dcfg, &opts) {
-		c.sc = &scaler{policy: opts.Autoscale}
+		c.sc = &scaler{policy: opts.Policies.Autoscale}
 	}
 	for i, d := range dcfg {
 		e := d.Engine
@@ -343,8 +314,8 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
 				var order sched.Order
 				var victim sched.Victim
-				if opts.Scheduling != nil {
-					order, victim = opts.Scheduling(idx)
+				if opts.Policies.Scheduling != nil {
+					order, victim = opts.Policies.Scheduling(idx)
 				}
 				s := sched.NewVLLM(scfg, store, dep.keys, order, victim)
 				ts, err := newTiers(cfg, i, &dcfg[i], store)
@@ -644,7 +615,7 @@ func (c *Cluster) start(rep *replica.Replica) {
 	if c.incoming != nil && rep.Role == replica.Prefill {
 		c.takeSends(rep) // admissions reserve decode blocks, preemptions give them back
 	}
-	if c.opts.PolicyErr != nil && c.policyFailed() {
+	if c.opts.Policies.Err != nil && c.policyFailed() {
 		return
 	}
 	if !ok {
@@ -745,7 +716,7 @@ func (c *Cluster) status(i int32) policy.ReplicaStatus {
 
 // policyFailed stops the run if a policy failed.
 func (c *Cluster) policyFailed() bool {
-	if err := c.opts.PolicyErr(); err != nil {
+	if err := c.opts.Policies.Err(); err != nil {
 		c.fail(err)
 		return true
 	}

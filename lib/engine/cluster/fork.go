@@ -168,13 +168,14 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 	d.opts.Steps, d.opts.Progress, d.opts.Decisions = nil, nil, nil
 	// The router takes no more requests: its stages and what they hear
 	// (OnResult) are not needed. Stateful scheduling policies (a policy
-	// bundle's) get the fork's own copies (Options.Fork).
-	d.opts.Admission, d.opts.Priority, d.opts.Routing, d.opts.OnResult = nil, nil, nil, nil
-	if c.opts.Fork != nil {
-		f := c.opts.Fork()
-		d.opts.PolicyErr, d.opts.Fork = f.PolicyErr, nil
+	// bundle's) get the fork's own copies (Policies.Fork).
+	cp := &c.opts.Policies
+	d.opts.Policies = Policies{Scheduling: cp.Scheduling, Autoscale: cp.Autoscale, Err: cp.Err}
+	if cp.Fork != nil {
+		f := cp.Fork()
+		d.opts.Policies.Err = f.Err
 		if f.Scheduling != nil {
-			d.opts.Scheduling = f.Scheduling
+			d.opts.Policies.Scheduling = f.Scheduling
 			rep.Sched.SetPolicies(f.Scheduling(i))
 		}
 	}

@@ -137,8 +137,8 @@ func (c *Cluster) writeResult(r *request.State) {
 			c.fail(fmt.Errorf("invariant violated: request %s completed with %d of %d tokens", r.Req.ID, r.Generated, r.Req.OutputTokens))
 		}
 	}
-	if c.opts.OnResult != nil {
-		c.opts.OnResult(res)
+	if c.opts.Policies.OnResult != nil {
+		c.opts.Policies.OnResult(res)
 	}
 	if err := c.sink.Write(res); err != nil {
 		c.fail(err)

@@ -94,11 +94,11 @@ func (c *Cluster) pickDecode(r *request.State, dep *Deployment) {
 	view := g.board.View(c.now, c.oracleFor(g), false)
 	rv := policy.NewRequestView(&r.Req, c.now, c.pbFn)
 	rd := dep.pd.route.Route(rv, view)
-	if c.opts.PolicyErr != nil && c.policyFailed() {
+	if c.opts.Policies.Err != nil && c.policyFailed() {
 		return
 	}
 	if rd.Target < 0 || rd.Target >= len(g.members) {
-		c.fail(fmt.Errorf("routing policy %s returned decode candidate %d of %d", c.cfg.Router.Routing, rd.Target, len(g.members)))
+		c.fail(fmt.Errorf("routing policy %s returned decode candidate %d of %d", c.routingName, rd.Target, len(g.members)))
 		return
 	}
 	r.DReplica = g.members[rd.Target]

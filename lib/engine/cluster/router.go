@@ -101,7 +101,7 @@ func (c *Cluster) arrive(r *request.State) {
 	view := g.board.View(c.now, c.oracleFor(g), dec != nil)
 	rv := policy.NewRequestView(&r.Req, c.now, c.pbFn)
 	ad := c.admission.Admit(rv, view)
-	if c.opts.PolicyErr != nil && c.policyFailed() {
+	if c.opts.Policies.Err != nil && c.policyFailed() {
 		return
 	}
 	if dec != nil {
@@ -128,11 +128,11 @@ func (c *Cluster) arrive(r *request.State) {
 		view = g.board.View(c.now, c.oracleFor(g), true) // fresh scores for routing
 	}
 	rd := c.routing.Route(rv, view)
-	if c.opts.PolicyErr != nil && c.policyFailed() {
+	if c.opts.Policies.Err != nil && c.policyFailed() {
 		return
 	}
 	if rd.Target < 0 || rd.Target >= len(g.members) {
-		c.fail(fmt.Errorf("routing policy %s returned candidate %d of %d", c.cfg.Router.Routing, rd.Target, len(g.members)))
+		c.fail(fmt.Errorf("routing policy %s returned candidate %d of %d", c.routingName, rd.Target, len(g.members)))
 		return
 	}
 	if dec != nil {

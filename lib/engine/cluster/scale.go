@@ -668,8 +668,8 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 	// counts: refresh this one's.
 	v.Current, v.Ready = c.counts(sp)
 	d := sp.ctrl.Evaluate(v, c.sc.views)
-	if c.opts.PolicyErr != nil {
-		if err := c.opts.PolicyErr(); err != nil {
+	if c.opts.Policies.Err != nil {
+		if err := c.opts.Policies.Err(); err != nil {
 			c.fail(err) // a bundle's autoscaler stage failed
 			return
 		}
@@ -886,8 +886,8 @@ func (c *Cluster) stop(sp *spool, rep *replica.Replica, reason string) {
 	store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
 	var order sched.Order
 	var victim sched.Victim
-	if c.opts.Scheduling != nil {
-		order, victim = c.opts.Scheduling(i)
+	if c.opts.Policies.Scheduling != nil {
+		order, victim = c.opts.Policies.Scheduling(i)
 	}
 	v := sched.NewVLLM(sp.scfg, store, sp.dep.keys, order, victim)
 	if sp.dep.tiers != nil {

@@ -12,7 +12,7 @@ import (
 // pool without one keeps its replicas for the whole run.
 type Autoscaler struct {
 	// Policy is hpa, queue-threshold or slo (a policy bundle's autoscaler
-	// stage replaces it through cluster.Options.Autoscale).
+	// stage replaces it through cluster.Policies.Autoscale).
 	Policy string `yaml:"policy"`
 	// Interval is how often the policy is evaluated (Kubernetes' HPA sync
 	// period is 15 s).

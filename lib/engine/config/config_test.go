@@ -50,10 +50,10 @@ latency:
 		{"budget below seqs", "engine: {max_num_seqs: 512, max_num_batched_tokens: 256}\n", "must be >= engine.max_num_seqs"},
 		{"bad router", "router: {routing: fastest}\n", "c.yaml:1: router.routing: expected one of round-robin"},
 		{"router typo", "router: {routing: least-loded}\n", "router.routing: did you mean least-loaded?"},
-		{"bad weight", "router: {routing: weighted, weights: {speed: 1}}\n", `unknown scorer "speed"`},
+		{"bad weight", "router: {routing: weighted, weights: {speed: 1}}\n", `router.weights.speed: routing policy weighted: unknown parameter "speed" (expected load, kv, prefix)`},
 		// All-zero weights score every replica 0: everything went to replica 0.
-		{"zero weights", "router: {routing: weighted, weights: {load: 0, prefix: 0}}\n", "router.weights: expected at least one weight > 0"},
-		{"weights without weighted", "router: {weights: {load: 1}}\n", "only used by weighted routing"},
+		{"zero weights", "router: {routing: weighted, weights: {load: 0, prefix: 0}}\n", "router.weights: routing policy weighted: expected at least one weight > 0"},
+		{"weights without weighted", "router: {weights: {load: 1}}\n", `router.weights.load: routing policy round-robin takes no parameters, found "load"`},
 		{"bad beta", "latency: {beta: [1, 2]}\n", "latency.beta: expected 3"},
 		{"negative beta", "latency: {beta: [1, -2, 3]}\n", "coefficients must be >= 0"},
 		{"linear without beta", "latency: {mode: linear}\n", "needs latency.beta"},

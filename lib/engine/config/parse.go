@@ -13,13 +13,24 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Load reads a cluster YAML over the defaults.
+// Load reads and validates a cluster YAML over the defaults.
 func Load(path string) (Cluster, error) {
+	c, err := Read(path)
+	if err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Read reads a cluster YAML over the defaults without validating its
+// values (Decode), for a caller that changes them (flags over the file)
+// and then validates once.
+func Read(path string) (Cluster, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Default(), err
 	}
-	return Parse(path, b)
+	return Decode(path, b)
 }
 
 // flatKeys are the top-level keys of the flat form.
@@ -31,6 +42,16 @@ var lineRE = regexp.MustCompile(`line ([0-9]+): `)
 // Unknown keys, values of the wrong type and invalid values are errors
 // naming the file, line and key, with the valid keys listed.
 func Parse(name string, b []byte) (Cluster, error) {
+	c, err := Decode(name, b)
+	if err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Decode is Parse without the validation of values: the keys and their
+// types are checked, the values are left for Validate.
+func Decode(name string, b []byte) (Cluster, error) {
 	c := Default()
 	c.Name = name
 	var doc yaml.Node
@@ -59,9 +80,6 @@ func Parse(name string, b []byte) (Cluster, error) {
 			msg = name + ": " + msg
 		}
 		return c, errors.New(msg)
-	}
-	if err := c.Validate(); err != nil {
-		return c, err
 	}
 	return c, nil
 }

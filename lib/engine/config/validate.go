@@ -194,78 +194,85 @@ func (c *Cluster) validateLatency(at string, l *Latency) error {
 	return nil
 }
 
-// RoutingParams translates the router's legacy keys into the routing
-// template's parameters.
-func (c *Cluster) RoutingParams() policy.Params {
-	if len(c.Router.Weights) == 0 {
+// RoutingParams are the routing template's parameters, from the router's
+// weights key (any template's: today only weighted takes them).
+func (r *Router) RoutingParams() policy.Params {
+	if len(r.Weights) == 0 {
 		return nil
 	}
-	// Absent weights are 0 when any is given.
-	p := policy.Params{"load": 0, "kv": 0, "prefix": 0}
-	for k, v := range c.Router.Weights {
+	p := policy.Params{}
+	for k, v := range r.Weights {
 		p[k] = v
 	}
 	return p
 }
 
-// AdmissionParams translates router.queue_limit into the admission
-// template's parameters.
-func (c *Cluster) AdmissionParams() policy.Params {
-	if c.Router.Admission == "queue-limit" {
-		return policy.Params{"limit": float64(c.Router.QueueLimit)}
+// AdmissionParams are the admission template's parameters: queue_limit is
+// its limit, when given.
+func (r *Router) AdmissionParams() policy.Params {
+	if r.QueueLimit == 0 {
+		return nil
 	}
-	return nil
+	return policy.Params{"limit": float64(r.QueueLimit)}
 }
 
+// Policies builds the router's stages from its keys (the built-in
+// templates they name, with their parameters); seed is the run's.
+func (r *Router) Policies(seed uint64) (policy.Admission, policy.Priority, policy.Routing, error) {
+	env := policy.Env{Seed: seed}
+	a, err := policy.NewAdmission(r.Admission, r.AdmissionParams(), env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := policy.NewPriority(r.Priority, nil, env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rt, err := policy.NewRouting(r.Routing, r.RoutingParams(), env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return a, p, rt, nil
+}
+
+// validateRouter checks the router keys against the templates they name:
+// the templates exist, and their parameters (weights, queue_limit) are
+// theirs and in range.
 func (c *Cluster) validateRouter() error {
 	r := &c.Router
-	if t, err := policy.Find(policy.StageAdmission, r.Admission); err != nil {
-		return errors.New(c.Where("router.admission", fmt.Sprintf("expected one of %s, found %q", strings.Join(policy.Names(policy.StageAdmission), ", "), r.Admission)))
-	} else if r.Admission == "queue-limit" && r.QueueLimit < 1 {
-		return errors.New(c.Where("router.queue_limit", fmt.Sprintf("expected >= 1 for queue-limit admission, found %d", r.QueueLimit)))
-	} else if _, err := t.Resolve(c.AdmissionParams()); err != nil {
-		return errors.New(c.Where("router.admission", err.Error()))
+	unknown := func(key string, stage policy.Stage, name string) error {
+		names := policy.Names(stage)
+		msg := fmt.Sprintf("expected one of %s, found %q", strings.Join(names, ", "), name)
+		if s := Suggest(name, names); s != "" {
+			msg = fmt.Sprintf("did you mean %s? (%s)", s, msg)
+		}
+		return errors.New(c.Where(key, msg))
+	}
+	t, err := policy.Find(policy.StageAdmission, r.Admission)
+	if err != nil {
+		return unknown("router.admission", policy.StageAdmission, r.Admission)
+	}
+	if _, err := t.Resolve(r.AdmissionParams()); err != nil {
+		return errors.New(c.Where("router.queue_limit", err.Error()))
 	}
 	if _, err := policy.Find(policy.StagePriority, r.Priority); err != nil {
-		return errors.New(c.Where("router.priority", fmt.Sprintf("expected one of %s, found %q", strings.Join(policy.Names(policy.StagePriority), ", "), r.Priority)))
+		return unknown("router.priority", policy.StagePriority, r.Priority)
 	}
-	t, err := policy.Find(policy.StageRouting, r.Routing)
-	if err != nil {
-		msg := fmt.Sprintf("expected one of %s, found %q", strings.Join(policy.Names(policy.StageRouting), ", "), r.Routing)
-		if s := Suggest(r.Routing, policy.Names(policy.StageRouting)); s != "" {
-			msg = fmt.Sprintf("did you mean %s? (expected one of %s, found %q)", s, strings.Join(policy.Names(policy.StageRouting), ", "), r.Routing)
-		}
-		return errors.New(c.Where("router.routing", msg))
+	if t, err = policy.Find(policy.StageRouting, r.Routing); err != nil {
+		return unknown("router.routing", policy.StageRouting, r.Routing)
 	}
-	if len(r.Weights) > 0 {
-		if r.Routing != "weighted" {
-			return errors.New(c.Where("router.weights", fmt.Sprintf("only used by weighted routing, found routing %q", r.Routing)))
+	keys := make([]string, 0, len(r.Weights))
+	for k := range r.Weights {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := t.CheckParam(k, r.Weights[k]); err != nil {
+			return errors.New(c.Where("router.weights."+k, err.Error()))
 		}
-		keys := make([]string, 0, len(r.Weights))
-		for k := range r.Weights {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var names []string
-		for _, p := range t.Params {
-			names = append(names, p.Name)
-		}
-		for _, k := range keys {
-			v := r.Weights[k]
-			found := false
-			for _, n := range names {
-				found = found || n == k
-			}
-			if !found {
-				return errors.New(c.Where("router.weights."+k, fmt.Sprintf("unknown scorer %q (expected %s)", k, strings.Join(names, ", "))))
-			}
-			if !(v >= 0) || math.IsInf(v, 1) {
-				return errors.New(c.Where("router.weights."+k, fmt.Sprintf("expected a finite weight >= 0, found %g", v)))
-			}
-		}
-		if _, err := t.Resolve(c.RoutingParams()); err != nil {
-			return errors.New(c.Where("router.weights", "expected at least one weight > 0 (all zero sends everything to the first replica)"))
-		}
+	}
+	if _, err := t.Resolve(r.RoutingParams()); err != nil {
+		return errors.New(c.Where("router.weights", err.Error()))
 	}
 	return nil
 }

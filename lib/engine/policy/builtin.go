@@ -43,7 +43,8 @@ var templates = []*Template{
 	{Stage: StageRouting, Name: "prefix-affinity", Doc: "most leading prompt blocks in the prefix cache, then least loaded",
 		build: func(Params, Env) any { return prefixAffinity{} }},
 	{Stage: StageRouting, Name: "weighted",
-		Doc: "highest load·(1 − load/max load) + kv·(1 − KV used fraction) + prefix·(cached blocks / prompt blocks)",
+		Doc:    "highest load·(1 − load/max load) + kv·(1 − KV used fraction) + prefix·(cached blocks / prompt blocks)",
+		Sparse: true,
 		Params: []Param{
 			{Name: "load", Default: 1, Min: 0, Max: inf, Doc: "weight of the load score"},
 			{Name: "kv", Default: 1, Min: 0, Max: inf, Doc: "weight of the free-KV score"},
@@ -63,6 +64,28 @@ var templates = []*Template{
 			return &powerOfTwo{rnd: random{src: *rng.PCG(env.Seed, "policy:routing")}}
 		}},
 }
+
+// Names, and whether routing reads the prefix cache (the cluster keeps its
+// global prefix index for the routing that does).
+func (admitAll) Name() string        { return "always" }
+func (queueLimit) Name() string      { return "queue-limit" }
+func (fcfs) Name() string            { return "fcfs" }
+func (requestPriority) Name() string { return "request" }
+func (*roundRobin) Name() string     { return "round-robin" }
+func (leastLoaded) Name() string     { return "least-loaded" }
+func (leastKV) Name() string         { return "least-kv" }
+func (prefixAffinity) Name() string  { return "prefix-affinity" }
+func (weighted) Name() string        { return "weighted" }
+func (*random) Name() string         { return "random" }
+func (*powerOfTwo) Name() string     { return "power-of-two" }
+
+func (*roundRobin) ReadsPrefix() bool    { return false }
+func (leastLoaded) ReadsPrefix() bool    { return false }
+func (leastKV) ReadsPrefix() bool        { return false }
+func (prefixAffinity) ReadsPrefix() bool { return true }
+func (p weighted) ReadsPrefix() bool     { return p.prefix != 0 }
+func (*random) ReadsPrefix() bool        { return false }
+func (*powerOfTwo) ReadsPrefix() bool    { return false }
 
 type admitAll struct{}
 

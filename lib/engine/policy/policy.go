@@ -7,6 +7,8 @@
 // decision, randomness only from the stream it is given.
 package policy
 
+import "fmt"
+
 // Verdict is an admission decision.
 type Verdict uint8
 
@@ -46,4 +48,34 @@ type Priority interface {
 // Routing picks the replica for an admitted request among the candidates.
 type Routing interface {
 	Route(r RequestView, c *ClusterView) RouteDecision
+}
+
+// Namer is implemented by a policy that names itself (in messages and in a
+// run's metadata): a built-in template's name, "decision tree", ….
+type Namer interface {
+	Name() string
+}
+
+// NameOf is p's name, or its Go type for a policy that gives none.
+func NameOf(p any) string {
+	if n, ok := p.(Namer); ok {
+		return n.Name()
+	}
+	return fmt.Sprintf("%T", p)
+}
+
+// PrefixReader is implemented by a routing policy that can tell whether it
+// reads the prefix cache (ClusterView.CachedBlocks): the cluster keeps its
+// global prefix index only for one that does. A policy that does not
+// implement it is assumed to read it.
+type PrefixReader interface {
+	ReadsPrefix() bool
+}
+
+// ReadsPrefix reports whether routing policy p may read cached blocks.
+func ReadsPrefix(p any) bool {
+	if r, ok := p.(PrefixReader); ok {
+		return r.ReadsPrefix()
+	}
+	return true
 }

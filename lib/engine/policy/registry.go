@@ -42,6 +42,9 @@ type Template struct {
 	Name   string
 	Doc    string
 	Params []Param
+	// Sparse: the parameters are weights, and when any is given the others
+	// are 0 instead of their defaults.
+	Sparse bool
 	// Check, if set, validates the parameters together (after defaults and
 	// ranges).
 	Check func(p Params) error
@@ -85,6 +88,9 @@ func (t *Template) Resolve(p Params) (Params, error) {
 		pp := &t.Params[i]
 		known[pp.Name] = pp
 		out[pp.Name] = pp.Default
+		if t.Sparse && len(p) > 0 {
+			out[pp.Name] = 0
+		}
 	}
 	keys := make([]string, 0, len(p))
 	for k := range p {
@@ -92,25 +98,10 @@ func (t *Template) Resolve(p Params) (Params, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := p[k]
-		pp, ok := known[k]
-		if !ok {
-			if len(t.Params) == 0 {
-				return nil, fmt.Errorf("%s policy %s takes no parameters, found %q", t.Stage, t.Name, k)
-			}
-			names := make([]string, len(t.Params))
-			for i := range t.Params {
-				names[i] = t.Params[i].Name
-			}
-			return nil, fmt.Errorf("%s policy %s: unknown parameter %q (expected %s)", t.Stage, t.Name, k, strings.Join(names, ", "))
+		if err := t.checkParam(known, k, p[k]); err != nil {
+			return nil, err
 		}
-		if math.IsNaN(v) || v < pp.Min || v > pp.Max {
-			return nil, fmt.Errorf("%s policy %s: parameter %s: expected %s, found %g", t.Stage, t.Name, k, pp.Range(), v)
-		}
-		if pp.Integer && v != math.Trunc(v) {
-			return nil, fmt.Errorf("%s policy %s: parameter %s: expected an integer, found %g", t.Stage, t.Name, k, v)
-		}
-		out[k] = v
+		out[k] = p[k]
 	}
 	if t.Check != nil {
 		if err := t.Check(out); err != nil {
@@ -118,6 +109,37 @@ func (t *Template) Resolve(p Params) (Params, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckParam checks one parameter alone: its name and range (Resolve also
+// checks the parameters together).
+func (t *Template) CheckParam(name string, v float64) error {
+	known := map[string]*Param{}
+	for i := range t.Params {
+		known[t.Params[i].Name] = &t.Params[i]
+	}
+	return t.checkParam(known, name, v)
+}
+
+func (t *Template) checkParam(known map[string]*Param, k string, v float64) error {
+	pp, ok := known[k]
+	if !ok {
+		if len(t.Params) == 0 {
+			return fmt.Errorf("%s policy %s takes no parameters, found %q", t.Stage, t.Name, k)
+		}
+		names := make([]string, len(t.Params))
+		for i := range t.Params {
+			names[i] = t.Params[i].Name
+		}
+		return fmt.Errorf("%s policy %s: unknown parameter %q (expected %s)", t.Stage, t.Name, k, strings.Join(names, ", "))
+	}
+	if math.IsNaN(v) || v < pp.Min || v > pp.Max {
+		return fmt.Errorf("%s policy %s: parameter %s: expected %s, found %g", t.Stage, t.Name, k, pp.Range(), v)
+	}
+	if pp.Integer && v != math.Trunc(v) {
+		return fmt.Errorf("%s policy %s: parameter %s: expected an integer, found %g", t.Stage, t.Name, k, v)
+	}
+	return nil
 }
 
 // Range describes the parameter's valid values.
@@ -145,6 +167,13 @@ func build[T any](stage Stage, name string, p Params, env Env) (T, error) {
 		return zero, err
 	}
 	return t.build(rp, env).(T), nil
+}
+
+// Build makes the built-in policy a template names, with parameters p
+// (resolved: defaults, ranges); it is an Admission, Priority or Routing as
+// the stage says.
+func Build(stage Stage, name string, p Params, env Env) (any, error) {
+	return build[any](stage, name, p, env)
 }
 
 // NewAdmission builds a built-in admission policy.

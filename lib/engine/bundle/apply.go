@@ -21,10 +21,9 @@ type Runtime struct {
 	err    error
 	scaler Scaler
 	stars  map[string]*starRT
-	// What Apply installed, for Fork.
-	adm    policy.Admission
-	pri    policy.Priority
-	rout   policy.Routing
+	// What Instantiate made: the policies, and the scheduling stages the
+	// Scheduling function hands out (for Fork).
+	pol    cluster.Policies
 	order  sched.Order
 	victim sched.Victim
 }
@@ -51,13 +50,14 @@ func (rt *Runtime) fail(err error) {
 // Scaler is the autoscaler stage (nil when the bundle has none).
 func (rt *Runtime) Scaler() Scaler { return rt.scaler }
 
-// Apply instantiates the bundle for one run of cfg: parameterised router
-// stages set cfg's router keys (the built-in path, byte for byte); trees
-// and Starlark set opts' Admission, Priority, Routing and Scheduling;
-// router state hears finished requests through opts.OnResult, and forks of
-// the cluster get their own copy of everything through opts.Fork.
-// opts.PolicyErr stops the run at a policy failure.
-func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options) (*Runtime, error) {
+// Instantiate makes the bundle's policies for one run of cfg, which it
+// reads and never writes: parameterised stages are the built-in templates
+// with the bundle's parameters, trees and Starlark their own policies, and
+// a stage the bundle does not give is left nil (the cluster builds it from
+// the config's router keys). Router state hears finished requests through
+// Policies.OnResult, forks of the cluster get their own copy of everything
+// through Policies.Fork, and Policies.Err stops the run at a policy failure.
+func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 	rt := &Runtime{b: b, stars: map[string]*starRT{}}
 	env := policy.Env{Seed: cfg.Seed}
 	needTracker := false
@@ -85,75 +85,81 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options) (*Runtime, er
 		rt.stars[st.Name] = r
 		return r, nil
 	}
+	template := func(st *Stage) (any, error) {
+		return policy.Build(policy.Stage(st.Name), st.Template, policy.Params(st.Params), env)
+	}
+	p := &rt.pol
 
 	if st := b.stages[StageAdmission]; st != nil {
 		switch st.Kind {
 		case KindParameterized:
-			cfg.Router.Admission = st.Template
-			if st.Template == "queue-limit" {
-				cfg.Router.QueueLimit = int(st.Params["limit"])
+			a, err := template(st)
+			if err != nil {
+				return nil, err
 			}
+			p.Admission = a.(policy.Admission)
 		case KindTree:
-			opts.Admission = &treeAdmission{st: st, tr: rt.tr}
+			p.Admission = &treeAdmission{st: st, tr: rt.tr}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
 				return nil, err
 			}
-			opts.Admission = &starAdmission{r: r}
+			p.Admission = &starAdmission{r: r}
 		}
 	}
 	if needTracker {
-		inner := opts.Admission
+		inner := p.Admission
 		if inner == nil {
 			var err error
-			if inner, err = policy.NewAdmission(cfg.Router.Admission, cfg.AdmissionParams(), env); err != nil {
+			if inner, _, _, err = cfg.Router.Policies(cfg.Seed); err != nil {
 				return nil, err
 			}
 		}
-		opts.Admission = &trackedAdmission{inner: inner, tr: rt.tr}
+		p.Admission = &trackedAdmission{inner: inner, tr: rt.tr}
 	}
 	if st := b.stages[StagePriority]; st != nil {
 		switch st.Kind {
 		case KindParameterized:
-			cfg.Router.Priority = st.Template
+			pr, err := template(st)
+			if err != nil {
+				return nil, err
+			}
+			p.Priority = pr.(policy.Priority)
 		case KindTree:
-			opts.Priority = &treePriority{st: st, tr: rt.tr}
+			p.Priority = &treePriority{st: st, tr: rt.tr}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
 				return nil, err
 			}
-			opts.Priority = &starPriority{r: r}
+			p.Priority = &starPriority{r: r}
 		}
 	}
 	if st := b.stages[StageRouting]; st != nil {
 		switch st.Kind {
 		case KindParameterized:
-			cfg.Router.Routing = st.Template
-			cfg.Router.Weights = nil
-			if len(st.Params) > 0 && st.Template == "weighted" {
-				cfg.Router.Weights = map[string]float64{}
-				for k, v := range st.Params {
-					cfg.Router.Weights[k] = v
-				}
+			ro, err := template(st)
+			if err != nil {
+				return nil, err
 			}
+			p.Routing = ro.(policy.Routing)
 		case KindTree:
 			tr := &treeRouting{st: st, tr: rt.tr}
 			for _, leaf := range st.info.routes {
-				p, err := policy.NewRouting(leaf.route, leaf.params, env)
+				l, err := policy.NewRouting(leaf.route, leaf.params, env)
 				if err != nil {
 					return nil, err
 				}
-				tr.leaves = append(tr.leaves, p)
+				tr.leaves = append(tr.leaves, l)
 			}
-			opts.Routing = tr
+			p.Routing = tr
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
 				return nil, err
 			}
-			opts.Routing = &starRouting{r: r}
+			p.Routing = &starRouting{r: r}
 		}
 	}
 	var order sched.Order
@@ -187,7 +193,7 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options) (*Runtime, er
 		}
 	}
 	if order != nil || victim != nil {
-		opts.Scheduling = scheduling(order, victim)
+		p.Scheduling = scheduling(order, victim)
 	}
 	if st := b.stages[StageAutoscaler]; st != nil {
 		switch st.Kind {
@@ -203,19 +209,19 @@ func (b *Bundle) Apply(cfg *config.Cluster, opts *cluster.Options) (*Runtime, er
 			rt.scaler = &starScaler{r: r}
 		}
 		// Every pool with an autoscaler in the cluster config scales by it.
-		opts.Autoscale = rt.autoscalePolicies
+		p.Autoscale = rt.autoscalePolicies
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", b.Path, err)
-	}
-	opts.PolicyErr = rt.Err
+	p.Err = rt.Err
 	if rt.tr != nil {
-		opts.OnResult = rt.tr.finished
+		p.OnResult = rt.tr.finished
 	}
-	rt.adm, rt.pri, rt.rout, rt.order, rt.victim = opts.Admission, opts.Priority, opts.Routing, order, victim
-	opts.Fork = rt.Fork
+	rt.order, rt.victim = order, victim
+	p.Fork = rt.Fork
 	return rt, nil
 }
+
+// Policies are the run's policies, for cluster.Options.Policies.
+func (rt *Runtime) Policies() cluster.Policies { return rt.pol }
 
 // scheduling gives each replica the scheduler and preemption stages, a
 // Starlark stage with the replica's index.
@@ -231,6 +237,18 @@ func scheduling(order sched.Order, victim sched.Victim) func(int32) (sched.Order
 		return o, v
 	}
 }
+
+// Names, as a run's metadata and messages give them (policy.NameOf).
+func (a *trackedAdmission) Name() string { return policy.NameOf(a.inner) }
+func (*treeAdmission) Name() string      { return "decision tree" }
+func (*treePriority) Name() string       { return "decision tree" }
+func (*treeRouting) Name() string        { return "decision tree" }
+func (a *starAdmission) Name() string    { return a.r.name() }
+func (p *starPriority) Name() string     { return p.r.name() }
+func (p *starRouting) Name() string      { return p.r.name() }
+
+// name is "starlark <file>", as Describe gives a Starlark stage.
+func (r *starRT) name() string { return "starlark " + filepath.Base(r.st.File) }
 
 // trackedAdmission tells the tracker of arrivals and verdicts around the
 // admission policy.

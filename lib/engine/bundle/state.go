@@ -10,7 +10,7 @@ import (
 // status: per tenant and global arrival and completion counts and rates,
 // and per replica recent latencies and cache hit rates. It hears arrivals
 // and admissions from the router stages and finished requests through
-// cluster.Options.OnResult, all in simulated-time order.
+// cluster.Policies.OnResult, all in simulated-time order.
 //
 // With a snapshot interval, what policies read is a copy taken at each
 // interval boundary (as of just before the first event at or after it),

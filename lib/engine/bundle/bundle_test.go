@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/rng"
 )
 
-const examples = "../../../../examples/policies"
+const examples = "../../../examples/policies"
 
 type memSink struct{ rs []row.Result }
 
@@ -77,9 +77,11 @@ func simulate(t testing.TB, cfg config.Cluster, path string, reqs []row.Request)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err = b.Apply(&cfg, &opts); err != nil {
+		rt, err := b.Instantiate(&cfg)
+		if err != nil {
 			t.Fatal(err)
 		}
+		opts.Policies = rt.Policies()
 	}
 	sum, err := engine.Run(cfg, models, engine.SliceSource(reqs), sink, opts)
 	return sink.rs, sum, err
@@ -257,10 +259,11 @@ func TestState(t *testing.T) {
 	cfg := testCluster(2)
 	models, _, _ := engine.Prepare(&cfg)
 	opts := engine.Options{}
-	rt, err := b.Apply(&cfg, &opts)
+	rt, err := b.Instantiate(&cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.Policies = rt.Policies()
 	if _, err := engine.Run(cfg, models, engine.SliceSource(workload(50, 10)), &memSink{}, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -538,8 +541,7 @@ func TestAutoscalerStage(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := testCluster(1)
-		opts := engine.Options{}
-		rt, err := b.Apply(&cfg, &opts)
+		rt, err := b.Instantiate(&cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func BenchmarkDecision(b *testing.B) {
 	}
 	req := row.NewRequest("r1")
 	req.InputTokens, req.OutputTokens = 500, 100
-	src, err := os.ReadFile("../../../../examples/policies/least-loaded.star")
+	src, err := os.ReadFile("../../../examples/policies/least-loaded.star")
 	if err != nil {
 		b.Fatal(err)
 	}

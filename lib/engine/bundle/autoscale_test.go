@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/engine/row"
 )
 
@@ -50,9 +50,11 @@ func TestBundleAutoscalerDrivesPool(t *testing.T) {
 		}
 		var rows []row.ScaleEvent
 		opts := engine.Options{CheckInvariants: true, ScaleEventsTo: func(r []row.ScaleEvent) { rows = r }}
-		if _, err := b.Apply(&cfg, &opts); err != nil {
+		rt, err := b.Instantiate(&cfg)
+		if err != nil {
 			t.Fatal(err)
 		}
+		opts.Policies = rt.Policies()
 		_, err = engine.Run(cfg, models, engine.SliceSource(reqs), &memSink{}, opts)
 		var got []string
 		for _, r := range rows {

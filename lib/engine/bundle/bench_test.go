@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/blis-sim/blis/lib/engine/policy/bundle"
 	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/rng"
 )
@@ -71,9 +71,11 @@ func BenchmarkRun100k(b *testing.B) {
 				opts := engine.Options{}
 				var sink engine.Sink = &countSink{}
 				if bd != nil {
-					if _, err = bd.Apply(&c, &opts); err != nil {
+					rt, err := bd.Instantiate(&c)
+					if err != nil {
 						b.Fatal(err)
 					}
+					opts.Policies = rt.Policies()
 				}
 				sum, err := engine.Run(c, models, engine.SliceSource(reqs), sink, opts)
 				if err != nil {

@@ -12,12 +12,12 @@ import (
 )
 
 // Fork gives a clone of the cluster (a counterfactual replay) its own copy
-// of the run's policies as they are now (cluster.Options.Fork): the router
+// of the run's policies as they are now (cluster.Policies.Fork): the router
 // state, and every Starlark stage re-instantiated over the same compiled
 // program with a deep copy of its state dict and of its random stream.
 // Compiled programs, frozen globals and tree stages' definitions are
 // shared: nothing in them changes. The fork's failures are its own.
-func (rt *Runtime) Fork() cluster.Forked {
+func (rt *Runtime) Fork() cluster.Policies {
 	n := &Runtime{b: rt.b, err: rt.err, stars: map[string]*starRT{}}
 	if rt.tr != nil {
 		n.tr = rt.tr.clone()
@@ -32,21 +32,21 @@ func (rt *Runtime) Fork() cluster.Forked {
 		r := rt.stars[name]
 		c, err := r.fork(n)
 		if err != nil {
-			n.fail(err) // the fork stops at once with it (PolicyErr)
+			n.fail(err) // the fork stops at once with it (Policies.Err)
 			c = r
 		}
 		n.stars[name], stars[r] = c, c
 	}
-	f := cluster.Forked{PolicyErr: n.Err, Fork: n.Fork}
+	f := cluster.Policies{Err: n.Err, Fork: n.Fork}
 	if n.tr != nil {
 		f.OnResult = n.tr.finished
 	}
-	n.adm, _ = n.forkStage(rt.adm, stars).(policy.Admission)
-	n.pri, _ = n.forkStage(rt.pri, stars).(policy.Priority)
-	n.rout, _ = n.forkStage(rt.rout, stars).(policy.Routing)
+	n.pol.Admission, _ = n.forkStage(rt.pol.Admission, stars).(policy.Admission)
+	n.pol.Priority, _ = n.forkStage(rt.pol.Priority, stars).(policy.Priority)
+	n.pol.Routing, _ = n.forkStage(rt.pol.Routing, stars).(policy.Routing)
 	n.order, _ = n.forkStage(rt.order, stars).(sched.Order)
 	n.victim, _ = n.forkStage(rt.victim, stars).(sched.Victim)
-	f.Admission, f.Priority, f.Routing = n.adm, n.pri, n.rout
+	f.Admission, f.Priority, f.Routing = n.pol.Admission, n.pol.Priority, n.pol.Routing
 	if n.order != nil || n.victim != nil {
 		f.Scheduling = scheduling(n.order, n.victim)
 	}
@@ -54,6 +54,7 @@ func (rt *Runtime) Fork() cluster.Forked {
 		n.scaler, _ = n.forkStage(rt.scaler, stars).(Scaler)
 		f.Autoscale = n.autoscalePolicies
 	}
+	n.pol = f
 	return f
 }
 

@@ -8,16 +8,16 @@
 // The API, for blis-sim and other tools (blis-eval, autoscaling):
 //
 //	b, err := bundle.Load("bundle.yaml", bundle.Env{})  // every load-time error, file:line
-//	b.Annotate(meta)                                    // blis.policy.* provenance keys
-//	rt, err := b.Apply(&cfg, &opts)                     // fresh policies for one run
+//	b.Provenance()                                      // blis.policy.* provenance keys
+//	rt, err := b.Instantiate(&cfg)                      // fresh policies for one run
+//	opts.Policies = rt.Policies()
 //	... engine.Run(cfg, models, src, sink, opts) ...    // a policy failure is a *RunError
 //
-// Apply installs the stages into cluster.Options (Admission, Priority,
-// Routing, Scheduling, PolicyErr) or, for parameterised router stages, into
-// the config's router keys (exactly the built-in path), and wraps the
-// results sink so that router state (tenants, rates, recent latencies)
-// follows finished requests. The autoscaler stage is not wired into the
-// engine here; the autoscaling feature calls Runtime.Scale (see Scaler).
+// Instantiate reads the config and writes nothing into it: the bundle's
+// stages are policies (parameterised stages are the built-in templates with
+// the bundle's parameters), its router state (tenants, rates, recent
+// latencies) follows finished requests through Policies.OnResult, and its
+// autoscaler stage scales every autoscaled pool (Policies.Autoscale).
 package bundle
 
 import (

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blis-sim/blis/lib/engine/policy/bundle"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 )
 
 // TestDocsListEverything: docs/policies.md names every view field and
 // every template.
 func TestDocsListEverything(t *testing.T) {
-	b, err := os.ReadFile("../../../../docs/policies.md")
+	b, err := os.ReadFile("../../../docs/policies.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,9 @@ import (
 )
 
 // scalePolicy plugs the bundle's autoscaler stage into the engine's
-// autoscaling (cluster.Options.Autoscale) as an autoscale.Policy: the
+// autoscaling (cluster.Policies.Autoscale) as an autoscale.Policy: the
 // engine's pool views become PoolViews, and the stage's target, its
-// reason and its failure (which stops the run through PolicyErr) come back.
+// reason and its failure (which stops the run through Policies.Err) come back.
 // The engine then clamps the target to the pool's bounds and applies the
 // pool's stabilisation windows.
 type scalePolicy struct {

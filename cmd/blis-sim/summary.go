@@ -70,14 +70,38 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 	}
 	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted; at most %d requests held in memory\n",
 		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
-	if s.TierOffloads[0]+s.TierOffloads[1]+s.TierLoads[0]+s.TierLoads[1] > 0 {
-		fmt.Fprintf(w, "  KV tiers: %d blocks offloaded to cpu, %d to storage; %d reloaded from cpu, %d from storage; %d thrashing reloads\n",
-			s.TierOffloads[0], s.TierOffloads[1], s.TierLoads[0], s.TierLoads[1], s.ThrashLoads)
+	if tiers := tierSummary(s); tiers != "" {
+		fmt.Fprintf(w, "  KV tiers: %s; %d thrashing reloads\n", tiers, s.ThrashLoads)
 	}
 	if s.Transfers > 0 {
 		fmt.Fprintf(w, "  P/D: %d KV transfers, %.3f GB; %d waited for the decode replica's blocks (backpressure)\n",
 			s.Transfers, float64(s.TransferBytes)/1e9, s.PDBackpressure)
 	}
+}
+
+// tierSummary is "N blocks offloaded to cpu, M to storage; K reloaded
+// from cpu, L from storage" (and the run's other tiers that saw traffic),
+// or "" when no block moved.
+func tierSummary(s *engine.Summary) string {
+	var total int64
+	for i := range s.TierNames {
+		total += s.TierOffloads[i] + s.TierLoads[i]
+	}
+	if total == 0 {
+		return ""
+	}
+	var off, load strings.Builder
+	for i, n := range s.TierNames {
+		switch {
+		case i == 0:
+			fmt.Fprintf(&off, "%d blocks offloaded to %s", s.TierOffloads[i], n)
+			fmt.Fprintf(&load, "%d reloaded from %s", s.TierLoads[i], n)
+		case i < len(trace.FixedTiers) || s.TierOffloads[i]+s.TierLoads[i] > 0:
+			fmt.Fprintf(&off, ", %d to %s", s.TierOffloads[i], n)
+			fmt.Fprintf(&load, ", %d from %s", s.TierLoads[i], n)
+		}
+	}
+	return off.String() + "; " + load.String()
 }
 
 // allDropped fails a run that served nothing because every request it could

@@ -21,7 +21,7 @@ func needsCatalogue(d *config.Deployment) bool {
 		return true
 	}
 	for _, t := range d.KV.Tiers {
-		if t.Name == "cpu" && t.BandwidthGBs == nil {
+		if config.TierKinds[t.Name].HostLink && t.BandwidthGBs == nil {
 			return true
 		}
 	}
@@ -66,9 +66,13 @@ func prepareKV(cfg *config.Cluster, i int, d *config.Deployment, res *resolve.Re
 			}
 			t.CapacityBlocks, t.CapacityGiB = int64(blocks), 0
 		}
+		kind, known := config.TierKinds[t.Name]
 		if t.BandwidthGBs == nil {
-			bw := config.DefaultStorageGBs
-			if t.Name == "cpu" {
+			bw := kind.GBs
+			switch {
+			case !known:
+				return errors.New(cfg.Where(tk("bandwidth_gb_s"), fmt.Sprintf("a tier named %s has no default bandwidth: set it", t.Name)))
+			case kind.HostLink:
 				if gpu == nil || gpu.HostLinkGBps <= 0 {
 					return errors.New(cfg.Where(tk("bandwidth_gb_s"), fmt.Sprintf("the GPU %q has no host link bandwidth in its catalogue entry: set it", d.GPU)))
 				}
@@ -77,11 +81,7 @@ func prepareKV(cfg *config.Cluster, i int, d *config.Deployment, res *resolve.Re
 			t.BandwidthGBs = &bw
 		}
 		if t.Latency == 0 {
-			us := config.DefaultStorageLatencyUS
-			if t.Name == "cpu" {
-				us = config.DefaultCPULatencyUS
-			}
-			t.Latency = config.Duration(time.Duration(us) * time.Microsecond)
+			t.Latency = config.Duration(time.Duration(kind.LatencyUS) * time.Microsecond)
 		}
 		if t.Eviction == "" {
 			t.Eviction = "lru"

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,8 +148,8 @@ func TestTierReloadTime(t *testing.T) {
 	// tokens × 1000 B at 1000 B/µs = 48 µs, + 10 µs latency. Then one
 	// step of its 16 uncached tokens: 1000 + 16.
 	const reload = 48 + 10
-	if r.TTFTUS != reload+1016 || r.KVReloadUS != reload || r.CachedTokens != 48 || r.CachedTokensCPU != 48 || r.CachedTokensGPU != 0 || r.FirstScheduledUS != 5000+reload {
-		t.Fatalf("ttft %d reload %d cached %d (gpu %d cpu %d) first scheduled %d", r.TTFTUS, r.KVReloadUS, r.CachedTokens, r.CachedTokensGPU, r.CachedTokensCPU, r.FirstScheduledUS)
+	if r.TTFTUS != reload+1016 || r.KVReloadUS != reload || r.CachedTokens != 48 || tierTok(r, 0) != 48 || r.CachedTokensGPU != 0 || r.FirstScheduledUS != 5000+reload {
+		t.Fatalf("ttft %d reload %d cached %d (gpu %d cpu %d) first scheduled %d", r.TTFTUS, r.KVReloadUS, r.CachedTokens, r.CachedTokensGPU, tierTok(r, 0), r.FirstScheduledUS)
 	}
 	// Offloads: a's 4 blocks, then the 3 + 1 of b's that c's blocks evict.
 	if sum.TierOffloads[0] != 8 || sum.TierLoads[0] != 3 {
@@ -178,13 +179,42 @@ func TestTierPoliciesAndCascade(t *testing.T) {
 			x.PrefixHashes = hashes(1, 2, 3, 4)
 			sink, sum := run(t, c, []row.Request{a, b, x}, Options{})
 			r := sink.byID()["c"]
-			if r.CachedTokensCPU+r.CachedTokensStorage+r.CachedTokensGPU != r.CachedTokens || r.CachedTokens != 48 {
-				t.Fatalf("%s/%s: cached %d = gpu %d + cpu %d + storage %d", pol, ev, r.CachedTokens, r.CachedTokensGPU, r.CachedTokensCPU, r.CachedTokensStorage)
+			if tierTok(r, 0)+tierTok(r, 1)+r.CachedTokensGPU != r.CachedTokens || r.CachedTokens != 48 {
+				t.Fatalf("%s/%s: cached %d = gpu %d + cpu %d + storage %d", pol, ev, r.CachedTokens, r.CachedTokensGPU, tierTok(r, 0), tierTok(r, 1))
 			}
-			if sum.TierOffloads[1] == 0 || r.CachedTokensStorage == 0 {
+			if sum.TierOffloads[1] == 0 || tierTok(r, 1) == 0 {
 				t.Fatalf("%s/%s: nothing reached storage: %+v, result %+v", pol, ev, sum.TierOffloads, r)
 			}
 		}
+	}
+}
+
+// Tiers are a list: a third tier named by the config (no defaults, so it
+// gives its bandwidth) takes what storage evicts, serves hits of its own,
+// and has its own count and results column.
+func TestThreeTiers(t *testing.T) {
+	c := tierConfig(8, 2)
+	c.Deployments[0].KV.Offload = "eager"
+	c.Deployments[0].KV.Tiers = append(c.Deployments[0].KV.Tiers,
+		config.Tier{Name: "storage", CapacityBlocks: 2, BandwidthGBs: gbs(0.5), Latency: us(100), Eviction: "lru"},
+		config.Tier{Name: "remote", CapacityBlocks: 100, BandwidthGBs: gbs(0.1), Latency: us(1000), Eviction: "lru"})
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.TierNames(); !slices.Equal(got, []string{"cpu", "storage", "remote"}) {
+		t.Fatalf("tier names %v", got)
+	}
+	a, b, x := req("a", 0, 64, 1), req("b", 2000, 128, 1), req("c", 5000, 64, 1)
+	a.PrefixHashes = hashes(1, 2, 3, 4)
+	b.PrefixHashes = hashes(100, 101, 102, 103, 104, 105, 106, 107)
+	x.PrefixHashes = hashes(1, 2, 3, 4)
+	sink, sum := run(t, c, []row.Request{a, b, x}, Options{CheckInvariants: true})
+	r := sink.byID()["c"]
+	if len(sum.TierNames) != 3 || sum.TierOffloads[2] == 0 || tierTok(r, 2) == 0 {
+		t.Fatalf("nothing reached the third tier: offloads %v, result tiers %v", sum.TierOffloads, r.CachedTokensTier)
+	}
+	if tierTok(r, 0)+tierTok(r, 1)+tierTok(r, 2)+r.CachedTokensGPU != r.CachedTokens {
+		t.Fatalf("cached %d != gpu %d + tiers %v", r.CachedTokens, r.CachedTokensGPU, r.CachedTokensTier)
 	}
 }
 
@@ -200,8 +230,11 @@ func TestKVConfigErrors(t *testing.T) {
 		{"bad role", base + "    pools: [{role: prefil, replicas: 2}]\n", "deployments[0].pools[0].role: expected monolithic, prefill or decode"},
 		{"zero transfer bandwidth", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {bandwidth_gb_s: 0}\n", "c.yaml:6: deployments[0].kv_transfer.bandwidth_gb_s: expected a finite bandwidth > 0"},
 		{"zero tier bandwidth", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 10, bandwidth_gb_s: 0}]\n", "c.yaml:7: deployments[0].kv.tiers[0].bandwidth_gb_s: expected a finite bandwidth > 0"},
-		{"cpu tier too large", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 100000}]\n", "deployments[0].kv.tiers[0].capacity_gib: 100000 GiB of CPU memory per replica is more than a machine plausibly has"},
-		{"unknown tier", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: ssd, capacity_gib: 1}]\n", "deployments[0].kv.tiers[0].name: expected cpu or storage"},
+		{"cpu tier too large", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 100000}]\n", "deployments[0].kv.tiers[0].capacity_gib: 100000 GiB of cpu per replica is more than a machine plausibly has (at most 4096 GiB)"},
+		{"tier without defaults", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: ssd, capacity_gib: 1}]\n", "deployments[0].kv.tiers[0]: a tier named ssd has no default bandwidth (the tiers with defaults: cpu, storage): set bandwidth_gb_s"},
+		{"bad tier name", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: CXL-1, capacity_gib: 1, bandwidth_gb_s: 64}]\n", `deployments[0].kv.tiers[0].name: expected a name of lower-case letters, digits and _ (not gpu; e.g. cpu, storage), found "CXL-1"`},
+		{"tier named gpu", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: gpu, capacity_gib: 1, bandwidth_gb_s: 64}]\n", `tiers[0].name: expected a name of lower-case letters`},
+		{"tier twice", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 1}, {name: cpu, capacity_gib: 2}]\n", "deployments[0].kv.tiers[1].name: tier cpu is listed twice"},
 		{"bad offload", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv: {offload: sometimes}\n", "c.yaml:6: deployments[0].kv.offload: expected none, eager, lazy or threshold"},
 		{"unknown key", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv: {ofload: lazy}\n", "deployments[0].kv.ofload: unknown key; did you mean offload?"},
 		{"transfer on monolithic", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv_transfer: {latency: 5us}\n", "deployments[0].kv_transfer: only used by a deployment with prefill and decode pools"},
@@ -415,4 +448,12 @@ func TestPDGranularityPipelined(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tierTok is a result's cached tokens from the run's lower tier i.
+func tierTok(r row.Result, i int) int32 {
+	if i < len(r.CachedTokensTier) {
+		return r.CachedTokensTier[i]
+	}
+	return 0
 }

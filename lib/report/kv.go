@@ -1,6 +1,9 @@
 package report
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -19,16 +22,22 @@ const BackpressurePct = 5.0
 // columns leave it empty and its tables out).
 type kvStats struct {
 	gpu, cpu, storage, thrash, in int64 // tokens, over scheduled llm requests
-	reloads                       int64 // requests that reloaded from a lower tier
-	reload                        *Dist
-	xfers, waited, xferBytes      int64
-	xfer, wait                    *Dist
+	// A run's lower tiers beyond cpu and storage (cached_tokens_<name>
+	// columns), in column order: their names and tokens.
+	extraNames               []string
+	extra                    []int64
+	reloads                  int64 // requests that reloaded from a lower tier
+	reload                   *Dist
+	xfers, waited, xferBytes int64
+	xfer, wait               *Dist
 }
 
 type kvReader struct {
 	gpu, cpu, storage, thrash, reload, xfer, wait, bytes icol
 	pre, dec                                             *strKey
 	on                                                   bool
+	extraNames                                           []string
+	extra                                                []icol
 }
 
 func (k *kvReader) bind(rec arrow.RecordBatch, idx func(string) int) {
@@ -43,6 +52,17 @@ func (k *kvReader) bind(rec arrow.RecordBatch, idx func(string) int) {
 		{&k.thrash, trace.ColKVThrashTokens}, {&k.reload, trace.ColKVReloadUS}, {&k.xfer, trace.ColKVTransferUS},
 		{&k.wait, trace.ColKVTransferWaitUS}, {&k.bytes, trace.ColKVTransferBytes}} {
 		b.c.bind(rec, idx(b.name))
+	}
+	// Lower tiers beyond cpu and storage: a column each (docs/tables.md).
+	k.extraNames, k.extra = k.extraNames[:0], k.extra[:0]
+	for i, f := range rec.Schema().Fields() {
+		name, ok := strings.CutPrefix(f.Name, "cached_tokens_")
+		if !ok || slices.Contains([]string{"gpu", "cpu", "storage"}, name) {
+			continue
+		}
+		k.extraNames = append(k.extraNames, name)
+		k.extra = append(k.extra, icol{})
+		k.extra[len(k.extra)-1].bind(rec, i)
 	}
 	if k.pre == nil {
 		k.pre, k.dec = newStrKey(), newStrKey()
@@ -62,6 +82,14 @@ func (s *kvStats) add(k *kvReader, i int, v *rowv, limit int, b *budget) {
 		cpu, st := k.cpu.or(i, 0), k.storage.or(i, 0)
 		s.cpu += cpu
 		s.storage += st
+		for e, name := range k.extraNames {
+			j := slices.Index(s.extraNames, name)
+			if j < 0 {
+				s.extraNames, s.extra = append(s.extraNames, name), append(s.extra, 0)
+				j = len(s.extra) - 1
+			}
+			s.extra[j] += k.extra[e].or(i, 0)
+		}
 		s.thrash += k.thrash.or(i, 0)
 		if r := k.reload.or(i, 0); r > 0 {
 			if s.reload == nil {
@@ -98,6 +126,23 @@ func (rep *Report) kvTables() {
 			"wait = prefill end to the start of the last piece's sending (decode replica's blocks, prefill replica's link); " +
 			"pd_backpressure = more than 5% of transfers waited",
 		Columns: rep.runCol("group", "transfers", "gb_per_s", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "waited_pct", "wait_p99_ms", "pd_backpressure")}
+	// The lower tiers beyond cpu and storage that some run has.
+	var extra []string
+	for _, r := range rep.runs {
+		for _, n := range r.kv.extraNames {
+			if !slices.Contains(extra, n) {
+				extra = append(extra, n)
+			}
+		}
+	}
+	if len(extra) > 0 {
+		cols := append([]string{}, tiers.Columns[:4]...)
+		for _, n := range extra {
+			cols = append(cols, n+"_hit_pct")
+		}
+		tiers.Columns = append(cols, tiers.Columns[4:]...)
+		tiers.Note = strings.Replace(tiers.Note, "from cpu+storage", "from every lower tier", 1)
+	}
 	var off, rel int64
 	if rep.steps != nil {
 		tiers.Columns = append(tiers.Columns, "offload_blk_per_s", "reload_blk_per_s")
@@ -109,10 +154,21 @@ func (rep *Report) kvTables() {
 	for i, r := range rep.runs {
 		s := &r.kv
 		sp := r.span() / 1e6
-		if s.cpu+s.storage > 0 || s.reloads > 0 {
-			low := float64(s.cpu + s.storage)
-			c := rep.runCell(i, txt("all"), pct(float64(s.gpu), float64(s.in)), pct(float64(s.cpu), float64(s.in)), pct(float64(s.storage), float64(s.in)),
-				integer(s.reloads), num(low/sp, 1))
+		lowTok := s.cpu + s.storage
+		for _, x := range s.extra {
+			lowTok += x
+		}
+		if lowTok > 0 || s.reloads > 0 {
+			low := float64(lowTok)
+			c := rep.runCell(i, txt("all"), pct(float64(s.gpu), float64(s.in)), pct(float64(s.cpu), float64(s.in)), pct(float64(s.storage), float64(s.in)))
+			for _, n := range extra {
+				var v int64
+				if j := slices.Index(s.extraNames, n); j >= 0 {
+					v = s.extra[j]
+				}
+				c = append(c, pct(float64(v), float64(s.in)))
+			}
+			c = append(c, integer(s.reloads), num(low/sp, 1))
 			if s.reload != nil {
 				c = append(c, ms(s.reload.Mean()), ms(s.reload.Quantile(0.99)))
 			} else {

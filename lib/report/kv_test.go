@@ -50,7 +50,8 @@ func TestKVTables(t *testing.T) {
 		r.ArrivalUS, r.InputTokens, r.OutputTokens, r.GeneratedTokens = x.arr, x.in, 10, 10
 		r.Status, r.InstanceID, r.EnqueuedUS, r.FirstScheduledUS, r.FirstTokenUS, r.FinishedUS = trace.StatusCompleted, 1, x.arr, x.arr, x.arr+50_000, x.fin
 		r.TTFTUS, r.E2EUS = 50_000, x.fin-x.arr
-		r.CachedTokens, r.CachedTokensGPU, r.CachedTokensCPU, r.KVThrashTokens, r.KVReloadUS = x.gpu+x.cpu, x.gpu, x.cpu, x.thr, x.reload
+		r.CachedTokens, r.CachedTokensGPU, r.KVThrashTokens, r.KVReloadUS = x.gpu+x.cpu, x.gpu, x.thr, x.reload
+		r.CachedTokensTier = []int32{x.cpu, 0}
 		r.PrefillReplica, r.DecodeReplica, r.ReplicaID = "d/0", "d/1", "d/1"
 		r.KVTransferUS, r.KVTransferWaitUS, r.KVTransferBytes = x.xfer, x.wait, 250_000_000
 		if err := w.Write(&r); err != nil {

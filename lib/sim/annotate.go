@@ -31,8 +31,8 @@ func Describe(cfg *config.Cluster, models []latency.Model) []trace.SimDeployment
 
 // Annotate records on a results table's metadata what ran: the latency
 // models (blis.sim.model, older and kept), the deployments (which the
-// report's config table and the gpu_hours and cost_usd metrics read) and
-// the router.
+// report's config table and the gpu_hours and cost_usd metrics read), the
+// lower KV tiers that need results columns of their own, and the router.
 func Annotate(md trace.Meta, cfg *config.Cluster, models []latency.Model) {
 	names := make([]string, len(models))
 	for i, m := range models {
@@ -40,6 +40,7 @@ func Annotate(md trace.Meta, cfg *config.Cluster, models []latency.Model) {
 	}
 	md.Set("blis.sim.model", strings.Join(names, ","))
 	md.SetSimDeployments(Describe(cfg, models))
+	md.SetKVTiers(cfg.TierNames())
 	md.Set(trace.MetaSimRouter, cfg.Router.Routing)
 }
 

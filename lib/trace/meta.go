@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -193,7 +194,43 @@ func (m Meta) Delete(k string) { delete(m.kv, k) }
 const (
 	MetaSimDeployments = "blis.sim.deployments" // JSON array of SimDeployment
 	MetaSimRouter      = "blis.sim.router"      // the routing policy
+	// MetaSimKVTiers lists the run's lower KV tiers (row.TierNames), as a
+	// JSON array, when some are not row.FixedTiers: the results table then
+	// has a column row.TierColumn(name) for each of those.
+	MetaSimKVTiers = "blis.sim.kv_tiers"
 )
+
+// SetKVTiers records the run's lower KV tiers (row.TierNames) when some
+// need a column of their own; nothing otherwise.
+func (m Meta) SetKVTiers(names []string) {
+	if len(extraTiers(names)) == 0 {
+		return
+	}
+	b, _ := json.Marshal(names) // strings: cannot fail
+	m.Set(MetaSimKVTiers, string(b))
+}
+
+// KVTiers returns the run's lower KV tiers recorded by SetKVTiers: the
+// fixed ones when none is recorded.
+func (m Meta) KVTiers() ([]string, error) {
+	v := m.Get(MetaSimKVTiers)
+	if v == "" {
+		return FixedTiers, nil
+	}
+	var names []string
+	if err := json.Unmarshal([]byte(v), &names); err != nil || len(names) < len(FixedTiers) || !slices.Equal(names[:len(FixedTiers)], FixedTiers) {
+		return nil, fmt.Errorf("schema metadata %s: expected a JSON list of tier names starting with %s, found %q", MetaSimKVTiers, strings.Join(FixedTiers, ", "), v)
+	}
+	return names, nil
+}
+
+// extraTiers are the names beyond the fixed tiers.
+func extraTiers(names []string) []string {
+	if len(names) <= len(FixedTiers) {
+		return nil
+	}
+	return names[len(FixedTiers):]
+}
 
 // SimDeployment describes one deployment of a simulated cluster.
 type SimDeployment struct {

@@ -17,6 +17,7 @@ type ResultWriter struct {
 	preempt, cached, generated                           *array.Int32Builder
 	deployment, replica                                  *dictCol
 	tierTok                                              [4]*array.Int32Builder // gpu, cpu, storage, thrash
+	extra                                                []*array.Int32Builder  // lower tiers beyond cpu and storage
 	reload, xfer, xferWait, xferBytes                    *array.Int64Builder
 	pre, dec                                             *dictCol
 	// Rows whose tiered-KV and P/D columns hold their defaults (no tiers,
@@ -46,6 +47,15 @@ func NewResultWriter(sink Sink, schema *arrow.Schema) *ResultWriter {
 		xfer: f(24).(*array.Int64Builder), xferWait: f(25).(*array.Int64Builder), xferBytes: f(26).(*array.Int64Builder),
 	}
 	w.rb = newRequestBuilder(&w.batchWriter)
+	if md, err := MetaFromSchema(schema); err == nil {
+		if names, err := md.KVTiers(); err == nil {
+			for _, n := range extraTiers(names) {
+				if i := colIndex(schema, TierColumn(n)); i >= 0 {
+					w.extra = append(w.extra, b.Field(i).(*array.Int32Builder))
+				}
+			}
+		}
+	}
 	return w
 }
 
@@ -73,7 +83,7 @@ func (w *ResultWriter) Write(r *Result) error {
 	w.generated.Append(r.GeneratedTokens)
 	w.deployment.append(r.Deployment)
 	w.replica.append(r.ReplicaID)
-	if r.CachedTokensCPU == 0 && r.CachedTokensStorage == 0 && r.KVReloadUS == 0 && r.KVThrashTokens == 0 &&
+	if allZero(r.CachedTokensTier) && r.KVReloadUS == 0 && r.KVThrashTokens == 0 &&
 		r.PrefillReplica == "" && r.DecodeReplica == "" && r.KVTransferUS == Null && r.KVTransferWaitUS == Null && r.KVTransferBytes == 0 {
 		w.pendGPU = append(w.pendGPU, r.CachedTokensGPU)
 		if w.n+1 >= BatchRows {
@@ -83,8 +93,11 @@ func (w *ResultWriter) Write(r *Result) error {
 	}
 	w.fillPending()
 	w.tierTok[0].Append(r.CachedTokensGPU)
-	w.tierTok[1].Append(r.CachedTokensCPU)
-	w.tierTok[2].Append(r.CachedTokensStorage)
+	w.tierTok[1].Append(tierAt(r.CachedTokensTier, 0))
+	w.tierTok[2].Append(tierAt(r.CachedTokensTier, 1))
+	for i, b := range w.extra {
+		b.Append(tierAt(r.CachedTokensTier, len(FixedTiers)+i))
+	}
 	w.reload.Append(r.KVReloadUS)
 	w.tierTok[3].Append(r.KVThrashTokens)
 	w.pre.append(r.PrefillReplica)
@@ -105,6 +118,9 @@ func (w *ResultWriter) fillPending() {
 	for _, b := range []*array.Int32Builder{w.tierTok[1], w.tierTok[2], w.tierTok[3]} {
 		b.AppendEmptyValues(n)
 	}
+	for _, b := range w.extra {
+		b.AppendEmptyValues(n)
+	}
 	w.reload.AppendEmptyValues(n)
 	w.xferBytes.AppendEmptyValues(n)
 	w.xfer.AppendNulls(n)
@@ -112,6 +128,23 @@ func (w *ResultWriter) fillPending() {
 	w.pre.appendNulls(n)
 	w.dec.appendNulls(n)
 	w.pendGPU = w.pendGPU[:0]
+}
+
+func allZero(xs []int32) bool {
+	for _, x := range xs {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// tierAt is xs[i], 0 past its end.
+func tierAt(xs []int32, i int) int32 {
+	if i < len(xs) {
+		return xs[i]
+	}
+	return 0
 }
 
 // Rows returns the number of rows written so far.
@@ -137,6 +170,8 @@ type resultCols struct {
 	tpot, preempt, cached, generated                     intCol
 	pre, dec                                             strCol
 	tierTok                                              [4]intCol
+	extra                                                []intCol // lower tiers beyond cpu and storage
+	extraNames                                           []string // their columns
 	reload, xfer, xferWait, xferBytes                    intCol
 }
 
@@ -156,6 +191,9 @@ func (c *resultCols) bind(rec arrow.RecordBatch) {
 		{&c.xferWait, ColKVTransferWaitUS}, {&c.xferBytes, ColKVTransferBytes}} {
 		x.c.bind(rec, x.name)
 	}
+	for i := range c.extra {
+		c.extra[i].bind(rec, c.extraNames[i])
+	}
 	for _, x := range []struct {
 		c    *intCol
 		name string
@@ -170,9 +208,11 @@ func (c *resultCols) bind(rec arrow.RecordBatch) {
 // ResultReader decodes a results table batch by batch. For large tables
 // prefer reading the columns you need directly from Source batches.
 type ResultReader struct {
-	src  *Source
-	cols resultCols
-	row  int64
+	src   *Source
+	cols  resultCols
+	row   int64
+	tiers int     // lower tiers (cpu, storage and the run's others)
+	tok   []int32 // the batch's CachedTokensTier values
 }
 
 // NewResultReader checks src is a results table and returns a reader.
@@ -188,7 +228,17 @@ func NewResultReader(src *Source) (*ResultReader, error) {
 	if err := checkRequestSchema(src.Schema()); err != nil {
 		return nil, &InputError{Err: fmt.Errorf("%s: %w", src.Path, err)}
 	}
-	return &ResultReader{src: src}, nil
+	r := &ResultReader{src: src}
+	names, err := src.Meta().KVTiers()
+	if err != nil {
+		return nil, &InputError{Err: fmt.Errorf("%s: %w", src.Path, err)}
+	}
+	for _, n := range extraTiers(names) {
+		r.cols.extra = append(r.cols.extra, intCol{})
+		r.cols.extraNames = append(r.cols.extraNames, TierColumn(n))
+	}
+	r.tiers = len(names)
+	return r, nil
 }
 
 // Next decodes the next batch into buf, or returns io.EOF.
@@ -203,6 +253,7 @@ func (r *ResultReader) Next(buf []Result) ([]Result, error) {
 		buf = make([]Result, n)
 	}
 	buf = buf[:n]
+	r.tok = nil // a new backing array per batch: rows kept by the caller keep their values
 	for i := 0; i < n; i++ {
 		r.row++
 		x := &buf[i]
@@ -228,12 +279,31 @@ func (r *ResultReader) Next(buf []Result) ([]Result, error) {
 		for k := range tt {
 			tt[k], _ = r.cols.tierTok[k].get(i)
 		}
-		x.CachedTokensGPU, x.CachedTokensCPU, x.CachedTokensStorage, x.KVThrashTokens = int32(tt[0]), int32(tt[1]), int32(tt[2]), int32(tt[3])
+		x.CachedTokensGPU, x.KVThrashTokens = int32(tt[0]), int32(tt[3])
+		x.CachedTokensTier = nil
+		if tt[1] != 0 || tt[2] != 0 || r.anyExtra(i) {
+			k := len(r.tok)
+			r.tok = append(r.tok, int32(tt[1]), int32(tt[2]))
+			for e := range r.cols.extra {
+				v, _ := r.cols.extra[e].get(i)
+				r.tok = append(r.tok, int32(v))
+			}
+			x.CachedTokensTier = r.tok[k:len(r.tok):len(r.tok)]
+		}
 		x.KVReloadUS, _ = r.cols.reload.get(i)
 		x.KVTransferUS, x.KVTransferWaitUS = nullable(&r.cols.xfer, i), nullable(&r.cols.xferWait, i)
 		x.KVTransferBytes, _ = r.cols.xferBytes.get(i)
 	}
 	return buf, nil
+}
+
+func (r *ResultReader) anyExtra(i int) bool {
+	for e := range r.cols.extra {
+		if v, _ := r.cols.extra[e].get(i); v != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadAllResults reads a whole results table: for tests and small inputs.

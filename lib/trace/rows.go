@@ -118,6 +118,9 @@ const (
 var (
 	RequestTypes = row.RequestTypes
 	AnomalyTypes = row.AnomalyTypes
+	FixedTiers   = row.FixedTiers
 	NewRequest   = row.NewRequest
 	NewResult    = row.NewResult
+	TierColumn   = row.TierColumn
+	TierNames    = row.TierNames
 )

@@ -130,6 +130,12 @@ func ResultsSchema(md Meta) *arrow.Schema {
 	fs := make([]arrow.Field, 0, len(requestFields)+len(resultOnlyFields))
 	fs = append(fs, requestFields...)
 	fs = append(fs, resultOnlyFields...)
+	// A run's lower tiers beyond cpu and storage add a column each.
+	if names, err := md.KVTiers(); err == nil {
+		for _, n := range extraTiers(names) {
+			fs = append(fs, field(TierColumn(n), arrow.PrimitiveTypes.Int32, false))
+		}
+	}
 	return arrow.NewSchema(fs, md.arrow(TableResults))
 }
 

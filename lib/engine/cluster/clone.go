@@ -156,6 +156,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	// Free states are not copied: the fork allocates its own (a state's
 	// identity never shows in results), and forks stay cheap.
 	d.pool = nil
+	d.tierBuf = nil // the original keeps carving its chunk
 	d.liveH, d.liveT = m.Map(c.liveH), m.Map(c.liveT)
 	d.work = nil
 	d.fx = replica.Effects{}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/blis-sim/blis/lib/engine/autoscale"
 	"github.com/blis-sim/blis/lib/engine/config"
@@ -103,6 +104,8 @@ type Deployment struct {
 	// tiers builds a replica's lower KV tiers over its store (nil: none);
 	// the autoscaler calls it for the fresh store of a restarted replica.
 	tiers func(kv.Store) *kv.Tiers
+	// tierCol maps the deployment's tier i to the run's (Summary.TierNames).
+	tierCol []int
 }
 
 // group is the set of deployments a request's model selects: routing
@@ -150,9 +153,11 @@ type Summary struct {
 	// model, KV blocks per replica).
 	Deployments []DeploymentSummary
 
-	// Lower KV tiers, all replicas: blocks copied in and loaded to the
-	// GPU per tier (cpu, storage), thrashing loads.
-	TierOffloads, TierLoads [2]int64
+	// Lower KV tiers, all replicas: the run's tier names (nil without
+	// tiers), and per tier the blocks copied in and loaded to the GPU;
+	// thrashing loads.
+	TierNames               []string
+	TierOffloads, TierLoads []int64
 	ThrashLoads             int64
 	// Disaggregated serving: KV transfers started, their bytes, and those
 	// that waited for the decode replica's blocks.
@@ -203,9 +208,10 @@ type Cluster struct {
 	admission   policy.Admission
 	priority    policy.Priority
 	routing     policy.Routing
-	routingName string // for messages
-	prefixOn    bool   // the routing policy reads cached blocks
-	liveView    bool   // the router's view is refreshed before each decision (no snapshot interval, and a policy reads it)
+	routingName string   // for messages
+	tierNames   []string // the run's lower KV tiers (Summary.TierNames)
+	prefixOn    bool     // the routing policy reads cached blocks
+	liveView    bool     // the router's view is refreshed before each decision (no snapshot interval, and a policy reads it)
 	snapEvery   int64
 	snapAt      int64
 	dirty       []int32
@@ -243,9 +249,10 @@ type Cluster struct {
 	fx      replica.Effects
 	unread  request.State
 
-	res row.Result
-	sum Summary
-	err error
+	res     row.Result
+	tierBuf []int32 // a chunk results' CachedTokensTier are carved from
+	sum     Summary
+	err     error
 
 	sc *scaler // autoscaling; nil without
 }
@@ -262,6 +269,8 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
 		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US()}
 	c.flat = cfg.IsFlat()
+	c.tierNames = cfg.TierNames()
+	c.sum.TierNames = c.tierNames
 	c.horizon = cfg.Horizon.US()
 	if c.horizon <= 0 {
 		c.horizon = math.MaxInt64
@@ -297,6 +306,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		if d.KV != nil && d.KV.HasTiers() {
 			di := i
 			dep.tiers = func(st kv.Store) *kv.Tiers { ts, _ := newTiers(cfg, di, &dcfg[di], st); return ts }
+			for _, t := range d.KV.Tiers {
+				dep.tierCol = append(dep.tierCol, slices.Index(c.tierNames, t.Name))
+			}
 		}
 		alpha := models[i].Alpha()
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,

@@ -52,9 +52,16 @@ func (c *Cluster) Finish() (Summary, error) {
 	}
 	c.sum.BusyUS = c.sum.BusyUS[:0]
 	c.sum.Steps, c.sum.Preemptions, c.sum.Evictions = 0, 0, 0
-	c.sum.TierOffloads, c.sum.TierLoads, c.sum.ThrashLoads = [2]int64{}, [2]int64{}, 0
+	c.sum.TierOffloads, c.sum.TierLoads, c.sum.ThrashLoads = nil, nil, 0
+	if n := len(c.tierNames); n > 0 {
+		c.sum.TierOffloads, c.sum.TierLoads = make([]int64, n), make([]int64, n)
+		if c.sc != nil && c.sc.tierOff != nil {
+			copy(c.sum.TierOffloads, c.sc.tierOff)
+			copy(c.sum.TierLoads, c.sc.tierLoad)
+		}
+	}
 	if c.sc != nil {
-		c.sum.TierOffloads, c.sum.TierLoads, c.sum.ThrashLoads = c.sc.tierOff, c.sc.tierLoad, c.sc.thrash
+		c.sum.ThrashLoads = c.sc.thrash
 	}
 	for _, rep := range c.reps {
 		c.sum.Steps += rep.Steps
@@ -67,9 +74,10 @@ func (c *Cluster) Finish() (Summary, error) {
 			}
 		}
 		if ts := rep.Sched.Tiers(); ts != nil {
+			cols := c.deps[rep.Deployment].tierCol
 			for i, t := range ts.T {
-				c.sum.TierOffloads[i] += t.Stats.Offloads
-				c.sum.TierLoads[i] += t.Stats.Loads
+				c.sum.TierOffloads[cols[i]] += t.Stats.Offloads
+				c.sum.TierLoads[cols[i]] += t.Stats.Loads
 				c.sum.ThrashLoads += t.Stats.ThrashLoad
 			}
 			if c.checks {

@@ -162,7 +162,7 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 	m.Finish()
 
 	d := &a.d
-	*d = Cluster{cfg: c.cfg, sink: discard{}, opts: c.opts, checks: c.checks, horizon: c.horizon, flat: c.flat,
+	*d = Cluster{cfg: c.cfg, sink: discard{}, opts: c.opts, checks: c.checks, horizon: c.horizon, flat: c.flat, tierNames: c.tierNames,
 		now: c.now, reps: a.reps, deps: c.deps, nmodel: c.nmodel, timeout: c.timeout,
 		frontier: math.MinInt64, noArrivals: true, sum: Summary{Deployments: c.sum.Deployments}}
 	d.opts.Steps, d.opts.Progress, d.opts.Decisions = nil, nil, nil

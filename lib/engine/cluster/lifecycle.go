@@ -34,7 +34,7 @@ func (c *Cluster) terminal(r *request.State) {
 	if r.Phase == request.Done {
 		return
 	}
-	if c.incoming != nil && r.PReplica >= 0 && (r.XferKV.Blocks() > 0 || r.PrefillOnly && r.XferQueued) {
+	if c.incoming != nil && r.IsPD() && (r.PD.XferKV.Blocks() > 0 || r.PrefillOnly && r.PD.XferQueued) {
 		c.dropTransfer(r)
 	}
 	r.Phase = request.Done
@@ -106,13 +106,15 @@ func (c *Cluster) writeResult(r *request.State) {
 		AdmittedUS: r.Admitted, RoutedUS: r.Routed, EnqueuedUS: r.Enqueued, FirstScheduledUS: r.FirstSched,
 		FirstTokenUS: r.FirstTok, FinishedUS: r.Finished, TTFTUS: row.Null, E2EUS: row.Null, TPOTUS: row.Null,
 		Preemptions: r.Preemptions, CachedTokens: r.CachedTok, GeneratedTokens: r.Generated,
-		CachedTokensGPU: r.CachedTok - r.CachedLow[0] - r.CachedLow[1], CachedTokensCPU: r.CachedLow[0], CachedTokensStorage: r.CachedLow[1],
-		KVReloadUS: r.ReloadUS, KVThrashTokens: r.ThrashTok, KVTransferUS: row.Null, KVTransferWaitUS: row.Null}
+		CachedTokensGPU: r.CachedTok, KVTransferUS: row.Null, KVTransferWaitUS: row.Null}
+	if c.tierNames != nil {
+		c.tierResult(r, res)
+	}
 	if r.Replica >= 0 {
 		rep := c.reps[r.Replica]
 		res.ReplicaID, res.Deployment = rep.ID, c.deps[rep.Deployment].ID
 	}
-	if r.PReplica >= 0 {
+	if r.IsPD() {
 		c.pdResult(r, res)
 	}
 	arr := r.Req.ArrivalUS
@@ -143,6 +145,36 @@ func (c *Cluster) writeResult(r *request.State) {
 	if err := c.sink.Write(res); err != nil {
 		c.fail(err)
 	}
+}
+
+// tierResult fills the tiered-KV columns: the prompt tokens each lower
+// tier served (the rest of cached_tokens came from the GPU), reload time,
+// thrashing.
+// CachedTokensTier is nil when no lower tier served the request (most
+// rows), else carved from a chunk no later result overwrites (a sink may
+// keep its results).
+func (c *Cluster) tierResult(r *request.State, res *row.Result) {
+	t := r.Tier
+	if t == nil || len(t.Cached) == 0 || r.Replica < 0 {
+		return
+	}
+	res.KVReloadUS, res.KVThrashTokens = t.ReloadUS, t.ThrashTok
+	if t.CachedSum() == 0 {
+		return
+	}
+	n := len(c.tierNames)
+	if cap(c.tierBuf)-len(c.tierBuf) < n {
+		c.tierBuf = make([]int32, 0, max(1024, n))
+	}
+	k := len(c.tierBuf)
+	c.tierBuf = c.tierBuf[:k+n]
+	out := c.tierBuf[k : k+n : k+n]
+	cols := c.deps[c.reps[r.Replica].Deployment].tierCol
+	for i, v := range t.Cached {
+		out[cols[i]] += v
+		res.CachedTokensGPU -= v
+	}
+	res.CachedTokensTier = out
 }
 
 // expire handles a client giving up at r's deadline: a request still

@@ -101,7 +101,7 @@ func (c *Cluster) pickDecode(r *request.State, dep *Deployment) {
 		c.fail(fmt.Errorf("routing policy %s returned decode candidate %d of %d", c.routingName, rd.Target, len(g.members)))
 		return
 	}
-	r.DReplica = g.members[rd.Target]
+	r.PD.DReplica = g.members[rd.Target]
 }
 
 // handoff takes a request whose prefill ended on p: its blocks there stay
@@ -112,35 +112,35 @@ func (c *Cluster) handoff(r *request.State, p *replica.Replica) {
 	dep := c.deps[p.Deployment]
 	// The prefill replica's blocks become XferKV; KV is the decode
 	// replica's reservation when it was made during the prefill, else empty.
-	r.XferKV, r.KV = r.KV, r.XferKV
+	r.PD.XferKV, r.KV = r.KV, r.PD.XferKV
 	if r.KV.Blocks() == 0 {
 		r.KV.IDs, r.KV.Anon = r.KV.IDs[:0], 0
 	}
 	r.NReg, r.Chunk = 0, 0
 	r.Failed = false // its failed-admission marks were about the prefill replica's store
-	r.XferStart = c.now
+	r.PD.XferStart = c.now
 	c.outQ[p.Index]++
 	if c.outQ[p.Index] >= dep.pd.maxQueue {
 		p.Sched.Hold(true)
 	}
-	if r.DReplica < 0 {
+	if r.PD.DReplica < 0 {
 		c.pickDecode(r, dep)
-		if r.DReplica < 0 {
+		if r.PD.DReplica < 0 {
 			return // c.err
 		}
 	}
-	r.Replica = r.DReplica
-	d := c.reps[r.DReplica]
+	r.Replica = r.PD.DReplica
+	d := c.reps[r.PD.DReplica]
 	switch {
 	case r.KV.Blocks() > 0:
 		// Reserved during the prefill (chunk, stream): the last chunk's
 		// KV is on the link already.
 		c.sendRest(r, dep, d)
-	case r.XferQueued:
+	case r.PD.XferQueued:
 		// Waiting in the decode replica's queue since the prefill started.
 	default:
-		r.XferQueued = true
-		c.incoming[r.DReplica] = append(c.incoming[r.DReplica], r)
+		r.PD.XferQueued = true
+		c.incoming[r.PD.DReplica] = append(c.incoming[r.PD.DReplica], r)
 		c.admitIncoming(d)
 	}
 }
@@ -173,19 +173,19 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 			// earlier hand-off waits for them; otherwise the request asks
 			// at its hand-off, like block (a reservation waiting through a
 			// prefill could hold blocks the waiting hand-offs need).
-			if !r.XferQueued && r.DReplica >= 0 && len(c.incoming[r.DReplica]) == 0 {
-				d := c.reps[r.DReplica]
+			if !r.PD.XferQueued && r.PD.DReplica >= 0 && len(c.incoming[r.PD.DReplica]) == 0 {
+				d := c.reps[r.PD.DReplica]
 				st := d.Sched.KV()
 				if st.Free() >= (r.Req.InputTokens+st.BlockSize()-1)/st.BlockSize() {
-					r.XferQueued = true
-					r.XferStart = c.now
-					c.incoming[r.DReplica] = append(c.incoming[r.DReplica], r)
+					r.PD.XferQueued = true
+					r.PD.XferStart = c.now
+					c.incoming[r.PD.DReplica] = append(c.incoming[r.PD.DReplica], r)
 					c.admitIncoming(d)
 				}
 			}
 			continue
 		}
-		if r.XferKV.Blocks() == 0 || r.Computed <= r.XferTok {
+		if r.PD.XferKV.Blocks() == 0 || r.Computed <= r.PD.XferTok {
 			continue // not reserved yet (sent when it is), or recomputed after a preemption
 		}
 		if dep.pd.stream {
@@ -204,19 +204,19 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 // layer l has left at f(l) = max(A + l·x/L, s + l·d/L + x/L), x the bytes'
 // send time: the first layer at A + x/L, the last at max(A + x, s + d + x/L).
 func (c *Cluster) send(r *request.State, pd *pdState, to int32, s, d int64) {
-	from := r.XferTok
-	r.XferTok = to
+	from := r.PD.XferTok
+	r.PD.XferTok = to
 	bytes := int64(math.Ceil(float64(to)*pd.bytesPerToken)) - int64(math.Ceil(float64(from)*pd.bytesPerToken))
 	x := float64(bytes) / pd.bytesUS
 	L := pd.layers
-	a := max(c.linkFree[r.PReplica], r.XferRes, s+(d+L-1)/L)
+	a := max(c.linkFree[r.PD.PReplica], r.PD.XferRes, s+(d+L-1)/L)
 	end := a + int64(math.Ceil(x))
 	if d > 0 {
 		end = max(end, s+d+int64(math.Ceil(x/float64(L))))
 	}
-	c.linkFree[r.PReplica] = end
-	r.XferBytes += bytes
-	r.XferSendAt, r.XferFirst, r.XferEnd = a, a+int64(math.Ceil(x/float64(L))), end
+	c.linkFree[r.PD.PReplica] = end
+	r.PD.XferBytes += bytes
+	r.PD.XferSendAt, r.PD.XferFirst, r.PD.XferEnd = a, a+int64(math.Ceil(x/float64(L))), end
 }
 
 // admitIncoming starts the transfers decode replica d can now reserve
@@ -236,17 +236,17 @@ func (c *Cluster) admitIncoming(d *replica.Replica) {
 		if store.Free() < need {
 			break
 		}
-		if c.now > r.XferStart {
+		if c.now > r.PD.XferStart {
 			c.sum.PDBackpressure++ // waited for the decode replica's blocks
 		}
-		r.XferRes, r.XferBP = c.now, c.now-r.XferStart
+		r.PD.XferRes, r.PD.XferBP = c.now, c.now-r.PD.XferStart
 		dep.keys.Ensure(r)
 		if r.PrefillOnly {
 			// Still prefilling (chunk, stream): the reservation is XferKV
 			// until the hand-off; the chunks computed so far (and the
 			// prefix-cache hits) go on the link now.
-			store.Alloc(&r.XferKV, need, min(int32(len(r.Keys)), need)) // as IDBlocks for an empty handle
-			if r.Computed > r.XferTok {
+			store.Alloc(&r.PD.XferKV, need, min(int32(len(r.Keys)), need)) // as IDBlocks for an empty handle
+			if r.Computed > r.PD.XferTok {
 				c.send(r, dep.pd, r.Computed, c.now, 0)
 			}
 			continue
@@ -266,23 +266,23 @@ func (c *Cluster) admitIncoming(d *replica.Replica) {
 // the link is busy for the bytes only). With pipelining the decode replica
 // may take the request earlier, at XferReady (see pipelinedReady).
 func (c *Cluster) sendRest(r *request.State, dep *Deployment, d *replica.Replica) {
-	if in := r.Req.InputTokens; r.XferTok < in {
+	if in := r.Req.InputTokens; r.PD.XferTok < in {
 		c.send(r, dep.pd, in, c.now, 0)
 	}
-	r.XferDone = r.XferEnd + dep.pd.latUS
-	r.XferWaitUS = max(0, r.XferSendAt-r.XferStart)
-	r.XferReady = r.XferDone
+	r.PD.XferDone = r.PD.XferEnd + dep.pd.latUS
+	r.PD.XferWaitUS = max(0, r.PD.XferSendAt-r.PD.XferStart)
+	r.PD.XferReady = r.PD.XferDone
 	if dep.pd.pipelined {
-		r.XferReady = c.pipelinedReady(r, dep)
-		if r.XferReady < r.XferDone {
-			c.h.push(r.XferReady, evXferDone, d.Index, r)
+		r.PD.XferReady = c.pipelinedReady(r, dep)
+		if r.PD.XferReady < r.PD.XferDone {
+			c.h.push(r.PD.XferReady, evXferDone, d.Index, r)
 		}
 	}
 	c.sum.Transfers++
-	c.sum.TransferBytes += r.XferBytes
-	c.h.push(r.XferDone, evXferDone, d.Index, r)
+	c.sum.TransferBytes += r.PD.XferBytes
+	c.h.push(r.PD.XferDone, evXferDone, d.Index, r)
 	if c.opts.Decisions != nil {
-		c.traceTransfer(r, c.reps[r.PReplica], d, r.KV.Blocks())
+		c.traceTransfer(r, c.reps[r.PD.PReplica], d, r.KV.Blocks())
 	}
 }
 
@@ -300,7 +300,7 @@ func (c *Cluster) sendRest(r *request.State, dep *Deployment, d *replica.Replica
 func (c *Cluster) pipelinedReady(r *request.State, dep *Deployment) int64 {
 	L := dep.pd.layers
 	t := c.decodeStepEstimate(r, dep)
-	return max(c.now, r.XferFirst+dep.pd.latUS, r.XferDone-t*(L-1)/L)
+	return max(c.now, r.PD.XferFirst+dep.pd.latUS, r.PD.XferDone-t*(L-1)/L)
 }
 
 // decodeStepEstimate is the GPU time of r's first decode-side step alone:
@@ -322,15 +322,15 @@ func (c *Cluster) decodeStepEstimate(r *request.State, dep *Deployment) int64 {
 // With pipelining the request may reach the decode replica first (at
 // XferReady, a second event), and the source blocks are freed at XferDone.
 func (c *Cluster) xferDone(r *request.State) {
-	p := c.reps[r.PReplica]
-	d := c.reps[r.DReplica]
-	if c.now >= r.XferDone && r.XferKV.Blocks() > 0 {
-		if c.checks && (r.Phase == request.Transfer && r.KV.Blocks() == 0 || c.now < r.XferEnd) {
-			c.fail(fmt.Errorf("invariant violated: request %s transfer ended at %d with %d source and %d destination blocks (last byte left at %d)", r.Req.ID, c.now, r.XferKV.Blocks(), r.KV.Blocks(), r.XferEnd))
+	p := c.reps[r.PD.PReplica]
+	d := c.reps[r.PD.DReplica]
+	if c.now >= r.PD.XferDone && r.PD.XferKV.Blocks() > 0 {
+		if c.checks && (r.Phase == request.Transfer && r.KV.Blocks() == 0 || c.now < r.PD.XferEnd) {
+			c.fail(fmt.Errorf("invariant violated: request %s transfer ended at %d with %d source and %d destination blocks (last byte left at %d)", r.Req.ID, c.now, r.PD.XferKV.Blocks(), r.KV.Blocks(), r.PD.XferEnd))
 		}
 		c.releaseSource(r, p)
 	}
-	if r.Phase != request.Transfer || c.now < r.XferReady {
+	if r.Phase != request.Transfer || c.now < r.PD.XferReady {
 		return
 	}
 	if c.checks {
@@ -346,21 +346,21 @@ func (c *Cluster) xferDone(r *request.State) {
 // before every byte arrived unless pipelined; pipelined, never before every
 // layer of every block will be in place when its first step needs it.
 func (c *Cluster) checkReady(r *request.State) {
-	dep := c.deps[c.reps[r.DReplica].Deployment]
+	dep := c.deps[c.reps[r.PD.DReplica].Deployment]
 	switch {
 	case r.KV.Blocks() == 0:
 		c.fail(fmt.Errorf("invariant violated: request %s handed to its decode replica without reserved blocks", r.Req.ID))
-	case !dep.pd.pipelined && (c.now < r.XferDone || r.XferKV.Blocks() > 0):
-		c.fail(fmt.Errorf("invariant violated: request %s decodes at %d before its KV arrived (%d) or its prefill replica freed it", r.Req.ID, c.now, r.XferDone))
-	case dep.pd.pipelined && (c.now < r.XferFirst+dep.pd.latUS || (r.XferDone-c.now)*dep.pd.layers > c.decodeStepEstimate(r, dep)*(dep.pd.layers-1)):
-		c.fail(fmt.Errorf("invariant violated: request %s decodes at %d, before enough of its KV arrived (first layer of the last piece %d, all %d)", r.Req.ID, c.now, r.XferFirst+dep.pd.latUS, r.XferDone))
+	case !dep.pd.pipelined && (c.now < r.PD.XferDone || r.PD.XferKV.Blocks() > 0):
+		c.fail(fmt.Errorf("invariant violated: request %s decodes at %d before its KV arrived (%d) or its prefill replica freed it", r.Req.ID, c.now, r.PD.XferDone))
+	case dep.pd.pipelined && (c.now < r.PD.XferFirst+dep.pd.latUS || (r.PD.XferDone-c.now)*dep.pd.layers > c.decodeStepEstimate(r, dep)*(dep.pd.layers-1)):
+		c.fail(fmt.Errorf("invariant violated: request %s decodes at %d, before enough of its KV arrived (first layer of the last piece %d, all %d)", r.Req.ID, c.now, r.PD.XferFirst+dep.pd.latUS, r.PD.XferDone))
 	}
 }
 
 // releaseSource frees r's blocks on its prefill replica p and lets p take
 // new prefills again once its outgoing queue is short.
 func (c *Cluster) releaseSource(r *request.State, p *replica.Replica) {
-	p.Sched.KV().Release(&r.XferKV)
+	p.Sched.KV().Release(&r.PD.XferKV)
 	c.outQ[p.Index]--
 	if c.outQ[p.Index] < c.deps[p.Deployment].pd.maxQueue {
 		p.Sched.Hold(false)
@@ -378,27 +378,27 @@ func (c *Cluster) dropTransfer(r *request.State) {
 		c.unreserve(r)
 		return
 	}
-	if r.XferKV.Blocks() > 0 {
-		if c.checks && r.Status != row.StatusTimedOut && c.now < r.XferEnd {
-			c.fail(fmt.Errorf("invariant violated: request %s finished at %d, before the last byte of its KV left its prefill replica (%d)", r.Req.ID, c.now, r.XferEnd))
+	if r.PD.XferKV.Blocks() > 0 {
+		if c.checks && r.Status != row.StatusTimedOut && c.now < r.PD.XferEnd {
+			c.fail(fmt.Errorf("invariant violated: request %s finished at %d, before the last byte of its KV left its prefill replica (%d)", r.Req.ID, c.now, r.PD.XferEnd))
 		}
-		c.releaseSource(r, c.reps[r.PReplica])
+		c.releaseSource(r, c.reps[r.PD.PReplica])
 	}
 }
 
 // unreserve gives back the decode blocks a request still prefilling
 // reserved (or asked for); what it sent so far is sent again.
 func (c *Cluster) unreserve(r *request.State) {
-	if !r.XferQueued {
+	if !r.PD.XferQueued {
 		return
 	}
-	d := c.reps[r.DReplica]
-	if r.XferKV.Blocks() > 0 {
-		d.Sched.KV().Release(&r.XferKV)
+	d := c.reps[r.PD.DReplica]
+	if r.PD.XferKV.Blocks() > 0 {
+		d.Sched.KV().Release(&r.PD.XferKV)
 	} else {
 		c.unqueue(r, d)
 	}
-	r.XferQueued, r.XferTok = false, 0
+	r.PD.XferQueued, r.PD.XferTok = false, 0
 	c.markDirty(d.Index)
 	c.admitIncoming(d)
 	c.kick(d)
@@ -419,28 +419,28 @@ func (c *Cluster) unqueue(r *request.State, d *replica.Replica) {
 
 // cancelTransfer drops a request whose client gave up during its hand-off.
 func (c *Cluster) cancelTransfer(r *request.State) {
-	d := c.reps[r.DReplica]
+	d := c.reps[r.PD.DReplica]
 	if r.KV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.KV) // reserved, in flight
 	} else {
 		c.unqueue(r, d)
 	}
-	c.releaseSource(r, c.reps[r.PReplica])
+	c.releaseSource(r, c.reps[r.PD.PReplica])
 	c.admitIncoming(d)
 	c.kick(d)
 }
 
 // pdResult fills a P/D request's result columns.
 func (c *Cluster) pdResult(r *request.State, res *row.Result) {
-	res.PrefillReplica = c.reps[r.PReplica].ID
-	if r.DReplica >= 0 {
-		res.DecodeReplica = c.reps[r.DReplica].ID
+	res.PrefillReplica = c.reps[r.PD.PReplica].ID
+	if r.PD.DReplica >= 0 {
+		res.DecodeReplica = c.reps[r.PD.DReplica].ID
 	}
-	if r.XferDone != row.Null && r.XferDone <= c.now {
-		res.KVTransferUS = r.XferDone - r.XferStart
-		res.KVTransferWaitUS = r.XferWaitUS
+	if r.PD.XferDone != row.Null && r.PD.XferDone <= c.now {
+		res.KVTransferUS = r.PD.XferDone - r.PD.XferStart
+		res.KVTransferWaitUS = r.PD.XferWaitUS
 	}
-	res.KVTransferBytes = r.XferBytes
+	res.KVTransferBytes = r.PD.XferBytes
 }
 
 // armWake schedules a wake-up for an idle replica whose KV loads from a
@@ -474,11 +474,11 @@ func (c *Cluster) wake(rep *replica.Replica) {
 // request that waited for the decode replica's blocks as a pd_backpressure
 // anomaly (decision traces only).
 func (c *Cluster) traceTransfer(r *request.State, p, d *replica.Replica, blocks int32) {
-	reason := fmt.Sprintf("%d bytes; sent at %d µs, in place at %d µs", r.XferBytes, r.XferSendAt, r.XferDone)
-	if r.XferReady < r.XferDone {
-		reason += fmt.Sprintf("; pipelined: decode may start at %d µs", r.XferReady)
+	reason := fmt.Sprintf("%d bytes; sent at %d µs, in place at %d µs", r.PD.XferBytes, r.PD.XferSendAt, r.PD.XferDone)
+	if r.PD.XferReady < r.PD.XferDone {
+		reason += fmt.Sprintf("; pipelined: decode may start at %d µs", r.PD.XferReady)
 	}
-	wait := r.XferBP // waiting for d's blocks
+	wait := r.PD.XferBP // waiting for d's blocks
 	if wait > 0 {
 		reason += fmt.Sprintf("; waited %d µs for the decode replica's KV blocks", wait)
 	}
@@ -493,7 +493,7 @@ func (c *Cluster) traceTransfer(r *request.State, p, d *replica.Replica, blocks 
 	case wait >= 100e3:
 		sev = "medium"
 	}
-	c.ReportAnomaly(&row.Anomaly{Type: row.AnomalyPDBackpressure, TimeUS: r.XferRes - wait, EndUS: r.XferRes, Severity: sev,
+	c.ReportAnomaly(&row.Anomaly{Type: row.AnomalyPDBackpressure, TimeUS: r.PD.XferRes - wait, EndUS: r.PD.XferRes, Severity: sev,
 		Magnitude: float64(wait), ReplicaID: d.ID, Requests: []string{r.Req.ID},
 		Description: fmt.Sprintf("%s waited %d µs after its prefill on %s for %d KV blocks on decode replica %s", r.Req.ID, wait, p.ID, blocks, d.ID)})
 }

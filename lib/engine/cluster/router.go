@@ -183,10 +183,10 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 	}
 	if dep.pd != nil {
 		r.PrefillOnly = r.Req.OutputTokens > 0
-		r.PReplica = rep.Index
+		r.NewHandoff().PReplica = rep.Index
 		if dep.pd.decodeFirst && r.PrefillOnly {
 			c.pickDecode(r, dep)
-			if r.DReplica < 0 {
+			if r.PD.DReplica < 0 {
 				return // c.err
 			}
 		}

@@ -43,7 +43,7 @@ type scaler struct {
 	noCount   bool    // an arrival being replayed (held, redirected): not a new request
 	// counts of the schedulers replaced when replicas stopped
 	preempts, evicts  int64
-	tierOff, tierLoad [2]int64 // lower-tier counts of replaced schedulers
+	tierOff, tierLoad []int64 // lower-tier counts of replaced schedulers, by the run's tier index
 	thrash            int64
 	lastReal          int64 // time of the last event that was not an autoscaler tick or a stale timer
 }
@@ -876,9 +876,13 @@ func (c *Cluster) stop(sp *spool, rep *replica.Replica, reason string) {
 	c.sc.preempts += rep.Sched.Preemptions()
 	c.sc.evicts += rep.Sched.KV().Evictions()
 	if ts := rep.Sched.Tiers(); ts != nil {
+		if c.sc.tierOff == nil {
+			c.sc.tierOff, c.sc.tierLoad = make([]int64, len(c.tierNames)), make([]int64, len(c.tierNames))
+		}
 		for k, t := range ts.T {
-			c.sc.tierOff[k] += t.Stats.Offloads
-			c.sc.tierLoad[k] += t.Stats.Loads
+			col := sp.dep.tierCol[k]
+			c.sc.tierOff[col] += t.Stats.Offloads
+			c.sc.tierLoad[col] += t.Stats.Loads
 			c.sc.thrash += t.Stats.ThrashLoad
 		}
 	}
@@ -1026,6 +1030,7 @@ func (s *scaler) clone(m *request.Clone, d *Cluster, depMap map[*Deployment]*Dep
 	x.gen = append([]uint32(nil), s.gen...)
 	x.killEnd = append([]bool(nil), s.killEnd...)
 	x.rows = append([]row.ScaleEvent(nil), s.rows...)
+	x.tierOff, x.tierLoad = slices.Clone(s.tierOff), slices.Clone(s.tierLoad)
 	x.views, x.lat, x.lat2, x.due = nil, nil, nil, nil
 	for _, rep := range d.reps {
 		if w, ok := rep.Model.(*warmModel); ok {

@@ -4,14 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // KV is a deployment's tiered KV cache: the GPU blocks (engine.kv_blocks)
-// and, below them, optional CPU and storage tiers that receive blocks by the
-// offload policy and give them back on a prefix hit (docs/engine.md,
-// "Tiered KV").
+// and, below them, any number of lower tiers (CPU memory, local storage,
+// ...) that receive blocks by the offload policy and give them back on a
+// prefix hit (docs/engine.md, "Tiered KV").
 type KV struct {
 	// Offload is when blocks are copied to the first lower tier: none,
 	// eager (as they are cached), lazy (as the GPU evicts them) or
@@ -27,18 +33,21 @@ type KV struct {
 	BytesPerToken float64 `yaml:"bytes_per_token,omitempty"`
 }
 
-// Tier is one lower KV tier of every replica of the deployment.
+// Tier is one lower KV tier of every replica of the deployment. Tiers are
+// listed top down: a block evicted from one moves to the next.
 type Tier struct {
-	Name string `yaml:"name"` // cpu | storage (in that order)
+	// Name names the tier (results column cached_tokens_<name>); a name in
+	// TierKinds takes that kind's defaults.
+	Name string `yaml:"name"`
 	// Capacity per replica, in GiB of KV (converted with BytesPerToken) or
 	// blocks; exactly one is given.
 	CapacityGiB    float64 `yaml:"capacity_gib,omitempty"`
 	CapacityBlocks int64   `yaml:"capacity_blocks,omitempty"`
 	// BandwidthGBs is the tier's bandwidth to the GPUs of one replica,
-	// 10^9 B/s; nil = the default (cpu: the GPU's host link × tp; storage:
-	// 5 GB/s per replica).
+	// 10^9 B/s; nil = its kind's default (TierKinds), required otherwise.
 	BandwidthGBs *float64 `yaml:"bandwidth_gb_s,omitempty"`
-	// Latency is paid once per transfer (a request's load from this tier).
+	// Latency is paid once per transfer (a request's load from this tier);
+	// 0 = its kind's default (TierKinds), else none.
 	Latency Duration `yaml:"latency"`
 	// Eviction order when the tier is full: lru (default), lfu, priority.
 	Eviction string `yaml:"eviction,omitempty"`
@@ -77,17 +86,37 @@ type KVTransfer struct {
 // Defaults of the KV settings.
 const (
 	DefaultOffloadThreshold = 0.8
-	DefaultStorageGBs       = 5.0
-	DefaultStorageLatencyUS = 200
-	DefaultCPULatencyUS     = 10
 	DefaultRDMAGBs          = 50.0 // per GPU: one 400 Gb/s NIC
 	DefaultRDMALatencyUS    = 20
 	DefaultNVLinkLatencyUS  = 5
 	DefaultMaxTransferQueue = 8
-	// MaxCPUTierGiB is the plausible host memory of one replica's machine:
-	// the largest common 8-GPU servers ship with 2–4 TiB of DRAM.
-	MaxCPUTierGiB = 4096
 )
+
+// TierKind is what the config knows of a lower tier by its name: the
+// defaults of the keys it leaves out. A tier named otherwise gives its
+// bandwidth; its latency defaults to 0.
+type TierKind struct {
+	// HostLink: the default bandwidth is the GPU's host link (its
+	// catalogue entry) × tp; else GBs per replica.
+	HostLink  bool
+	GBs       float64
+	LatencyUS int64
+	// MaxGiB is the most capacity per replica that is plausible (0: no
+	// limit): beyond it a capacity is a typo or a unit mix-up.
+	MaxGiB float64
+}
+
+// TierKinds are the lower tiers with defaults, by name. A new kind of tier
+// with defaults is one entry here (and a line in docs/engine.md).
+var TierKinds = map[string]TierKind{
+	// Host DRAM over the GPU's PCIe/C2C link; 10 µs per transfer (a
+	// cudaMemcpyAsync launch and its DMA setup). The largest common 8-GPU
+	// servers ship with 2–4 TiB of DRAM.
+	"cpu": {HostLink: true, LatencyUS: 10, MaxGiB: 4096},
+	// Local NVMe: 5 GB/s per replica (a PCIe 4 x4 SSD's sequential read),
+	// 200 µs per transfer (an NVMe read's latency with queueing).
+	"storage": {GBs: 5, LatencyUS: 200},
+}
 
 // DefaultKVTransfer is the kv_transfer of a deployment that gives none.
 func DefaultKVTransfer() KVTransfer {
@@ -131,17 +160,17 @@ func (c *Cluster) validateKV(at string, kv *KV) error {
 	if !(kv.BytesPerToken >= 0) || math.IsInf(kv.BytesPerToken, 1) {
 		return errors.New(c.Where(k("bytes_per_token"), fmt.Sprintf("expected a finite number >= 0, found %g", kv.BytesPerToken)))
 	}
-	if len(kv.Tiers) > 2 {
-		return errors.New(c.Where(k("tiers"), fmt.Sprintf("expected at most 2 tiers (cpu, storage), found %d", len(kv.Tiers))))
-	}
 	for i := range kv.Tiers {
 		t := &kv.Tiers[i]
 		tk := func(s string) string { return fmt.Sprintf("%s.tiers[%d].%s", at, i, s) }
+		kind := TierKinds[t.Name]
 		switch {
-		case t.Name != "cpu" && t.Name != "storage":
-			return errors.New(c.Where(tk("name"), fmt.Sprintf("expected cpu or storage, found %q", t.Name)))
-		case i == 1 && (t.Name != "storage" || kv.Tiers[0].Name != "cpu"):
-			return errors.New(c.Where(tk("name"), "expected the tiers in order: cpu, then storage"))
+		case !tierName.MatchString(t.Name) || t.Name == "gpu":
+			return errors.New(c.Where(tk("name"), fmt.Sprintf("expected a name of lower-case letters, digits and _ (not gpu; e.g. %s), found %q", strings.Join(tierKindNames(), ", "), t.Name)))
+		case slices.ContainsFunc(kv.Tiers[:i], func(u Tier) bool { return u.Name == t.Name }):
+			return errors.New(c.Where(tk("name"), fmt.Sprintf("tier %s is listed twice", t.Name)))
+		case TierKinds[t.Name] == (TierKind{}) && t.BandwidthGBs == nil:
+			return errors.New(c.Where(fmt.Sprintf("%s.tiers[%d]", at, i), fmt.Sprintf("a tier named %s has no default bandwidth (the tiers with defaults: %s): set bandwidth_gb_s (10^9 B/s to one replica's GPUs)", t.Name, strings.Join(tierKindNames(), ", "))))
 		case t.CapacityGiB != 0 && t.CapacityBlocks != 0:
 			return errors.New(c.Where(tk("capacity_gib"), "give capacity_gib or capacity_blocks, not both"))
 		case t.CapacityGiB == 0 && t.CapacityBlocks == 0:
@@ -150,8 +179,8 @@ func (c *Cluster) validateKV(at string, kv *KV) error {
 			return errors.New(c.Where(tk("capacity_gib"), fmt.Sprintf("expected a finite number > 0, found %g", t.CapacityGiB)))
 		case t.CapacityBlocks < 0 || t.CapacityBlocks > math.MaxInt32:
 			return errors.New(c.Where(tk("capacity_blocks"), fmt.Sprintf("expected 1 to %d, found %d", math.MaxInt32, t.CapacityBlocks)))
-		case t.Name == "cpu" && t.CapacityGiB > MaxCPUTierGiB:
-			return errors.New(c.Where(tk("capacity_gib"), fmt.Sprintf("%g GiB of CPU memory per replica is more than a machine plausibly has (at most %d GiB: the largest common 8-GPU servers have 2–4 TiB)", t.CapacityGiB, MaxCPUTierGiB)))
+		case kind.MaxGiB > 0 && t.CapacityGiB > kind.MaxGiB:
+			return errors.New(c.Where(tk("capacity_gib"), fmt.Sprintf("%g GiB of %s per replica is more than a machine plausibly has (at most %g GiB)", t.CapacityGiB, t.Name, kind.MaxGiB)))
 		case t.BandwidthGBs != nil && (!(*t.BandwidthGBs > 0) || math.IsInf(*t.BandwidthGBs, 1)):
 			return errors.New(c.Where(tk("bandwidth_gb_s"), fmt.Sprintf("expected a finite bandwidth > 0 (GB/s), found %g", *t.BandwidthGBs)))
 		}
@@ -183,6 +212,18 @@ func (c *Cluster) validateKVTransfer(at string, t *KVTransfer) error {
 		return errors.New(c.Where(k("max_queue"), fmt.Sprintf("expected >= 0, found %d", t.MaxQueue)))
 	}
 	return nil
+}
+
+var tierName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// tierKindNames lists TierKinds' names, sorted.
+func tierKindNames() []string {
+	names := make([]string, 0, len(TierKinds))
+	for n := range TierKinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // validatePools checks a deployment's pool roles: monolithic alone, or
@@ -220,4 +261,21 @@ func (k *KV) UnmarshalYAML(n *yaml.Node) error {
 	*k = KV{Offload: "lazy"}
 	type plain KV
 	return n.Decode((*plain)(k))
+}
+
+// TierNames is the run's lower-tier names (row.TierNames over the
+// deployments that have tiers): the index of a result's CachedTokensTier.
+func (c *Cluster) TierNames() []string {
+	var per [][]string
+	for _, d := range c.Resolved() {
+		if d.KV == nil || !d.KV.HasTiers() {
+			continue
+		}
+		names := make([]string, len(d.KV.Tiers))
+		for i, t := range d.KV.Tiers {
+			names[i] = t.Name
+		}
+		per = append(per, names)
+	}
+	return row.TierNames(per)
 }

@@ -199,7 +199,7 @@ func (t *Tier) insert(e tierEnt) {
 	t.up(len(t.h) - 1)
 }
 
-// Tiers is a replica's lower tiers (cpu, then storage). It hears the GPU
+// Tiers is a replica's lower tiers, top down (cpu, then storage, say). It hears the GPU
 // store's cache and evict events (as its lower Observer) and copies
 // blocks down by the offload policy; the scheduler asks it for prefix hits
 // below the GPU and for the time their load takes.
@@ -311,9 +311,11 @@ func (ts *Tiers) Lookup(keys []uint64, from, max int) int {
 
 // Load starts loading keys (all found by Lookup) to the GPU at now: each
 // tier's blocks go as one transfer on its link (FIFO behind earlier
-// loads), taking latency + bytes / bandwidth. It returns when the last
-// block arrives, the blocks per tier, and how many loads were thrashing.
-func (ts *Tiers) Load(keys []uint64, now int64) (ready int64, per [2]int32, thrash int32) {
+// loads), taking latency + bytes / bandwidth. It counts the blocks per
+// tier into per (one entry per tier, zeroed first) and returns when the
+// last block arrives and how many loads were thrashing.
+func (ts *Tiers) Load(keys []uint64, now int64, per []int32) (ready int64, thrash int32) {
+	clear(per)
 	ready = now
 	for _, k := range keys {
 		for ti, t := range ts.T {
@@ -348,7 +350,7 @@ func (ts *Tiers) Load(keys []uint64, now int64) (ready int64, per [2]int32, thra
 		t.Stats.LoadUS += dur
 		ready = max(ready, start+dur)
 	}
-	return ready, per, thrash
+	return ready, thrash
 }
 
 // Check verifies tier conservation: held + free = capacity, the index and

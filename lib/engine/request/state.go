@@ -90,39 +90,20 @@ type State struct {
 	// event that names a State with another Life is stale.
 	Life uint32
 
-	// Tiered KV (owned by the scheduler): a request loading blocks from
-	// lower tiers holds GPU blocks for LoadFrom+LoadN keys; it re-enters the
-	// waiting queue at LoadReady.
-	Loading   bool
-	Holder    bool // waiting with its KV in hand: first in the waiting order
-	LoadFrom  int32
-	LoadN     int32
-	LoadReady int64
-	CachedLow [2]int32 // prompt tokens reloaded from the cpu and storage tiers
-	ReloadUS  int64    // time from the load's start to its end
-	ThrashTok int32    // reloaded tokens whose blocks ping-ponged (see kv.Tiers)
-
-	// Disaggregated serving (owned by the cluster): the prefill replica
-	// runs the prompt only (PrefillOnly); XferKV is its blocks there while
-	// the KV moves to DReplica, whose blocks are KV. With granularity chunk
-	// or stream the decode blocks are reserved while the prefill runs: until
-	// its end they are XferKV, and KV is the prefill replica's.
+	// Holder: waiting with its KV in hand (loaded from a lower tier, or
+	// arrived from a prefill replica): first in the waiting order.
+	Holder bool
+	// PrefillOnly: a disaggregated request on its prefill replica, which
+	// runs the prompt only and hands the request over (phase Transfer).
 	PrefillOnly bool
-	XferQueued  bool  // asked the decode replica for blocks (in its incoming queue or reserved)
-	XferTok     int32 // prompt tokens whose KV has been put on the link
-	PReplica    int32 // prefill replica, -1 if none
-	DReplica    int32 // decode replica, -1 until chosen
-	XferKV      kv.Handle
-	XferStart   int64 // the prefill's end (before it: when the decode blocks were asked for)
-	XferRes     int64 // the decode replica reserved its blocks
-	XferBP      int64 // waited for the decode replica's blocks (backpressure)
-	XferSendAt  int64 // the link started sending the last piece
-	XferFirst   int64 // the link finished sending the last piece's first layer
-	XferEnd     int64 // the link finished sending the last piece: the last byte left
-	XferReady   int64 // the decode replica may schedule the request (= XferDone unless pipelined)
-	XferDone    int64 // the last byte arrived
-	XferBytes   int64
-	XferWaitUS  int64 // prefill end to the last piece's start (decode blocks, link queue), >= 0
+
+	// Tier is the tiered-KV part's state of the request (its scheduler's),
+	// allocated at its first load from a lower tier and kept with the State
+	// when it is reused; PD is the disaggregation part's (the cluster's),
+	// allocated when it is placed on a prefill replica. Nil otherwise:
+	// requests of a run without those features carry no bytes for them.
+	Tier *TierLoad
+	PD   *Handoff
 
 	RPrev, RNext *State // a replica's running list (admission order)
 	LPrev, LNext *State // the cluster's live list (registration order)
@@ -135,10 +116,17 @@ type State struct {
 
 // Reset readies a pooled State for a new request, keeping its buffers.
 func (r *State) Reset() {
+	tier, pd := r.Tier, r.PD
+	if tier != nil {
+		tier.reset()
+	}
+	if pd != nil {
+		pd.reset()
+	}
 	*r = State{
 		KV:       kv.Handle{IDs: r.KV.IDs[:0]},
-		XferKV:   kv.Handle{IDs: r.XferKV.IDs[:0]},
-		PReplica: -1, DReplica: -1, XferStart: row.Null, XferDone: row.Null,
+		Tier:     tier,
+		PD:       pd,
 		Keys:     r.Keys[:0],
 		Children: r.Children[:0],
 		Epoch:    r.Epoch + 1,
@@ -146,6 +134,88 @@ func (r *State) Reset() {
 		Replica:  -1, Admitted: row.Null, Routed: row.Null, Enqueued: row.Null,
 		FirstSched: row.Null, FirstTok: row.Null, Finished: row.Null, Deadline: row.Null, WIdx: -1,
 	}
+}
+
+// TierLoad is a request's loads from lower KV tiers (the scheduler's).
+type TierLoad struct {
+	// Loading: blocks are on their way to the GPU; the request holds GPU
+	// blocks for LoadFrom+LoadN keys and re-enters the waiting queue at
+	// LoadReady.
+	Loading   bool
+	LoadFrom  int32
+	LoadN     int32
+	LoadReady int64
+	// Cached is the prompt tokens its first scheduling reloaded, per lower
+	// tier (in the deployment's tier order).
+	Cached    []int32
+	ReloadUS  int64 // time from the loads' start to their end
+	ThrashTok int32 // reloaded tokens whose blocks ping-ponged (see kv.Tiers)
+}
+
+func (t *TierLoad) reset() { *t = TierLoad{Cached: t.Cached[:0]} }
+
+// CachedSum is the prompt tokens reloaded from all lower tiers.
+func (t *TierLoad) CachedSum() int32 {
+	var n int32
+	for _, c := range t.Cached {
+		n += c
+	}
+	return n
+}
+
+// Handoff is a disaggregated request's KV hand-off (the cluster's P/D
+// part): the prefill replica runs the prompt, XferKV is its blocks there
+// while the KV moves to DReplica, whose blocks are the request's KV. With
+// granularity chunk or stream the decode blocks are reserved while the
+// prefill runs: until its end they are XferKV, and KV is the prefill
+// replica's.
+type Handoff struct {
+	XferQueued bool  // asked the decode replica for blocks (in its incoming queue or reserved)
+	XferTok    int32 // prompt tokens whose KV has been put on the link
+	PReplica   int32 // prefill replica, -1 if none
+	DReplica   int32 // decode replica, -1 until chosen
+	XferKV     kv.Handle
+	XferStart  int64 // the prefill's end (before it: when the decode blocks were asked for)
+	XferRes    int64 // the decode replica reserved its blocks
+	XferBP     int64 // waited for the decode replica's blocks (backpressure)
+	XferSendAt int64 // the link started sending the last piece
+	XferFirst  int64 // the link finished sending the last piece's first layer
+	XferEnd    int64 // the link finished sending the last piece: the last byte left
+	XferReady  int64 // the decode replica may schedule the request (= XferDone unless pipelined)
+	XferDone   int64 // the last byte arrived
+	XferBytes  int64
+	XferWaitUS int64 // prefill end to the last piece's start (decode blocks, link queue), >= 0
+}
+
+func (t *Handoff) reset() {
+	*t = Handoff{XferKV: kv.Handle{IDs: t.XferKV.IDs[:0]}, PReplica: -1, DReplica: -1, XferStart: row.Null, XferDone: row.Null}
+}
+
+// IsPD reports whether r was placed on a prefill replica.
+func (r *State) IsPD() bool { return r.PD != nil && r.PD.PReplica >= 0 }
+
+// NewHandoff gives r its hand-off state (kept with the State for reuse).
+func (r *State) NewHandoff() *Handoff {
+	if r.PD == nil {
+		r.PD = &Handoff{}
+	}
+	r.PD.reset()
+	return r.PD
+}
+
+// NewTierLoad gives r its tiered-KV state for n lower tiers (kept with the
+// State for reuse).
+func (r *State) NewTierLoad(n int) *TierLoad {
+	if r.Tier == nil {
+		r.Tier = &TierLoad{}
+	}
+	t := r.Tier
+	if cap(t.Cached) < n {
+		t.Cached = make([]int32, n)
+	}
+	t.Cached = t.Cached[:n]
+	clear(t.Cached)
+	return t
 }
 
 // NumTokens is the tokens whose KV the request needs computed before it can
@@ -186,6 +256,8 @@ type Clone struct {
 	ids   arena[int32]
 	keys  arena[uint64]
 	kids  arena[*State]
+	pds   slabs[Handoff]
+	tiers slabs[TierLoad]
 	tomb  State
 }
 
@@ -218,6 +290,8 @@ func (c *Clone) Reset(home int32) {
 	c.ids.reset()
 	c.keys.reset()
 	c.kids.reset()
+	c.pds.reset()
+	c.tiers.reset()
 	c.Home = home
 }
 
@@ -260,7 +334,18 @@ func (c *Clone) Map(r *State) *State {
 	*d = *r
 	d.cgen, d.cidx = 0, 0
 	d.KV.IDs = c.ids.copy(r.KV.IDs)
-	d.XferKV.IDs = c.ids.copy(r.XferKV.IDs)
+	if r.PD != nil {
+		x := c.pds.alloc()
+		*x = *r.PD
+		x.XferKV.IDs = c.ids.copy(r.PD.XferKV.IDs)
+		d.PD = x
+	}
+	if r.Tier != nil {
+		x := c.tiers.alloc()
+		*x = *r.Tier
+		x.Cached = c.ids.copy(r.Tier.Cached)
+		d.Tier = x
+	}
 	d.Keys = c.keys.copy(r.Keys)
 	// The request's own columns are never written by the engine: the
 	// copy shares them.
@@ -336,5 +421,27 @@ func (a *arena[T]) copy(x []T) []T {
 			return ch[k : k+n : k+n]
 		}
 		a.cur++
+	}
+}
+
+// slabs carves values from chunks kept across uses.
+type slabs[T any] struct {
+	chunks [][]T
+	cur    int // chunks[cur][used:] is free
+	used   int
+}
+
+func (s *slabs[T]) reset() { s.cur, s.used = 0, 0 }
+
+func (s *slabs[T]) alloc() *T {
+	for {
+		if s.cur == len(s.chunks) {
+			s.chunks = append(s.chunks, make([]T, slabStates))
+		}
+		if ch := s.chunks[s.cur]; s.used < len(ch) {
+			s.used++
+			return &ch[s.used-1]
+		}
+		s.cur, s.used = s.cur+1, 0
 	}
 }

@@ -8,6 +8,7 @@ package row
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // MetaSorted is the table metadata key whose value "arrival" promises that
@@ -258,9 +259,12 @@ type Result struct {
 	// Tiered KV: cached_tokens split by the tier the hit came from, the
 	// time spent loading from lower tiers, and reloaded tokens whose blocks
 	// were thrashing (reloaded, evicted and reloaded within 1 s).
-	CachedTokensGPU, CachedTokensCPU, CachedTokensStorage int32
-	KVReloadUS                                            int64
-	KVThrashTokens                                        int32
+	CachedTokensGPU int32
+	// CachedTokensTier is cached_tokens from each lower tier, by the run's
+	// tier names (TierNames: cpu and storage first); nil without tiers.
+	CachedTokensTier []int32
+	KVReloadUS       int64
+	KVThrashTokens   int32
 	// Disaggregated serving ("" and Null otherwise): where it prefilled and
 	// decoded, the hand-off's time (prefill end to the last KV byte's
 	// arrival: with granularity chunk or stream, the part of the transfer
@@ -365,4 +369,31 @@ type Anomaly struct {
 	ReplicaID   string
 	Description string
 	Requests    []string
+}
+
+// FixedTiers are the lower KV tiers whose cached tokens have a column in
+// every results table (cached_tokens_cpu, cached_tokens_storage); a run
+// with other tiers adds a column TierColumn(name) for each.
+var FixedTiers = []string{"cpu", "storage"}
+
+// TierColumn is the results column of the prompt tokens served from lower
+// tier name.
+func TierColumn(name string) string { return "cached_tokens_" + name }
+
+// TierNames is a run's lower-tier names, the index of Result's
+// CachedTokensTier: FixedTiers, then the other names the deployments give,
+// in order of first appearance; nil when no deployment has lower tiers.
+func TierNames(perDeployment [][]string) []string {
+	var out []string
+	for _, names := range perDeployment {
+		for _, n := range names {
+			if out == nil {
+				out = append([]string(nil), FixedTiers...)
+			}
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }

@@ -38,15 +38,26 @@ func (s *VLLM) startLoad(now int64, r *request.State, hits, lo int) bool {
 		r.NReg = int32(hits)
 	}
 	s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
-	ready, per, thrash := s.tiers.Load(r.Keys[hits:hits+lo], now)
+	n := len(s.tiers.T)
+	if cap(s.per) < n {
+		s.per = make([]int32, n)
+	}
+	per := s.per[:n]
+	ready, thrash := s.tiers.Load(r.Keys[hits:hits+lo], now, per)
 	B := s.B
+	t := r.Tier
+	if t == nil || len(t.Cached) != n {
+		t = r.NewTierLoad(n)
+	}
 	if r.FirstSched == row.Null {
 		// Like cached_tokens: what its first scheduling found.
-		r.CachedLow[0], r.CachedLow[1] = per[0]*B, per[1]*B
+		for i, b := range per {
+			t.Cached[i] = b * B
+		}
 	}
-	r.ThrashTok += thrash * B
-	r.ReloadUS += ready - now
-	r.Loading, r.LoadFrom, r.LoadN, r.LoadReady = true, int32(hits), int32(lo), ready
+	t.ThrashTok += thrash * B
+	t.ReloadUS += ready - now
+	t.Loading, t.LoadFrom, t.LoadN, t.LoadReady = true, int32(hits), int32(lo), ready
 	s.loading = append(s.loading, r)
 	return true
 }
@@ -57,16 +68,17 @@ func (s *VLLM) startLoad(now int64, r *request.State, hits, lo int) bool {
 func (s *VLLM) Wake(now int64) {
 	k := 0
 	for _, r := range s.loading {
-		if r.LoadReady > now {
+		t := r.Tier
+		if t.LoadReady > now {
 			s.loading[k] = r
 			k++
 			continue
 		}
-		to := int(r.LoadFrom + r.LoadN)
-		s.kv.Register(&r.KV, r.Keys, int(r.LoadFrom), to)
+		to := int(t.LoadFrom + t.LoadN)
+		s.kv.Register(&r.KV, r.Keys, int(t.LoadFrom), to)
 		r.NReg = int32(to)
 		r.Computed = int32(to) * s.B
-		r.Loading = false
+		t.Loading = false
 		r.Holder = true
 		s.waiting.push(r)
 	}
@@ -78,8 +90,8 @@ func (s *VLLM) Wake(now int64) {
 func (s *VLLM) WakeAt() int64 {
 	t := int64(row.Null)
 	for _, r := range s.loading {
-		if t == row.Null || r.LoadReady < t {
-			t = r.LoadReady
+		if t == row.Null || r.Tier.LoadReady < t {
+			t = r.Tier.LoadReady
 		}
 	}
 	return t

@@ -87,6 +87,7 @@ type VLLM struct {
 
 	// Tiered KV (nil: GPU only) and the requests loading from it.
 	tiers   *kv.Tiers
+	per     []int32 // scratch: blocks per lower tier of a load
 	loading []*request.State
 	// hold stops admissions of new prompts (a prefill replica whose
 	// outgoing KV transfers are backed up).
@@ -453,8 +454,8 @@ func (s *VLLM) admit(now int64, budget int32) {
 			// pipelining (XferReady < XferDone) the point where the rest
 			// arrives before the step needs it; without pipelining the
 			// prefill replica has freed its blocks.
-			if s.cfg.Checks && (r.XferReady > now || r.XferReady == r.XferDone && r.XferKV.Blocks() > 0) {
-				s.err = fmt.Errorf("request %s scheduled at %d before its KV transfer allowed it (ready %d, arrived %d) or before its prefill replica freed its blocks", r.Req.ID, now, r.XferReady, r.XferDone)
+			if s.cfg.Checks && r.IsPD() && (r.PD.XferReady > now || r.PD.XferReady == r.PD.XferDone && r.PD.XferKV.Blocks() > 0) {
+				s.err = fmt.Errorf("request %s scheduled at %d before its KV transfer allowed it (ready %d, arrived %d) or before its prefill replica freed its blocks", r.Req.ID, now, r.PD.XferReady, r.PD.XferDone)
 			}
 			comp, held = r.Computed, r.KV.Blocks()
 		} else if s.hold {
@@ -600,9 +601,9 @@ func (s *VLLM) alphaTokens(n int32) int64 {
 func (s *VLLM) Cancel(r *request.State) {
 	switch r.Phase {
 	case request.Waiting:
-		if r.Loading {
+		if r.Tier != nil && r.Tier.Loading {
 			s.loading = remove(s.loading, r)
-			r.Loading = false
+			r.Tier.Loading = false
 		} else if i := indexOf(s.pending[s.pendHead:], r); i >= 0 {
 			i += s.pendHead
 			s.pending = append(s.pending[:i], s.pending[i+1:]...)
@@ -659,7 +660,7 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 	d.runHead, d.runTail = c.Map(s.runHead), c.Map(s.runTail)
 	d.prefilling = mapAll(c, s.prefilling)
 	d.sched = mapAll(c, s.sched)
-	d.scratch = nil
+	d.scratch, d.per = nil, nil
 	d.sends = nil
 	d.loading = mapAll(c, s.loading)
 	if s.tiers != nil {

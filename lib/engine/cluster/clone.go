@@ -107,18 +107,8 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	if c.wakeAt != nil {
 		d.wakeAt = append([]int64(nil), c.wakeAt...)
 	}
-	if c.outQ != nil {
-		d.outQ = append([]int32(nil), c.outQ...)
-		d.linkFree = append([]int64(nil), c.linkFree...)
-		d.incoming = make([][]*request.State, len(c.incoming))
-		for i, q := range c.incoming {
-			if len(q) > 0 {
-				d.incoming[i] = make([]*request.State, len(q))
-				for j, r := range q {
-					d.incoming[i][j] = m.Map(r)
-				}
-			}
-		}
+	if c.pd != nil {
+		d.pd = c.pd.clone(&d, m)
 	}
 	d.byModel = make(map[string]*group, len(c.byModel))
 	for k, g := range c.byModel {

@@ -234,11 +234,9 @@ type Cluster struct {
 	preloaded bool
 
 	// Tiered KV and P/D (nil when no deployment uses them).
-	wakeAt   []int64            // per replica: wake-up queued for a KV load
-	outQ     []int32            // per prefill replica: hand-offs not yet transferred
-	linkFree []int64            // per prefill replica: its outgoing link is busy until
-	incoming [][]*request.State // per decode replica: hand-offs waiting for its blocks
-	rgroup   []*group           // per replica: the group whose board shows it
+	wakeAt []int64  // per replica: wake-up queued for a KV load
+	pd     *disagg  // P/D hand-offs (nil without P/D pools)
+	rgroup []*group // per replica: the group whose board shows it
 
 	ids     map[string]*request.State
 	retired retireHeap
@@ -375,10 +373,8 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		}
 	}
 	for _, d := range c.deps {
-		if d.pd != nil && c.outQ == nil {
-			c.outQ = make([]int32, len(c.reps))
-			c.linkFree = make([]int64, len(c.reps))
-			c.incoming = make([][]*request.State, len(c.reps))
+		if d.pd != nil && c.pd == nil {
+			c.pd = newDisagg(c)
 		}
 	}
 	if err := c.buildGroups(dcfg); err != nil {
@@ -600,7 +596,7 @@ func (c *Cluster) process(ev *event) {
 	case evStepEnd:
 		c.end(c.reps[ev.inst()])
 	case evXferDone:
-		c.xferDone(ev.r)
+		c.pd.xferDone(ev.r)
 	case evWake:
 		c.wake(c.reps[ev.inst()])
 	case evToolDone:
@@ -624,8 +620,8 @@ func (c *Cluster) process(ev *event) {
 func (c *Cluster) start(rep *replica.Replica) {
 	dur, ok := rep.Start(c.now)
 	c.markDirty(rep.Index)
-	if c.incoming != nil && rep.Role == replica.Prefill {
-		c.takeSends(rep) // admissions reserve decode blocks, preemptions give them back
+	if c.pd != nil && rep.Role == replica.Prefill {
+		c.pd.takeSends(rep) // admissions reserve decode blocks, preemptions give them back
 	}
 	if c.opts.Policies.Err != nil && c.policyFailed() {
 		return
@@ -667,8 +663,8 @@ func (c *Cluster) end(rep *replica.Replica) {
 	if c.opts.Decisions != nil && rep.WantSteps {
 		c.opts.Decisions.Batch(&c.fx.Step)
 	}
-	if c.incoming != nil && rep.Role == replica.Prefill {
-		c.takeSends(rep) // the chunks' KV goes on the link before a hand-off sends the rest
+	if c.pd != nil && rep.Role == replica.Prefill {
+		c.pd.takeSends(rep) // the chunks' KV goes on the link before a hand-off sends the rest
 	}
 	for _, r := range c.fx.Done {
 		if r.Cancel {
@@ -676,14 +672,14 @@ func (c *Cluster) end(rep *replica.Replica) {
 			continue
 		}
 		if r.Phase == request.Transfer {
-			c.handoff(r, rep)
+			c.pd.handoff(r, rep)
 			continue
 		}
 		c.terminal(r)
 	}
 	c.markDirty(rep.Index)
-	if c.incoming != nil && rep.Role == replica.Decode {
-		c.admitIncoming(rep)
+	if c.pd != nil && rep.Role == replica.Decode {
+		c.pd.admitIncoming(rep)
 	}
 	c.kick(rep)
 	if c.wakeAt != nil {

@@ -34,8 +34,8 @@ func (c *Cluster) terminal(r *request.State) {
 	if r.Phase == request.Done {
 		return
 	}
-	if c.incoming != nil && r.IsPD() && (r.PD.XferKV.Blocks() > 0 || r.PrefillOnly && r.PD.XferQueued) {
-		c.dropTransfer(r)
+	if c.pd != nil && r.IsPD() && (r.PD.XferKV.Blocks() > 0 || r.PrefillOnly && r.PD.XferQueued) {
+		c.pd.dropTransfer(r)
 	}
 	r.Phase = request.Done
 	c.liveRemove(r)
@@ -115,7 +115,7 @@ func (c *Cluster) writeResult(r *request.State) {
 		res.ReplicaID, res.Deployment = rep.ID, c.deps[rep.Deployment].ID
 	}
 	if r.IsPD() {
-		c.pdResult(r, res)
+		c.pd.pdResult(r, res)
 	}
 	arr := r.Req.ArrivalUS
 	if r.FirstTok != row.Null && arr != row.Null {
@@ -200,7 +200,7 @@ func (c *Cluster) expire(r *request.State) {
 		}
 		c.kick(rep) // it may have blocked the head of the queue
 	case request.Transfer:
-		c.cancelTransfer(r)
+		c.pd.cancelTransfer(r)
 	default:
 		return // pending, tool: not a client request in flight
 	}

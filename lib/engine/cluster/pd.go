@@ -14,6 +14,36 @@ import (
 	"github.com/blis-sim/blis/lib/latency"
 )
 
+// disagg is the cluster's prefill/decode disaggregation part: the hand-offs
+// between a P/D deployment's prefill and decode pools and the links they
+// cross. It exists only when some deployment has P/D pools (Cluster.pd).
+type disagg struct {
+	c        *Cluster
+	outQ     []int32            // per prefill replica: hand-offs not yet transferred
+	linkFree []int64            // per prefill replica: its outgoing link is busy until
+	incoming [][]*request.State // per decode replica: hand-offs waiting for its blocks
+}
+
+func newDisagg(c *Cluster) *disagg {
+	n := len(c.reps)
+	return &disagg{c: c, outQ: make([]int32, n), linkFree: make([]int64, n), incoming: make([][]*request.State, n)}
+}
+
+// clone copies the part for d, a clone of its cluster (m maps requests).
+func (dg *disagg) clone(d *Cluster, m *request.Clone) *disagg {
+	x := &disagg{c: d, outQ: append([]int32(nil), dg.outQ...), linkFree: append([]int64(nil), dg.linkFree...),
+		incoming: make([][]*request.State, len(dg.incoming))}
+	for i, q := range dg.incoming {
+		if len(q) > 0 {
+			x.incoming[i] = make([]*request.State, len(q))
+			for j, r := range q {
+				x.incoming[i][j] = m.Map(r)
+			}
+		}
+	}
+	return x
+}
+
 // pdState is a disaggregated deployment's KV transfer: a request prefills
 // on a replica of its prefill pool, its KV moves over the prefill
 // replica's outgoing link, and it decodes on a replica of its decode pool.
@@ -85,7 +115,8 @@ func newPD(cfg *config.Cluster, i int, d *config.Deployment) (*pdState, error) {
 // pickDecode runs the routing policy over the decode pool of r's
 // deployment: the same Routing stage as for prefill, given a view of the
 // decode candidates (their roles say which pool a policy is choosing in).
-func (c *Cluster) pickDecode(r *request.State, dep *Deployment) {
+func (dg *disagg) pickDecode(r *request.State, dep *Deployment) {
+	c := dg.c
 	g := dep.pd.decode
 	if c.liveView {
 		c.refreshDirty()
@@ -108,7 +139,8 @@ func (c *Cluster) pickDecode(r *request.State, dep *Deployment) {
 // held (XferKV) until its KV has reached the decode replica, which must
 // first reserve blocks for it (vLLM's decode side allocates them when the
 // transfer starts; until it can, the request waits: backpressure).
-func (c *Cluster) handoff(r *request.State, p *replica.Replica) {
+func (dg *disagg) handoff(r *request.State, p *replica.Replica) {
+	c := dg.c
 	dep := c.deps[p.Deployment]
 	// The prefill replica's blocks become XferKV; KV is the decode
 	// replica's reservation when it was made during the prefill, else empty.
@@ -119,12 +151,12 @@ func (c *Cluster) handoff(r *request.State, p *replica.Replica) {
 	r.NReg, r.Chunk = 0, 0
 	r.Failed = false // its failed-admission marks were about the prefill replica's store
 	r.PD.XferStart = c.now
-	c.outQ[p.Index]++
-	if c.outQ[p.Index] >= dep.pd.maxQueue {
+	dg.outQ[p.Index]++
+	if dg.outQ[p.Index] >= dep.pd.maxQueue {
 		p.Sched.Hold(true)
 	}
 	if r.PD.DReplica < 0 {
-		c.pickDecode(r, dep)
+		dg.pickDecode(r, dep)
 		if r.PD.DReplica < 0 {
 			return // c.err
 		}
@@ -135,13 +167,13 @@ func (c *Cluster) handoff(r *request.State, p *replica.Replica) {
 	case r.KV.Blocks() > 0:
 		// Reserved during the prefill (chunk, stream): the last chunk's
 		// KV is on the link already.
-		c.sendRest(r, dep, d)
+		dg.sendRest(r, dep, d)
 	case r.PD.XferQueued:
 		// Waiting in the decode replica's queue since the prefill started.
 	default:
 		r.PD.XferQueued = true
-		c.incoming[r.PD.DReplica] = append(c.incoming[r.PD.DReplica], r)
-		c.admitIncoming(d)
+		dg.incoming[r.PD.DReplica] = append(dg.incoming[r.PD.DReplica], r)
+		dg.admitIncoming(d)
 	}
 }
 
@@ -151,7 +183,8 @@ func (c *Cluster) handoff(r *request.State, p *replica.Replica) {
 // Splitwise and Mooncake, whose decode instance allocates before the
 // prefill's layers are written to it); a finished chunk's KV goes on the
 // link.
-func (c *Cluster) takeSends(p *replica.Replica) {
+func (dg *disagg) takeSends(p *replica.Replica) {
+	c := dg.c
 	sn, ok := p.Sched.(interface{ TakeSends() []sched.Send })
 	if !ok {
 		return
@@ -165,7 +198,7 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 			// or it could hold blocks the hand-offs ahead need while this
 			// replica, held by max_queue, admits nothing: a deadlock); the
 			// KV already sent is lost and is sent again.
-			c.unreserve(r)
+			dg.unreserve(r)
 			continue
 		}
 		if x.End == row.Null {
@@ -173,14 +206,14 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 			// earlier hand-off waits for them; otherwise the request asks
 			// at its hand-off, like block (a reservation waiting through a
 			// prefill could hold blocks the waiting hand-offs need).
-			if !r.PD.XferQueued && r.PD.DReplica >= 0 && len(c.incoming[r.PD.DReplica]) == 0 {
+			if !r.PD.XferQueued && r.PD.DReplica >= 0 && len(dg.incoming[r.PD.DReplica]) == 0 {
 				d := c.reps[r.PD.DReplica]
 				st := d.Sched.KV()
 				if st.Free() >= (r.Req.InputTokens+st.BlockSize()-1)/st.BlockSize() {
 					r.PD.XferQueued = true
 					r.PD.XferStart = c.now
-					c.incoming[r.PD.DReplica] = append(c.incoming[r.PD.DReplica], r)
-					c.admitIncoming(d)
+					dg.incoming[r.PD.DReplica] = append(dg.incoming[r.PD.DReplica], r)
+					dg.admitIncoming(d)
 				}
 			}
 			continue
@@ -189,9 +222,9 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 			continue // not reserved yet (sent when it is), or recomputed after a preemption
 		}
 		if dep.pd.stream {
-			c.send(r, dep.pd, r.Computed, x.Start, x.End-x.Start)
+			dg.send(r, dep.pd, r.Computed, x.Start, x.End-x.Start)
 		} else {
-			c.send(r, dep.pd, r.Computed, x.End, 0)
+			dg.send(r, dep.pd, r.Computed, x.End, 0)
 		}
 	}
 }
@@ -203,26 +236,27 @@ func (c *Cluster) takeSends(p *replica.Replica) {
 // from A = max(link free, decode blocks reserved, first layer ready), so
 // layer l has left at f(l) = max(A + l·x/L, s + l·d/L + x/L), x the bytes'
 // send time: the first layer at A + x/L, the last at max(A + x, s + d + x/L).
-func (c *Cluster) send(r *request.State, pd *pdState, to int32, s, d int64) {
+func (dg *disagg) send(r *request.State, pd *pdState, to int32, s, d int64) {
 	from := r.PD.XferTok
 	r.PD.XferTok = to
 	bytes := int64(math.Ceil(float64(to)*pd.bytesPerToken)) - int64(math.Ceil(float64(from)*pd.bytesPerToken))
 	x := float64(bytes) / pd.bytesUS
 	L := pd.layers
-	a := max(c.linkFree[r.PD.PReplica], r.PD.XferRes, s+(d+L-1)/L)
+	a := max(dg.linkFree[r.PD.PReplica], r.PD.XferRes, s+(d+L-1)/L)
 	end := a + int64(math.Ceil(x))
 	if d > 0 {
 		end = max(end, s+d+int64(math.Ceil(x/float64(L))))
 	}
-	c.linkFree[r.PD.PReplica] = end
+	dg.linkFree[r.PD.PReplica] = end
 	r.PD.XferBytes += bytes
 	r.PD.XferSendAt, r.PD.XferFirst, r.PD.XferEnd = a, a+int64(math.Ceil(x/float64(L))), end
 }
 
 // admitIncoming starts the transfers decode replica d can now reserve
 // blocks for, first come first served.
-func (c *Cluster) admitIncoming(d *replica.Replica) {
-	q := c.incoming[d.Index]
+func (dg *disagg) admitIncoming(d *replica.Replica) {
+	c := dg.c
+	q := dg.incoming[d.Index]
 	if len(q) == 0 {
 		return
 	}
@@ -247,16 +281,16 @@ func (c *Cluster) admitIncoming(d *replica.Replica) {
 			// prefix-cache hits) go on the link now.
 			store.Alloc(&r.PD.XferKV, need, min(int32(len(r.Keys)), need)) // as IDBlocks for an empty handle
 			if r.Computed > r.PD.XferTok {
-				c.send(r, dep.pd, r.Computed, c.now, 0)
+				dg.send(r, dep.pd, r.Computed, c.now, 0)
 			}
 			continue
 		}
 		store.Alloc(&r.KV, need, r.IDBlocks(need))
-		c.sendRest(r, dep, d)
+		dg.sendRest(r, dep, d)
 	}
 	n := copy(q, q[k:])
 	clear(q[n:])
-	c.incoming[d.Index] = q[:n]
+	dg.incoming[d.Index] = q[:n]
 	c.markDirty(d.Index)
 }
 
@@ -265,15 +299,16 @@ func (c *Cluster) admitIncoming(d *replica.Replica) {
 // XferDone = the last byte's departure + latency (the latency pipelines,
 // the link is busy for the bytes only). With pipelining the decode replica
 // may take the request earlier, at XferReady (see pipelinedReady).
-func (c *Cluster) sendRest(r *request.State, dep *Deployment, d *replica.Replica) {
+func (dg *disagg) sendRest(r *request.State, dep *Deployment, d *replica.Replica) {
+	c := dg.c
 	if in := r.Req.InputTokens; r.PD.XferTok < in {
-		c.send(r, dep.pd, in, c.now, 0)
+		dg.send(r, dep.pd, in, c.now, 0)
 	}
 	r.PD.XferDone = r.PD.XferEnd + dep.pd.latUS
 	r.PD.XferWaitUS = max(0, r.PD.XferSendAt-r.PD.XferStart)
 	r.PD.XferReady = r.PD.XferDone
 	if dep.pd.pipelined {
-		r.PD.XferReady = c.pipelinedReady(r, dep)
+		r.PD.XferReady = dg.pipelinedReady(r, dep)
 		if r.PD.XferReady < r.PD.XferDone {
 			c.h.push(r.PD.XferReady, evXferDone, d.Index, r)
 		}
@@ -282,7 +317,7 @@ func (c *Cluster) sendRest(r *request.State, dep *Deployment, d *replica.Replica
 	c.sum.TransferBytes += r.PD.XferBytes
 	c.h.push(r.PD.XferDone, evXferDone, d.Index, r)
 	if c.opts.Decisions != nil {
-		c.traceTransfer(r, c.reps[r.PD.PReplica], d, r.KV.Blocks())
+		dg.traceTransfer(r, c.reps[r.PD.PReplica], d, r.KV.Blocks())
 	}
 }
 
@@ -297,16 +332,17 @@ func (c *Cluster) sendRest(r *request.State, dep *Deployment, d *replica.Replica
 //
 // on (the condition at l = 1 and l = L; between them it is linear in l),
 // and not before now (the prefill's end or the reservation).
-func (c *Cluster) pipelinedReady(r *request.State, dep *Deployment) int64 {
+func (dg *disagg) pipelinedReady(r *request.State, dep *Deployment) int64 {
+	c := dg.c
 	L := dep.pd.layers
-	t := c.decodeStepEstimate(r, dep)
+	t := dg.decodeStepEstimate(r, dep)
 	return max(c.now, r.PD.XferFirst+dep.pd.latUS, r.PD.XferDone-t*(L-1)/L)
 }
 
 // decodeStepEstimate is the GPU time of r's first decode-side step alone:
 // one prompt token over input−1 tokens of context. A busier step is longer
 // and reaches each layer later, so the estimate errs on the safe side.
-func (c *Cluster) decodeStepEstimate(r *request.State, dep *Deployment) int64 {
+func (dg *disagg) decodeStepEstimate(r *request.State, dep *Deployment) int64 {
 	ctx := int64(r.Req.InputTokens - 1)
 	b := latency.Batch{PrefillSeqs: 1, PrefillTokens: 1, PrefillCtx: ctx, PrefillAttn: ctx + 1}
 	return max(0, dep.Latency.StepTime(&b))
@@ -321,20 +357,21 @@ func (c *Cluster) decodeStepEstimate(r *request.State, dep *Deployment) int64 {
 //
 // With pipelining the request may reach the decode replica first (at
 // XferReady, a second event), and the source blocks are freed at XferDone.
-func (c *Cluster) xferDone(r *request.State) {
+func (dg *disagg) xferDone(r *request.State) {
+	c := dg.c
 	p := c.reps[r.PD.PReplica]
 	d := c.reps[r.PD.DReplica]
 	if c.now >= r.PD.XferDone && r.PD.XferKV.Blocks() > 0 {
 		if c.checks && (r.Phase == request.Transfer && r.KV.Blocks() == 0 || c.now < r.PD.XferEnd) {
 			c.fail(fmt.Errorf("invariant violated: request %s transfer ended at %d with %d source and %d destination blocks (last byte left at %d)", r.Req.ID, c.now, r.PD.XferKV.Blocks(), r.KV.Blocks(), r.PD.XferEnd))
 		}
-		c.releaseSource(r, p)
+		dg.releaseSource(r, p)
 	}
 	if r.Phase != request.Transfer || c.now < r.PD.XferReady {
 		return
 	}
 	if c.checks {
-		c.checkReady(r)
+		dg.checkReady(r)
 	}
 	r.Computed = r.Req.InputTokens - 1
 	d.Sched.Resume(r)
@@ -345,24 +382,26 @@ func (c *Cluster) xferDone(r *request.State) {
 // checkReady checks the hand-off rule as the decode replica takes r: never
 // before every byte arrived unless pipelined; pipelined, never before every
 // layer of every block will be in place when its first step needs it.
-func (c *Cluster) checkReady(r *request.State) {
+func (dg *disagg) checkReady(r *request.State) {
+	c := dg.c
 	dep := c.deps[c.reps[r.PD.DReplica].Deployment]
 	switch {
 	case r.KV.Blocks() == 0:
 		c.fail(fmt.Errorf("invariant violated: request %s handed to its decode replica without reserved blocks", r.Req.ID))
 	case !dep.pd.pipelined && (c.now < r.PD.XferDone || r.PD.XferKV.Blocks() > 0):
 		c.fail(fmt.Errorf("invariant violated: request %s decodes at %d before its KV arrived (%d) or its prefill replica freed it", r.Req.ID, c.now, r.PD.XferDone))
-	case dep.pd.pipelined && (c.now < r.PD.XferFirst+dep.pd.latUS || (r.PD.XferDone-c.now)*dep.pd.layers > c.decodeStepEstimate(r, dep)*(dep.pd.layers-1)):
+	case dep.pd.pipelined && (c.now < r.PD.XferFirst+dep.pd.latUS || (r.PD.XferDone-c.now)*dep.pd.layers > dg.decodeStepEstimate(r, dep)*(dep.pd.layers-1)):
 		c.fail(fmt.Errorf("invariant violated: request %s decodes at %d, before enough of its KV arrived (first layer of the last piece %d, all %d)", r.Req.ID, c.now, r.PD.XferFirst+dep.pd.latUS, r.PD.XferDone))
 	}
 }
 
 // releaseSource frees r's blocks on its prefill replica p and lets p take
 // new prefills again once its outgoing queue is short.
-func (c *Cluster) releaseSource(r *request.State, p *replica.Replica) {
+func (dg *disagg) releaseSource(r *request.State, p *replica.Replica) {
+	c := dg.c
 	p.Sched.KV().Release(&r.PD.XferKV)
-	c.outQ[p.Index]--
-	if c.outQ[p.Index] < c.deps[p.Deployment].pd.maxQueue {
+	dg.outQ[p.Index]--
+	if dg.outQ[p.Index] < c.deps[p.Deployment].pd.maxQueue {
 		p.Sched.Hold(false)
 	}
 	c.markDirty(p.Index)
@@ -373,22 +412,24 @@ func (c *Cluster) releaseSource(r *request.State, p *replica.Replica) {
 // (timed out while prefilling with decode blocks asked for, or while its
 // pipelined KV still arrives) or that finished; a completed request must not
 // free its source before the last byte left.
-func (c *Cluster) dropTransfer(r *request.State) {
+func (dg *disagg) dropTransfer(r *request.State) {
+	c := dg.c
 	if r.PrefillOnly {
-		c.unreserve(r)
+		dg.unreserve(r)
 		return
 	}
 	if r.PD.XferKV.Blocks() > 0 {
 		if c.checks && r.Status != row.StatusTimedOut && c.now < r.PD.XferEnd {
 			c.fail(fmt.Errorf("invariant violated: request %s finished at %d, before the last byte of its KV left its prefill replica (%d)", r.Req.ID, c.now, r.PD.XferEnd))
 		}
-		c.releaseSource(r, c.reps[r.PD.PReplica])
+		dg.releaseSource(r, c.reps[r.PD.PReplica])
 	}
 }
 
 // unreserve gives back the decode blocks a request still prefilling
 // reserved (or asked for); what it sent so far is sent again.
-func (c *Cluster) unreserve(r *request.State) {
+func (dg *disagg) unreserve(r *request.State) {
+	c := dg.c
 	if !r.PD.XferQueued {
 		return
 	}
@@ -396,42 +437,44 @@ func (c *Cluster) unreserve(r *request.State) {
 	if r.PD.XferKV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.PD.XferKV)
 	} else {
-		c.unqueue(r, d)
+		dg.unqueue(r, d)
 	}
 	r.PD.XferQueued, r.PD.XferTok = false, 0
 	c.markDirty(d.Index)
-	c.admitIncoming(d)
+	dg.admitIncoming(d)
 	c.kick(d)
 }
 
 // unqueue takes r out of decode replica d's incoming queue.
-func (c *Cluster) unqueue(r *request.State, d *replica.Replica) {
-	q := c.incoming[d.Index]
+func (dg *disagg) unqueue(r *request.State, d *replica.Replica) {
+	q := dg.incoming[d.Index]
 	for i, x := range q {
 		if x == r {
 			copy(q[i:], q[i+1:])
 			q[len(q)-1] = nil
-			c.incoming[d.Index] = q[:len(q)-1]
+			dg.incoming[d.Index] = q[:len(q)-1]
 			return
 		}
 	}
 }
 
 // cancelTransfer drops a request whose client gave up during its hand-off.
-func (c *Cluster) cancelTransfer(r *request.State) {
+func (dg *disagg) cancelTransfer(r *request.State) {
+	c := dg.c
 	d := c.reps[r.PD.DReplica]
 	if r.KV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.KV) // reserved, in flight
 	} else {
-		c.unqueue(r, d)
+		dg.unqueue(r, d)
 	}
-	c.releaseSource(r, c.reps[r.PD.PReplica])
-	c.admitIncoming(d)
+	dg.releaseSource(r, c.reps[r.PD.PReplica])
+	dg.admitIncoming(d)
 	c.kick(d)
 }
 
 // pdResult fills a P/D request's result columns.
-func (c *Cluster) pdResult(r *request.State, res *row.Result) {
+func (dg *disagg) pdResult(r *request.State, res *row.Result) {
+	c := dg.c
 	res.PrefillReplica = c.reps[r.PD.PReplica].ID
 	if r.PD.DReplica >= 0 {
 		res.DecodeReplica = c.reps[r.PD.DReplica].ID
@@ -443,37 +486,11 @@ func (c *Cluster) pdResult(r *request.State, res *row.Result) {
 	res.KVTransferBytes = r.PD.XferBytes
 }
 
-// armWake schedules a wake-up for an idle replica whose KV loads from a
-// lower tier are in progress: nothing else would start its next step.
-func (c *Cluster) armWake(rep *replica.Replica) {
-	if c.wakeAt == nil || rep.Busy() || rep.StartPending() {
-		return
-	}
-	t := rep.Sched.WakeAt()
-	if t == row.Null || t == c.wakeAt[rep.Index] {
-		return
-	}
-	// A load that ended during the step just finished wakes it now.
-	t = max(t, c.now)
-	c.wakeAt[rep.Index] = t
-	c.h.push(t, evWake, rep.Index, nil)
-}
-
-// wake handles an idle replica's load ending.
-func (c *Cluster) wake(rep *replica.Replica) {
-	if c.wakeAt[rep.Index] == c.now {
-		c.wakeAt[rep.Index] = row.Null
-	}
-	rep.Sched.Wake(c.now)
-	c.markDirty(rep.Index)
-	c.kick(rep)
-	c.armWake(rep)
-}
-
 // traceTransfer records a KV transfer as a kv_transfer decision, and a
 // request that waited for the decode replica's blocks as a pd_backpressure
 // anomaly (decision traces only).
-func (c *Cluster) traceTransfer(r *request.State, p, d *replica.Replica, blocks int32) {
+func (dg *disagg) traceTransfer(r *request.State, p, d *replica.Replica, blocks int32) {
+	c := dg.c
 	reason := fmt.Sprintf("%d bytes; sent at %d µs, in place at %d µs", r.PD.XferBytes, r.PD.XferSendAt, r.PD.XferDone)
 	if r.PD.XferReady < r.PD.XferDone {
 		reason += fmt.Sprintf("; pipelined: decode may start at %d µs", r.PD.XferReady)

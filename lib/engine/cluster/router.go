@@ -185,7 +185,7 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 		r.PrefillOnly = r.Req.OutputTokens > 0
 		r.NewHandoff().PReplica = rep.Index
 		if dep.pd.decodeFirst && r.PrefillOnly {
-			c.pickDecode(r, dep)
+			c.pd.pickDecode(r, dep)
 			if r.PD.DReplica < 0 {
 				return // c.err
 			}

@@ -1,0 +1,37 @@
+package cluster
+
+import (
+	"github.com/blis-sim/blis/lib/engine/replica"
+	"github.com/blis-sim/blis/lib/engine/row"
+)
+
+// Lower KV tiers (docs/engine.md, "Tiered KV"): a replica's scheduler loads
+// lower-tier hits asynchronously; an idle replica must be woken when a load
+// ends. wakeAt (per replica, the wake-up queued) is nil without tiers.
+
+// armWake schedules a wake-up for an idle replica whose KV loads from a
+// lower tier are in progress: nothing else would start its next step.
+func (c *Cluster) armWake(rep *replica.Replica) {
+	if c.wakeAt == nil || rep.Busy() || rep.StartPending() {
+		return
+	}
+	t := rep.Sched.WakeAt()
+	if t == row.Null || t == c.wakeAt[rep.Index] {
+		return
+	}
+	// A load that ended during the step just finished wakes it now.
+	t = max(t, c.now)
+	c.wakeAt[rep.Index] = t
+	c.h.push(t, evWake, rep.Index, nil)
+}
+
+// wake handles an idle replica's load ending.
+func (c *Cluster) wake(rep *replica.Replica) {
+	if c.wakeAt[rep.Index] == c.now {
+		c.wakeAt[rep.Index] = row.Null
+	}
+	rep.Sched.Wake(c.now)
+	c.markDirty(rep.Index)
+	c.kick(rep)
+	c.armWake(rep)
+}

@@ -278,7 +278,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		return nil, err
 	}
 	if scaleOn(dcfg, &opts) {
-		c.sc = &scaler{policy: opts.Policies.Autoscale}
+		c.sc = &scaler{c: c, policy: opts.Policies.Autoscale}
 	}
 	for i, d := range dcfg {
 		e := d.Engine
@@ -344,7 +344,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				n++
 			}
 			if c.sc != nil {
-				if err := c.addPool(dep, i, &dcfg[i], pi, first, scfg); err != nil {
+				if err := c.sc.addPool(dep, i, &dcfg[i], pi, first, scfg); err != nil {
 					return nil, err
 				}
 			}
@@ -381,7 +381,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		return nil, err
 	}
 	if c.sc != nil {
-		c.initScale()
+		c.sc.initScale()
 	}
 	c.pbFn = c.promptBlocks
 	c.sum.Deployments = make([]DeploymentSummary, len(c.deps))
@@ -479,9 +479,9 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 		for j := range g.members {
 			g.board.Set(j, c.status(g.members[j]))
 		}
-		if c.dynamic(g) {
+		if c.sc.dynamic(g) {
 			g.all = g.members
-			c.rebuildBoard(g)
+			c.sc.rebuildBoard(g)
 		}
 	}
 	return nil
@@ -607,7 +607,7 @@ func (c *Cluster) process(ev *event) {
 	case evTimeout:
 		c.expire(ev.r)
 	default: // evLifecycle, evScale: autoscaling (scale.go); a default keeps the common cases' dispatch as it was
-		c.scaleEvent(ev)
+		c.sc.scaleEvent(ev)
 	}
 
 	if c.opts.Progress != nil && c.sum.Events&0x3fff == 0 {
@@ -693,7 +693,7 @@ func (c *Cluster) end(rep *replica.Replica) {
 func (c *Cluster) kick(rep *replica.Replica) {
 	if !rep.CanStart() {
 		if rep.State == replica.Draining {
-			c.drainedCheck(rep) // idle: it may have finished its drain (scale.go)
+			c.sc.drainedCheck(rep) // idle: it may have finished its drain (scale.go)
 		}
 		return
 	}

@@ -17,7 +17,7 @@ func (c *Cluster) Finish() (Summary, error) {
 	}
 	c.sum.SimEndUS = c.now
 	if c.sc != nil {
-		c.finishHeld()
+		c.sc.finishHeld()
 	}
 	// With no event left, nothing can still be waiting: a request left
 	// here would be a silent stall, not a horizon cut.
@@ -88,7 +88,7 @@ func (c *Cluster) Finish() (Summary, error) {
 		}
 	}
 	if c.sc != nil {
-		c.finishScale()
+		c.sc.finishScale()
 	}
 	s := &c.sum
 	if t := s.Completed + s.Dropped + s.Rejected + s.TimedOut + s.Unfinished + s.SourceFailed; t != s.Injected {

@@ -42,7 +42,7 @@ func (c *Cluster) terminal(r *request.State) {
 	if c.sc != nil {
 		c.sc.lastReal = c.now
 		if r.Replica >= 0 {
-			c.scaleFinished(r)
+			c.sc.scaleFinished(r)
 		}
 	}
 	c.count(r)
@@ -208,7 +208,7 @@ func (c *Cluster) expire(r *request.State) {
 	rp := r.Replica
 	c.timedOut(r)
 	if c.sc != nil && rp >= 0 && c.reps[rp].State == replica.Draining {
-		c.drainedCheck(c.reps[rp])
+		c.sc.drainedCheck(c.reps[rp])
 	}
 }
 

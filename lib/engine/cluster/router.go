@@ -87,9 +87,9 @@ func (c *Cluster) arrive(r *request.State) {
 		return
 	}
 	if c.sc != nil {
-		c.scaleArrival(g)
+		c.sc.scaleArrival(g)
 		if g.board.Len() == 0 {
-			c.hold(g, r) // no replica serving: wait at the router (scale.go)
+			c.sc.hold(g, r) // no replica serving: wait at the router (scale.go)
 			return
 		}
 	}
@@ -235,7 +235,7 @@ func (o *groupOracle) Holders() ([]int32, bool) {
 		return nil, false
 	}
 	if o.g.slotOf != nil {
-		return o.c.boardHolders(o.g), true
+		return o.c.sc.boardHolders(o.g), true
 	}
 	return o.g.index.holders(o.c), true
 }

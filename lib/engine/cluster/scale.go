@@ -27,8 +27,10 @@ import (
 // maps board positions to them. Without an autoscaler (and without
 // Options.ScaleEvents) none of this exists: c.sc is nil.
 
-// scaler is the cluster's autoscaling state.
+// scaler is the cluster's autoscaling part: its state, and the methods
+// that drive replicas' lifecycles and the pools' autoscalers.
 type scaler struct {
+	c         *Cluster
 	pools     []*spool
 	poolOf    []int32  // replica index -> pool, -1 for replicas of no autoscaled pool
 	gen       []uint32 // replica index -> lifecycle generation (stale lifecycle events)
@@ -119,7 +121,8 @@ func poolSlots(p *config.Pool) int {
 }
 
 // addPool registers deployment dep's pool pi (replicas first..first+n−1).
-func (c *Cluster) addPool(dep *Deployment, depIdx int, d *config.Deployment, pi int, first int32, scfg sched.Config) error {
+func (sc *scaler) addPool(dep *Deployment, depIdx int, d *config.Deployment, pi int, first int32, scfg sched.Config) error {
+	c := sc.c
 	s := c.sc
 	p := &d.Pools[pi]
 	n := int32(poolSlots(p))
@@ -161,7 +164,8 @@ func (c *Cluster) addPool(dep *Deployment, depIdx int, d *config.Deployment, pi 
 }
 
 // initScale finishes the scaler once replicas and groups exist.
-func (c *Cluster) initScale() {
+func (sc *scaler) initScale() {
+	c := sc.c
 	s := c.sc
 	s.poolOf = make([]int32, len(c.reps))
 	for i := range s.poolOf {
@@ -181,7 +185,7 @@ func (c *Cluster) initScale() {
 			}
 			sp.ring = make([]bucket, max(1, int((win+s.sampleUS-1)/s.sampleUS)))
 		}
-		c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleStart, Reason: "replicas at the start"})
+		sc.scaleRow(sp, row.ScaleEvent{Action: row.ScaleStart, Reason: "replicas at the start"})
 	}
 	if s.sampleUS > 0 {
 		s.ticking = true
@@ -190,11 +194,11 @@ func (c *Cluster) initScale() {
 }
 
 // dynamic reports whether g has an autoscaled pool.
-func (c *Cluster) dynamic(g *group) bool {
-	if c.sc == nil {
+func (sc *scaler) dynamic(g *group) bool {
+	if sc == nil {
 		return false
 	}
-	for _, sp := range c.sc.pools {
+	for _, sp := range sc.pools {
 		if sp.cfg != nil && sp.dep.group == g {
 			return true
 		}
@@ -205,7 +209,8 @@ func (c *Cluster) dynamic(g *group) bool {
 func routable(st replica.State) bool { return st == replica.Serving || st == replica.Warming }
 
 // rebuildBoard makes g's board hold its routable replicas, in slot order.
-func (c *Cluster) rebuildBoard(g *group) {
+func (sc *scaler) rebuildBoard(g *group) {
+	c := sc.c
 	ms := make([]int32, 0, len(g.all))
 	slotOf := make([]int32, 0, len(g.all))
 	if g.posOfSlot == nil {
@@ -238,7 +243,7 @@ func (c *Cluster) rebuildBoard(g *group) {
 		}
 	}
 	if len(ms) > 0 && len(g.held) > 0 {
-		c.releaseHeld(g)
+		sc.releaseHeld(g)
 	}
 }
 
@@ -249,14 +254,16 @@ type heldReq struct {
 }
 
 // hold keeps r at the router: no replica of its group can serve.
-func (c *Cluster) hold(g *group, r *request.State) {
+func (sc *scaler) hold(g *group, r *request.State) {
+	c := sc.c
 	r.Phase = request.Arriving
 	g.held = append(g.held, heldReq{r, r.Life})
 	c.sum.HeldAtRouter++
 }
 
 // releaseHeld routes the requests held at g's router, in arrival order.
-func (c *Cluster) releaseHeld(g *group) {
+func (sc *scaler) releaseHeld(g *group) {
+	c := sc.c
 	hs := g.held
 	g.held = nil
 	c.sc.noCount = true
@@ -272,7 +279,8 @@ func (c *Cluster) releaseHeld(g *group) {
 }
 
 // scaleArrival counts a request arriving for g's pools.
-func (c *Cluster) scaleArrival(g *group) {
+func (sc *scaler) scaleArrival(g *group) {
+	c := sc.c
 	if c.sc.noCount {
 		return
 	}
@@ -284,7 +292,8 @@ func (c *Cluster) scaleArrival(g *group) {
 }
 
 // scaleFinished records r's outcome for its replica's pool.
-func (c *Cluster) scaleFinished(r *request.State) {
+func (sc *scaler) scaleFinished(r *request.State) {
+	c := sc.c
 	p := c.sc.poolOf[r.Replica]
 	if p < 0 || r.Req.Kind != row.KindLLM {
 		return
@@ -305,17 +314,18 @@ func (c *Cluster) scaleFinished(r *request.State) {
 }
 
 // scaleEvent runs an autoscaling event.
-func (c *Cluster) scaleEvent(ev *event) {
+func (sc *scaler) scaleEvent(ev *event) {
 	if ev.kind() == evScale {
-		c.scaleTick()
+		sc.scaleTick()
 		return
 	}
-	c.lifecycleEvent(ev)
+	sc.lifecycleEvent(ev)
 }
 
 // lifecycleEvent handles a replica's timer: ready to warm, warm, or the
 // end of its drain's timeout.
-func (c *Cluster) lifecycleEvent(ev *event) {
+func (sc *scaler) lifecycleEvent(ev *event) {
+	c := sc.c
 	i := ev.inst()
 	s := c.sc
 	if s.gen[i] != ev.life() {
@@ -333,14 +343,14 @@ func (c *Cluster) lifecycleEvent(ev *event) {
 			rep.Model = &warmModel{Model: rep.Model, now: &c.now, start: c.now, dur: dur, curve: a.Warmup.Curve, f0: a.Warmup.InitialFactor}
 			s.gen[i]++
 			c.h.pushGen(c.now+dur, evLifecycle, i, s.gen[i])
-			c.rebuildBoard(sp.g)
-			c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleReady, ReplicaID: rep.ID, Reason: "provisioned, weights loaded: warming", WarmEndUS: c.now + dur})
+			sc.rebuildBoard(sp.g)
+			sc.scaleRow(sp, row.ScaleEvent{Action: row.ScaleReady, ReplicaID: rep.ID, Reason: "provisioned, weights loaded: warming", WarmEndUS: c.now + dur})
 			return
 		}
 		rep.State = replica.Serving
 		s.gen[i]++
-		c.rebuildBoard(sp.g)
-		c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleServing, ReplicaID: rep.ID, Reason: "provisioned, weights loaded"})
+		sc.rebuildBoard(sp.g)
+		sc.scaleRow(sp, row.ScaleEvent{Action: row.ScaleServing, ReplicaID: rep.ID, Reason: "provisioned, weights loaded"})
 	case replica.Warming:
 		rep.State = replica.Serving
 		rep.Model = rep.Model.(*warmModel).Model
@@ -348,30 +358,31 @@ func (c *Cluster) lifecycleEvent(ev *event) {
 		if p := c.gpos[i]; p >= 0 {
 			sp.g.board.SetState(int(p), "serving")
 		}
-		c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleServing, ReplicaID: rep.ID, Reason: "warm"})
+		sc.scaleRow(sp, row.ScaleEvent{Action: row.ScaleServing, ReplicaID: rep.ID, Reason: "warm"})
 	case replica.Draining:
 		if rep.Busy() {
-			c.killAtStepEnd(rep) // the GPU is released between steps
+			sc.killAtStepEnd(rep) // the GPU is released between steps
 			return
 		}
 		reason := fmt.Sprintf("replica %s drained: timeout %s", rep.ID, a.Drain.Timeout)
 		if s.killEnd[i] {
 			reason = fmt.Sprintf("replica %s scaled down (drain: immediate)", rep.ID)
 		}
-		c.kill(rep, reason)
+		sc.kill(rep, reason)
 	}
 }
 
 // scaleTick samples every autoscaled pool, evaluates those due or
 // triggered, and schedules the next tick while anything can still happen.
-func (c *Cluster) scaleTick() {
+func (sc *scaler) scaleTick() {
+	c := sc.c
 	s := c.sc
 	s.ticking = false
 	for _, sp := range s.pools {
 		if sp.cfg == nil {
 			continue
 		}
-		c.sample(sp)
+		sc.sample(sp)
 	}
 	s.due = s.due[:0]
 	for k, sp := range s.pools {
@@ -384,7 +395,7 @@ func (c *Cluster) scaleTick() {
 			}
 			sp.trigger = ""
 			s.due = append(s.due, k)
-		} else if c.triggered(sp) {
+		} else if sc.triggered(sp) {
 			s.due = append(s.due, k)
 		}
 	}
@@ -393,14 +404,14 @@ func (c *Cluster) scaleTick() {
 		s.views = s.views[:0]
 		for _, sp := range s.pools {
 			if sp.cfg != nil {
-				s.views = append(s.views, c.poolView(sp))
+				s.views = append(s.views, sc.poolView(sp))
 			}
 		}
 		for _, k := range s.due {
-			c.evaluate(s.pools[k], k)
+			sc.evaluate(s.pools[k], k)
 		}
 	}
-	if c.h.Len() > 0 && (c.liveH != nil || c.transitions()) {
+	if c.h.Len() > 0 && (c.liveH != nil || sc.transitions()) {
 		s.ticking = true
 		c.h.push(c.now+s.sampleUS, evScale, 0, nil)
 		return
@@ -424,7 +435,8 @@ func (c *Cluster) scaleTick() {
 
 // transitions reports whether an autoscaled replica is provisioning,
 // warming or draining.
-func (c *Cluster) transitions() bool {
+func (sc *scaler) transitions() bool {
+	c := sc.c
 	for _, sp := range c.sc.pools {
 		if sp.cfg == nil {
 			continue
@@ -439,7 +451,8 @@ func (c *Cluster) transitions() bool {
 }
 
 // sample closes the pool's current bucket with the state at now.
-func (c *Cluster) sample(sp *spool) {
+func (sc *scaler) sample(sp *spool) {
+	c := sc.c
 	b := sp.cur
 	b.dur = c.now - sp.lastTick
 	sp.lastTick = c.now
@@ -464,7 +477,7 @@ func (c *Cluster) sample(sp *spool) {
 		b.busy += busy
 		b.readyUS += b.dur
 	}
-	b.queue += float64(c.heldLive(sp.g))
+	b.queue += float64(sc.heldLive(sp.g))
 	// Keep the bucket's latency buffers for reuse.
 	old := &sp.ring[sp.head]
 	tt, ee := old.ttft[:0], old.e2e[:0]
@@ -478,7 +491,7 @@ func (c *Cluster) sample(sp *spool) {
 }
 
 // heldLive counts g's requests held at the router.
-func (c *Cluster) heldLive(g *group) int {
+func (sc *scaler) heldLive(g *group) int {
 	n := 0
 	for _, h := range g.held {
 		if h.r.Life == h.life && h.r.Phase == request.Arriving {
@@ -495,7 +508,8 @@ func (sp *spool) recent(k int) *bucket {
 }
 
 // metrics averages the pool's last n buckets.
-func (c *Cluster) metrics(sp *spool, n int) autoscale.Metrics {
+func (sc *scaler) metrics(sp *spool, n int) autoscale.Metrics {
+	c := sc.c
 	m := autoscale.Metrics{SLOAttainment: math.NaN()}
 	var q, run, kvs, ready, busy, readyUS float64
 	var arr, fin, met int
@@ -548,7 +562,8 @@ func percentiles(xs []int64) (p50, p99 int64) {
 
 // counts returns the pool's replicas counted toward its size (not
 // draining or stopped) and those routing can choose.
-func (c *Cluster) counts(sp *spool) (current, ready int) {
+func (sc *scaler) counts(sp *spool) (current, ready int) {
+	c := sc.c
 	for _, m := range sp.slots {
 		switch c.reps[m].State {
 		case replica.Provisioning:
@@ -561,10 +576,11 @@ func (c *Cluster) counts(sp *spool) (current, ready int) {
 	return current, ready
 }
 
-func (c *Cluster) poolView(sp *spool) autoscale.PoolView {
-	cur, ready := c.counts(sp)
+func (sc *scaler) poolView(sp *spool) autoscale.PoolView {
+	c := sc.c
+	cur, ready := sc.counts(sp)
 	v := autoscale.PoolView{Deployment: sp.dep.ID, Pool: sp.idx, NowUS: c.now, Current: cur, Ready: ready,
-		Min: sp.min, Max: sp.max, Metrics: c.metrics(sp, len(sp.ring)), SinceLastScaleUS: -1}
+		Min: sp.min, Max: sp.max, Metrics: sc.metrics(sp, len(sp.ring)), SinceLastScaleUS: -1}
 	if sp.lastAction != math.MinInt64 {
 		v.SinceLastScaleUS = c.now - sp.lastAction
 	}
@@ -577,19 +593,20 @@ func (c *Cluster) poolView(sp *spool) autoscale.PoolView {
 			v.InFlight += rep.InFlight
 		}
 	}
-	v.Pending = v.Waiting + v.InFlight + c.heldLive(sp.g)
+	v.Pending = v.Waiting + v.InFlight + sc.heldLive(sp.g)
 	v.Role = c.reps[sp.slots[0]].Role.String()
 	return v
 }
 
 // triggered checks the pool's event triggers on its latest samples (the
 // reason goes in sp.trigger, for the decision's row).
-func (c *Cluster) triggered(sp *spool) bool {
-	sp.trigger = c.trigger(sp)
+func (sc *scaler) triggered(sp *spool) bool {
+	sp.trigger = sc.trigger(sp)
 	return sp.trigger != ""
 }
 
-func (c *Cluster) trigger(sp *spool) string {
+func (sc *scaler) trigger(sp *spool) string {
+	c := sc.c
 	t := &sp.cfg.Triggers
 	if sp.filled == 0 {
 		return ""
@@ -601,7 +618,7 @@ func (c *Cluster) trigger(sp *spool) string {
 		}
 	}
 	if t.SLOBelow > 0 {
-		if m := c.metrics(sp, len(sp.ring)); m.SLOAttainment < t.SLOBelow {
+		if m := sc.metrics(sp, len(sp.ring)); m.SLOAttainment < t.SLOBelow {
 			return fmt.Sprintf("trigger slo_below: %.3f < %g", m.SLOAttainment, t.SLOBelow)
 		}
 	}
@@ -652,7 +669,8 @@ func (c *Cluster) trigger(sp *spool) string {
 }
 
 // evaluate asks pool k's controller and actuates its decision.
-func (c *Cluster) evaluate(sp *spool, k int) {
+func (sc *scaler) evaluate(sp *spool, k int) {
+	c := sc.c
 	var v *autoscale.PoolView
 	vi := 0
 	for j, p := range c.sc.pools {
@@ -666,7 +684,7 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 	}
 	// A pool evaluated earlier in this tick may have changed the others'
 	// counts: refresh this one's.
-	v.Current, v.Ready = c.counts(sp)
+	v.Current, v.Ready = sc.counts(sp)
 	d := sp.ctrl.Evaluate(v, c.sc.views)
 	if c.opts.Policies.Err != nil {
 		if err := c.opts.Policies.Err(); err != nil {
@@ -709,32 +727,32 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 		}
 		var maxDelay, warmEnd int64
 		for _, m := range started {
-			delay := c.launch(sp, m)
+			delay := sc.launch(sp, m)
 			maxDelay = max(maxDelay, delay)
 			warmEnd = max(warmEnd, c.now+delay+sp.cfg.Warmup.Duration.US())
 		}
 		if len(started) > 0 {
 			ev.ProvisioningUS, ev.WarmEndUS = maxDelay, warmEnd
 		}
-		c.scaleRow(sp, ev)
-		c.traceScale(sp, &ev, true)
+		sc.scaleRow(sp, ev)
+		sc.traceScale(sp, &ev, true)
 	} else {
 		ev.Action = row.ScaleDown
 		c.sum.ScaleDowns++
-		c.scaleRow(sp, ev) // before the lifecycle rows it causes
-		c.traceScale(sp, &ev, false)
+		sc.scaleRow(sp, ev) // before the lifecycle rows it causes
+		sc.traceScale(sp, &ev, false)
 		n := v.Current - d.Target
 		for _, st := range []replica.State{replica.Provisioning, replica.Warming, replica.Serving} {
 			for j := len(sp.slots) - 1; j >= 0 && n > 0; j-- {
 				if m := sp.slots[j]; c.reps[m].State == st {
-					c.retireReplica(sp, c.reps[m])
+					sc.retireReplica(sp, c.reps[m])
 					n--
 				}
 			}
 		}
 	}
 	if c.checks {
-		if cur, _ := c.counts(sp); cur < sp.min || cur > sp.max {
+		if cur, _ := sc.counts(sp); cur < sp.min || cur > sp.max {
 			c.fail(fmt.Errorf("invariant violated: pool %s/%d has %d replicas, outside [%d, %d]", sp.dep.ID, sp.idx, cur, sp.min, sp.max))
 		}
 	}
@@ -742,24 +760,26 @@ func (c *Cluster) evaluate(sp *spool, k int) {
 
 // launch starts a stopped replica; it returns its provisioning + weight
 // load delay.
-func (c *Cluster) launch(sp *spool, m int32) int64 {
+func (sc *scaler) launch(sp *spool, m int32) int64 {
+	c := sc.c
 	s := c.sc
 	rep := c.reps[m]
 	rep.State = replica.Provisioning
 	s.gen[m]++
 	delay := sp.delay.Draw() + sp.loadUS
 	c.h.pushGen(c.now+delay, evLifecycle, m, s.gen[m])
-	c.bill(sp, +1)
+	sc.bill(sp, +1)
 	return delay
 }
 
 // retireReplica takes a replica out of the pool: one still provisioning
 // stops at once; a warming or serving one drains.
-func (c *Cluster) retireReplica(sp *spool, rep *replica.Replica) {
+func (sc *scaler) retireReplica(sp *spool, rep *replica.Replica) {
+	c := sc.c
 	s := c.sc
 	i := rep.Index
 	if rep.State == replica.Provisioning {
-		c.stop(sp, rep, "cancelled while provisioning")
+		sc.stop(sp, rep, "cancelled while provisioning")
 		return
 	}
 	if w, ok := rep.Model.(*warmModel); ok {
@@ -767,28 +787,29 @@ func (c *Cluster) retireReplica(sp *spool, rep *replica.Replica) {
 	}
 	rep.State = replica.Draining
 	s.gen[i]++
-	c.rebuildBoard(sp.g)
+	sc.rebuildBoard(sp.g)
 	a := sp.cfg
 	switch a.Drain.Mode {
 	case "immediate":
 		if rep.Busy() {
 			s.killEnd[i] = true
-			c.killAtStepEnd(rep)
+			sc.killAtStepEnd(rep)
 			return
 		}
-		c.kill(rep, fmt.Sprintf("replica %s scaled down (drain: immediate)", rep.ID))
+		sc.kill(rep, fmt.Sprintf("replica %s scaled down (drain: immediate)", rep.ID))
 		return
 	case "redirect":
-		c.redirect(rep)
+		sc.redirect(rep)
 	}
 	if a.Drain.Timeout > 0 {
 		c.h.pushGen(c.now+a.Drain.Timeout.US(), evLifecycle, i, s.gen[i])
 	}
-	c.drainedCheck(rep)
+	sc.drainedCheck(rep)
 }
 
 // onReplica lists the requests routed to rep and not finished.
-func (c *Cluster) onReplica(rep *replica.Replica, phases ...request.Phase) []*request.State {
+func (sc *scaler) onReplica(rep *replica.Replica, phases ...request.Phase) []*request.State {
+	c := sc.c
 	var out []*request.State
 	for r := c.liveH; r != nil; r = r.LNext {
 		if r.Replica == rep.Index && slices.Contains(phases, r.Phase) {
@@ -801,8 +822,9 @@ func (c *Cluster) onReplica(rep *replica.Replica, phases ...request.Phase) []*re
 // redirect sends rep's waiting requests back through routing; running
 // ones, those in their alpha delay (already sent) and preempted ones
 // (scheduled before: their times are rep's) finish on rep.
-func (c *Cluster) redirect(rep *replica.Replica) {
-	for _, r := range c.onReplica(rep, request.Waiting) {
+func (sc *scaler) redirect(rep *replica.Replica) {
+	c := sc.c
+	for _, r := range sc.onReplica(rep, request.Waiting) {
 		if r.FirstSched != row.Null {
 			continue
 		}
@@ -818,9 +840,10 @@ func (c *Cluster) redirect(rep *replica.Replica) {
 }
 
 // kill stops rep now, dropping every request on it (counted).
-func (c *Cluster) kill(rep *replica.Replica, reason string) {
+func (sc *scaler) kill(rep *replica.Replica, reason string) {
+	c := sc.c
 	c.sc.killEnd[rep.Index] = false
-	for _, r := range c.onReplica(rep, request.Routed, request.Waiting, request.Running) {
+	for _, r := range sc.onReplica(rep, request.Routed, request.Waiting, request.Running) {
 		if r.Phase == request.Routed {
 			rep.InFlight--
 		} else {
@@ -831,13 +854,14 @@ func (c *Cluster) kill(rep *replica.Replica, reason string) {
 		c.sum.DrainDropped++
 		c.terminal(r)
 	}
-	c.stop(c.sc.pools[c.sc.poolOf[rep.Index]], rep, reason)
+	sc.stop(c.sc.pools[c.sc.poolOf[rep.Index]], rep, reason)
 }
 
 // killAtStepEnd schedules rep's kill at the end of its executing step
 // (found in the event queue: rare, so a scan): a lifecycle timer of the
 // same instant runs after the step end and before a next step starts.
-func (c *Cluster) killAtStepEnd(rep *replica.Replica) {
+func (sc *scaler) killAtStepEnd(rep *replica.Replica) {
+	c := sc.c
 	for _, e := range c.h.S {
 		if e.kind() == evStepEnd && e.inst() == rep.Index {
 			c.sc.gen[rep.Index]++
@@ -850,20 +874,22 @@ func (c *Cluster) killAtStepEnd(rep *replica.Replica) {
 
 // drainedCheck stops a draining replica with nothing left to do; it
 // reports whether rep stopped.
-func (c *Cluster) drainedCheck(rep *replica.Replica) bool {
+func (sc *scaler) drainedCheck(rep *replica.Replica) bool {
+	c := sc.c
 	if c.sc.killEnd[rep.Index] {
 		return false // killed by its timer at the end of its step
 	}
 	if rep.Busy() || rep.InFlight > 0 || rep.Sched.HasWork() {
 		return false
 	}
-	c.stop(c.sc.pools[c.sc.poolOf[rep.Index]], rep, "drained")
+	sc.stop(c.sc.pools[c.sc.poolOf[rep.Index]], rep, "drained")
 	return true
 }
 
 // stop makes rep stopped with a cold cache: a fresh KV store and
 // scheduler, and no entry in the group's prefix index.
-func (c *Cluster) stop(sp *spool, rep *replica.Replica, reason string) {
+func (sc *scaler) stop(sp *spool, rep *replica.Replica, reason string) {
+	c := sc.c
 	i := rep.Index
 	if c.checks && (rep.Busy() || rep.InFlight != 0 || rep.Sched.HasWork()) {
 		c.fail(fmt.Errorf("invariant violated: replica %s stopped with work (busy %v, in flight %d, waiting %d, running %d)",
@@ -904,19 +930,21 @@ func (c *Cluster) stop(sp *spool, rep *replica.Replica, reason string) {
 		x.purge(slot)
 		store.SetObserver(x.observer(slot))
 	}
-	c.bill(sp, -1)
-	c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleStopped, ReplicaID: rep.ID, Reason: reason})
+	sc.bill(sp, -1)
+	sc.scaleRow(sp, row.ScaleEvent{Action: row.ScaleStopped, ReplicaID: rep.ID, Reason: reason})
 }
 
 // bill changes the pool's billed replicas at now.
-func (c *Cluster) bill(sp *spool, delta int) {
+func (sc *scaler) bill(sp *spool, delta int) {
+	c := sc.c
 	sp.gpuUS += float64(sp.billed) * float64(sp.tp) * float64(c.now-sp.billedAt)
 	sp.billedAt = c.now
 	sp.billed += delta
 }
 
 // scaleRow appends a scale-events row for sp at now.
-func (c *Cluster) scaleRow(sp *spool, e row.ScaleEvent) {
+func (sc *scaler) scaleRow(sp *spool, e row.ScaleEvent) {
+	c := sc.c
 	e.TimeUS, e.Deployment, e.Pool = c.now, sp.dep.ID, int32(sp.idx)
 	if e.Action != row.ScaleUp && e.Action != row.ScaleDown {
 		for _, f := range []*float64{&e.QueueDepth, &e.Running, &e.Utilization, &e.KVUtilization, &e.RequestRate, &e.SLOAttainment} {
@@ -933,7 +961,7 @@ func (c *Cluster) scaleRow(sp *spool, e row.ScaleEvent) {
 	if sp.cfg == nil {
 		e.Replicas, e.Ready = int32(len(sp.slots)), int32(len(sp.slots))
 	} else {
-		_, ready := c.counts(sp)
+		_, ready := sc.counts(sp)
 		e.Replicas, e.Ready = int32(sp.billed), int32(ready)
 	}
 	e.GPUsPerReplica, e.GPUHourUSD = sp.tp, sp.price
@@ -942,7 +970,8 @@ func (c *Cluster) scaleRow(sp *spool, e row.ScaleEvent) {
 
 // finishHeld makes the requests still held at a router unfinished (the
 // run ended with no replica to serve them).
-func (c *Cluster) finishHeld() {
+func (sc *scaler) finishHeld() {
+	c := sc.c
 	for _, g := range c.grps {
 		for _, h := range g.held {
 			if r := h.r; r.Life == h.life && r.Phase == request.Arriving {
@@ -958,7 +987,8 @@ func (c *Cluster) finishHeld() {
 // request event or lifecycle change (autoscaler ticks and stale timers
 // after it do not count), billing is closed then, and each pool gets an
 // end row.
-func (c *Cluster) finishScale() {
+func (sc *scaler) finishScale() {
+	c := sc.c
 	s := c.sc
 	if s.lastReal < c.now {
 		c.now = s.lastReal
@@ -971,10 +1001,10 @@ func (c *Cluster) finishScale() {
 		c.sum.GPUHours = append(c.sum.GPUHours, 0)
 	}
 	for _, sp := range c.sc.pools {
-		c.bill(sp, 0)
+		sc.bill(sp, 0)
 		c.sum.GPUHours[sp.depIdx] += sp.gpuUS / 3.6e9
-		c.scaleRow(sp, row.ScaleEvent{Action: row.ScaleEnd, Reason: "end of the run"})
-		c.reportOscillations(sp)
+		sc.scaleRow(sp, row.ScaleEvent{Action: row.ScaleEnd, Reason: "end of the run"})
+		sc.reportOscillations(sp)
 	}
 	if c.opts.ScaleEventsTo != nil {
 		c.opts.ScaleEventsTo(s.rows)
@@ -1012,7 +1042,8 @@ func (x *prefixIndex) purge(slot int32) {
 
 // boardHolders translates the index's holders (slot positions) to board
 // positions, skipping replicas routing cannot choose.
-func (c *Cluster) boardHolders(g *group) []int32 {
+func (sc *scaler) boardHolders(g *group) []int32 {
+	c := sc.c
 	hs := g.index.holders(c)
 	g.hbuf = g.hbuf[:0]
 	for _, s := range hs {
@@ -1026,6 +1057,7 @@ func (c *Cluster) boardHolders(g *group) []int32 {
 // clone copies the scaler for Cluster.Clone (requests through m).
 func (s *scaler) clone(m *request.Clone, d *Cluster, depMap map[*Deployment]*Deployment, grpMap map[*group]*group) *scaler {
 	x := *s
+	x.c = d
 	x.poolOf = append([]int32(nil), s.poolOf...)
 	x.gen = append([]uint32(nil), s.gen...)
 	x.killEnd = append([]bool(nil), s.killEnd...)
@@ -1080,7 +1112,8 @@ func (w *warmModel) StepTime(b *latency.Batch) int64 {
 
 // traceScale records an autoscaler's action in the decision trace (when
 // decisions are traced) and keeps it for the oscillation check.
-func (c *Cluster) traceScale(sp *spool, row *row.ScaleEvent, up bool) {
+func (sc *scaler) traceScale(sp *spool, row *row.ScaleEvent, up bool) {
+	c := sc.c
 	if c.opts.Decisions == nil {
 		return
 	}
@@ -1091,7 +1124,8 @@ func (c *Cluster) traceScale(sp *spool, row *row.ScaleEvent, up bool) {
 // reportOscillations reports each up/down/up (or down/up/down) of the pool
 // within autoscale.DefaultOscillationWindowUS as a scale_oscillation
 // anomaly: the same rule blis-report applies to the scale-events table.
-func (c *Cluster) reportOscillations(sp *spool) {
+func (sc *scaler) reportOscillations(sp *spool) {
+	c := sc.c
 	for _, o := range autoscale.Oscillations(sp.acts, autoscale.DefaultOscillationWindowUS) {
 		pattern := "down, up, down"
 		if o.FirstUp {

@@ -19,9 +19,7 @@ import (
 
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/internal/clusterflags"
-	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/serve"
-	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
 )
@@ -39,7 +37,7 @@ func app() *cli.App {
 			"See docs/load.md (blis-serve).",
 		HideHelpCommand: true,
 		Metadata:        map[string]any{cliutil.OwnSignals: true}, // an interrupt drains the requests in flight
-		Flags: append(clusterflags.Flags(),
+		Flags: append(clusterflags.Flags(), clusterflags.PolicyFlag(),
 			&cli.StringFlag{Name: "listen", Aliases: []string{"l"}, Value: "127.0.0.1:8000", Usage: "address to serve on (`HOST:PORT`)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the results table of every request served to `FILE` on exit (.arrow, .parquet or a stream)"},
 			&cli.Float64Flag{Name: "speedup", Value: 1, Usage: "run simulated time X times faster than the wall clock (X > 1: a test of a router, say, in less time)"},
@@ -66,19 +64,18 @@ func run(c *cli.Context) error {
 	if n := c.Int64("default-max-tokens"); n < 1 || n > 1<<30 {
 		return cliutil.Usage("--default-max-tokens: expected 1 to 2^30, found %d", n)
 	}
-	cfg, err := clusterflags.Config(c)
+	setup, err := clusterflags.Setup(c)
 	if err != nil {
 		return err
-	}
-	models, why, err := engine.Prepare(&cfg)
-	if err != nil {
-		return cliutil.BadInput(err)
 	}
 	stderr := c.App.ErrWriter
 	quiet := c.Bool("quiet")
 	if !quiet {
-		for _, w := range why {
+		for _, w := range setup.Why {
 			fmt.Fprintln(stderr, w)
+		}
+		if setup.Bundle != nil {
+			fmt.Fprintf(stderr, "blis-serve: %s\n", setup.Bundle.Describe())
 		}
 	}
 
@@ -86,17 +83,17 @@ func run(c *cli.Context) error {
 	var rw *trace.ResultWriter
 	var out trace.Sink
 	if p := c.String("output"); p != "" {
-		stage := trace.Stage{Tool: "blis-serve", Version: trace.Version, Args: os.Args[1:], Seed: &cfg.Seed}
+		stage := trace.Stage{Tool: "blis-serve", Version: trace.Version, Args: os.Args[1:], Seed: &setup.Cfg.Seed}
 		md := trace.NewMeta().With(stage)
 		md.Set(trace.MetaPrefixBlockSize, strconv.Itoa(c.Int("block-size")))
-		sim.Annotate(md, &cfg, models)
+		setup.Annotate(md)
 		schema := trace.ResultsSchema(md)
 		if out, err = trace.Create(p, c.App.Writer, schema); err != nil {
 			return cliutil.Usage("-o: %v", err)
 		}
 		rw = trace.NewResultWriter(out, schema)
 	}
-	scfg := serve.Config{Cluster: cfg, Models: models, Speedup: c.Float64("speedup"), BlockSize: c.Int("block-size"),
+	scfg := serve.Config{Setup: setup, Speedup: c.Float64("speedup"), BlockSize: c.Int("block-size"),
 		DefaultMaxTokens: c.Int64("default-max-tokens"), CheckInvariants: c.Bool("check-invariants")}
 	if rw != nil {
 		scfg.Results = rw

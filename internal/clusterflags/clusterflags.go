@@ -10,8 +10,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/blis-sim/blis/internal/cliutil"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/sim"
 )
 
 // Flags returns the shared flags, in help order.
@@ -138,4 +140,30 @@ func Config(c *cli.Context) (config.Cluster, error) {
 		return cfg, cliutil.BadInput(err)
 	}
 	return cfg, nil
+}
+
+// PolicyFlag is --policy: a policy bundle over the cluster YAML's policy key.
+func PolicyFlag() cli.Flag {
+	return &cli.StringFlag{Name: "policy", Usage: "policy bundle `FILE` (YAML; overrides the cluster YAML's policy key; see docs/policies.md)"}
+}
+
+// Setup is the simulated cluster the flags describe, as every tool sets it
+// up (lib/sim): the config (Config), the policy bundle of --policy or of
+// the config's policy key, latency models and policies.
+func Setup(c *cli.Context) (*sim.Setup, error) {
+	cfg, err := Config(c)
+	if err != nil {
+		return nil, err
+	}
+	var b *bundle.Bundle
+	if p := c.String("policy"); p != "" {
+		if b, err = bundle.Load(p, bundle.Env{}); err != nil {
+			return nil, cliutil.BadInput(err)
+		}
+	}
+	s, err := sim.New(cfg, b)
+	if err != nil {
+		return nil, cliutil.BadInput(err)
+	}
+	return s, nil
 }

@@ -37,7 +37,7 @@ import (
 // Options describe one evaluation.
 type Options struct {
 	Cluster   string // cluster YAML of the candidate (required)
-	Policy    string // policy bundle of the candidate (ApplyPolicy)
+	Policy    string // policy bundle of the candidate (LoadPolicy)
 	Fitness   *fitness.Spec
 	Requests  string // requests table, or
 	Workload  string // a blis-synth workload spec, regenerated per seed
@@ -70,20 +70,6 @@ func LoadPolicy(path string, cfg *config.Cluster) (*bundle.Bundle, error) {
 		return bundle.Load(path, bundle.Env{})
 	}
 	return bundle.FromConfig(cfg, bundle.Env{})
-}
-
-// ApplyPolicy puts a loaded bundle (nil: none) into a run's config and
-// options — what blis-sim does with --policy.
-func ApplyPolicy(b *bundle.Bundle, cfg *config.Cluster, opts *engine.Options) error {
-	if b == nil {
-		return nil
-	}
-	rt, err := b.Instantiate(cfg)
-	if err != nil {
-		return err
-	}
-	opts.Policies = rt.Policies()
-	return nil
 }
 
 // invalid is a candidate's own failure: reported as valid: false.
@@ -240,12 +226,11 @@ func LoadRequests(path string) ([]trace.Request, trace.Meta, int, error) {
 // runSeed simulates one replication with decisions and anomalies written
 // to the artifacts directory, and returns its metrics.
 func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Request, md trace.Meta, prefixBlock, i int) (map[string]float64, map[string]string, error) {
-	models, _, err := engine.Prepare(&cfg)
+	setup, err := sim.New(cfg, pol)
 	if err != nil {
 		return nil, nil, invalid{err}
 	}
 	seed := cfg.Seed
-	stage := trace.Stage{Tool: "blis-eval", Version: trace.Version, Args: o.Args, Seed: &seed}
 	name := func(kind string) string {
 		if o.Seeds == 1 {
 			return filepath.Join(o.Artifacts, kind+".arrow")
@@ -253,82 +238,31 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 		return filepath.Join(o.Artifacts, fmt.Sprintf("%s-seed%d.arrow", kind, i))
 	}
 	paths := map[string]string{"results": name("results"), "decisions": name("decisions"), "anomalies": name("anomalies")}
-	rmeta := md.With(stage)
-	sim.Annotate(rmeta, &cfg, models)
-	sim.AnnotatePolicy(rmeta, pol)
-	rout, err := trace.Create(paths["results"], nil, trace.ResultsSchema(rmeta))
-	if err != nil {
-		return nil, nil, err
-	}
-	rw := trace.NewResultWriter(rout, trace.ResultsSchema(rmeta))
-	tm := trace.NewMeta().With(stage)
-	decision.DescribeRegret(tm, decision.RegretConfig{Sample: o.RegretSample})
-	dout, err := trace.Create(paths["decisions"], nil, trace.DecisionsSchema(tm))
-	if err != nil {
-		rw.Abort()
-		return nil, nil, err
-	}
-	dw := trace.NewDecisionWriter(dout, trace.DecisionsSchema(tm))
-	aout, err := trace.Create(paths["anomalies"], nil, trace.AnomaliesSchema(tm))
-	if err != nil {
-		rw.Abort()
-		dw.Abort()
-		return nil, nil, err
-	}
-	aw := trace.NewAnomalyWriter(aout, trace.AnomaliesSchema(tm))
-	opts := engine.Options{PrefixBlockSize: prefixBlock, Path: o.Requests}
+	run := &sim.Run{Source: engine.SliceSource(reqs), InputMeta: md, PrefixBlockSize: prefixBlock, Path: o.Requests,
+		Stage:     trace.Stage{Tool: "blis-eval", Version: trace.Version, Args: o.Args, Seed: &seed},
+		Results:   sim.Output{Path: paths["results"]},
+		Decisions: sim.Output{Path: paths["decisions"]},
+		Anomalies: sim.Output{Path: paths["anomalies"]},
+		Trace: sim.Trace{Level: decision.Decisions, SLOs: o.Fitness.SLOs(),
+			Regret: decision.RegretConfig{Sample: o.RegretSample, Seed: seed}}}
 	// An autoscaled run's GPU-hours and cost come from its scale events.
-	var scaleRows []trace.ScaleEvent
-	if cfg.Autoscaled() {
+	if setup.Cfg.Autoscaled() {
 		paths["scale_events"] = name("scale_events")
-		opts.ScaleEventsTo = func(rows []trace.ScaleEvent) { scaleRows = rows }
+		run.ScaleEvents = sim.Output{Path: paths["scale_events"]}
 	}
-	rec := decision.New(decision.Config{Level: decision.Decisions, Decisions: dw, Anomalies: aw, SLOs: o.Fitness.SLOs(),
-		PriorityName: cfg.Router.Priority, Regret: decision.RegretConfig{Sample: o.RegretSample, Seed: seed}})
-	rec.Attach(&opts)
-	sink, err := rec.Sink(rw), ApplyPolicy(pol, &cfg, &opts)
-	if err == nil {
-		if err = decision.CheckClonable(rec, &opts); err != nil {
-			rw.Abort()
-			dw.Abort()
-			aw.Abort()
-			return nil, nil, err // the evaluator's own options: exit 2
-		}
-	}
+	res, err := setup.Run(run)
 	if err != nil {
-		rw.Abort()
-		dw.Abort()
-		aw.Abort()
+		var re *trace.RowError
+		var oe *sim.OutputError
+		switch {
+		case errors.As(err, &re):
+			return nil, nil, err // the harness's requests table
+		case errors.As(err, &oe) || res == nil:
+			return nil, nil, err // the evaluator's own outputs or options: exit 2
+		}
 		return nil, nil, invalid{err}
 	}
-	_, runErr := engine.Run(cfg, models, engine.SliceSource(reqs), sink, opts)
-	if runErr != nil {
-		rw.Abort()
-		dw.Abort()
-		aw.Abort()
-		var re *trace.RowError
-		if errors.As(runErr, &re) {
-			return nil, nil, runErr // the harness's requests table
-		}
-		return nil, nil, invalid{runErr}
-	}
-	err = rec.Close()
-	for _, c := range []func() error{rw.Close, dw.Close, aw.Close} {
-		if e := c(); err == nil {
-			err = e
-		}
-	}
-	if p := paths["scale_events"]; p != "" && err == nil {
-		sm := trace.NewMeta().With(stage)
-		sim.AnnotatePolicy(sm, pol)
-		var out trace.Sink
-		if out, err = trace.Create(p, nil, trace.ScaleEventsSchema(sm)); err == nil {
-			err = trace.WriteScaleEvents(out, trace.ScaleEventsSchema(sm), scaleRows)
-		}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
+	rec := res.Recorder
 	m, err := collect(o.Fitness, paths["results"], paths["scale_events"])
 	if err != nil {
 		return nil, nil, err

@@ -27,17 +27,17 @@ import (
 	"time"
 
 	"github.com/blis-sim/blis/lib/engine/cluster"
-	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/request"
-	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/roofline"
+	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Config sets up a Server.
 type Config struct {
-	Cluster config.Cluster
-	Models  []latency.Model // per deployment (engine.Prepare)
+	// Setup is the simulated cluster: its prepared config, latency models
+	// and policies (lib/sim, as blis-sim runs them).
+	Setup *sim.Setup
 	// Speedup runs simulated time this many times faster than the wall
 	// clock (default 1).
 	Speedup float64
@@ -112,14 +112,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 64 << 20
 	}
-	if cfg.Cluster.Horizon > 0 {
+	if cfg.Setup.Cfg.Horizon > 0 {
 		return nil, fmt.Errorf("the cluster config sets horizon: blis-serve runs until it is stopped; remove the key")
 	}
 	s := &Server{cfg: cfg, speedup: cfg.Speedup, keys: map[string]string{},
 		arrivals: make(chan *call, 1024), cancels: make(chan *call, 1024),
 		stopping: make(chan struct{}), done: make(chan struct{}), finish: make(chan time.Duration, 1), abort: make(chan struct{}),
 		byID: map[string]*call{}}
-	c, err := cluster.New(&s.cfg.Cluster, cfg.Models, sinkFunc(s.result),
+	c, err := cfg.Setup.Cluster(sinkFunc(s.result),
 		cluster.Options{PrefixBlockSize: cfg.BlockSize, Streamed: true, CheckInvariants: cfg.CheckInvariants, Path: "blis-serve"})
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 	for i, d := range c.Deployments() {
 		for _, r := range d.Replicas {
 			if int(r) < len(s.alpha2) {
-				s.alpha2[r] = cfg.Models[i].Alpha().PerOutputToken
+				s.alpha2[r] = cfg.Setup.Models[i].Alpha().PerOutputToken
 			}
 		}
 	}

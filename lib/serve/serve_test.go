@@ -22,6 +22,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/load"
+	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -60,11 +61,11 @@ func testCluster(t *testing.T, replicas int) config.Cluster {
 // start serves cfg on a loopback port; the returned function closes it.
 func start(t *testing.T, cfg config.Cluster, res *collector) (*Server, string, func() Outcome) {
 	t.Helper()
-	models, _, err := engine.Prepare(&cfg)
+	setup, err := sim.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Cluster: cfg, Models: models, Results: res, CheckInvariants: true})
+	s, err := New(Config{Setup: setup, Results: res, CheckInvariants: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -793,4 +794,47 @@ func TestClosedLoopTokenTimesWithAlpha2(t *testing.T) {
 	}
 	skipIfOverloaded(t, last)
 	t.Fatalf("token gaps %s; want 30 ms ± a few", last)
+}
+
+// blis-serve decides with the run's policy bundle, as blis-sim does: a
+// cluster YAML whose policy key names a bundle that rejects long prompts
+// answers them 429 with the bundle's reason; without it, 200.
+func TestPolicyBundleDecides(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("short-only.yaml", `id: short-only
+admission:
+  kind: decision_tree
+  tree:
+    if: "request.input_tokens > 4"
+    then: {admit: reject, reason: "prompt over 4 tokens"}
+    else: {admit: admit}
+`)
+	for _, tc := range []struct {
+		yaml string
+		want int
+	}{
+		{"latency: {mode: roofline}\n", http.StatusOK},
+		{"latency: {mode: roofline}\npolicy: short-only.yaml\n", http.StatusTooManyRequests},
+	} {
+		cfg, err := config.Load(write("cluster.yaml", tc.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, url, stop := start(t, cfg, &collector{})
+		resp, b := post(t, url+"/v1/completions", `{"model":"llama-3.1-8b","prompt":[1,2,3,4,5,6],"max_tokens":2}`)
+		stop()
+		if resp.StatusCode != tc.want {
+			t.Fatalf("%q: HTTP %d %s, want %d", tc.yaml, resp.StatusCode, b, tc.want)
+		}
+		if tc.want == http.StatusTooManyRequests && !strings.Contains(string(b), "prompt over 4 tokens") {
+			t.Fatalf("429 without the policy's reason: %s", b)
+		}
+	}
 }

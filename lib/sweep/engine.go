@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/blis-sim/blis/lib/engine"
-	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -84,33 +84,14 @@ func gpuNames(m map[string]int) []string {
 
 // simulate runs the cluster on src, writing every result to sink.
 // prefixBlock is the table's blis.prefix_block_size (0 = the engine's).
+// A cluster file's policy bundle (docs/policies.md) applies to every point.
 func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock int, path string) (latencyModel string, err error) {
-	// Prepare fills in kv_blocks: keep the plan's copy as it was.
-	cfg := c.cfg
-	cfg.Deployments = append([]config.Deployment(nil), c.cfg.Deployments...)
-	models, _, err := engine.Prepare(&cfg)
+	setup, err := sim.New(c.cfg, nil)
 	if err != nil {
 		return "", err
 	}
-	names := make([]string, len(models))
-	for i, m := range models {
-		names[i] = m.Name()
-	}
-	opts := engine.Options{PrefixBlockSize: prefixBlock, Path: path}
-	// A cluster file's policy bundle (docs/policies.md) applies to every point.
-	b, err := bundle.FromConfig(&cfg, bundle.Env{})
-	if err != nil {
-		return "", err
-	}
-	if b != nil {
-		rt, err := b.Instantiate(&cfg)
-		if err != nil {
-			return "", err
-		}
-		opts.Policies = rt.Policies()
-	}
-	_, err = engine.Run(cfg, models, src, sink, opts)
-	return strings.Join(names, " "), err
+	_, err = setup.Run(&sim.Run{Source: src, PrefixBlockSize: prefixBlock, Path: path, Results: sim.Output{Sink: sink}})
+	return strings.Join(setup.LatencyNames(), " "), err
 }
 
 // sliceSource serves requests held in memory: streamed in order when the

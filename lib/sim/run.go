@@ -1,0 +1,244 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/blis-sim/blis/lib/decision"
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/row"
+	"github.com/blis-sim/blis/lib/slo"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Run is one simulation of a Setup on a requests table, and where its
+// tables go. Every output is created before the run (a bad path fails at
+// once) and put in place only when the whole run succeeded: a failed run
+// leaves no new file behind and existing ones as they were.
+type Run struct {
+	Source engine.Source
+	// InputMeta is the requests table's metadata, carried to the results
+	// (with Stage appended to its provenance); PrefixBlockSize its
+	// blis.prefix_block_size (0: each deployment's block size).
+	InputMeta       trace.Meta
+	PrefixBlockSize int
+	// Path names the input in error messages.
+	Path string
+	// Stage is this tool's entry in the outputs' provenance.
+	Stage trace.Stage
+
+	Results     Output // required
+	Steps       Output // the per-step table
+	ScaleEvents Output // autoscaler decisions and replica lifecycle
+	Decisions   Output // the decision trace (Trace.Level > Minimal)
+	Anomalies   Output
+	Trace       Trace
+
+	CheckInvariants bool
+	// Progress, when set, hears the simulated time and the requests done
+	// every few thousand events.
+	Progress func(simUS, done int64)
+}
+
+// Output is where one table goes: a file (Path; "-" is W, a stream) or,
+// for results only, a Go sink that receives every row (Sink). The zero
+// Output writes nothing. Label names it in errors ("-o", "--steps").
+type Output struct {
+	Path  string
+	W     io.Writer
+	Sink  engine.Sink
+	Label string
+}
+
+func (o *Output) on() bool { return o.Path != "" || o.Sink != nil }
+
+// Trace is what the decision recorder records: the level, candidates
+// kept per routing row, SLO targets for slo_violation anomalies, and
+// counterfactual regret.
+type Trace struct {
+	Level  decision.Level
+	TopK   int
+	SLOs   *slo.Set
+	Regret decision.RegretConfig
+}
+
+// Outcome is what a run did.
+type Outcome struct {
+	Summary engine.Summary
+	// Drops counts dropped and rejected requests per kind of reason.
+	Drops trace.ReasonTally
+	// Recorder is the decision recorder (nil when nothing was traced).
+	Recorder *decision.Recorder
+}
+
+// OutputError is a failure to create, write or put in place an output
+// table (a bad path, a full disk): the tool's, not the simulation's.
+type OutputError struct{ Err error }
+
+func (e *OutputError) Error() string { return e.Err.Error() }
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// file is one output file in the making: created, written, then put in
+// place (commit) or removed (abort).
+type file struct {
+	out    trace.Sink
+	closer interface{ Close() error } // the table writer, flushed before commit
+	abort  func()                     // the table writer's abort
+}
+
+// Run simulates the setup on r.Source and writes r's tables.
+func (s *Setup) Run(r *Run) (*Outcome, error) {
+	var files []*file
+	var scaleOut trace.Sink
+	abortAll := func() {
+		for _, f := range files {
+			if f.abort != nil {
+				f.abort()
+			}
+			trace.Abort(f.out)
+		}
+		if scaleOut != nil {
+			trace.Abort(scaleOut)
+		}
+	}
+	create := func(o *Output, schema *arrow.Schema) (trace.Sink, error) {
+		out, err := trace.Create(o.Path, o.W, schema)
+		if err != nil {
+			abortAll()
+			if o.Label != "" {
+				err = fmt.Errorf("%s: %w", o.Label, err)
+			}
+			return nil, &OutputError{err}
+		}
+		return out, nil
+	}
+	policyMeta := func() trace.Meta {
+		md := trace.NewMeta().With(r.Stage)
+		AnnotatePolicy(md, s.Bundle)
+		return md
+	}
+
+	out := &Outcome{}
+	opts := engine.Options{CheckInvariants: r.CheckInvariants, Path: r.Path, PrefixBlockSize: r.PrefixBlockSize,
+		Progress: r.Progress, Policies: s.Policies}
+
+	// Results.
+	drops := &trace.DropCounter{W: r.Results.Sink}
+	if r.Results.Path != "" {
+		md := r.InputMeta.With(r.Stage)
+		md.Delete(trace.MetaSorted) // results come in the order requests end
+		s.Annotate(md)
+		schema := trace.ResultsSchema(md)
+		o, err := create(&r.Results, schema)
+		if err != nil {
+			return nil, err
+		}
+		rw := trace.NewResultWriter(trace.Hold(o), schema)
+		files = append(files, &file{out: o, closer: rw, abort: rw.Abort})
+		drops.W = rw
+	}
+	if drops.W == nil {
+		return nil, errors.New("sim.Run: no results output")
+	}
+	// Steps.
+	if r.Steps.Path != "" {
+		schema := trace.StepsSchema(policyMeta())
+		o, err := create(&r.Steps, schema)
+		if err != nil {
+			return nil, err
+		}
+		sw := trace.NewStepWriter(trace.Hold(o), schema)
+		files = append(files, &file{out: o, closer: sw, abort: sw.Abort})
+		opts.Steps = sw
+	}
+	// Decisions and anomalies.
+	var sink engine.Sink = drops
+	if r.Trace.Level > decision.Minimal || r.Decisions.Path != "" || r.Anomalies.Path != "" || r.Trace.Regret.Sample > 0 {
+		dcfg := decision.Config{Level: r.Trace.Level, TopK: r.Trace.TopK, SLOs: r.Trace.SLOs,
+			PriorityName: s.Cfg.Router.Priority, Regret: r.Trace.Regret}
+		md := trace.NewMeta().With(r.Stage)
+		decision.DescribeRegret(md, dcfg.Regret)
+		if r.Decisions.Path != "" {
+			schema := trace.DecisionsSchema(md)
+			o, err := create(&r.Decisions, schema)
+			if err != nil {
+				return nil, err
+			}
+			dw := trace.NewDecisionWriter(trace.Hold(o), schema)
+			files = append(files, &file{out: o, closer: dw, abort: dw.Abort})
+			dcfg.Decisions = dw
+		}
+		if r.Anomalies.Path != "" {
+			schema := trace.AnomaliesSchema(md)
+			o, err := create(&r.Anomalies, schema)
+			if err != nil {
+				return nil, err
+			}
+			aw := trace.NewAnomalyWriter(trace.Hold(o), schema)
+			files = append(files, &file{out: o, closer: aw, abort: aw.Abort})
+			dcfg.Anomalies = aw
+		}
+		out.Recorder = decision.New(dcfg)
+		out.Recorder.Attach(&opts)
+		sink = out.Recorder.Sink(drops)
+		if err := decision.CheckClonable(out.Recorder, &opts); err != nil {
+			abortAll()
+			return nil, err
+		}
+	}
+	// Scale events: created now, written whole after the run.
+	var scaleRows []row.ScaleEvent
+	var scaleSchema *arrow.Schema
+	if r.ScaleEvents.Path != "" {
+		scaleSchema = trace.ScaleEventsSchema(policyMeta())
+		o, err := create(&r.ScaleEvents, scaleSchema)
+		if err != nil {
+			return nil, err
+		}
+		scaleOut = o
+		opts.ScaleEventsTo = func(rows []row.ScaleEvent) { scaleRows = rows }
+	}
+
+	sum, err := engine.Run(s.Cfg, s.Models, r.Source, sink, opts)
+	out.Summary, out.Drops = sum, drops.Tally
+	if err != nil {
+		abortAll()
+		return out, err
+	}
+	// Complete every table, then put them all in place.
+	if out.Recorder != nil {
+		err = out.Recorder.Close()
+	}
+	for _, f := range files {
+		if f.closer != nil {
+			if e := f.closer.Close(); err == nil {
+				err = e
+			}
+		}
+	}
+	if err != nil {
+		abortAll()
+		return out, &OutputError{err}
+	}
+	for i, f := range files {
+		if err := f.out.Close(); err != nil {
+			for _, g := range files[i+1:] {
+				trace.Abort(g.out)
+			}
+			if scaleOut != nil {
+				trace.Abort(scaleOut)
+			}
+			return out, &OutputError{err}
+		}
+	}
+	if scaleOut != nil {
+		// Written whole now: a row per decision or lifecycle change.
+		if err := trace.WriteScaleEvents(scaleOut, scaleSchema, scaleRows); err != nil {
+			return out, &OutputError{err}
+		}
+	}
+	return out, nil
+}

@@ -32,6 +32,20 @@ type sessions struct {
 	key   *strKey
 	nodes []sessNode
 	limit int
+	times []sessTimes // per node, when charts are drawn (Options.Charts)
+}
+
+// sessTimes is what a session's timeline needs of a request beyond sessNode.
+type sessTimes struct {
+	sched, first int64 // trace.Null when absent
+	in, gen      int64
+}
+
+func orNull(v int64, ok bool) int64 {
+	if ok {
+		return v
+	}
+	return trace.Null
 }
 
 func newSessions(limit int) *sessions { return &sessions{key: newStrKey(), limit: limit} }
@@ -235,34 +249,40 @@ func (s *sessions) summarize() *sessStats {
 		st.d[sTool].Add(tool)
 		st.d[sToolWait].Add(toolWait)
 		st.d[sLoops].Add(int64(len(slices.Compact(loops))))
-		// Walk back from the last finisher through the dependency that finished
-		// last: the chain that gated the session's end.
-		cur, hops := lastIdx, int64(1)
-		seen := map[int32]bool{cur: true}
-		for {
-			best := int32(-1)
-			for _, d := range s.nodes[cur].deps {
-				p, ok := byID[d]
-				if !ok || seen[p] || s.nodes[p].fin == trace.Null {
-					continue
-				}
-				if best < 0 || s.nodes[p].fin > s.nodes[best].fin || (s.nodes[p].fin == s.nodes[best].fin && p < best) {
-					best = p
-				}
-			}
-			if best < 0 {
-				break
-			}
-			cur = best
-			seen[cur] = true
-			hops++
-		}
-		start := s.nodes[cur].arr
+		chain := s.critChain(lastIdx, byID)
+		start := s.nodes[chain[len(chain)-1]].arr
 		if start == trace.Null {
 			start = first
 		}
 		st.d[sCrit].Add(last - start)
-		st.d[sCritSteps].Add(hops)
+		st.d[sCritSteps].Add(int64(len(chain)))
 	}
 	return st
+}
+
+// critChain walks back from the last finisher through the dependency that
+// finished last (ties: the earlier row): the chain that gated the session's
+// end, last request first.
+func (s *sessions) critChain(last int32, byID map[string]int32) []int32 {
+	chain := []int32{last}
+	cur := last
+	seen := map[int32]bool{cur: true}
+	for {
+		best := int32(-1)
+		for _, d := range s.nodes[cur].deps {
+			p, ok := byID[d]
+			if !ok || seen[p] || s.nodes[p].fin == trace.Null {
+				continue
+			}
+			if best < 0 || s.nodes[p].fin > s.nodes[best].fin || (s.nodes[p].fin == s.nodes[best].fin && p < best) {
+				best = p
+			}
+		}
+		if best < 0 {
+			return chain
+		}
+		cur = best
+		seen[cur] = true
+		chain = append(chain, cur)
+	}
 }

@@ -255,11 +255,12 @@ func cdfFig(id, title, caption, metric string, ds []*Dist, names []string, ref i
 				e := (v - rv) / rv * 100
 				// Labels of different runs stack below their marks; the p99
 				// label sits left of its mark, at the axis' end.
+				label := fmt.Sprintf("p%g %s", q*100, signedPct(e))
 				dy, dx, anchor := 14.0+12*float64(i-btoi(i > ref)-1), 5.0, "start"
-				if k == 2 {
-					dx, anchor = -6, "end"
+				if k == 2 || p.px(v)+dx+float64(len(label))*charW > p.w-p.r {
+					dx, anchor = -6, "end" // keep it inside the frame
 				}
-				p.text(v, q, dx, dy, fmt.Sprintf("p%g %s", q*100, signedPct(e)), anchor, "lbl")
+				p.text(v, q, dx, dy, label, anchor, "lbl")
 			}
 		}
 	}

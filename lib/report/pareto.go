@@ -190,7 +190,18 @@ func (pp *Pareto) figure() *figure {
 		if !placed {
 			n := len(key) + 1
 			key = append(key, fmt.Sprintf("%d = %s", n, q.Label))
-			fmt.Fprintf(&p.b, `<text class="lbl" x="%s" y="%s" text-anchor="middle">%d</text>`, f2(x), f2(y-8), n)
+			s := fmt.Sprint(n)
+			nw := float64(len(s))*charW + 2
+			bx, by := x-nw/2, y-8 // above, when no place is free
+			for _, c := range []struct{ dx, dy float64 }{{8, 4}, {-8 - nw, 4}, {-nw / 2, -9}, {-nw / 2, 17}, {7, -7}, {7, 14}, {-7 - nw, -7}, {-7 - nw, 14}} {
+				b := box{x + c.dx, y + c.dy - 10, x + c.dx + nw, y + c.dy + 2}
+				if !overlaps(b) {
+					bx, by = b.x0, y+c.dy
+					taken = append(taken, b)
+					break
+				}
+			}
+			fmt.Fprintf(&p.b, `<text class="lbl" x="%s" y="%s"><tspan font-weight="600">%s</tspan></text>`, f2(bx+1), f2(by), s)
 		}
 	}
 	extra := ""

@@ -99,9 +99,9 @@ func (st *stepStats) heatFigures(end int64) []*figure {
 			"Rows that stay yellow are near their KV limit: the next requests there wait or preempt.",
 			func(h *instHeat) *series { return h.kvU }, func(h *instHeat) *series { return h.kvT }, 100},
 	}
-	ylabel := "instance id"
+	ylabel := "instance"
 	if band > 1 {
-		ylabel = fmt.Sprintf("instance id (rows of %d replicas, averaged)", band)
+		ylabel = fmt.Sprintf("instance (%d per row)", band)
 	}
 	var cats []string
 	if rows <= 24 {

@@ -252,7 +252,9 @@ func newPlotL(id string, w, h float64, x, y axis, left float64) *plot {
 		}
 	}
 	fmt.Fprintf(&p.b, `<text x="%s" y="%s" class="axis" text-anchor="middle">%s</text>`, f2(p.l+pw/2), f2(h-7), html.EscapeString(x.label))
-	fmt.Fprintf(&p.b, `<text transform="translate(13,%s) rotate(-90)" class="axis" text-anchor="middle">%s</text>`, f2(p.t+ph/2), html.EscapeString(y.label))
+	// A y label longer than a short plot is cut rather than drawn outside it.
+	ylab := truncate(y.label, max(int(ph/7.4), 6))
+	fmt.Fprintf(&p.b, `<text transform="translate(13,%s) rotate(-90)" class="axis" text-anchor="middle">%s</text>`, f2(p.t+ph/2), html.EscapeString(ylab))
 	fmt.Fprintf(&p.b, `<g clip-path="url(#%s-c)">`, id)
 	return p
 }

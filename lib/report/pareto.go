@@ -175,6 +175,9 @@ func (pp *Pareto) figure() *figure {
 		fmt.Fprintf(&p.b, `<circle class="d mark" cx="%s" cy="%s" r="5.5" fill="%s" stroke="%s" stroke-width="1.5"><title>%s</title></circle>`,
 			f2(x), f2(y), fill, stroke, html.EscapeString(title))
 		label := truncate(q.Label, 40)
+		if r := []rune(q.Label); len(r) > 40 && strings.Contains(q.Label, "/") {
+			label = "…" + string(r[len(r)-39:]) // a path: its end names the run
+		}
 		wpx := float64(len([]rune(label)))*charW + 4
 		placed := false
 		for _, c := range []struct{ dx, dy float64 }{{9, 4}, {-9 - wpx, 4}, {-wpx / 2, -10}, {-wpx / 2, 18}, {9, -9}, {9, 16}, {-9 - wpx, -9}, {-9 - wpx, 16}} {

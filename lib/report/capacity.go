@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"io"
@@ -48,6 +49,13 @@ type CapProbe struct {
 	GPUs       int64
 	Cost       float64 // $ per hour (NaN when not priced)
 	Failed     string  // the runs failed
+}
+
+// byX is the search's probes in the order of the searched axis.
+func (cb *CapCombo) byX() []CapProbe {
+	pr := slices.Clone(cb.Probes)
+	slices.SortFunc(pr, func(a, b CapProbe) int { return cmp.Compare(a.X, b.X) })
+	return pr
 }
 
 // WriteHTMLFile writes the page to path via a temporary file.
@@ -146,16 +154,7 @@ func (c *Capacity) constraintFig(i int) *figure {
 	var items []legendItem
 	for ci, cb := range c.Combos {
 		color := colorAt(ci)
-		pr := slices.Clone(cb.Probes)
-		slices.SortFunc(pr, func(a, b CapProbe) int {
-			switch {
-			case a.X < b.X:
-				return -1
-			case a.X > b.X:
-				return 1
-			}
-			return 0
-		})
+		pr := cb.byX()
 		var xs, ys, lo, hi []float64
 		for _, q := range pr {
 			h := q.Half[i]
@@ -242,16 +241,7 @@ func (c *Capacity) costFig() *figure {
 	var items []legendItem
 	for ci, cb := range c.Combos {
 		color := colorAt(ci)
-		pr := slices.Clone(cb.Probes)
-		slices.SortFunc(pr, func(a, b CapProbe) int {
-			switch {
-			case a.X < b.X:
-				return -1
-			case a.X > b.X:
-				return 1
-			}
-			return 0
-		})
+		pr := cb.byX()
 		var xs, ys []float64
 		for _, q := range pr {
 			xs, ys = append(xs, q.X), append(ys, val(q))

@@ -8,6 +8,7 @@ package report
 // merge bins as time goes on.
 
 import (
+	"cmp"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -56,15 +57,7 @@ func (sp *sampler) at(l uint) []sample {
 			out = append(out, x)
 		}
 	}
-	slices.SortFunc(out, func(a, b sample) int {
-		switch {
-		case a.h < b.h:
-			return -1
-		case a.h > b.h:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b sample) int { return cmp.Compare(a.h, b.h) })
 	return out
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"html"
 	"io"
@@ -401,15 +402,7 @@ func quantileBins(xs, ys []float64, n int) ([]float64, []float64) {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case xs[a] < xs[b]:
-			return -1
-		case xs[a] > xs[b]:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
 	var mx, my []float64
 	for k := 0; k < n; k++ {
 		lo, hi := k*len(idx)/n, (k+1)*len(idx)/n

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -170,16 +171,7 @@ func (s *sessions) ganttFigure(v *sessView, want string) *figure {
 		}
 	}
 	rows := slices.Clone(ms)
-	slices.SortStableFunc(rows, func(a, b int32) int {
-		ra, rb := s.ready(a, v.byID), s.ready(b, v.byID)
-		switch {
-		case ra < rb:
-			return -1
-		case ra > rb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(rows, func(a, b int32) int { return cmp.Compare(s.ready(a, v.byID), s.ready(b, v.byID)) })
 	note := ""
 	if len(rows) > ganttRows {
 		note = fmt.Sprintf(" (the first %d of its %d requests)", ganttRows, len(rows))
@@ -312,15 +304,7 @@ func (s *sessions) splitFigure(v *sessView) *figure {
 	if len(all) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(all, func(a, b sp) int {
-		switch {
-		case a.e2e < b.e2e:
-			return -1
-		case a.e2e > b.e2e:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(all, func(a, b sp) int { return cmp.Compare(a.e2e, b.e2e) })
 	bars := min(len(all), 50)
 	ymax := 0.0
 	type bar struct {

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"math"
 	"slices"
 	"strings"
 
@@ -202,25 +201,10 @@ func (s *sessions) summarize() *sessStats {
 		members := order[lo:hi]
 		lo = hi
 		st.total++
-		complete := true
-		first, firstAny := int64(math.MaxInt64), int64(math.MaxInt64)
-		last, lastIdx := int64(math.MinInt64), int32(-1)
 		var llm, tool, toolWait int64
 		loops = loops[:0]
 		for _, j := range members {
 			n := &s.nodes[j]
-			if !n.completed {
-				complete = false
-			}
-			if n.root && n.arr != trace.Null && n.arr < first {
-				first = n.arr
-			}
-			if n.arr != trace.Null && n.arr < firstAny {
-				firstAny = n.arr
-			}
-			if n.fin != trace.Null && (n.fin > last || (n.fin == last && j < lastIdx)) {
-				last, lastIdx = n.fin, j
-			}
 			if n.tool {
 				tool++
 				toolWait += s.toolTime(n, byID)
@@ -235,11 +219,9 @@ func (s *sessions) summarize() *sessStats {
 			}
 		}
 		st.fanOut(s.nodes, members)
-		if !complete || lastIdx < 0 {
+		first, last, lastIdx, complete := s.sessSpan(members)
+		if !complete {
 			continue
-		}
-		if first == math.MaxInt64 {
-			first = firstAny
 		}
 		st.complete++
 		slices.Sort(loops)

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -216,30 +217,15 @@ func (b *Browser) Check(t *testing.T, path, goldenDir string, update bool) *Page
 		}
 		compare(t, filepath.Join(goldenDir, id+".png"), shot, update)
 	}
-	if !update {
-		// A reference without a figure is a picture the page stopped drawing.
-		refs, _ := filepath.Glob(filepath.Join(goldenDir, "*.png"))
-		for _, r := range refs {
-			id := strings.TrimSuffix(filepath.Base(r), ".png")
-			found := false
-			for _, f := range l.Figures {
-				found = found || f == id
-			}
-			if !found {
-				t.Errorf("%s: the page has no figure %s, but %s exists (rerun with -update if it was removed on purpose)", path, id, r)
-			}
-		}
-	} else {
-		// Drop references of figures the page no longer draws.
-		refs, _ := filepath.Glob(filepath.Join(goldenDir, "*.png"))
-		for _, r := range refs {
-			id := strings.TrimSuffix(filepath.Base(r), ".png")
-			keep := false
-			for _, f := range l.Figures {
-				keep = keep || f == id
-			}
-			if !keep {
+	// A reference without a figure is a picture the page stopped drawing:
+	// an error, or with update a file to drop.
+	refs, _ := filepath.Glob(filepath.Join(goldenDir, "*.png"))
+	for _, r := range refs {
+		if id := strings.TrimSuffix(filepath.Base(r), ".png"); !slices.Contains(l.Figures, id) {
+			if update {
 				os.Remove(r)
+			} else {
+				t.Errorf("%s: the page has no figure %s, but %s exists (rerun with -update if it was removed on purpose)", path, id, r)
 			}
 		}
 	}

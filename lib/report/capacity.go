@@ -238,7 +238,17 @@ func (c *Capacity) costFig() *figure {
 	pad := math.Max((x1-x0)*0.04, 0.5)
 	p := newPlot("cap-cost", narrowW, narrowH, axis{label: c.Axis, lo: x0 - pad, hi: x1 + pad, integer: c.AxisInt},
 		axis{label: ylabel, lo: 0, hi: ymax * 1.15, integer: !c.Priced})
+	// The cheapest answer is the one to buy: its label says so.
+	cheapest, best := -1, math.Inf(1)
+	for ci, cb := range c.Combos {
+		for _, q := range cb.Probes {
+			if v := val(q); cb.Found && q.X == cb.Answer && !math.IsNaN(v) && v < best {
+				cheapest, best = ci, v
+			}
+		}
+	}
 	var items []legendItem
+	var labels []rect
 	for ci, cb := range c.Combos {
 		color := colorAt(ci)
 		pr := cb.byX()
@@ -253,9 +263,12 @@ func (c *Capacity) costFig() *figure {
 				p.raw(star(p.px(q.X), p.py(val(q)), color))
 				label := fmtVal(val(q)) + " GPUs"
 				if c.Priced {
-					label = "$" + fmtVal(val(q)) + " per hour"
+					label = "$" + fmtVal(val(q)) + "/h"
 				}
-				p.text(q.X, val(q), 10, -8, label, "start", "lbl")
+				if ci == cheapest && len(c.Combos) > 1 {
+					label = "cheapest: " + label
+				}
+				labels = p.label(q.X, val(q), label, labels)
 			}
 		}
 		if cb.Label != "" {

@@ -437,6 +437,44 @@ func (p *plot) text(x, y, dx, dy float64, s, anchor, class string) {
 	fmt.Fprintf(&p.b, `<text class="%s" x="%s" y="%s" text-anchor="%s">%s</text>`, class, f2(p.px(x)+dx), f2(p.py(y)+dy), anchor, html.EscapeString(s))
 }
 
+// rect is a pixel box.
+type rect struct{ x0, y0, x1, y1 float64 }
+
+// label writes s beside the point (x, y) where it overlaps none of the
+// boxes already taken and stays inside the plot (else at the first place
+// tried), and returns the boxes with its own added.
+func (p *plot) label(x, y float64, s string, taken []rect) []rect {
+	px, py := p.px(x), p.py(y)
+	w := float64(len([]rune(s)))*charW + 2
+	type place struct {
+		dx, dy float64
+		end    bool
+	}
+	places := []place{{11, -8, false}, {11, 15, false}, {-11, -8, true}, {-11, 15, true}, {-w / 2, -14, false}, {-w / 2, 22, false}}
+	pick := places[0]
+	for _, c := range places {
+		x0 := px + c.dx
+		if c.end {
+			x0 = px + c.dx - w
+		}
+		b := rect{x0, py + c.dy - 10, x0 + w, py + c.dy + 2}
+		free := b.x0 >= p.l && b.x1 <= p.w-p.r && b.y0 >= p.t && b.y1 <= p.h-p.u
+		for _, t := range taken {
+			free = free && !(b.x0 < t.x1 && t.x0 < b.x1 && b.y0 < t.y1 && t.y0 < b.y1)
+		}
+		if free {
+			pick = c
+			break
+		}
+	}
+	x0 := px + pick.dx
+	if pick.end {
+		x0 -= w
+	}
+	fmt.Fprintf(&p.b, `<text class="lbl" x="%s" y="%s">%s</text>`, f2(x0+1), f2(py+pick.dy), html.EscapeString(s))
+	return append(taken, rect{x0, py + pick.dy - 10, x0 + w, py + pick.dy + 2})
+}
+
 // raw appends SVG drawn by the caller in pixel units.
 func (p *plot) raw(s string) { p.b.WriteString(s) }
 

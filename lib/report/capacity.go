@@ -293,6 +293,9 @@ func (c *Capacity) mapFig() *figure {
 		}
 	}
 	slices.Sort(xs)
+	if len(xs) == 0 {
+		return nil // no probe ran
+	}
 	haveAtt := false
 	for _, cb := range c.Combos {
 		for _, q := range cb.Probes {

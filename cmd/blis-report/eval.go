@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -22,7 +23,7 @@ func evalFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "pareto", Usage: "with --fitness: Pareto ranks over the runs given (the default with several runs)"},
 		&cli.BoolFlag{Name: "summary", Usage: "write the reflective summary (Markdown) of one run"},
 		&cli.StringFlag{Name: "summary-strategy", Value: summary.IssueFocused, Usage: "summary strategy: " + strings.Join(summary.Strategies, ", ")},
-		&cli.StringFlag{Name: "decisions", Usage: "decisions table of the run (--summary)"},
+		&cli.StringFlag{Name: "decisions", Usage: "decisions table of the (first) run: regret and worst decisions in the --html page, or for --summary"},
 		&cli.StringFlag{Name: "anomalies", Usage: "anomalies table of the run (--summary)"},
 	}
 }
@@ -77,17 +78,8 @@ func runFitness(c *cli.Context, f report.Format) error {
 	}
 	rk := fitness.NewRanking(name, rs)
 	if p := c.String("html"); p != "" {
-		out, err := trace.CreateFile(p)
-		if err != nil {
+		if err := paretoPage(rk).WriteHTMLFile(p); err != nil {
 			return cliutil.Usage("--html: %v", err)
-		}
-		bw := bufio.NewWriter(out.File())
-		err = rk.WriteHTML(bw)
-		if ferr := bw.Flush(); err == nil {
-			err = ferr
-		}
-		if err := out.Commit(err); err != nil {
-			return err
 		}
 	}
 	return withOutput(c, func(w *bufio.Writer) error {
@@ -131,4 +123,52 @@ func runSummary(c *cli.Context) error {
 		}
 		return nil
 	})
+}
+
+// paretoPage draws the ranking on its first two objectives (one objective:
+// against the primary), at their raw values.
+func paretoPage(rk *fitness.Ranking) *report.Pareto {
+	pp := &report.Pareto{Title: rk.Spec,
+		Note: "primary = weighted mean of the objectives normalised as ±value/scale (higher is better); front = Pareto rank 1"}
+	if len(rk.Runs) == 0 || len(rk.Runs[0].Objectives) == 0 {
+		return pp
+	}
+	o := rk.Runs[0].Objectives
+	pp.X = report.ParetoAxis{Metric: o[0].Metric, Maximize: o[0].Direction == "maximize"}
+	if len(o) > 1 {
+		pp.Y = report.ParetoAxis{Metric: o[1].Metric, Maximize: o[1].Direction == "maximize"}
+	} else {
+		pp.Y = report.ParetoAxis{Metric: "primary", Maximize: true}
+	}
+	t := &report.Table{Name: "ranking", Title: "Ranking by " + rk.Spec, Columns: []string{"rank", "run", "front", "feasible", "primary"}}
+	for _, v := range o {
+		t.Columns = append(t.Columns, v.Metric)
+	}
+	for _, k := range rk.Runs[0].Checks {
+		t.Columns = append(t.Columns, k.Constraint)
+	}
+	yesNo := map[bool]string{true: "yes", false: "no"}
+	for _, r := range rk.Runs {
+		q := report.ParetoPoint{Label: r.Run, X: float64(r.Objectives[0].Value), Rank: r.Rank, Front: r.Front, Feasible: r.Feasible,
+			Primary: float64(r.Primary), Violations: r.Violations, Y: float64(r.Primary)}
+		if len(r.Objectives) > 1 {
+			q.Y = float64(r.Objectives[1].Value)
+		}
+		pp.Points = append(pp.Points, q)
+		row := []report.Cell{{Num: float64(r.Rank), IsNum: true}, {Text: r.Run}, {Text: yesNo[r.Front]}, {Text: yesNo[r.Feasible]},
+			{Num: float64(r.Primary), Prec: 4, IsNum: true}}
+		for _, v := range r.Objectives {
+			row = append(row, report.Cell{Num: float64(v.Value), Prec: 4, IsNum: true})
+		}
+		for _, k := range r.Checks {
+			mark := "✓ "
+			if !k.Holds {
+				mark = "✗ "
+			}
+			row = append(row, report.Cell{Text: mark + strconv.FormatFloat(float64(k.Value), 'f', 4, 64)})
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	pp.Table = t
+	return pp
 }

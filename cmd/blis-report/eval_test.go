@@ -100,8 +100,15 @@ func TestParetoAndErrors(t *testing.T) {
 	if len(rk.Runs) != 2 || rk.Runs[0].Run != good || rk.Runs[0].Rank != 1 || rk.Runs[1].Primary >= rk.Runs[0].Primary {
 		t.Fatalf("want the least-loaded run first: %s", out)
 	}
-	if b, _ := os.ReadFile(html); !bytes.Contains(b, []byte("<svg")) {
+	b, _ := os.ReadFile(html)
+	if !bytes.Contains(b, []byte(`id="fig-pareto"`)) {
 		t.Fatal("no Pareto plot in the HTML")
+	}
+	// Axes named by metric, unit and direction; both runs labelled.
+	for _, want := range []string{"goodput (requests/s): higher is better", "ttft_p99.interactive (ms): lower is better", filepath.Base(good)} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the Pareto page lacks %q", want)
+		}
 	}
 	unknownClass := filepath.Join(t.TempDir(), "u.yaml")
 	os.WriteFile(unknownClass, []byte("objectives: [{metric: ttft_p99.premium, direction: min}]\n"), 0o644)

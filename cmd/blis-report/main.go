@@ -33,6 +33,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "steps", Usage: "steps table of the (first) run, for queue depth and busy time"},
 			&cli.StringFlag{Name: "scale-events", Usage: "scale-events table of the run (blis-sim --scale-events): GPU-hours, cost, replicas over time"},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML report to `FILE`"},
+			&cli.StringFlag{Name: "session", Usage: "with --html: the session drawn as a timeline (default: the slowest complete one)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` instead of stdout (- for stdout)"},
 		}, append(sweepFlags(), evalFlags()...)...),
 		Action: run,
@@ -70,8 +71,15 @@ func run(c *cli.Context) error {
 	if by != "" && report.GroupColumns[by] == "" {
 		return cliutil.Usage("--by %q: expected one of %s", by, strings.Join(report.GroupNames, ", "))
 	}
+	page := c.String("html") != ""
+	for _, fl := range []string{"decisions", "session"} {
+		if c.IsSet(fl) && !page {
+			return cliutil.Usage("--%s draws in the HTML page: give --html FILE too (or --summary for the reflective summary)", fl)
+		}
+	}
 	rep, err := report.Build(c.Args().Slice(), report.Options{
 		By: by, SLOs: slos, Compare: c.String("compare"), Steps: c.String("steps"), ScaleEvents: c.String("scale-events"), Stdin: os.Stdin,
+		Charts: page, Decisions: c.String("decisions"), Session: c.String("session"),
 	})
 	if err != nil {
 		return cliutil.BadInput(err)

@@ -31,6 +31,11 @@ func TestExitCodes(t *testing.T) {
 		{[]string{steps}, 2, "is a steps table, expected a results table"},
 		{[]string{"no-such-file.arrows"}, 2, "no-such-file.arrows"},
 		{[]string{small, "--html", out + ".html"}, 2, "flag --html after the input files: flags go first"},
+		// The page's pictures have no meaning without the page.
+		{[]string{"--decisions", small, small}, 2, "--decisions draws in the HTML page: give --html FILE too"},
+		{[]string{"--session", "s1", small}, 2, "--session draws in the HTML page"},
+		{[]string{"--html", out + ".html", "--decisions", small, small}, 2, "expected a decisions table"},
+		{[]string{"--html", out + ".html", "--session", "s1", "--steps", steps, small}, 0, ""},
 	} {
 		var stderr bytes.Buffer
 		code := cliutil.RunArgs(app(), append([]string{"blis-report"}, c.args...), &stderr)
@@ -41,6 +46,10 @@ func TestExitCodes(t *testing.T) {
 	b, err := os.ReadFile(out)
 	if err != nil || !bytes.Contains(b, []byte("## Latency (ms)")) {
 		t.Errorf("markdown output missing: %v\n%s", err, b)
+	}
+	// --session picks the timeline's session.
+	if b, err := os.ReadFile(out + ".html"); err != nil || !bytes.Contains(b, []byte("Session s1: chosen with --session")) {
+		t.Errorf("--session s1: no timeline of s1 in the page (%v)", err)
 	}
 }
 

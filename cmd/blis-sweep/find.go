@@ -64,6 +64,11 @@ func find(c *cli.Context, spec *sweep.Spec, out string, f report.Format) error {
 		}
 	}
 	t := findTable(res)
+	if p := c.String("html"); p != "" {
+		if err := res.Capacity(conf, t).WriteHTMLFile(p); err != nil {
+			return err
+		}
+	}
 	if f == report.FormatCSV {
 		return t.WriteWideCSV(c.App.Writer)
 	}

@@ -46,6 +46,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the plan (points, runs, done) and exit"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "output on stdout: table, markdown, csv or json"},
 			&cli.StringSliceFlag{Name: "metric", Usage: "metric columns to print (repeatable; default: a handful)"},
+			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML page to `FILE`: the points plotted (as blis-report --html points.parquet), or with --find the capacity answer"},
 			&cli.BoolFlag{Name: "progress", Usage: "print progress lines even when stderr is not a terminal"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress or summary on stderr"},
 
@@ -97,6 +98,18 @@ func run(c *cli.Context) error {
 	stderr := c.App.ErrWriter
 	quiet := c.Bool("quiet")
 
+	if c.String("html") != "" {
+		// The page is drawn from the summary tables: only runs that end by
+		// collecting them (or a search) have one to write.
+		for _, fl := range []string{"dry-run", "k8s-job", "shard-count"} {
+			if c.IsSet(fl) && !(fl == "shard-count" && c.Bool("collect")) {
+				return cliutil.Usage("--html draws the collected points: it does not combine with --%s (collect with --collect --html FILE)", fl)
+			}
+		}
+		if c.Bool("slurm") && !c.Bool("wait") {
+			return cliutil.Usage("--html with --slurm needs --wait (or collect later with --collect --html FILE)")
+		}
+	}
 	if c.String("find") != "" {
 		return find(c, spec, out, f)
 	}
@@ -272,6 +285,15 @@ func collect(c *cli.Context, plan *sweep.Plan, out string, f report.Format, shar
 		fmt.Fprintf(c.App.ErrWriter, "blis-sweep: %d points, %d runs (%d failed): %s, %s\n", len(plan.Points), len(plan.Runs), failed, runsPath, pointsPath)
 		if note := sum.IdenticalReplications(); note != "" {
 			fmt.Fprintf(c.App.ErrWriter, "blis-sweep: note: %s\n", note)
+		}
+	}
+	if p := c.String("html"); p != "" {
+		t, err := report.ReadSweep(pointsPath)
+		if err != nil {
+			return err
+		}
+		if err := t.WriteHTMLFile(p, report.SweepOptions{Metrics: c.StringSlice("metric")}); err != nil {
+			return err
 		}
 	}
 	return printTable(c, pointsPath, f)

@@ -79,6 +79,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"--shard-count", "2", "--shard-index", "2", spec}, 2, "expected a shard index 0..1"},
 		{[]string{"--format", "xml", spec}, 2, "--format"},
 		{[]string{filepath.Join(dir, "nope.yaml")}, 2, "nope.yaml: no such file"},
+		// --html draws collected points: runs that end before collecting have none.
+		{[]string{"--html", "p.html", "--dry-run", spec}, 2, "does not combine with --dry-run"},
+		{[]string{"--html", "p.html", "--k8s-job", spec}, 2, "does not combine with --k8s-job"},
+		{[]string{"--html", "p.html", "--shard-count", "2", "--shard-index", "0", spec}, 2, "does not combine with --shard-count"},
+		{[]string{"--html", "p.html", "--slurm", spec}, 2, "--html with --slurm needs --wait"},
 	} {
 		code, _, stderr := runApp(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
@@ -115,6 +120,19 @@ func TestLocal(t *testing.T) {
 	code, stdout, _ = runApp(t, "-o", out, "--collect", "--format", "json", "--metric", "ttft_p99_ms", spec)
 	if code != 0 || !strings.Contains(stdout, `"ttft_p99_ms_ci95"`) {
 		t.Errorf("collect: exit %d, %q", code, stdout)
+	}
+	// The points' page after a sweep (here a rerun: nothing to run), and
+	// the capacity page of a search over the same runs.
+	page := filepath.Join(dir, "points.html")
+	code, _, stderr = runApp(t, "-o", out, "-q", "--html", page, spec)
+	if html, _ := os.ReadFile(page); code != 0 || !bytes.Contains(html, []byte(`id="fig-m0-f0"`)) || !bytes.Contains(html, []byte("<h1>Sweep small</h1>")) {
+		t.Errorf("--html: exit %d, %q; page of %d bytes", code, stderr, len(html))
+	}
+	capPage := filepath.Join(dir, "capacity.html")
+	code, stdout, stderr = runApp(t, "-o", out, "-q", "--html", capPage, "--find", "min-replicas", "--slo", "p99_ttft<=10s", spec)
+	html, _ := os.ReadFile(capPage)
+	if code != 0 || !bytes.Contains(html, []byte(`id="fig-cap-0"`)) || !bytes.Contains(html, []byte(`id="fig-cap-map"`)) || !bytes.Contains(html, []byte("workload.aggregate_rate=2: <b>replicas = 1</b>")) {
+		t.Errorf("--find --html: exit %d, %q, %q; page:\n%s", code, stdout, stderr, html)
 	}
 	t.Setenv("PATH", dir)
 	code, _, stderr = runApp(t, "-o", filepath.Join(dir, "other"), "--slurm", spec)

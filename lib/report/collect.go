@@ -211,6 +211,7 @@ type run struct {
 	arr        *series          // llm arrivals
 	reasonKey  *strKey          // drop_reason, when the table has it
 	reasons    [][nStatus]int64 // rows by drop_reason code and status
+	ch         *runCharts       // chart data (Options.Charts), else nil
 }
 
 func (r *run) span() float64 {
@@ -321,6 +322,10 @@ func readRun(path string, opt *Options) (*run, error) {
 		}
 		r.sess = newSessions(opt.ExactLimit)
 	}
+	if opt.Charts {
+		r.ch = newRunCharts()
+		r.ch.xfer = colIndex(s, trace.ColKVTransferUS) >= 0
+	}
 	rd := &reader{status: newStrKey(), kind: newStrKey()}
 	idx := func(name string) int { return colIndex(s, name) }
 	// Decoding the next batch overlaps with aggregating this one: on two cores
@@ -389,6 +394,12 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		rd.reason = nil
 		if j := idx(trace.ColDropReason); j >= 0 {
 			rd.reason = rec.Column(j)
+		}
+	}
+	if r.ch != nil {
+		rd.reqID = nil
+		if j := idx(trace.ColRequestID); j >= 0 {
+			rd.reqID = rec.Column(j)
 		}
 	}
 	rd.rec = rec
@@ -491,6 +502,9 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		}
 		if !v.tool {
 			r.llmRow(rd, i, &v, fin, hasFin)
+			if r.ch != nil {
+				r.ch.row(rd, i, &v, fin, hasFin)
+			}
 			if rd.kv.on {
 				r.kv.add(&rd.kv, i, &v, opt.ExactLimit, r.budget)
 			}
@@ -506,6 +520,9 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		if r.sess != nil {
 			if sc := r.sess.key.code(i); sc >= 0 {
 				r.sess.add(sc, rd, i, &v, hasArr, arr, fin, hasFin)
+				if r.ch != nil {
+					r.sess.times = append(r.sess.times, sessTimes{sched: orNull(v.sched, v.hasSched), first: orNull(first, hasFirst), in: v.in, gen: v.gen})
+				}
 			}
 		}
 	}

@@ -49,10 +49,10 @@ func TestConfigTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := page.String()
-	if i, j := strings.Index(h, "<h2>Run configuration</h2>"), strings.Index(h, "<h2>Latency distributions</h2>"); i < 0 || j < 0 || i > j {
+	if i, j := strings.Index(h, `<h3 id="t-config">Run configuration</h3>`), strings.Index(h, `<h2 id="latency">Latency</h2>`); i < 0 || j < 0 || i > j {
 		t.Errorf("the HTML does not start with the configuration (at %d, charts at %d)", i, j)
 	}
-	if li := h[strings.Index(h, "<ul>"):strings.Index(h, "</ul>")]; strings.Count(li, "small.results.arrows") != 1 {
+	if li := h[strings.Index(h, `<ul class="inputs">`):strings.Index(h, "</ul>")]; strings.Count(li, "small.results.arrows") != 1 {
 		t.Errorf("the header names an input more than once: %s", li)
 	}
 

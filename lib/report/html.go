@@ -2,11 +2,13 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"html"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,159 +22,43 @@ const cdfPoints = 200
 // chartBins is the most time bins a time-series chart draws.
 const chartBins = 120
 
-var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
-
+// line is one data series of a chart.
 type line struct {
 	name   string
 	xs, ys []float64
 }
 
-func f3(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
-
-// niceStep picks a 1-2-5 tick step for a range split in about n parts.
-func niceStep(span float64, n int) float64 {
-	if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
-		return 1
-	}
-	raw := span / float64(n)
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= raw {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-func fmtTick(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
-	case a >= 1e4:
-		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
-	}
-	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
-}
-
-const (
-	cw, ch           = 560, 300
-	padL, padR, padT = 62, 16, 34
-	padB             = 46
-)
-
-// svgFrame writes the chart frame (title, axes, ticks) and returns the data→pixel maps.
-func svgFrame(b *strings.Builder, id, title, xlabel, ylabel string, x0, x1, y0, y1 float64, xticks bool) (func(float64) float64, func(float64) float64) {
-	if !(x1 > x0) {
-		x1 = x0 + 1
-	}
-	if !(y1 > y0) {
-		y1 = y0 + 1
-	}
-	pw, ph := float64(cw-padL-padR), float64(ch-padT-padB)
-	px := func(x float64) float64 { return padL + (x-x0)/(x1-x0)*pw }
-	py := func(y float64) float64 { return padT + ph - (y-y0)/(y1-y0)*ph }
-	fmt.Fprintf(b, `<svg class="chart" id="%s" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
-		id, cw, ch, cw, ch, html.EscapeString(title))
-	fmt.Fprintf(b, `<text x="%d" y="16" class="title">%s</text>`, padL, html.EscapeString(title))
-	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%s" height="%s" class="plot"/>`, padL, padT, f3(pw), f3(ph))
-	sx := niceStep(x1-x0, 6)
-	for v := math.Ceil(x0/sx) * sx; xticks && v <= x1+sx*1e-9; v += sx {
-		x := px(v)
-		fmt.Fprintf(b, `<line x1="%s" y1="%d" x2="%s" y2="%s" class="grid"/><text x="%s" y="%s" class="tick" text-anchor="middle">%s</text>`,
-			f3(x), padT, f3(x), f3(padT+ph), f3(x), f3(padT+ph+16), fmtTick(v))
-	}
-	sy := niceStep(y1-y0, 5)
-	for v := math.Ceil(y0/sy) * sy; v <= y1+sy*1e-9; v += sy {
-		y := py(v)
-		fmt.Fprintf(b, `<line x1="%d" y1="%s" x2="%s" y2="%s" class="grid"/><text x="%d" y="%s" class="tick" text-anchor="end">%s</text>`,
-			padL, f3(y), f3(padL+pw), f3(y), padL-6, f3(y+4), fmtTick(v))
-	}
-	fmt.Fprintf(b, `<text x="%s" y="%d" class="axis" text-anchor="middle">%s</text>`, f3(padL+pw/2), ch-8, html.EscapeString(xlabel))
-	fmt.Fprintf(b, `<text transform="translate(14,%s) rotate(-90)" class="axis" text-anchor="middle">%s</text>`, f3(padT+ph/2), html.EscapeString(ylabel))
-	return px, py
-}
-
-func legend(b *strings.Builder, lines []line) {
-	if len(lines) < 2 {
-		return
-	}
-	// Above the plot, right-aligned, one entry after another.
-	x := cw - padR
-	for i := len(lines) - 1; i >= 0; i-- {
-		name := lines[i].name
-		if len(name) > 24 {
-			name = name[:23] + "…"
-		}
-		x -= 7*len([]rune(name)) + 22
-		fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="3" fill="%s"/><text x="%d" y="%d" class="legend">%s</text>`,
-			x, padT-9, palette[i%len(palette)], x+16, padT-5, html.EscapeString(name))
-	}
-}
-
-func lineChart(id, title, xlabel, ylabel string, lines []line, xmax float64, step bool) string {
-	var b strings.Builder
+// lineFig draws lines on axes fitted to the data (x from its minimum or 0,
+// y from 0); xmax > 0 cuts the x axis there.
+func lineFig(id, title, caption, xlabel, ylabel string, lines []line, xmax float64, step bool) *figure {
 	x0, x1, y1 := math.Inf(1), math.Inf(-1), 0.0
-	for _, l := range lines {
-		for i := range l.xs {
-			x0, x1, y1 = math.Min(x0, l.xs[i]), math.Max(x1, l.xs[i]), math.Max(y1, l.ys[i])
+	var items []legendItem
+	drawn := false
+	for i, l := range lines {
+		for j := range l.xs {
+			if math.IsNaN(l.ys[j]) {
+				continue
+			}
+			x0, x1, y1 = math.Min(x0, l.xs[j]), math.Max(x1, l.xs[j]), math.Max(y1, l.ys[j])
+			drawn = true
 		}
+		items = append(items, legendItem{name: l.name, color: colorAt(i)})
 	}
-	if x0 > 0 {
-		x0 = 0
+	if !drawn {
+		x0, x1 = 0, 1
 	}
+	x0 = math.Min(x0, 0)
 	if xmax > 0 && xmax < x1 {
 		x1 = xmax
 	}
-	if math.IsInf(x0, 0) {
-		x0, x1 = 0, 1
-	}
-	px, py := svgFrame(&b, id, title, xlabel, ylabel, x0, x1, 0, y1*1.05, true)
-	fmt.Fprintf(&b, `<clipPath id="%s-clip"><rect x="%d" y="%d" width="%d" height="%d"/></clipPath>`, id, padL, padT, cw-padL-padR, ch-padT-padB)
+	p := newPlot(id, narrowW, narrowH, axis{label: xlabel, lo: x0, hi: x1}, axis{label: ylabel, lo: 0, hi: y1 * 1.05})
 	for i, l := range lines {
-		var d strings.Builder
-		for j := range l.xs {
-			cmd := "L"
-			if j == 0 {
-				cmd = "M"
-			} else if step {
-				fmt.Fprintf(&d, "H%s", f3(px(l.xs[j])))
-			}
-			fmt.Fprintf(&d, "%s%s %s", cmd, f3(px(l.xs[j])), f3(py(l.ys[j])))
-		}
-		fmt.Fprintf(&b, `<path class="series" clip-path="url(#%s-clip)" d="%s" stroke="%s"><title>%s</title></path>`,
-			id, d.String(), palette[i%len(palette)], html.EscapeString(l.name))
+		p.line(l.xs, l.ys, colorAt(i), "series", l.name, step)
 	}
-	legend(&b, lines)
-	b.WriteString("</svg>")
-	return b.String()
-}
-
-func barChart(id, title, xlabel, ylabel string, names []string, vals []float64) string {
-	var b strings.Builder
-	y1 := 0.0
-	for _, v := range vals {
-		if !math.IsNaN(v) {
-			y1 = math.Max(y1, v)
-		}
+	if len(lines) < 2 {
+		items = nil
 	}
-	_, py := svgFrame(&b, id, title, xlabel, ylabel, 0, 0, 0, y1*1.1, false)
-	pw := float64(cw - padL - padR)
-	n := float64(len(vals))
-	bw := pw / math.Max(n, 1)
-	for i, v := range vals {
-		if math.IsNaN(v) {
-			v = 0
-		}
-		x := padL + bw*float64(i) + bw*0.15
-		fmt.Fprintf(&b, `<rect class="bar" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s: %s</title></rect>`,
-			f3(x), f3(py(v)), f3(bw*0.7), f3(py(0)-py(v)), palette[0], html.EscapeString(names[i]), fmtTick(v))
-		if len(vals) <= 32 {
-			fmt.Fprintf(&b, `<text x="%s" y="%d" class="tick" text-anchor="middle">%s</text>`, f3(x+bw*0.35), ch-padB+30, html.EscapeString(names[i]))
-		}
-	}
-	b.WriteString("</svg>")
-	return b.String()
+	return &figure{id: id, title: title, caption: caption, svg: p.end(), legend: items}
 }
 
 func cdfLine(name string, d *Dist) line {
@@ -201,6 +87,9 @@ func seriesLine(name string, s *series, scale float64, end int64) line {
 		w := s.width
 		if end > lo && end-lo < w {
 			w = end - lo
+			if w < s.width/4 && i > 0 {
+				break // a sliver of a bin: its rate would be noise
+			}
 		}
 		l.xs = append(l.xs, (float64(lo)+float64(w)/2)/1e6)
 		l.ys = append(l.ys, v*scale/float64(w))
@@ -234,104 +123,221 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return out.Commit(err)
 }
 
-const css = `body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1200px}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
-.charts{display:flex;flex-wrap:wrap;gap:12px}
-svg.chart{background:#fff;border:1px solid #e4e4e4}
-.plot{fill:#fafafa;stroke:#bbb}.grid{stroke:#e8e8e8}.tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}
-.title{font-size:14px;font-weight:600;fill:#222}.legend{font-size:11px;fill:#333}
-.series{fill:none;stroke-width:1.8}
-table{border-collapse:collapse;margin:8px 0 4px;font-size:13px}th,td{border:1px solid #ddd;padding:3px 8px}
-th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}
-p.note{color:#666;font-size:12px;margin:2px 0}`
-
-// The script only checks the page: it records script errors and marks how
-// many charts hold drawn data, which the browser test reads back.
-const js = `window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message));document.body.setAttribute('data-errors',window.__errors.length)});
-document.addEventListener('DOMContentLoaded',function(){var n=0;document.querySelectorAll('svg.chart').forEach(function(s){if(s.querySelector('path.series[d^="M"],rect.bar'))n++;});
-document.body.setAttribute('data-charts',String(n));document.body.setAttribute('data-rendered','ok');});`
-
-// WriteHTML writes one self-contained page: inline CSS, SVG and script, no fetches.
+// WriteHTML writes one self-contained page: inline CSS, SVG and script, no
+// fetches. Its pictures need a report built with Options.Charts; without,
+// the page has the pictures the tables alone can draw.
 func (rep *Report) WriteHTML(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>blis-report</title>\n<style>")
-	b.WriteString(css)
-	b.WriteString("</style>\n<script>")
-	b.WriteString(js)
-	b.WriteString("</script></head>\n<body data-errors=\"0\">\n<h1>blis-report</h1>\n<ul>")
+	p := newPage("blis-report")
+	var intro strings.Builder
+	intro.WriteString("<ul class=\"inputs\">")
 	for _, in := range rep.Inputs {
 		// The label is the file's base name unless two inputs share one:
 		// then it is run1, run2, ... and worth showing.
 		if in.Label == filepath.Base(in.Path) || in.Path == "<stdin>" && in.Label == "stdin" {
-			fmt.Fprintf(&b, "<li>input <b>%s</b>: %d rows</li>", html.EscapeString(in.Path), in.Rows)
+			fmt.Fprintf(&intro, "<li>input <b>%s</b>: %d rows</li>", html.EscapeString(in.Path), in.Rows)
 		} else {
-			fmt.Fprintf(&b, "<li>input <b>%s</b> (%s): %d rows</li>", html.EscapeString(in.Path), html.EscapeString(in.Label), in.Rows)
+			fmt.Fprintf(&intro, "<li>input <b>%s</b> (%s): %d rows</li>", html.EscapeString(in.Path), html.EscapeString(in.Label), in.Rows)
 		}
 	}
 	if rep.steps != nil {
-		fmt.Fprintf(&b, "<li>steps: %s, %d rows</li>", html.EscapeString(rep.steps.path), rep.steps.rows)
+		fmt.Fprintf(&intro, "<li>steps: %s, %d rows</li>", html.EscapeString(rep.steps.path), rep.steps.rows)
 	}
 	if rep.scale != nil {
-		fmt.Fprintf(&b, "<li>scale events: %s, %d rows</li>", html.EscapeString(rep.scale.path), rep.scale.rows)
+		fmt.Fprintf(&intro, "<li>scale events: %s, %d rows</li>", html.EscapeString(rep.scale.path), rep.scale.rows)
+	}
+	if rep.dec != nil {
+		fmt.Fprintf(&intro, "<li>decisions: %s, %d rows</li>", html.EscapeString(rep.dec.path), rep.dec.rows)
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "<li>note: %s</li>", html.EscapeString(n))
+		fmt.Fprintf(&intro, "<li>note: %s</li>", html.EscapeString(n))
 	}
-	b.WriteString("</ul>\n")
+	intro.WriteString("</ul>\n")
+
+	var header []*Table
 	for _, t := range rep.Tables {
 		if t.Header {
-			htmlTable(&b, t)
+			header = append(header, t)
 		}
 	}
-	b.WriteString("<h2>Latency distributions</h2>\n<div class=\"charts\">\n")
+	if len(header) > 0 {
+		p.section("config", "Run configuration")
+		for _, t := range header {
+			p.table(t)
+		}
+	}
+	rep.latencySection(p)
+	rep.simRealSection(p)
+	rep.timeSection(p)
+	rep.replicaSection(p)
+	rep.instanceSection(p)
+	rep.sessionSection(p)
+	rep.decisionSection(p)
+	p.section("tables", "Tables")
+	for _, t := range rep.Tables {
+		if !t.Header {
+			p.table(t)
+		}
+	}
+	return p.write(w, intro.String())
+}
+
+// latencySection: the CDFs of every run on the same axes, each run's
+// percentiles marked with their error against the reference, and QQ plots.
+func (rep *Report) latencySection(p *page) {
+	p.section("latency", "Latency")
+	ref := rep.ref
+	many := len(rep.runs) > 1
+	var figs []*figure
 	for _, m := range []int{mTTFT, mTPOT, mE2E, mArrival} {
-		var lines []line
-		xmax := 0.0
+		var ds []*Dist
+		var names []string
 		for i, r := range rep.runs {
-			l := cdfLine(rep.Inputs[i].Label, r.all.d[m])
-			if len(l.xs) == 0 {
+			ds = append(ds, r.all.d[m])
+			names = append(names, rep.Inputs[i].Label)
+		}
+		caption := "Read the median where a curve crosses 0.5 and the tail at 0.99; a long flat top is a heavy tail."
+		if many {
+			caption = "Curves to the right are slower; each run's p50, p90 and p99 are marked with their error against " + rep.Inputs[ref].Label + "."
+		}
+		figs = append(figs, cdfFig("cdf-"+metricNames[m], "CDF of "+metricNames[m]+" (completed llm requests)", caption,
+			metricNames[m], ds, names, ref, many))
+	}
+	p.figures(figs...)
+	if many {
+		figs = figs[:0]
+		for _, m := range []int{mTTFT, mTPOT, mE2E} {
+			for i, r := range rep.runs {
+				if i == ref {
+					continue
+				}
+				figs = append(figs, qqFig(fmt.Sprintf("qq-%s-%d", metricNames[m], i), metricNames[m], r.all.d[m], rep.runs[ref].all.d[m],
+					rep.Inputs[i].Label, rep.Inputs[ref].Label))
+			}
+		}
+		p.subsection("qq", "Quantile against quantile")
+		p.figures(figs...)
+	}
+}
+
+// cdfFig draws one CDF per distribution; with marks, the p50/p90/p99 of
+// every distribution but the reference are annotated with their error.
+func cdfFig(id, title, caption, metric string, ds []*Dist, names []string, ref int, marks bool) *figure {
+	var lines []line
+	var items []legendItem
+	xmax := 0.0
+	for i, d := range ds {
+		lines = append(lines, cdfLine(names[i], d))
+		items = append(items, legendItem{name: names[i], color: colorAt(i)})
+		if d != nil && d.Count() > 0 {
+			xmax = math.Max(xmax, d.Quantile(0.99)/1000)
+		}
+	}
+	x0 := 0.0
+	if xmax <= 0 {
+		xmax = 1
+	}
+	p := newPlot(id, narrowW, narrowH, axis{label: metric + " (ms); the axis ends at the largest p99", lo: x0, hi: xmax * 1.04},
+		axis{label: "fraction of requests", lo: 0, hi: 1})
+	for i, l := range lines {
+		p.line(l.xs, l.ys, colorAt(i), "series", l.name, true)
+	}
+	if marks && ref < len(ds) && ds[ref] != nil && ds[ref].Count() > 0 {
+		for i, d := range ds {
+			if d == nil || d.Count() == 0 {
 				continue
 			}
-			lines = append(lines, l)
-			xmax = math.Max(xmax, r.all.d[m].Quantile(0.99)/1000)
+			for k, q := range []float64{0.5, 0.9, 0.99} {
+				v := d.Quantile(q) / 1000
+				p.dot(v, q, 3.2, colorAt(i), fmt.Sprintf("%s p%g: %s", names[i], q*100, fmtMS(v)), i == ref)
+				if i == ref {
+					continue
+				}
+				rv := ds[ref].Quantile(q) / 1000
+				e := (v - rv) / rv * 100
+				// Labels of different runs stack below their marks; the p99
+				// label sits left of its mark, at the axis' end.
+				label := fmt.Sprintf("p%g %s", q*100, signedPct(e))
+				dy, dx, anchor := 14.0+12*float64(i-btoi(i > ref)-1), 5.0, "start"
+				if k == 2 || p.px(v)+dx+float64(len(label))*charW > p.w-p.r {
+					dx, anchor = -6, "end" // keep it inside the frame
+				}
+				p.text(v, q, dx, dy, label, anchor, "lbl")
+			}
 		}
-		title := "CDF of " + metricNames[m] + " (completed llm requests)"
-		b.WriteString(lineChart("cdf-"+metricNames[m], title, metricNames[m]+" (ms), axis ends at the largest p99", "fraction of requests", lines, xmax, true))
-		b.WriteString("\n")
 	}
-	b.WriteString("</div>\n<h2>Over time</h2>\n<div class=\"charts\">\n")
+	if len(ds) < 2 {
+		items = nil
+	}
+	return &figure{id: id, title: title, caption: caption, svg: p.end(), legend: items}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func signedPct(e float64) string {
+	if math.IsNaN(e) || math.IsInf(e, 0) {
+		return "-"
+	}
+	s := strconv.FormatFloat(e, 'f', 1, 64)
+	if e >= 0 {
+		s = "+" + s
+	}
+	return s + "%"
+}
+
+// qqFig plots the quantiles of d against those of ref: on the diagonal they
+// agree.
+func qqFig(id, metric string, d, ref *Dist, name, refName string) *figure {
+	if d == nil || ref == nil || d.Count() == 0 || ref.Count() == 0 {
+		return nil
+	}
+	var xs, ys []float64
+	hi := 0.0
+	for i := 1; i <= 99; i++ {
+		q := float64(i) / 100
+		x, y := ref.Quantile(q)/1000, d.Quantile(q)/1000
+		xs, ys = append(xs, x), append(ys, y)
+		hi = math.Max(hi, math.Max(x, y))
+	}
+	hi *= 1.05
+	if hi <= 0 {
+		hi = 1
+	}
+	p := newPlot(id, narrowW, narrowH, axis{label: refName + " " + metric + " (ms)", lo: 0, hi: hi}, axis{label: name + " " + metric + " (ms)", lo: 0, hi: hi})
+	p.line([]float64{0, hi}, []float64{0, hi}, "#999", "thin", "y = x: the two agree", false)
+	for i := range xs {
+		p.dot(xs[i], ys[i], 2.6, colorAt(1), fmt.Sprintf("p%d: %s vs %s", i+1, fmtMS(ys[i]), fmtMS(xs[i])), i+1 != 50 && i+1 != 90 && i+1 != 99)
+	}
+	for _, k := range []int{50, 90, 99} {
+		p.text(xs[k-1], ys[k-1], -6, -6, fmt.Sprintf("p%d", k), "end", "lbl")
+	}
+	return &figure{id: id, title: fmt.Sprintf("QQ of %s: %s against %s", metric, name, refName),
+		caption: "Percentiles 1 to 99 (p50, p90, p99 filled): above the diagonal " + name + " is slower than " + refName + " at that percentile, below it faster.",
+		svg:     p.end()}
+}
+
+// timeSection: throughput over time for every run.
+func (rep *Report) timeSection(p *page) {
+	p.section("time", "Over time")
 	var reqs, toks []line
 	for i, r := range rep.runs {
 		reqs = append(reqs, seriesLine(rep.Inputs[i].Label, r.done, 1e6, r.end))
 		toks = append(toks, seriesLine(rep.Inputs[i].Label, r.toks, 1e6, r.end))
 	}
-	b.WriteString(lineChart("throughput-req", "Completed requests per second", "simulated time (s)", "requests/s", reqs, 0, false))
-	b.WriteString(lineChart("throughput-tok", "Output tokens per second (completed requests)", "simulated time (s)", "tokens/s", toks, 0, false))
-	if sc := rep.scale; sc != nil {
-		// Replicas against load: the replica steps beside the arrival rate.
-		b.WriteString(lineChart("replicas", "Replicas (billed, and ready to serve)", "simulated time (s)", "replicas", sc.lines(), 0, true))
-		var arr []line
-		for i, r := range rep.runs {
-			arr = append(arr, seriesLine(rep.Inputs[i].Label, r.arr, 1e6, r.end))
-		}
-		b.WriteString(lineChart("load", "Load: arriving llm requests per second", "simulated time (s)", "requests/s", arr, 0, false))
-	}
-	if st := rep.steps; st != nil {
-		b.WriteString(lineChart("queue-depth", "Queue depth (time-averaged, all instances)", "simulated time (s)", "requests",
-			[]line{seriesLine("waiting", st.waiting, 1, st.end), seriesLine("running", st.running, 1, st.end)}, 0, false))
-		kv := line{name: "kv used"}
-		cu, ct := st.kvU.coarsen(chartBins), st.kvT.coarsen(chartBins)
-		u, t := cu.rebin(ct.width), ct.rebin(cu.width)
-		wd := max(cu.width, ct.width)
-		for i := 0; i < len(u) && i < len(t); i++ {
-			if t[i] > 0 {
-				kv.xs = append(kv.xs, (float64(i)+0.5)*float64(wd)/1e6)
-				kv.ys = append(kv.ys, u[i]/t[i]*100)
-			}
-		}
-		b.WriteString(lineChart("kv-usage", "KV cache blocks in use (% of total, while busy)", "simulated time (s)", "%", []line{kv}, 0, false))
-	}
-	b.WriteString("\n</div>\n<h2>Per-instance load</h2>\n<div class=\"charts\">\n")
+	p.figures(
+		lineFig("throughput-req", "Completed requests per second", "A line that falls while arrivals go on means the cluster fell behind; compare with the load below.",
+			"simulated time (s)", "requests/s", reqs, 0, false),
+		lineFig("throughput-tok", "Output tokens per second (completed requests)", "Token throughput by finish time: dips are stalls or drained queues.",
+			"simulated time (s)", "tokens/s", toks, 0, false))
+}
+
+// instanceSection: per-instance bars.
+func (rep *Report) instanceSection(p *page) {
+	p.section("instances", "Per-instance load")
 	r0 := rep.runs[0]
 	ids := r0.instanceIDs(rep.steps, true)
 	var names []string
@@ -351,19 +357,34 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 			busy = append(busy, bz)
 		}
 	}
-	b.WriteString(barChart("instance-completed", "Completed requests per instance ("+rep.Inputs[0].Label+")", "instance", "requests", names, done))
+	figs := []*figure{barFig("instance-completed", "Completed requests per instance ("+rep.Inputs[0].Label+")",
+		"Bars of unequal height mean the router spread the work unevenly.", "instance", "requests", names, done)}
 	if rep.steps != nil {
-		b.WriteString(barChart("instance-busy", "Busy time per instance (% of span)", "instance", "%", names, busy))
+		figs = append(figs, barFig("instance-busy", "Busy time per instance (% of span)",
+			"A replica near 100% is saturated; one far below its neighbours is underused.", "instance", "% of span", names, busy))
 	}
-	b.WriteString("\n</div>\n")
-	for _, t := range rep.Tables {
-		if !t.Header {
-			htmlTable(&b, t)
+	p.figures(figs...)
+}
+
+func barFig(id, title, caption, xlabel, ylabel string, names []string, vals []float64) *figure {
+	y1 := 0.0
+	for _, v := range vals {
+		if !math.IsNaN(v) {
+			y1 = math.Max(y1, v)
 		}
 	}
-	b.WriteString("</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	xa := axis{label: xlabel, lo: -0.5, hi: float64(len(vals)) - 0.5, integer: true}
+	if len(vals) <= 24 {
+		xa.cats = names
+	}
+	p := newPlot(id, narrowW, narrowH, xa, axis{label: ylabel, lo: 0, hi: y1 * 1.08})
+	for i, v := range vals {
+		if math.IsNaN(v) {
+			continue
+		}
+		p.rect(float64(i)-0.38, 0, float64(i)+0.38, v, colorAt(0), names[i]+": "+fmtVal(v))
+	}
+	return &figure{id: id, title: title, caption: caption, svg: p.end()}
 }
 
 func htmlTable(b *strings.Builder, t *Table) {
@@ -371,21 +392,30 @@ func htmlTable(b *strings.Builder, t *Table) {
 	if t.Note != "" {
 		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", html.EscapeString(t.Note))
 	}
-	b.WriteString("<table><thead><tr>")
-	for _, c := range t.Columns {
-		fmt.Fprintf(b, "<th>%s</th>", html.EscapeString(c))
+	writeTable(b, t)
+}
+
+// quantileBins splits xs (with their ys) into n groups of equal count by x
+// and returns each group's median x and median y.
+func quantileBins(xs, ys []float64, n int) ([]float64, []float64) {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
 	}
-	b.WriteString("</tr></thead><tbody>\n")
-	for _, row := range t.Rows {
-		b.WriteString("<tr>")
-		for _, c := range row {
-			if c.IsNum {
-				fmt.Fprintf(b, "<td class=\"n\">%s</td>", c.String())
-			} else {
-				fmt.Fprintf(b, "<td>%s</td>", html.EscapeString(c.String()))
-			}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
+	var mx, my []float64
+	for k := 0; k < n; k++ {
+		lo, hi := k*len(idx)/n, (k+1)*len(idx)/n
+		if hi-lo < 3 {
+			continue
 		}
-		b.WriteString("</tr>\n")
+		var gx, gy []float64
+		for _, i := range idx[lo:hi] {
+			gx, gy = append(gx, xs[i]), append(gy, ys[i])
+		}
+		slices.Sort(gx)
+		slices.Sort(gy)
+		mx, my = append(mx, gx[len(gx)/2]), append(my, gy[len(gy)/2])
 	}
-	b.WriteString("</tbody></table>\n")
+	return mx, my
 }

@@ -24,9 +24,19 @@ type Options struct {
 	// ScaleEvents is a scale-events table (blis-sim --scale-events): GPU-hours,
 	// cost, scale oscillations, replicas over time.
 	ScaleEvents string
-	ExactLimit  int // values kept exactly per distribution (0: ExactLimit)
-	RunBudget   int // exact values kept per run over all distributions (0: RunBudget)
-	Stdin       io.Reader
+	// Charts collects what the HTML pictures need beyond the tables
+	// (per-request samples, per-replica time series, session timelines):
+	// set it when a page will be written; off, nothing of it is read or kept.
+	Charts bool
+	// Decisions is a decisions table (blis-sim --decisions) of the first
+	// run, for the page's regret and worst-decision pictures.
+	Decisions string
+	// Session names the session drawn as a timeline (default: the slowest
+	// complete session).
+	Session    string
+	ExactLimit int // values kept exactly per distribution (0: ExactLimit)
+	RunBudget  int // exact values kept per run over all distributions (0: RunBudget)
+	Stdin      io.Reader
 }
 
 // Input describes one table read.
@@ -45,6 +55,9 @@ type Report struct {
 	ref    int
 	steps  *stepStats
 	scale  *scaleStats
+	dec    *decisionStats // Options.Decisions
+	// session is the session drawn as a timeline (Options.Session).
+	session string
 }
 
 var quantiles = []struct {
@@ -81,6 +94,9 @@ func Build(paths []string, opt Options) (*Report, error) {
 	if opt.ScaleEvents == "-" {
 		stdinUsed++
 	}
+	if opt.Decisions == "-" {
+		stdinUsed++
+	}
 	if stdinUsed > 1 {
 		return nil, fmt.Errorf("stdin (-) can be read only once, found it %d times among the inputs", stdinUsed)
 	}
@@ -107,6 +123,14 @@ func Build(paths []string, opt Options) (*Report, error) {
 		}
 		rep.scale = st
 	}
+	if opt.Decisions != "" {
+		d, err := readDecisions(opt.Decisions, &opt)
+		if err != nil {
+			return nil, err
+		}
+		rep.dec = d
+	}
+	rep.session = opt.Session
 	rep.build(&opt)
 	return rep, nil
 }

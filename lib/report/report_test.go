@@ -53,8 +53,10 @@ func TestGolden(t *testing.T) {
 		{"compare.txt", []string{smallResults}, func(*testing.T) Options { return Options{Compare: smallRef} }, FormatTable},
 		{"two_runs.md", []string{smallResults, smallRef}, func(*testing.T) Options { return Options{} }, FormatMarkdown},
 		{"report.html", []string{smallResults}, func(t *testing.T) Options {
-			return Options{Steps: smallSteps, SLOs: mustSLOs(t, "ttft=100ms")}
+			return Options{Steps: smallSteps, SLOs: mustSLOs(t, "ttft=100ms"), Charts: true}
 		}, ""},
+		// Two runs of the same requests: the comparison pictures.
+		{"compare.html", []string{smallResults, smallRef}, func(t *testing.T) Options { return Options{Charts: true} }, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
@@ -338,7 +340,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	dom := out.String()
 	body := dom[strings.Index(dom, "<body"):]
 	body = body[:strings.Index(body, ">")]
-	for _, want := range []string{`data-rendered="ok"`, `data-errors="0"`, `data-charts="10"`} {
+	for _, want := range []string{`data-rendered="ok"`, `data-errors="0"`, `data-charts="11"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body %s: want %s", body, want)
 		}

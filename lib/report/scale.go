@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -23,6 +26,9 @@ type scaleRow struct {
 	ready      int32
 	gpus       int32
 	price      float64 // NaN: not priced
+	from, to   int32   // decisions (-1 when null)
+	replica    string  // lifecycle rows
+	reason     string
 }
 
 // scalePool is one pool's replica timeline.
@@ -74,6 +80,21 @@ func readScaleEvents(path string, opt *Options) (*scaleStats, error) {
 		col := func(c string) arrow.Array { return rec.Column(colIndex(s, c)) }
 		tm, dep, pool, act := col("time_us").(*array.Int64), col(trace.ColDeployment).(*array.String), col("pool").(*array.Int32), col("action").(*array.String)
 		rp, rd, gp, pr := col("replicas").(*array.Int32), col("ready").(*array.Int32), col("gpus_per_replica").(*array.Int32), col("gpu_hour_usd").(*array.Float64)
+		// Optional: what the replicas-by-state picture needs.
+		opt32 := func(c string) *array.Int32 {
+			if j := colIndex(s, c); j >= 0 {
+				a, _ := rec.Column(j).(*array.Int32)
+				return a
+			}
+			return nil
+		}
+		optStr := func(c string) arrow.Array {
+			if j := colIndex(s, c); j >= 0 {
+				return rec.Column(j)
+			}
+			return nil
+		}
+		fromC, toC, ridC, rsnC := opt32("from"), opt32("to"), optStr(trace.ColReplicaID), optStr("reason")
 		for i := 0; i < int(rec.NumRows()); i++ {
 			st.rows++
 			for _, a := range []arrow.Array{tm, dep, pool, act, rp, rd, gp} {
@@ -82,7 +103,19 @@ func readScaleEvents(path string, opt *Options) (*scaleStats, error) {
 				}
 			}
 			r := scaleRow{t: tm.Value(i), deployment: dep.Value(i), pool: pool.Value(i), action: act.Value(i),
-				replicas: rp.Value(i), ready: rd.Value(i), gpus: gp.Value(i), price: math.NaN()}
+				replicas: rp.Value(i), ready: rd.Value(i), gpus: gp.Value(i), price: math.NaN(), from: -1, to: -1}
+			if fromC != nil && !fromC.IsNull(i) {
+				r.from = fromC.Value(i)
+			}
+			if toC != nil && !toC.IsNull(i) {
+				r.to = toC.Value(i)
+			}
+			if ridC != nil {
+				r.replica = trace.StringAt(ridC, i)
+			}
+			if rsnC != nil {
+				r.reason = trace.StringAt(rsnC, i)
+			}
 			if !pr.IsNull(i) {
 				r.price = pr.Value(i)
 			}
@@ -199,6 +232,134 @@ func (st *scaleStats) lines() []line {
 			ready.xs, ready.ys = append(ready.xs, float64(r.t)/1e6), append(ready.ys, float64(r.ready))
 		}
 		out = append(out, billed, ready)
+	}
+	return out
+}
+
+// Replica states, in the order they stack.
+const (
+	stServing = iota
+	stWarming
+	stProvisioning
+	stDraining
+	nReplicaStates
+)
+
+var replicaStateNames = [nReplicaStates]string{"serving", "warming", "provisioning", "draining"}
+
+// stateRow is a pool's replicas by state from time t on.
+type stateRow struct {
+	t int64
+	n [nReplicaStates]int32
+}
+
+// states rebuilds the pool's replicas by state after every row. The table
+// gives billed (every state but stopped) and ready (serving + warming)
+// counts; an up decision starts to − from replicas provisioning, each
+// leaving it at its ready (warming) or serving row, or at a stopped row
+// "cancelled while provisioning"; a warming replica is one between its
+// ready and serving rows; a down decision drains warming replicas before
+// serving ones, highest-numbered first (docs/engine.md, "Lifecycle"), after
+// the provisioning ones it cancels. Draining = billed − ready − provisioning.
+func (p *scalePool) states() []stateRow {
+	var out []stateRow
+	prov := int32(0)
+	warming := map[string]bool{}
+	for i, r := range p.rows {
+		switch r.action {
+		case trace.ScaleUp:
+			if r.from >= 0 && r.to > r.from {
+				prov += r.to - r.from
+			}
+		case trace.ScaleDown:
+			if r.from >= 0 && r.to >= 0 && r.from > r.to {
+				n := int(r.from - r.to)
+				for j := i + 1; j < len(p.rows) && p.rows[j].t == r.t; j++ {
+					if p.rows[j].action == trace.ScaleStopped && strings.HasPrefix(p.rows[j].reason, "cancelled while provisioning") {
+						n--
+					}
+				}
+				ids := make([]string, 0, len(warming))
+				for id := range warming {
+					ids = append(ids, id)
+				}
+				sort.Slice(ids, func(a, b int) bool { return replicaNum(ids[a]) > replicaNum(ids[b]) })
+				for _, id := range ids[:max(0, min(n, len(ids)))] {
+					delete(warming, id)
+				}
+			}
+		case trace.ScaleReady:
+			if !warming[r.replica] {
+				prov--
+				warming[r.replica] = true
+			}
+		case trace.ScaleServing:
+			if warming[r.replica] {
+				delete(warming, r.replica)
+			} else {
+				prov--
+			}
+		case trace.ScaleStopped:
+			if strings.HasPrefix(r.reason, "cancelled while provisioning") {
+				prov--
+			} else {
+				delete(warming, r.replica)
+			}
+		}
+		prov = max(prov, 0)
+		var s stateRow
+		s.t = r.t
+		warm := min(int32(len(warming)), r.ready)
+		s.n[stWarming] = warm
+		s.n[stServing] = r.ready - warm
+		s.n[stProvisioning] = min(prov, max(r.replicas-r.ready, 0))
+		s.n[stDraining] = max(r.replicas-r.ready-s.n[stProvisioning], 0)
+		if n := len(out); n > 0 && out[n-1].t == s.t {
+			out[n-1] = s
+		} else {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// replicaNum is the n of a replica id "<deployment>/<n>" (-1 if none).
+func replicaNum(id string) int {
+	if i := strings.LastIndexByte(id, '/'); i >= 0 {
+		if n, err := strconv.Atoi(id[i+1:]); err == nil {
+			return n
+		}
+	}
+	return -1
+}
+
+// totalStates sums the pools' states over time: one row per distinct time.
+func (st *scaleStats) totalStates() []stateRow {
+	per := make([][]stateRow, len(st.pools))
+	var times []int64
+	for i, p := range st.pools {
+		per[i] = p.states()
+		for _, s := range per[i] {
+			times = append(times, s.t)
+		}
+	}
+	slices.Sort(times)
+	times = slices.Compact(times)
+	out := make([]stateRow, 0, len(times))
+	pos := make([]int, len(per))
+	for _, t := range times {
+		row := stateRow{t: t}
+		for i, ps := range per {
+			for pos[i]+1 < len(ps) && ps[pos[i]+1].t <= t {
+				pos[i]++
+			}
+			if len(ps) > 0 && ps[pos[i]].t <= t {
+				for k := range row.n {
+					row.n[k] += ps[pos[i]].n[k]
+				}
+			}
+		}
+		out = append(out, row)
 	}
 	return out
 }

@@ -8,9 +8,14 @@ const maxBins = 2048
 type series struct {
 	width int64 // µs
 	sum   []float64
+	bins  int // the most bins kept (0: maxBins)
 }
 
 func newSeries() *series { return &series{width: 1000} }
+
+// newSeriesBins is a series that keeps at most n bins (fewer than maxBins
+// for the per-replica series, of which there may be thousands).
+func newSeriesBins(n int) *series { return &series{width: 1000, bins: n} }
 
 func (s *series) add(t int64, v float64) {
 	if t < 0 {
@@ -60,13 +65,29 @@ func (s *series) merge() {
 // reach makes bin t exist, doubling the width while it lies beyond maxBins.
 func (s *series) reach(t int64) {
 	i := t / s.width
-	for i >= maxBins {
+	limit := int64(maxBins)
+	if s.bins > 0 {
+		limit = int64(s.bins)
+	}
+	for i >= limit {
 		s.merge()
 		i = t / s.width
 	}
 	for int(i) >= len(s.sum) {
 		s.sum = append(s.sum, 0)
 	}
+}
+
+// at returns the bins at width (a power-of-two multiple of s.width, or
+// equal), n of them, zero past the end.
+func (s *series) at(width int64, n int) []float64 {
+	out := make([]float64, n)
+	for j, x := range s.rebin(width) {
+		if j < n {
+			out[j] += x
+		}
+	}
+	return out
 }
 
 // rebin returns the series at the width of other (which must be a power-of-two

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"math"
 	"slices"
 	"strings"
 
@@ -32,6 +31,20 @@ type sessions struct {
 	key   *strKey
 	nodes []sessNode
 	limit int
+	times []sessTimes // per node, when charts are drawn (Options.Charts)
+}
+
+// sessTimes is what a session's timeline needs of a request beyond sessNode.
+type sessTimes struct {
+	sched, first int64 // trace.Null when absent
+	in, gen      int64
+}
+
+func orNull(v int64, ok bool) int64 {
+	if ok {
+		return v
+	}
+	return trace.Null
 }
 
 func newSessions(limit int) *sessions { return &sessions{key: newStrKey(), limit: limit} }
@@ -188,25 +201,10 @@ func (s *sessions) summarize() *sessStats {
 		members := order[lo:hi]
 		lo = hi
 		st.total++
-		complete := true
-		first, firstAny := int64(math.MaxInt64), int64(math.MaxInt64)
-		last, lastIdx := int64(math.MinInt64), int32(-1)
 		var llm, tool, toolWait int64
 		loops = loops[:0]
 		for _, j := range members {
 			n := &s.nodes[j]
-			if !n.completed {
-				complete = false
-			}
-			if n.root && n.arr != trace.Null && n.arr < first {
-				first = n.arr
-			}
-			if n.arr != trace.Null && n.arr < firstAny {
-				firstAny = n.arr
-			}
-			if n.fin != trace.Null && (n.fin > last || (n.fin == last && j < lastIdx)) {
-				last, lastIdx = n.fin, j
-			}
 			if n.tool {
 				tool++
 				toolWait += s.toolTime(n, byID)
@@ -221,11 +219,9 @@ func (s *sessions) summarize() *sessStats {
 			}
 		}
 		st.fanOut(s.nodes, members)
-		if !complete || lastIdx < 0 {
+		first, last, lastIdx, complete := s.sessSpan(members)
+		if !complete {
 			continue
-		}
-		if first == math.MaxInt64 {
-			first = firstAny
 		}
 		st.complete++
 		slices.Sort(loops)
@@ -235,34 +231,40 @@ func (s *sessions) summarize() *sessStats {
 		st.d[sTool].Add(tool)
 		st.d[sToolWait].Add(toolWait)
 		st.d[sLoops].Add(int64(len(slices.Compact(loops))))
-		// Walk back from the last finisher through the dependency that finished
-		// last: the chain that gated the session's end.
-		cur, hops := lastIdx, int64(1)
-		seen := map[int32]bool{cur: true}
-		for {
-			best := int32(-1)
-			for _, d := range s.nodes[cur].deps {
-				p, ok := byID[d]
-				if !ok || seen[p] || s.nodes[p].fin == trace.Null {
-					continue
-				}
-				if best < 0 || s.nodes[p].fin > s.nodes[best].fin || (s.nodes[p].fin == s.nodes[best].fin && p < best) {
-					best = p
-				}
-			}
-			if best < 0 {
-				break
-			}
-			cur = best
-			seen[cur] = true
-			hops++
-		}
-		start := s.nodes[cur].arr
+		chain := s.critChain(lastIdx, byID)
+		start := s.nodes[chain[len(chain)-1]].arr
 		if start == trace.Null {
 			start = first
 		}
 		st.d[sCrit].Add(last - start)
-		st.d[sCritSteps].Add(hops)
+		st.d[sCritSteps].Add(int64(len(chain)))
 	}
 	return st
+}
+
+// critChain walks back from the last finisher through the dependency that
+// finished last (ties: the earlier row): the chain that gated the session's
+// end, last request first.
+func (s *sessions) critChain(last int32, byID map[string]int32) []int32 {
+	chain := []int32{last}
+	cur := last
+	seen := map[int32]bool{cur: true}
+	for {
+		best := int32(-1)
+		for _, d := range s.nodes[cur].deps {
+			p, ok := byID[d]
+			if !ok || seen[p] || s.nodes[p].fin == trace.Null {
+				continue
+			}
+			if best < 0 || s.nodes[p].fin > s.nodes[best].fin || (s.nodes[p].fin == s.nodes[best].fin && p < best) {
+				best = p
+			}
+		}
+		if best < 0 {
+			return chain
+		}
+		cur = best
+		seen[cur] = true
+		chain = append(chain, cur)
+	}
 }

@@ -28,6 +28,18 @@ type stepStats struct {
 	waiting, running, kvU, kvT *series
 	inst                       map[int64]*instSteps
 	role                       map[int64]string // pool role per instance (role column; P/D runs)
+	// Per instance, for the heat strips (Options.Charts): duration-weighted
+	// sums like the series above, in fewer bins.
+	heat map[int64]*instHeat
+}
+
+// instHeatBins bounds each instance's series: 1,000 replicas × 5 series ×
+// 256 bins is 10 MB.
+const instHeatBins = 256
+
+type instHeat struct {
+	name                      string // replica_id
+	busy, run, wait, kvU, kvT *series
 }
 
 func readSteps(path string, opt *Options) (*stepStats, error) {
@@ -52,9 +64,15 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 		inst: map[int64]*instSteps{}}
 	var c [8]icol
 	var pre, dec, off, rel icol
-	role := newStrKey()
+	role, rid := newStrKey(), newStrKey()
 	if err := checkStr(src.Path, s, trace.ColRole); err != nil {
 		return nil, err
+	}
+	if err := checkStr(src.Path, s, trace.ColReplicaID); err != nil {
+		return nil, err
+	}
+	if opt.Charts {
+		st.heat = map[int64]*instHeat{}
 	}
 	for {
 		rec, err := src.Next()
@@ -72,6 +90,9 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 		off.bind(rec, colIndex(s, trace.ColKVOffloads))
 		rel.bind(rec, colIndex(s, trace.ColKVReloads))
 		role.bind(rec, colIndex(s, trace.ColRole))
+		if st.heat != nil {
+			rid.bind(rec, colIndex(s, trace.ColReplicaID))
+		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			st.rows++
 			var v [8]int64
@@ -111,6 +132,22 @@ func readSteps(path string, opt *Options) (*stepStats, error) {
 			st.running.addSpan(start, dur, float64(v[5]))
 			st.kvU.addSpan(start, dur, float64(v[6]))
 			st.kvT.addSpan(start, dur, float64(v[7]))
+			if st.heat != nil {
+				h := st.heat[id]
+				if h == nil {
+					h = &instHeat{busy: newSeriesBins(instHeatBins), run: newSeriesBins(instHeatBins), wait: newSeriesBins(instHeatBins),
+						kvU: newSeriesBins(instHeatBins), kvT: newSeriesBins(instHeatBins)}
+					if c := rid.code(i); c >= 0 {
+						h.name = rid.names[c]
+					}
+					st.heat[id] = h
+				}
+				h.busy.addSpan(start, dur, 1)
+				h.run.addSpan(start, dur, float64(v[5]))
+				h.wait.addSpan(start, dur, float64(v[4]))
+				h.kvU.addSpan(start, dur, float64(v[6]))
+				h.kvT.addSpan(start, dur, float64(v[7]))
+			}
 		}
 	}
 }

@@ -468,37 +468,37 @@ func (t *SweepTable) WriteHTML(w io.Writer, opt SweepOptions) error {
 		facetKeys = facetKeys[:maxFacets]
 	}
 
-	var b strings.Builder
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>blis-sweep ")
-	b.WriteString(html.EscapeString(t.Name))
-	b.WriteString("</title>\n<style>")
-	b.WriteString(css)
-	b.WriteString(".marker{stroke:none}.errbar{stroke-width:1.2}</style>\n<script>")
-	b.WriteString(js)
-	fmt.Fprintf(&b, "</script></head>\n<body data-errors=\"0\">\n<h1>Sweep %s</h1>\n<ul>", html.EscapeString(t.Name))
-	fmt.Fprintf(&b, "<li>%s: %d rows</li>", html.EscapeString(t.Path), len(t.Rows))
-	fmt.Fprintf(&b, "<li>x: <b>%s</b>", html.EscapeString(x))
+	pg := newPage("Sweep " + t.Name)
+	var intro strings.Builder
+	fmt.Fprintf(&intro, "<ul class=\"inputs\"><li>%s: %d rows</li>", html.EscapeString(t.Path), len(t.Rows))
+	fmt.Fprintf(&intro, "<li>x: <b>%s</b>", html.EscapeString(x))
 	if lines != "" {
-		fmt.Fprintf(&b, "; one line per <b>%s</b>", html.EscapeString(lines))
+		fmt.Fprintf(&intro, "; one line per <b>%s</b>", html.EscapeString(lines))
 	}
 	if len(facets) > 0 {
-		fmt.Fprintf(&b, "; one chart per %s", html.EscapeString(strings.Join(facets, ", ")))
+		fmt.Fprintf(&intro, "; one chart per %s", html.EscapeString(strings.Join(facets, ", ")))
 	}
-	fmt.Fprintf(&b, "; group %s; bars: 95%% confidence interval of the mean over replications</li>", html.EscapeString(group))
+	fmt.Fprintf(&intro, "; group %s; shaded bands and bars: 95%% confidence interval of the mean over replications</li>", html.EscapeString(group))
 	for _, n := range notes {
-		fmt.Fprintf(&b, "<li>note: %s</li>", html.EscapeString(n))
+		fmt.Fprintf(&intro, "<li>note: %s</li>", html.EscapeString(n))
 	}
-	b.WriteString("</ul>\n")
-	// Without facets every metric's chart shares one row; with facets each
-	// metric gets a section of its charts.
+	intro.WriteString("</ul>\n")
+	xInt := !categorical
+	for _, r := range rows {
+		if v := r[xc].Num; r[xc].IsNum && v != math.Trunc(v) {
+			xInt = false
+		}
+	}
 	if len(facetKeys) <= 1 {
-		b.WriteString("<div class=\"charts\">\n")
+		pg.section("metrics", "Metrics against "+x)
 	}
+	var all []*figure // without facets, every metric's chart in one row
 	for mi, m := range ms {
 		mc, cc := t.col(m), t.col(m+"_ci95")
 		if len(facetKeys) > 1 {
-			fmt.Fprintf(&b, "<h2>%s</h2>\n<div class=\"charts\">\n", html.EscapeString(m))
+			pg.section(fmt.Sprintf("m%d", mi), m)
 		}
+		var figs []*figure
 		for fi, fk := range facetKeys {
 			var series []*sweepSeries
 			byName := map[string]*sweepSeries{}
@@ -553,42 +553,28 @@ func (t *SweepTable) WriteHTML(w io.Writer, opt SweepOptions) error {
 			if unit != "" {
 				ylabel += " (" + unit + ")"
 			}
-			b.WriteString(sweepChart(fmt.Sprintf("m%d-f%d", mi, fi), title, x, ylabel, series, cats))
-			b.WriteString("\n")
+			figs = append(figs, sweepChart(fmt.Sprintf("m%d-f%d", mi, fi), title, x, ylabel, lines, series, cats, xInt))
 		}
 		if len(facetKeys) > 1 {
-			b.WriteString("</div>\n")
+			pg.figures(figs...)
+		} else {
+			all = append(all, figs...)
 		}
 	}
-	if len(facetKeys) <= 1 {
-		b.WriteString("</div>\n")
+	pg.figures(all...)
+	if hm := t.heatmapFigure(rows, x, lines, facets, cats, xval); hm != nil {
+		pg.section("heatmap", "SLO attainment over "+x+" and "+lines)
+		pg.figures(hm)
 	}
 	rep, err := t.Report(SweepOptions{Metrics: ms})
 	if err != nil {
 		return err
 	}
+	pg.section("points", "Points")
 	for _, tb := range rep.Tables {
-		fmt.Fprintf(&b, "<h2>%s</h2>\n<p class=\"note\">%s</p>\n<table><thead><tr>", html.EscapeString(tb.Title), html.EscapeString(tb.Note))
-		for _, c := range tb.Columns {
-			fmt.Fprintf(&b, "<th>%s</th>", html.EscapeString(c))
-		}
-		b.WriteString("</tr></thead><tbody>\n")
-		for _, row := range tb.Rows {
-			b.WriteString("<tr>")
-			for _, c := range row {
-				if c.IsNum {
-					fmt.Fprintf(&b, "<td class=\"n\">%s</td>", c.String())
-				} else {
-					fmt.Fprintf(&b, "<td>%s</td>", html.EscapeString(c.String()))
-				}
-			}
-			b.WriteString("</tr>\n")
-		}
-		b.WriteString("</tbody></table>\n")
+		pg.table(tb)
 	}
-	b.WriteString("</body></html>\n")
-	_, err = io.WriteString(w, b.String())
-	return err
+	return pg.write(w, intro.String())
 }
 
 // WriteHTMLFile writes the sweep page to path via a temporary file.
@@ -632,62 +618,140 @@ func MeanCI95(xs []float64) (float64, float64) {
 	return m, tq * math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
 }
 
-// sweepChart draws lines with markers and CI bars; with cats, x is a
-// category index labelled by cats.
-func sweepChart(id, title, xlabel, ylabel string, series []*sweepSeries, cats []string) string {
-	var b strings.Builder
-	x0, x1, y0, y1 := math.Inf(1), math.Inf(-1), 0.0, 0.0
+// sweepChart draws one line per series with its 95% CI: a shaded band
+// over a numeric x, bars over categories. Intervals are cut at zero (every
+// sweep metric is a count, rate, latency, share or price) and at the top
+// of the frame, which a wide interval does not stretch: the axis follows the
+// means, and an interval beyond it ends in an arrowhead at the edge.
+func sweepChart(id, title, xlabel, ylabel, linesAxis string, series []*sweepSeries, cats []string, xInt bool) *figure {
+	x0, x1, ymax, cimax := math.Inf(1), math.Inf(-1), 0.0, 0.0
 	for _, s := range series {
 		for i := range s.xs {
-			hi := s.ys[i]
-			if !math.IsNaN(s.ci[i]) {
-				hi += s.ci[i]
+			x0, x1 = math.Min(x0, s.xs[i]), math.Max(x1, s.xs[i])
+			ymax = math.Max(ymax, s.ys[i])
+			if c := s.ci[i]; !math.IsNaN(c) {
+				cimax = math.Max(cimax, s.ys[i]+c)
 			}
-			x0, x1, y1 = math.Min(x0, s.xs[i]), math.Max(x1, s.xs[i]), math.Max(y1, hi)
-			y0 = math.Min(y0, s.ys[i])
 		}
 	}
 	if math.IsInf(x0, 0) {
 		x0, x1 = 0, 1
 	}
-	if cats != nil {
-		x0, x1 = -0.5, float64(len(cats))-0.5
-	} else if x0 == x1 {
-		x0, x1 = x0-1, x1+1
-	} else {
+	xa := axis{label: xlabel, integer: xInt}
+	switch {
+	case cats != nil:
+		xa.cats = cats
+	case x0 == x1:
+		xa.lo, xa.hi = x0-1, x1+1
+	default:
 		pad := (x1 - x0) * 0.04
-		x0, x1 = x0-pad, x1+pad
+		xa.lo, xa.hi = x0-pad, x1+pad
 	}
-	px, py := svgFrame(&b, id, title, xlabel, ylabel, x0, x1, y0, y1*1.08, cats == nil)
-	for i, c := range cats {
-		fmt.Fprintf(&b, `<text x="%s" y="%d" class="tick" text-anchor="middle">%s</text>`, f3(px(float64(i))), ch-padB+16, html.EscapeString(c))
+	top := ymax * 1.1
+	if cimax <= ymax*1.6 {
+		top = math.Max(top, cimax*1.04)
 	}
-	var ls []line
+	if top <= 0 {
+		top = 1
+	}
+	p := newPlot(id, narrowW, narrowH, xa, axis{label: ylabel, lo: 0, hi: top})
+	var items []legendItem
 	for i, s := range series {
-		color := palette[i%len(palette)]
-		var d strings.Builder
+		color := colorAt(i)
+		lo, hi := make([]float64, len(s.xs)), make([]float64, len(s.xs))
 		for j := range s.xs {
-			cmd := "L"
-			if j == 0 {
-				cmd = "M"
+			c := s.ci[j]
+			if math.IsNaN(c) {
+				c = 0
 			}
-			fmt.Fprintf(&d, "%s%s %s", cmd, f3(px(s.xs[j])), f3(py(s.ys[j])))
+			lo[j], hi[j] = math.Max(s.ys[j]-c, 0), s.ys[j]+c
 		}
-		fmt.Fprintf(&b, `<path class="series" d="%s" stroke="%s"><title>%s</title></path>`, d.String(), color, html.EscapeString(s.name))
+		if cats == nil && len(series) <= 2 { // more bands would muddy each other
+			p.band(s.xs, lo, hi, color, s.name+": 95% CI")
+		}
+		p.line(s.xs, s.ys, color, "series", s.name, false)
 		for j := range s.xs {
-			x, y := px(s.xs[j]), py(s.ys[j])
-			label := fmt.Sprintf("%s: %s", s.name, fmtTick(s.ys[j]))
+			label := fmt.Sprintf("%s %s: %s", linesAxis, s.name, fmtVal(s.ys[j]))
 			if c := s.ci[j]; !math.IsNaN(c) && c > 0 {
-				lo, hi := py(s.ys[j]-c), py(s.ys[j]+c)
-				fmt.Fprintf(&b, `<path class="errbar" d="M%s %sV%sM%s %sH%sM%s %sH%s" stroke="%s"/>`,
-					f3(x), f3(lo), f3(hi), f3(x-4), f3(lo), f3(x+4), f3(x-4), f3(hi), f3(x+4), color)
-				label += " ± " + fmtTick(c)
+				p.errbar(s.xs[j], lo[j], hi[j], color)
+				label += " ± " + fmtVal(c)
 			}
-			fmt.Fprintf(&b, `<circle class="marker" cx="%s" cy="%s" r="3" fill="%s"><title>%s</title></circle>`, f3(x), f3(y), color, html.EscapeString(label))
+			if s.name == "" {
+				label = fmtVal(s.ys[j])
+				if c := s.ci[j]; !math.IsNaN(c) && c > 0 {
+					label += " ± " + fmtVal(c)
+				}
+			}
+			p.dot(s.xs[j], s.ys[j], 3, color, label, false)
 		}
-		ls = append(ls, line{name: s.name})
+		if s.name != "" {
+			items = append(items, legendItem{name: linesAxis + " " + s.name, color: color})
+		}
 	}
-	legend(&b, ls)
-	b.WriteString("</svg>")
-	return b.String()
+	caption := "Read the line for the mean; where the shaded 95% interval is wide, more seeds would change the answer."
+	if len(series) > 1 {
+		caption = "Lines that cross are where the better " + linesAxis + " changes; where intervals overlap, the difference is within the noise of the seeds."
+	}
+	return &figure{id: id, title: title, caption: caption, svg: p.end(), legend: items}
+}
+
+// heatmapFigure: with two varying axes and an attainment column, the mean
+// attainment over x and the lines axis, the cells meeting 99% outlined.
+func (t *SweepTable) heatmapFigure(rows [][]Cell, x, lines string, facets []string, cats []string, xval func([]Cell) float64) *figure {
+	mc := t.col("slo_all_met_pct")
+	if mc < 0 || lines == "" || len(facets) > 0 {
+		return nil
+	}
+	xc, lc := t.col(x), t.col(lines)
+	var xs []float64
+	var xl, ll []string
+	for _, r := range rows {
+		if v := xval(r); !slices.Contains(xs, v) {
+			xs = append(xs, v)
+		}
+		if l := r[lc].String(); !slices.Contains(ll, l) {
+			ll = append(ll, l)
+		}
+	}
+	slices.Sort(xs)
+	for _, v := range xs {
+		if cats != nil {
+			xl = append(xl, cats[int(v)])
+			continue
+		}
+		for _, r := range rows {
+			if xval(r) == v {
+				xl = append(xl, r[xc].String())
+				break
+			}
+		}
+	}
+	if len(xs) < 2 || len(ll) < 2 {
+		return nil
+	}
+	g := make([][]float64, len(ll))
+	n := make([][]int, len(ll))
+	for i := range g {
+		g[i], n[i] = make([]float64, len(xs)), make([]int, len(xs))
+	}
+	for _, r := range rows {
+		if !r[mc].IsNum || math.IsNaN(r[mc].Num) {
+			continue
+		}
+		i, j := slices.Index(ll, r[lc].String()), slices.Index(xs, xval(r))
+		g[i][j] += r[mc].Num
+		n[i][j]++
+	}
+	for i := range g {
+		for j := range g[i] {
+			if n[i][j] == 0 {
+				g[i][j] = math.NaN()
+			} else {
+				g[i][j] /= float64(n[i][j])
+			}
+		}
+	}
+	return gridFig("heat-attainment", "SLO attainment (%, mean over seeds) by "+x+" and "+lines,
+		"Outlined cells meet 99% attainment: the cheapest outlined cell in a row is that row's answer.",
+		x, lines, xl, ll, g, func(i, j int) bool { return g[i][j] >= 99 }, "%")
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/blis-sim/blis/lib/report"
 )
 
 // Capacity-search goals.
@@ -40,7 +42,17 @@ type Answer struct {
 	Probes  int
 	GPUs    int64
 	Cost    float64 // $ per hour (NaN without prices)
+	Trail   []Probe // every probe of the search, in the order run
 	run     *Run
+}
+
+// Probe is one probed value of a search, for the capacity page.
+type Probe struct {
+	Value      *yaml.Node
+	Verdict    Verdict
+	Attainment float64 // slo_all_met_pct, mean over the seeds that ran (NaN if none)
+	GPUs       int64
+	Cost       float64 // $ per hour (NaN without prices)
 }
 
 // FindResult is a whole capacity search.
@@ -310,6 +322,8 @@ func Find(s *Spec, o FindOptions) (*FindResult, error) {
 			}
 			v := judge(o.Constraints, recs, o.Confidence)
 			pr.s.record(pr.pos, &v, pr.runs[0])
+			gpus, cost := runCost(&sp, pr.runs[0])
+			pr.s.ans.Trail = append(pr.s.ans.Trail, Probe{Value: dom.node(pr.pos), Verdict: v, Attainment: meanMetric(recs, "slo_all_met_pct"), GPUs: gpus, Cost: cost})
 			if o.Log != nil {
 				o.Log(res.probeLine(pr.s.ans, dom.node(pr.pos), &v))
 			}
@@ -415,20 +429,50 @@ func (se *search) finish(sp *Spec) {
 	if a.Verdict.Error != "" {
 		a.Note += "; runs failed: " + a.Verdict.Error
 	}
-	if a.run != nil && a.run.cluster != nil {
-		g := a.run.cluster.gpus()
-		priced := sp.Cost != nil
-		cost := 0.0
-		for _, name := range gpuNames(g) {
-			a.GPUs += int64(g[name])
-			p, ok := sp.Cost[name]
-			priced = priced && ok
-			cost += p * float64(g[name])
+	if a.run != nil {
+		a.GPUs, a.Cost = runCost(sp, a.run)
+	}
+}
+
+// runCost is a run's GPUs and its price per hour (NaN unless every GPU
+// kind of it is priced in the spec's cost).
+func runCost(sp *Spec, run *Run) (int64, float64) {
+	if run == nil || run.cluster == nil {
+		return 0, math.NaN()
+	}
+	g := run.cluster.gpus()
+	priced := sp.Cost != nil
+	var n int64
+	cost := 0.0
+	for _, name := range gpuNames(g) {
+		n += int64(g[name])
+		p, ok := sp.Cost[name]
+		priced = priced && ok
+		cost += p * float64(g[name])
+	}
+	if !priced {
+		return n, math.NaN()
+	}
+	return n, cost
+}
+
+// meanMetric is the mean of a metric over the records that have it (the
+// report group "all", the first), NaN when none does.
+func meanMetric(recs []*Record, name string) float64 {
+	sum, n := 0.0, 0
+	for _, r := range recs {
+		if r.Error != "" || len(r.Groups) == 0 {
+			continue
 		}
-		if priced {
-			a.Cost = cost
+		if p := r.Groups[0].Metrics[name]; p != nil && !math.IsNaN(*p) {
+			sum += *p
+			n++
 		}
 	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
 }
 
 func (res *FindResult) comboString(a *Answer) string {
@@ -495,3 +539,43 @@ func (res *FindResult) Cheapest() int {
 // ComboString names an answer's combination of the other axes ("" when the
 // search axis is the only one).
 func (res *FindResult) ComboString(a *Answer) string { return res.comboString(a) }
+
+// Capacity is the search as the capacity page draws it (report.Capacity),
+// with t the table of answers.
+func (res *FindResult) Capacity(conf float64, t *report.Table) *report.Capacity {
+	c := &report.Capacity{Name: res.Spec.Name, Goal: res.Goal, Axis: res.Axis.Name, AxisInt: true,
+		Priced: res.Spec.Cost != nil, Confidence: conf, Seeds: max(1, len(res.Spec.Seeds)), Table: t}
+	for _, k := range res.Cons {
+		unit := ""
+		for _, m := range Metrics {
+			if m.Name == k.Metric {
+				unit = m.Unit
+			}
+		}
+		c.Constraints = append(c.Constraints, report.CapConstraint{Text: k.Text, Metric: k.Metric, Op: k.Op, Unit: unit, Value: k.Value})
+	}
+	num := func(n *yaml.Node) float64 {
+		x, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil {
+			return math.NaN()
+		}
+		return x
+	}
+	for _, a := range res.Answers {
+		cb := report.CapCombo{Label: res.comboString(a), Found: a.Found, Note: a.Note}
+		if a.Value != nil {
+			cb.Answer = num(a.Value)
+		}
+		for _, pr := range a.Trail {
+			q := report.CapProbe{X: num(pr.Value), Mean: pr.Verdict.Mean, Half: pr.Verdict.Half, Pass: pr.Verdict.Pass,
+				Attainment: pr.Attainment, GPUs: pr.GPUs, Cost: pr.Cost, Failed: pr.Verdict.Error}
+			if pr.Verdict.N < 2 {
+				q.Half = make([]float64, len(pr.Verdict.Mean))
+			}
+			c.AxisInt = c.AxisInt && q.X == math.Trunc(q.X)
+			cb.Probes = append(cb.Probes, q)
+		}
+		c.Combos = append(c.Combos, cb)
+	}
+	return c
+}

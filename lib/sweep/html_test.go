@@ -27,10 +27,10 @@ func TestSweepHTMLInBrowser(t *testing.T) {
 		opt   report.SweepOptions
 		want  string // charts with data
 	}{
-		// x = the rate, one line per replica count; 8 default metrics (with SLO).
-		{"points.parquet", report.SweepOptions{}, "8"},
+		// x = the rate, one line per replica count; 8 default metrics (with SLO) and the attainment map.
+		{"points.parquet", report.SweepOptions{}, "9"},
 		// From the runs table: means and CIs computed over the seeds.
-		{"summary.parquet", report.SweepOptions{Metrics: []string{"ttft_p99_ms", "req_per_s"}, X: "replicas"}, "2"},
+		{"summary.parquet", report.SweepOptions{Metrics: []string{"ttft_p99_ms", "req_per_s"}, X: "replicas"}, "3"},
 	} {
 		st, err := report.ReadSweep(filepath.Join(out, tc.table))
 		if err != nil {

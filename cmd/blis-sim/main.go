@@ -115,7 +115,7 @@ func run(c *cli.Context) error {
 		return cliutil.BadInput(err)
 	}
 	md := src.Meta()
-	opts := engine.Options{CheckInvariants: c.Bool("check-invariants"), Path: src.Path}
+	opts := engine.Options{CheckInvariants: c.Bool("check-invariants"), Path: src.Path, NoLeap: c.Bool("no-leap")}
 	if v := md.Get(trace.MetaPrefixBlockSize); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

@@ -33,6 +33,7 @@ func Flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-num-seqs", Usage: "running requests per replica", DefaultText: "256"},
 		&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "token budget per step", DefaultText: "8192"},
 		&cli.Int64Flag{Name: "kv-blocks", Usage: "KV blocks per replica", DefaultText: "from GPU memory"},
+		&cli.BoolFlag{Name: "no-leap", Usage: "take every engine step one at a time instead of leaping over runs of decode-only steps (same results, slower; docs/engine.md)"},
 	}
 }
 
@@ -165,5 +166,6 @@ func Setup(c *cli.Context) (*sim.Setup, error) {
 	if err != nil {
 		return nil, cliutil.BadInput(err)
 	}
+	s.NoLeap = c.Bool("no-leap")
 	return s, nil
 }

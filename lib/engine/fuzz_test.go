@@ -8,6 +8,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/row"
+	"github.com/blis-sim/blis/lib/latency"
 )
 
 // fuzzRequests decodes bytes into a small workload: 7 bytes per request
@@ -62,70 +63,7 @@ func FuzzRun(f *testing.F) {
 	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x30\x90\x60\x01\x02\x03\x00\x20\x90\x60\x01\x02\x03\x00"), uint8(0x85), uint8(0x82))
 	f.Add([]byte("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02"), uint8(0x87), uint8(2))
 	f.Fuzz(func(t *testing.T, b []byte, kv uint8, routing uint8) {
-		reqs := fuzzRequests(b)
-		c := testConfig()
-		c.Replicas = 2
-		c.Engine.KVBlocks = int64(kv%64) + 2
-		c.Engine.MaxNumSeqs = 4
-		c.Engine.MaxNumBatchedTokens = 64
-		c.Engine.LongPrefillThreshold = int(kv % 3 * 16)
-		c.Engine.SchedulingPolicy = "priority"
-		c.Router.Priority = "request"
-		names := policy.Names(policy.StageRouting)
-		c.Router.Routing = names[int(routing)%len(names)]
-		c.Latency.Alpha = []float64{10, 0.5, 2}
-		c.Engine.AsyncScheduling = kv&0x40 != 0
-		models := testModel(c)
-		if routing&0x80 != 0 {
-			// Two deployments (the flat one and a second model).
-			d := c.Resolved()[0]
-			d.ID = "a"
-			d2 := d
-			d2.ID, d2.Model, d2.Aliases = "b", "qwen3-32b", nil
-			d2.Engine.KVBlocks = int64(kv%32) + 4
-			c.Deployments = []config.Deployment{d, d2}
-			for i := range reqs {
-				if reqs[i].Model == "" {
-					reqs[i].Model = "llama-3.1-8b"
-				}
-			}
-			models = append(models, models[0])
-		}
-		if kv&0x80 != 0 {
-			// Autoscaled: replicas come and go within milliseconds.
-			if c.IsFlat() {
-				d := c.Resolved()[0]
-				d.ID = "a"
-				c.Deployments = []config.Deployment{d}
-			}
-			a := config.DefaultAutoscaler()
-			a.Policy = []string{"hpa", "queue-threshold", "slo"}[int(routing)%3]
-			a.Target, a.Low = 2, 0.5
-			if a.Policy == "slo" {
-				a.Target = 0.9
-			}
-			a.SLO.TTFT = config.Duration(3e6) // 3 ms
-			a.Interval, a.Sample, a.Window = config.Duration(2e6), config.Duration(1e6), config.Duration(4e6)
-			a.Stabilization.Down = config.Duration(int64(kv%4) * 1e6)
-			a.Provisioning = config.Distribution{Dist: "uniform", Max: config.Duration(3e6)}
-			a.WeightLoad.Time = config.Duration(1e6)
-			a.Warmup = config.Warmup{Curve: "linear", Duration: config.Duration(2e6), InitialFactor: 2}
-			a.Drain = config.Drain{Mode: []string{"immediate", "wait", "redirect"}[int(kv)%3], Timeout: config.Duration(int64(kv%5) * 1e6)}
-			a.Triggers.QueueDepthAbove = 3
-			a.ScaleToZero = kv&1 != 0
-			p := &c.Deployments[0].Pools[0]
-			p.Autoscaler, p.MaxReplicas = &a, 3
-			if a.ScaleToZero {
-				p.Replicas = int(kv>>1) % 2
-			}
-		} else if routing&0x80 == 0 && (kv&0x20 != 0 || routing&0x40 != 0) {
-			// Tiered KV and/or P/D on one deployment.
-			c = fuzzTiered(c, kv, routing)
-		}
-		// The engine runs configs validated where they were read.
-		if err := c.Validate(); err != nil {
-			t.Fatalf("the generated config is invalid: %v", err)
-		}
+		c, models, reqs := fuzzCase(t, b, kv, routing)
 		sink := &memSink{}
 		sum, err := Run(c, models, SliceSource(reqs), sink, Options{CheckInvariants: true})
 		var re *row.RowError
@@ -142,6 +80,78 @@ func FuzzRun(f *testing.F) {
 			t.Fatalf("no horizon but %d unfinished", sum.Unfinished)
 		}
 	})
+}
+
+// fuzzCase is FuzzRun's cluster and workload for its inputs: two small
+// replicas (or two deployments, an autoscaled pool, tiers, P/D) under
+// priority scheduling, clients with timeouts, sessions and tool calls.
+func fuzzCase(t *testing.T, b []byte, kv, routing uint8) (config.Cluster, []latency.Model, []row.Request) {
+	t.Helper()
+	reqs := fuzzRequests(b)
+	c := testConfig()
+	c.Replicas = 2
+	c.Engine.KVBlocks = int64(kv%64) + 2
+	c.Engine.MaxNumSeqs = 4
+	c.Engine.MaxNumBatchedTokens = 64
+	c.Engine.LongPrefillThreshold = int(kv % 3 * 16)
+	c.Engine.SchedulingPolicy = "priority"
+	c.Router.Priority = "request"
+	names := policy.Names(policy.StageRouting)
+	c.Router.Routing = names[int(routing)%len(names)]
+	c.Latency.Alpha = []float64{10, 0.5, 2}
+	c.Engine.AsyncScheduling = kv&0x40 != 0
+	models := testModel(c)
+	if routing&0x80 != 0 {
+		// Two deployments (the flat one and a second model).
+		d := c.Resolved()[0]
+		d.ID = "a"
+		d2 := d
+		d2.ID, d2.Model, d2.Aliases = "b", "qwen3-32b", nil
+		d2.Engine.KVBlocks = int64(kv%32) + 4
+		c.Deployments = []config.Deployment{d, d2}
+		for i := range reqs {
+			if reqs[i].Model == "" {
+				reqs[i].Model = "llama-3.1-8b"
+			}
+		}
+		models = append(models, models[0])
+	}
+	if kv&0x80 != 0 {
+		// Autoscaled: replicas come and go within milliseconds.
+		if c.IsFlat() {
+			d := c.Resolved()[0]
+			d.ID = "a"
+			c.Deployments = []config.Deployment{d}
+		}
+		a := config.DefaultAutoscaler()
+		a.Policy = []string{"hpa", "queue-threshold", "slo"}[int(routing)%3]
+		a.Target, a.Low = 2, 0.5
+		if a.Policy == "slo" {
+			a.Target = 0.9
+		}
+		a.SLO.TTFT = config.Duration(3e6) // 3 ms
+		a.Interval, a.Sample, a.Window = config.Duration(2e6), config.Duration(1e6), config.Duration(4e6)
+		a.Stabilization.Down = config.Duration(int64(kv%4) * 1e6)
+		a.Provisioning = config.Distribution{Dist: "uniform", Max: config.Duration(3e6)}
+		a.WeightLoad.Time = config.Duration(1e6)
+		a.Warmup = config.Warmup{Curve: "linear", Duration: config.Duration(2e6), InitialFactor: 2}
+		a.Drain = config.Drain{Mode: []string{"immediate", "wait", "redirect"}[int(kv)%3], Timeout: config.Duration(int64(kv%5) * 1e6)}
+		a.Triggers.QueueDepthAbove = 3
+		a.ScaleToZero = kv&1 != 0
+		p := &c.Deployments[0].Pools[0]
+		p.Autoscaler, p.MaxReplicas = &a, 3
+		if a.ScaleToZero {
+			p.Replicas = int(kv>>1) % 2
+		}
+	} else if routing&0x80 == 0 && (kv&0x20 != 0 || routing&0x40 != 0) {
+		// Tiered KV and/or P/D on one deployment.
+		c = fuzzTiered(c, kv, routing)
+	}
+	// The engine runs configs validated where they were read.
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the generated config is invalid: %v", err)
+	}
+	return c, models, reqs
 }
 
 // fuzzTiered turns the fuzz config into one deployment with lower KV tiers

@@ -94,7 +94,9 @@ func (l *Linear) Name() string {
 // step (driving TP worker processes, scheduling, input preparation, output
 // processing) apart from the GPU step StepTime returns.
 type HostTimer interface {
-	// HostStepUS is the step's CPU work in µs.
+	// HostStepUS is the step's CPU work in µs. It depends on the batch's
+	// requests and tokens, never on their context lengths (PrefillCtx,
+	// PrefillAttn, DecodeCtx): leaping (Leaper) prices it once per run.
 	HostStepUS(b *Batch) int64
 	// HostTimed reports whether HostStepUS can be non-zero; when it is
 	// false the engine steps with the model alone, at no cost.

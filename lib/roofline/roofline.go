@@ -259,44 +259,59 @@ func ExpectedExperts(experts, k int, tokens float64) float64 {
 	return e * (1 - math.Pow(1-float64(k)/e, tokens))
 }
 
-// Terms computes the cost of a batch.
+// Terms computes the cost of a batch: its weight GEMMs, its attention and
+// the rest (elementwise kernels, all-reduces, overheads). Only attention
+// reads the context lengths, which DecodeTerms relies on.
 func (r *Roofline) Terms(b *latency.Batch) Terms {
 	var t Terms
-	a := r.A
 	T := float64(b.PrefillTokens) + float64(b.DecodeSeqs)
 	if T <= 0 {
 		return t
 	}
+	r.weights(&t, b, T)
+	r.attention(&t, b, T)
+	r.tail(&t, T)
+	return t
+}
+
+// weights adds the weight GEMMs of a batch of T tokens (experts and LM
+// head included).
+func (r *Roofline) weights(t *Terms, b *latency.Batch, T float64) {
+	a := r.A
 	L := float64(a.Layers)
 	for _, g := range r.attnGemms {
-		r.gemmCost(&t, T, g, L, 1)
+		r.gemmCost(t, T, g, L, 1)
 	}
 	for _, g := range r.mlpGemms {
-		r.gemmCost(&t, T, g, float64(a.DenseLayers()), 1)
+		r.gemmCost(t, T, g, float64(a.DenseLayers()), 1)
 	}
 	if a.MoE() {
 		lm := float64(a.MoELayers)
 		for _, g := range r.shGemms {
-			r.gemmCost(&t, T, g, lm, 1)
+			r.gemmCost(t, T, g, lm, 1)
 		}
 		// Routed experts as one grouped GEMM: all T·k token-expert rows, the
 		// weights of the distinct experts touched.
 		touched := ExpectedExperts(a.Experts, a.ExpertsPerTok, T)
 		rows := T * float64(a.ExpertsPerTok)
 		if r.moe.on() {
-			r.moeKernelCost(&t, rows, touched, lm)
+			r.moeKernelCost(t, rows, touched, lm)
 		} else {
 			for _, g := range r.expGemms {
-				r.gemmCost(&t, rows, g, lm, touched)
+				r.gemmCost(t, rows, g, lm, touched)
 			}
 		}
 	}
 	// LM head: logits for one position per sequence (last prefill chunk token or decode token).
 	if s := float64(b.PrefillSeqs + b.DecodeSeqs); s > 0 {
-		r.gemmCost(&t, s, r.head, 1, 1)
+		r.gemmCost(t, s, r.head, 1, 1)
 	}
+}
 
-	// Attention: one kernel per layer covering prefill chunks and decodes.
+// attention adds one attention kernel per layer covering the prefill
+// chunks and the decodes.
+func (r *Roofline) attention(t *Terms, b *latency.Batch, T float64) {
+	L := float64(r.A.Layers)
 	pairsP, pairsD := float64(b.PrefillAttn), float64(b.DecodeCtx)
 	af := r.attnPairFLOPsP*pairsP + r.attnPairFLOPsD*pairsD + r.ctxUpFLOPs*float64(b.PrefillCtx)
 	kvRead := float64(b.PrefillCtx+b.PrefillTokens) + float64(b.DecodeCtx)
@@ -306,7 +321,13 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 	t.ComputeUS += c * L
 	t.MemoryUS += m * L
 	t.RoofUS += math.Max(c, m) * L
+}
 
+// tail adds the elementwise kernels, the all-reduces and the fixed
+// overheads, and sums the step.
+func (r *Roofline) tail(t *Terms, T float64) {
+	a := r.A
+	L := float64(a.Layers)
 	// Elementwise kernels: memory bound; their launch floor is layer_overhead_us.
 	t.ElemBytes = T * (float64(a.DenseLayers())*r.elemDense + float64(a.MoELayers)*r.elemMoE) * r.ab
 	em := t.ElemBytes / r.bw * 1e6
@@ -325,7 +346,6 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 		t.OverheadUS += r.G.Eff.TPStepUS
 	}
 	t.TotalUS = t.RoofUS + t.CommUS + t.OverheadUS
-	return t
 }
 
 // MaxStepUS caps a step (latency.MaxStepUS): an absurd GPU file must not
@@ -335,10 +355,15 @@ const MaxStepUS = latency.MaxStepUS
 // StepTime implements latency.Model.
 func (r *Roofline) StepTime(b *latency.Batch) int64 {
 	t := r.Terms(b)
-	if !(t.TotalUS < MaxStepUS) {
+	return stepUS(t.TotalUS)
+}
+
+// stepUS rounds a step's total to whole µs, between 1 and MaxStepUS.
+func stepUS(total float64) int64 {
+	if !(total < MaxStepUS) {
 		return MaxStepUS
 	}
-	us := int64(t.TotalUS + 0.5)
+	us := int64(total + 0.5)
 	if us < 1 {
 		return 1
 	}

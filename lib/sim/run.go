@@ -123,7 +123,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 
 	out := &Outcome{}
 	opts := engine.Options{CheckInvariants: r.CheckInvariants, Path: r.Path, PrefixBlockSize: r.PrefixBlockSize,
-		Progress: r.Progress, Policies: s.Policies}
+		Progress: r.Progress, Policies: s.Policies, NoLeap: s.NoLeap}
 
 	// Results.
 	drops := &trace.DropCounter{W: r.Results.Sink}

@@ -27,6 +27,9 @@ type Setup struct {
 	// Policies are what the cluster decides with: the bundle's stages, and
 	// the router keys' for the stages it does not give.
 	Policies cluster.Policies
+	// NoLeap takes every engine step one at a time (cluster.Options.NoLeap:
+	// the same results, slower).
+	NoLeap bool
 }
 
 // New prepares cfg (a validated config, which it copies and never
@@ -86,5 +89,6 @@ func (s *Setup) Annotate(md trace.Meta) {
 // Run would use. opts.Policies is replaced by the setup's.
 func (s *Setup) Cluster(sink cluster.Sink, opts cluster.Options) (*cluster.Cluster, error) {
 	opts.Policies = s.Policies
+	opts.NoLeap = opts.NoLeap || s.NoLeap
 	return cluster.New(&s.Cfg, s.Models, sink, opts)
 }

@@ -75,6 +75,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	for i, g := range c.grps {
 		x := &group{members: g.members, board: g.board.Clone(), all: g.all, slotOf: g.slotOf,
 			posOfSlot: append([]int32(nil), g.posOfSlot...)}
+		d.watchBoard(x)
 		for _, h := range g.held {
 			x.held = append(x.held, heldReq{m.Map(h.r), h.life})
 		}
@@ -127,6 +128,10 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	d.dirty = append([]int32(nil), c.dirty...)
 	d.isDirty = append([]bool(nil), c.isDirty...)
 	d.pbFn = d.promptBlocks
+	if c.leap.pos != nil {
+		d.leap = leapSet{ids: append([]int32(nil), c.leap.ids...), pos: append([]int32(nil), c.leap.pos...)}
+		d.bindLeap()
+	}
 	d.oracle = groupOracle{}
 	d.cur, d.curG = nil, nil
 

@@ -59,6 +59,10 @@ type Options struct {
 	ScaleEventsTo func([]row.ScaleEvent)
 	// Decisions, when set, hears every decision (decision traces).
 	Decisions Decisions
+	// NoLeap takes every step one at a time: no span of steps is run as
+	// one event (docs/engine.md, "Leaping"). The results are the same;
+	// it is there to check that, and to time the difference.
+	NoLeap bool
 }
 
 // Policies are a run's decision makers, as one value: the router's stages,
@@ -100,7 +104,11 @@ type Deployment struct {
 	Replicas []int32 // cluster-wide replica indices
 	keys     *request.Keyer
 	group    *group
-	pd       *pdState // nil unless it has prefill and decode pools
+	// stepModel is the model its replicas step with (the host work
+	// added), ramps its leaping prices (leap.go; nil with NoLeap).
+	stepModel latency.Model
+	ramps     *replica.Ramps
+	pd        *pdState // nil unless it has prefill and decode pools
 	// tiers builds a replica's lower KV tiers over its store (nil: none);
 	// the autoscaler calls it for the fresh store of a restarted replica.
 	tiers func(kv.Store) *kv.Tiers
@@ -134,6 +142,7 @@ type Summary struct {
 	SimEndUS     int64   // simulated time of the last event processed
 	Events       int64   // events processed
 	Steps        int64   // engine steps, all replicas
+	Spans        int64   // runs of steps taken as one event (docs/engine.md, "Leaping")
 	Preemptions  int64   // recompute preemptions
 	Evictions    int64   // prefix-cache blocks evicted for reuse
 	CachedTokens int64   // prompt tokens served from the prefix cache (completed requests)
@@ -253,6 +262,14 @@ type Cluster struct {
 	err     error
 
 	sc *scaler // autoscaling; nil without
+
+	// Leaping (leap.go): the replicas in a span; the key of the event
+	// being processed (c.now is its time); what CatchUp is asked about.
+	leap              leapSet
+	at                uint64
+	syncInst          int32
+	syncKey           uint64
+	endedFn, formedFn func(int64) bool
 }
 
 // New builds a cluster for cfg; models holds each resolved deployment's
@@ -315,6 +332,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		// The step model with the engine's CPU work, added to the GPU step
 		// or overlapped with it as the scheduler does (latency.WithHost).
 		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
+		dep.stepModel = stepModel
 		n := 0
 		for pi, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)
@@ -363,6 +381,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			b.Bind(c)
 		}
 	}
+	c.initLeap()
 	c.isDirty = make([]bool, len(c.reps))
 	c.gpos = make([]int32, len(c.reps))
 	c.rgroup = make([]*group, len(c.reps))
@@ -464,6 +483,7 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 			ids[j], deps[j], roles[j] = r.ID, c.deps[r.Deployment].ID, r.Role.String()
 		}
 		g.board = policy.NewBoard(ids, deps, roles, c.opts.RouterIndexes)
+		c.watchBoard(g)
 		useIndex := c.prefixOn && len(g.members) > indexMinReplicas && sameBlockSize(g.deps) && gi < nmodel
 		if c.opts.RouterIndexes > 0 && c.prefixOn && sameBlockSize(g.deps) && gi < nmodel {
 			useIndex = true
@@ -535,8 +555,12 @@ func (c *Cluster) Step(until int64) Status {
 	}
 	if c.hasStash {
 		c.hasStash = false
+		c.at = c.stashed.key
 		c.process(&c.stashed)
 		return Stepped
+	}
+	for c.h.Len() > 0 && c.stale(c.h.Top()) {
+		c.h.Pop() // a span's end, the span cut short since
 	}
 	if c.h.Len() == 0 {
 		return Idle
@@ -554,6 +578,7 @@ func (c *Cluster) Step(until int64) Status {
 		c.snapshotBefore(&ev)
 	}
 	c.now = ev.t
+	c.at = ev.key
 	c.sum.Events++
 	if ev.kind() == evArrival && ev.r == c.awaiting && ev.r != nil {
 		// Read this root's dependents before routing it: the router and
@@ -573,10 +598,19 @@ func (c *Cluster) RunUntil(t int64) Status {
 		switch st := c.Step(t); st {
 		case Stepped:
 			continue
+		case Idle:
+			c.settle(min(t, c.horizon))
+			return st
 		default:
 			return st
 		}
 	}
+}
+
+// stale reports whether e is the end of a span's last step, the span
+// having been cut short since.
+func (c *Cluster) stale(e *event) bool {
+	return e.kind() == evStepEnd && e.life() != c.reps[e.inst()].Gen
 }
 
 func (c *Cluster) process(ev *event) {
@@ -641,7 +675,9 @@ func (c *Cluster) start(rep *replica.Replica) {
 		}
 		return
 	}
-	c.h.push(c.now+dur, evStepEnd, rep.Index, nil)
+	if rep.Ramps == nil || !c.tryLeap(rep, dur) {
+		c.h.pushStepEnd(c.now+dur, dur, rep.Index, rep.Gen)
+	}
 	if c.checks {
 		if rep.State != replica.Serving && rep.State != replica.Warming && rep.State != replica.Draining {
 			c.fail(fmt.Errorf("invariant violated: replica %s started a step while %s", rep.ID, rep.State))
@@ -654,6 +690,11 @@ func (c *Cluster) start(rep *replica.Replica) {
 
 // end applies the end of rep's step at now.
 func (c *Cluster) end(rep *replica.Replica) {
+	if rep.Leaping() {
+		rep.EndLeap()
+		c.leap.remove(rep.Index)
+	}
+	dur := c.now - rep.StepStart()
 	rep.End(c.now, &c.fx)
 	if c.opts.Steps != nil {
 		if err := c.opts.Steps.Write(&c.fx.Step); err != nil {
@@ -681,7 +722,7 @@ func (c *Cluster) end(rep *replica.Replica) {
 	if c.pd != nil && rep.Role == replica.Decode {
 		c.pd.admitIncoming(rep)
 	}
-	c.kick(rep)
+	c.kickAfter(rep, dur)
 	if c.wakeAt != nil {
 		c.armWake(rep)
 	}
@@ -690,23 +731,38 @@ func (c *Cluster) end(rep *replica.Replica) {
 // kick starts a step on an idle replica that has work: at once when no
 // other event shares this instant, else after every same-time event (so
 // that same-time arrivals join the step).
-func (c *Cluster) kick(rep *replica.Replica) {
+//
+// A step starts at once only when it cannot matter to anything else of
+// the instant: not when a periodic router snapshot falls due at it (the
+// snapshot shows the replica before the step, as it shows a replica whose
+// start is queued).
+func (c *Cluster) kick(rep *replica.Replica) { c.kickAfter(rep, -1) }
+
+// kickAfter is kick at the end of rep's own step of dur µs (dur < 0: from
+// anything else): such starts, when queued, run in the order of their step
+// ends, before the other starts of the instant (events.go).
+func (c *Cluster) kickAfter(rep *replica.Replica, dur int64) {
 	if !rep.CanStart() {
 		if rep.State == replica.Draining {
 			c.sc.drainedCheck(rep) // idle: it may have finished its drain (scale.go)
 		}
 		return
 	}
-	if c.h.Len() == 0 || c.h.Top().t > c.now {
+	if (c.h.Len() == 0 || c.h.Top().t > c.now) && (c.snapEvery == 0 || c.snapAt != c.now) {
 		c.start(rep)
 		return
 	}
 	rep.StartQueued()
+	if dur >= 0 {
+		c.h.pushChainStart(c.now, dur, rep.Index)
+		return
+	}
 	c.h.push(c.now, evStepStart, rep.Index, nil)
 }
 
 func (c *Cluster) enqueue(r *request.State) {
 	rep := c.reps[r.Replica]
+	c.cut(rep)
 	rep.InFlight--
 	r.Enqueued = c.now
 	rep.Sched.Enqueue(r)
@@ -745,10 +801,26 @@ func (c *Cluster) refreshDirty() {
 	for _, i := range c.dirty {
 		c.isDirty[i] = false
 		if p := c.gpos[i]; p >= 0 { // -1: not routable (autoscaling)
-			c.rgroup[i].board.Set(int(p), c.status(i))
+			rep := c.reps[i]
+			c.sync(rep)
+			b := c.rgroup[i].board
+			b.Set(int(p), c.status(i))
+			// A replica in a span uses KV blocks as its steps go, unseen:
+			// a policy reading its status gets it afresh (readBoard).
+			b.SetVolatile(int(p), rep.Leaping())
 		}
 	}
 	c.dirty = c.dirty[:0]
+}
+
+// readBoard refreshes position p of g's board as a policy reads it: a
+// replica in a span, brought up to the event being processed.
+func (c *Cluster) readBoard(g *group, p int) {
+	m := g.members[p]
+	rep := c.reps[m]
+	c.sync(rep)
+	g.board.Set(p, c.status(m))
+	g.board.SetVolatile(p, rep.Leaping())
 }
 
 func (c *Cluster) refreshAll() {
@@ -763,9 +835,20 @@ func (c *Cluster) refreshAll() {
 // cluster's state is constant between events, so the state just before ev
 // is the state at every snapshot time since the previous event: one refresh
 // stands for all of them, and idle stretches cost nothing.
+//
+// A replica in a span has gone on stepping since: it is brought to the
+// snapshot's instant, after that instant's step ends and timers and before
+// its step starts (a kick queues a start when a snapshot falls due).
 func (c *Cluster) snapshotBefore(ev *event) {
-	c.refreshAll()
 	m := ev.t - ev.t%c.snapEvery // last snapshot time <= ev.t
+	if len(c.leap.ids) > 0 {
+		at := m
+		if m == ev.t && ev.kind() < evSnapshot {
+			at = m - c.snapEvery
+		}
+		c.syncAll(at, uint64(evSnapshot)<<56)
+	}
+	c.refreshAll()
 	next := m + c.snapEvery
 	if m == ev.t && ev.kind() < evSnapshot {
 		next = m // due after the step ends and timers of this instant

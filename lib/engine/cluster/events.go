@@ -55,8 +55,46 @@ func (h *eventHeap) push(t int64, kind uint8, inst int32, r *request.State) {
 	if r != nil {
 		life = r.Life
 	}
-	h.Push(event{t: t, key: uint64(kind)<<56 | h.seq, tag: uint64(uint32(inst))<<32 | uint64(life), r: r})
+	key := uint64(kind)<<56 | h.seq
+	if kind == evStepStart {
+		key |= otherStart
+	}
+	h.Push(event{t: t, key: key, tag: uint64(uint32(inst))<<32 | uint64(life), r: r})
 }
+
+// pushStepEnd schedules the end, at t, of replica inst's step of dur µs;
+// gen is the replica's step generation (a step end left behind by a
+// leap that was cut is stale). Step ends of one instant are ordered by
+// their start, the earlier first (as they were scheduled), then by
+// replica: a key that depends on the step alone, so that a leap's last
+// step end, scheduled when the leap began, takes the place the step's
+// own end would have had.
+func (h *eventHeap) pushStepEnd(t, dur int64, inst int32, gen uint32) {
+	h.Push(event{t: t, key: stepEndKey(dur, inst), tag: uint64(uint32(inst))<<32 | uint64(gen)})
+}
+
+// pushChainStart schedules replica inst's next step at now, after the
+// step of dur µs it just ended: such starts run in the order of the step
+// ends that queued them, before the starts queued by anything else.
+func (h *eventHeap) pushChainStart(t, dur int64, inst int32) {
+	h.Push(event{t: t, key: chainStartKey(dur, inst), tag: uint64(uint32(inst)) << 32})
+}
+
+// durKeyMax bounds the step duration kept in a key (3.2 days: longer
+// steps tie, and are ordered by replica).
+const durKeyMax = 1<<38 - 1
+
+func stepEndKey(dur int64, inst int32) uint64 {
+	return uint64(evStepEnd)<<56 | (durKeyMax-uint64(min(dur, durKeyMax)))<<17 | uint64(uint32(inst))
+}
+
+func chainStartKey(dur int64, inst int32) uint64 {
+	return uint64(evStepStart)<<56 | (durKeyMax-uint64(min(dur, durKeyMax)))<<17 | uint64(uint32(inst))
+}
+
+// otherStart is the bit that orders a step start queued by anything but
+// its replica's own step end after the chained ones of its instant.
+const otherStart = 1 << 55
 
 // pushGen schedules a replica's lifecycle event: gen (the replica's
 // lifecycle generation) takes the place of a request's life, so an event

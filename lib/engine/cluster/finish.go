@@ -15,6 +15,9 @@ func (c *Cluster) Finish() (Summary, error) {
 	if c.err != nil {
 		return c.sum, c.err
 	}
+	if len(c.leap.ids) > 0 {
+		c.syncAll(c.now, c.at) // spans up to the last event processed
+	}
 	c.sum.SimEndUS = c.now
 	if c.sc != nil {
 		c.sc.finishHeld()

@@ -59,6 +59,9 @@ type ForkArena struct {
 	kv    kv.Store
 	kvs   []kv.Store // whole forks': by replica
 	ready bool
+	// the leap set's positions (−1 but for the replica held)
+	leapPos []int32
+	leapIDs []int32
 }
 
 // Fork returns a copy of the whole cluster at the routing decision in
@@ -180,6 +183,26 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 		}
 	}
 	d.h.S, d.h.seq = evs, c.h.seq
+	d.at = c.at
+	if c.leap.pos != nil {
+		if len(a.leapPos) != len(c.reps) {
+			a.leapPos = make([]int32, len(c.reps))
+			for j := range a.leapPos {
+				a.leapPos[j] = -1
+			}
+			a.leapIDs = a.leapIDs[:0]
+		}
+		for _, j := range a.leapIDs {
+			a.leapPos[j] = -1 // the previous fork's
+		}
+		d.leap = leapSet{ids: a.leapIDs[:0], pos: a.leapPos}
+		if rep.Leaping() {
+			d.leap.add(i)
+		}
+		a.leapIDs = append(a.leapIDs[:0], i) // to reset next time, whether or not it leaps
+		d.leap.ids = a.leapIDs[:len(d.leap.ids)]
+		d.bindLeap()
+	}
 	d.retired.S = a.ret[:0]
 	d.fx.Done, d.work = a.done[:0], a.work[:0]
 	if c.wakeAt != nil {
@@ -228,6 +251,8 @@ func (m missing) Resume(*request.State)                 { m.fail() }
 func (m missing) Hold(bool)                             { m.fail() }
 func (m missing) Tiers() *kv.Tiers                      { m.fail(); return nil }
 func (m missing) SetPolicies(sched.Order, sched.Victim) { m.fail() }
+func (m missing) Span() (sched.Span, bool)              { m.fail(); return sched.Span{}, false }
+func (m missing) AdvanceTo(int64, bool, int64, int64)   { m.fail() }
 func (m missing) Clone(*request.Clone, kv.Store, *request.Keyer) sched.Scheduler {
 	m.fail()
 	return nil

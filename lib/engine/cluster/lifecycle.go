@@ -191,6 +191,7 @@ func (c *Cluster) expire(r *request.State) {
 		c.markDirty(rep.Index)
 	case request.Waiting, request.Running:
 		rep := c.reps[r.Replica]
+		c.cut(rep)
 		r.Generated = rep.Sched.Progress(r)
 		c.markDirty(rep.Index)
 		if !rep.Cancel(r) {

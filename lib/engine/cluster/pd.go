@@ -208,6 +208,7 @@ func (dg *disagg) takeSends(p *replica.Replica) {
 			// prefill could hold blocks the waiting hand-offs need).
 			if !r.PD.XferQueued && r.PD.DReplica >= 0 && len(dg.incoming[r.PD.DReplica]) == 0 {
 				d := c.reps[r.PD.DReplica]
+				c.sync(d)
 				st := d.Sched.KV()
 				if st.Free() >= (r.Req.InputTokens+st.BlockSize()-1)/st.BlockSize() {
 					r.PD.XferQueued = true
@@ -260,6 +261,7 @@ func (dg *disagg) admitIncoming(d *replica.Replica) {
 	if len(q) == 0 {
 		return
 	}
+	c.cut(d)
 	store := d.Sched.KV()
 	dep := c.deps[d.Deployment]
 	B := store.BlockSize()
@@ -374,6 +376,7 @@ func (dg *disagg) xferDone(r *request.State) {
 		dg.checkReady(r)
 	}
 	r.Computed = r.Req.InputTokens - 1
+	c.cut(d)
 	d.Sched.Resume(r)
 	c.markDirty(d.Index)
 	c.kick(d)
@@ -399,6 +402,7 @@ func (dg *disagg) checkReady(r *request.State) {
 // new prefills again once its outgoing queue is short.
 func (dg *disagg) releaseSource(r *request.State, p *replica.Replica) {
 	c := dg.c
+	c.cut(p)
 	p.Sched.KV().Release(&r.PD.XferKV)
 	dg.outQ[p.Index]--
 	if dg.outQ[p.Index] < c.deps[p.Deployment].pd.maxQueue {
@@ -434,6 +438,7 @@ func (dg *disagg) unreserve(r *request.State) {
 		return
 	}
 	d := c.reps[r.PD.DReplica]
+	c.cut(d)
 	if r.PD.XferKV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.PD.XferKV)
 	} else {
@@ -462,6 +467,7 @@ func (dg *disagg) unqueue(r *request.State, d *replica.Replica) {
 func (dg *disagg) cancelTransfer(r *request.State) {
 	c := dg.c
 	d := c.reps[r.PD.DReplica]
+	c.cut(d)
 	if r.KV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.KV) // reserved, in flight
 	} else {

@@ -225,6 +225,7 @@ func (o *groupOracle) CachedBlocks(i int) int {
 		return g.index.cached(c, i)
 	}
 	rep := c.reps[g.members[i]]
+	c.sync(rep) // a span's steps may have evicted cached blocks
 	c.deps[rep.Deployment].keys.Ensure(c.cur)
 	kv := rep.Sched.KV()
 	return kv.Lookup(c.cur.Keys, len(c.cur.Keys))

@@ -233,8 +233,11 @@ func (sc *scaler) rebuildBoard(g *group) {
 	}
 	g.members, g.slotOf = ms, slotOf
 	g.board = policy.NewBoard(ids, deps, roles, c.opts.RouterIndexes)
+	c.watchBoard(g)
 	for i, m := range ms {
+		c.sync(c.reps[m])
 		g.board.Set(i, c.status(m))
+		g.board.SetVolatile(i, c.liveView && c.reps[m].Leaping())
 		if c.reps[m].State == replica.Warming {
 			g.board.SetState(i, "warming")
 		}
@@ -462,6 +465,7 @@ func (sc *scaler) sample(sp *spool) {
 			sp.lastBusy[j] = rep.BusyUS
 			continue
 		}
+		c.sync(rep)
 		busy := rep.BusyUS - sp.lastBusy[j]
 		sp.lastBusy[j] = rep.BusyUS
 		if !routable(rep.State) {
@@ -587,6 +591,7 @@ func (sc *scaler) poolView(sp *spool) autoscale.PoolView {
 	for _, m := range sp.slots {
 		rep := c.reps[m]
 		if rep.State != replica.Stopped {
+			c.sync(rep)
 			l := rep.Sched.Load()
 			v.Waiting += l.Waiting
 			v.Running += l.Running
@@ -782,6 +787,7 @@ func (sc *scaler) retireReplica(sp *spool, rep *replica.Replica) {
 		sc.stop(sp, rep, "cancelled while provisioning")
 		return
 	}
+	c.cut(rep)
 	if w, ok := rep.Model.(*warmModel); ok {
 		rep.Model = w.Model
 	}
@@ -824,6 +830,7 @@ func (sc *scaler) onReplica(rep *replica.Replica, phases ...request.Phase) []*re
 // (scheduled before: their times are rep's) finish on rep.
 func (sc *scaler) redirect(rep *replica.Replica) {
 	c := sc.c
+	c.cut(rep)
 	for _, r := range sc.onReplica(rep, request.Waiting) {
 		if r.FirstSched != row.Null {
 			continue
@@ -842,6 +849,7 @@ func (sc *scaler) redirect(rep *replica.Replica) {
 // kill stops rep now, dropping every request on it (counted).
 func (sc *scaler) kill(rep *replica.Replica, reason string) {
 	c := sc.c
+	c.cut(rep)
 	c.sc.killEnd[rep.Index] = false
 	for _, r := range sc.onReplica(rep, request.Routed, request.Waiting, request.Running) {
 		if r.Phase == request.Routed {
@@ -862,8 +870,9 @@ func (sc *scaler) kill(rep *replica.Replica, reason string) {
 // same instant runs after the step end and before a next step starts.
 func (sc *scaler) killAtStepEnd(rep *replica.Replica) {
 	c := sc.c
+	c.cut(rep)
 	for _, e := range c.h.S {
-		if e.kind() == evStepEnd && e.inst() == rep.Index {
+		if e.kind() == evStepEnd && e.inst() == rep.Index && !c.stale(&e) {
 			c.sc.gen[rep.Index]++
 			c.h.pushGen(e.t, evLifecycle, rep.Index, c.sc.gen[rep.Index])
 			return

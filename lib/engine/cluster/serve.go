@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"math"
-
 	"github.com/blis-sim/blis/lib/engine/request"
 )
 
@@ -16,10 +14,14 @@ func (c *Cluster) NextEventUS() int64 {
 	if c.hasStash {
 		return c.stashed.t
 	}
-	if c.h.Len() == 0 {
-		return math.MaxInt64
+	for c.h.Len() > 0 && c.stale(c.h.Top()) {
+		c.h.Pop()
 	}
-	return c.h.Top().t
+	t := c.nextLeapEvent() // a span's steps are events to a real-time driver
+	if c.h.Len() > 0 {
+		t = min(t, c.h.Top().t)
+	}
+	return t
 }
 
 // Cancel ends request id at t (at least Now) as a client that gives up

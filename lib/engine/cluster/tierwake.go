@@ -30,6 +30,7 @@ func (c *Cluster) wake(rep *replica.Replica) {
 	if c.wakeAt[rep.Index] == c.now {
 		c.wakeAt[rep.Index] = row.Null
 	}
+	c.cut(rep)
 	rep.Sched.Wake(c.now)
 	c.markDirty(rep.Index)
 	c.kick(rep)

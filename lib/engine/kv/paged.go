@@ -74,6 +74,27 @@ func (c *Paged) Used() int32 { return c.total - c.free }
 // Evictions implements Store: cached blocks reused for other content.
 func (c *Paged) Evictions() int64 { return c.evictions }
 
+// CleanFree implements Store: the anonymous blocks queued ahead of the
+// first cached one, counted over the first 256 queue entries at most (a
+// lower bound: entries taken back by cache hits are skipped).
+func (c *Paged) CleanFree() int32 {
+	var n int32
+	for i := c.qh; i < len(c.q) && i < c.qh+256; i++ {
+		e := c.q[i]
+		if e.id < 0 {
+			n += e.n
+			continue
+		}
+		if c.b[e.id].qpos == c.qoff+int64(i)+1 {
+			break // a cached block: the next Alloc past here evicts it
+		}
+	}
+	return n
+}
+
+// Observed implements Store.
+func (c *Paged) Observed() bool { return c.obs != nil || c.low != nil }
+
 // SetObserver implements Store.
 func (c *Paged) SetObserver(o Observer) { c.obs = o }
 

@@ -50,6 +50,14 @@ type Store interface {
 	// Register makes h's blocks [from, to) findable under keys[from:to].
 	Register(h *Handle, keys []uint64, from, to int)
 
+	// CleanFree is how many blocks Alloc can hand out from the head of
+	// the free queue before it would evict a cached block; Observed
+	// reports whether anyone (an observer, lower tiers) hears this store's
+	// cache and evict events. A run of steps leaped at once (the engine's
+	// leaping) evicts nothing that is heard.
+	CleanFree() int32
+	Observed() bool
+
 	// SetObserver installs o (nil removes it).
 	SetObserver(o Observer)
 	// SetLower installs the lower tiers' observer (nil: none): it hears

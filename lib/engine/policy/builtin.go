@@ -153,7 +153,7 @@ func (leastLoaded) Route(_ RequestView, c *ClusterView) RouteDecision {
 type leastKV struct{}
 
 func (leastKV) Route(_ RequestView, c *ClusterView) RouteDecision {
-	reps := c.b.reps
+	reps := c.current()
 	best := 0
 	c.Score(0, -reps[0].KVUtilization())
 	for i := 1; i < len(reps); i++ {
@@ -215,7 +215,7 @@ func lessLoaded(c *ClusterView, i, j int) bool {
 type weighted struct{ load, kv, prefix float64 }
 
 func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
-	reps := c.b.reps
+	reps := c.current()
 	maxLoad := 1
 	for i := range reps {
 		if l := reps[i].Load(); l > maxLoad {

@@ -98,7 +98,25 @@ func (c *ClusterView) NowUS() int64 { return c.now }
 func (c *ClusterView) Len() int { return len(c.b.reps) }
 
 // Replica is candidate i (0 ≤ i < Len).
-func (c *ClusterView) Replica(i int) *ReplicaView { return &c.b.reps[i] }
+func (c *ClusterView) Replica(i int) *ReplicaView {
+	if b := c.b; b.vol != nil && b.vol[i] {
+		b.onRead(i)
+	}
+	return &c.b.reps[i]
+}
+
+// current is every candidate's view, the volatile ones refreshed (for a
+// policy that scans them all for their KV use).
+func (c *ClusterView) current() []ReplicaView {
+	if b := c.b; b.vol != nil {
+		for i, v := range b.vol {
+			if v {
+				b.onRead(i)
+			}
+		}
+	}
+	return c.b.reps
+}
 
 // CachedBlocks is the number of leading prompt blocks of the request being
 // decided that candidate i holds in its prefix cache (a live view, as a
@@ -162,6 +180,13 @@ type Board struct {
 	// to date in O(log n) per change; nil on small boards (a scan is
 	// cheaper there).
 	tree []uint64
+	// vol marks the replicas whose status changes without being reported
+	// (KV use, as a replica runs a span of steps: docs/engine.md,
+	// "Leaping"); reading one calls onRead first, which reports it. Their
+	// load (waiting, running, in flight) does not change unreported, so
+	// the load tree stays exact.
+	vol    []bool
+	onRead func(i int)
 }
 
 // TreeMinReplicas is the board size above which the load tree is kept.
@@ -220,6 +245,22 @@ func (b *Board) Set(i int, s ReplicaStatus) {
 	}
 }
 
+// OnRead installs the callback that reports a volatile replica's status
+// when a policy reads it (SetVolatile).
+func (b *Board) OnRead(f func(i int)) { b.onRead = f }
+
+// SetVolatile marks replica i's status as changing unreported (on) or
+// reported again (off).
+func (b *Board) SetVolatile(i int, on bool) {
+	if b.vol == nil {
+		if !on {
+			return
+		}
+		b.vol = make([]bool, len(b.reps))
+	}
+	b.vol[i] = on
+}
+
 // SetState reports replica i's lifecycle state.
 func (b *Board) SetState(i int, state string) { b.reps[i].state = state }
 
@@ -259,6 +300,9 @@ func (b *Board) Clone() *Board {
 	d := &Board{reps: append([]ReplicaView(nil), b.reps...)}
 	if b.tree != nil {
 		d.tree = append([]uint64(nil), b.tree...)
+	}
+	if b.vol != nil {
+		d.vol = append([]bool(nil), b.vol...) // the copy's OnRead is its owner's to install
 	}
 	d.view.b = d
 	return d

@@ -72,6 +72,12 @@ type Replica struct {
 	WantSteps bool
 	// ImageEncodeUS is the per-image vision encoder time (latency.image_encode_us).
 	ImageEncodeUS float64
+	// Ramps prices spans of decode-only steps (leap.go); nil: every step
+	// is taken one at a time.
+	Ramps *Ramps
+	// Gen changes when a span is cut short: the step end scheduled for
+	// its last step is then stale.
+	Gen uint32
 
 	busy         bool
 	startPending bool
@@ -83,6 +89,8 @@ type Replica struct {
 	BusyUS int64 // time spent in steps
 
 	tierOff, tierLoad int64 // lower-tier counters at the last step row
+
+	span span // a span of steps in progress (leap.go)
 }
 
 // New returns a serving replica.
@@ -98,6 +106,9 @@ func (p *Replica) Busy() bool { return p.busy }
 func (p *Replica) CanStart() bool {
 	return !p.busy && !p.startPending && p.Sched.HasWork()
 }
+
+// StepStart is when the executing (or last) step started.
+func (p *Replica) StepStart() int64 { return p.stepStart }
 
 // StartPending reports whether a step-start event is queued.
 func (p *Replica) StartPending() bool { return p.startPending }
@@ -202,6 +213,7 @@ func (p *Replica) Clone(c *request.Clone, keys *request.Keyer) *Replica {
 func (p *Replica) CloneOnto(c *request.Clone, keys *request.Keyer, store kv.Store) *Replica {
 	d := *p
 	d.Sched = p.Sched.Clone(c, store, keys)
+	d.span.runs = append([]leapRun(nil), p.span.runs...)
 	d.cancels = make([]*request.State, len(p.cancels))
 	for i, r := range p.cancels {
 		d.cancels[i] = c.Map(r)

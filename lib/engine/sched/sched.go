@@ -65,6 +65,16 @@ type Scheduler interface {
 	// SetPolicies replaces the waiting order and victim policies (a
 	// fork's own copies of stateful ones); nil keeps vLLM's.
 	SetPolicies(order Order, victim Victim)
+
+	// Span says, right after Form, how many steps from the one formed are
+	// determined (docs/engine.md, "Leaping"); false when the next step
+	// could differ (a scheduler that cannot tell says false).
+	Span() (Span, bool)
+	// AdvanceTo applies a span's steps at once: those before next have
+	// completed (the last ending at lastEnd), and step next has been
+	// formed when formed is set (the last formed started at lastStart).
+	// Only within the span given by the last Span.
+	AdvanceTo(next int64, formed bool, lastStart, lastEnd int64)
 }
 
 // Load is a replica's queue lengths and KV use.

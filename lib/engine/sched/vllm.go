@@ -75,7 +75,9 @@ type VLLM struct {
 	// decode steps, so a ring of buckets replaces a heap.
 	bound [][]boundEntry
 
-	step      int64 // index of the next (or executing) step
+	step      int64  // index of the next (or executing) step
+	formedTo  int64  // the last step formed (its blocks allocated): step, or step−1 between steps
+	leapMask  uint64 // in a span (Span), the buckets with entries (block size ≤ 64)
 	sched     []*request.State
 	used      int32 // tokens scheduled in the current step
 	preempted int32 // preemptions while forming the current step
@@ -316,6 +318,7 @@ func (s *VLLM) registerHeld(r *request.State, kvTokens int32) {
 // Form implements Scheduler, following vLLM v1's Scheduler.schedule.
 func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 	step := s.step
+	s.formedTo = step
 	s.preempted = 0
 	s.used = 0
 	s.sched = s.sched[:0]

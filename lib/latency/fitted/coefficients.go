@@ -370,3 +370,75 @@ func (m *Model) Alpha() latency.Alpha { return m.C.Alpha }
 
 // Name implements latency.Model.
 func (m *Model) Name() string { return m.label }
+
+// DecodeRamp implements latency.Leaper. In a decode-only batch of a fixed
+// size only the context features (decode_ctx and the roofline's) change;
+// the ramp evaluates those alone and sums every term in StepTime's order.
+// With a negative coefficient on one of them the step time could fall as
+// the context grows: no ramp then (such a model is stepped).
+func (m *Model) DecodeRamp(seqs int) latency.Ramp {
+	if seqs <= 0 {
+		return nil
+	}
+	const (
+		fixed = iota
+		ctxF
+		computeF
+		memoryF
+		roofF
+	)
+	b := latency.Batch{DecodeSeqs: seqs}
+	vals := m.ev.Features(&b, nil) // at ctx 0; the context features are replaced per call
+	kind := make([]uint8, len(vals))
+	roof := false
+	for i, id := range m.ev.ids {
+		switch FeatureDoc[id].Name {
+		case DecodeCtx:
+			kind[i] = ctxF
+		case RoofCompute:
+			kind[i], roof = computeF, true
+		case RoofMemory:
+			kind[i], roof = memoryF, true
+		case Roof:
+			kind[i], roof = roofF, true
+		default:
+			continue
+		}
+		if !(m.beta[i] >= 0) {
+			return nil
+		}
+	}
+	var terms func(int64) roofline.Terms
+	if roof {
+		terms = m.ev.roof.DecodeTerms(seqs)
+	}
+	beta := m.beta
+	return func(ctx int64) int64 {
+		var t roofline.Terms
+		if terms != nil {
+			t = terms(ctx)
+		}
+		var s float64
+		for i, v := range vals {
+			switch kind[i] {
+			case ctxF:
+				v = float64(ctx)
+			case computeF:
+				v = t.ComputeUS
+			case memoryF:
+				v = t.MemoryUS
+			case roofF:
+				v = t.TotalUS
+			}
+			s += beta[i] * v
+		}
+		if !(s < maxStepUS) {
+			return maxStepUS
+		}
+		us := int64(s + 0.5)
+		if us < 1 {
+			return 1
+		}
+		return us
+	}
+}

@@ -1,0 +1,159 @@
+package cluster
+
+import (
+	"math"
+
+	"github.com/blis-sim/blis/lib/engine/replica"
+)
+
+// Leaping (docs/engine.md, "Leaping"): a replica whose next steps are
+// determined runs them as one span with one event, at the end of the
+// last (replica.Leap). What happens between that span's steps is applied
+// when someone looks — the router, the autoscaler's samples, a snapshot,
+// a fork, the end of the run — or when something changes the replica, in
+// which case the span is cut: both as of the event being processed, so
+// that the state seen is the one stepping one step at a time would show
+// at that point of that instant (the keys of events.go order a span's
+// step ends and step starts among the real events of an instant).
+
+// leapSet is the replicas in a span.
+type leapSet struct {
+	ids []int32
+	pos []int32 // by replica: position in ids, −1 when not leaping
+}
+
+func (s *leapSet) add(i int32) {
+	s.pos[i] = int32(len(s.ids))
+	s.ids = append(s.ids, i)
+}
+
+func (s *leapSet) remove(i int32) {
+	p := s.pos[i]
+	last := s.ids[len(s.ids)-1]
+	s.ids[p] = last
+	s.pos[last] = p
+	s.ids = s.ids[:len(s.ids)-1]
+	s.pos[i] = -1
+}
+
+// initLeap gives every replica that may leap its deployment's ramps:
+// steps rows (each step's own row) and prefill replicas (their steps are
+// prefills) are stepped.
+func (c *Cluster) initLeap() {
+	if c.opts.NoLeap {
+		return
+	}
+	c.leap.pos = make([]int32, len(c.reps))
+	for i := range c.leap.pos {
+		c.leap.pos[i] = -1
+	}
+	for _, d := range c.deps {
+		d.ramps = replica.NewRamps(d.stepModel)
+		for _, m := range d.Replicas {
+			if rep := c.reps[m]; !rep.WantSteps && rep.Role != replica.Prefill {
+				rep.Ramps = d.ramps
+			}
+		}
+	}
+	c.bindLeap()
+}
+
+// bindLeap makes the callbacks CatchUp asks about the instant it stops
+// at (once per cluster: a clone binds its own).
+func (c *Cluster) bindLeap() {
+	c.endedFn = func(dur int64) bool { return stepEndKey(dur, c.syncInst) < c.syncKey }
+	c.formedFn = func(prev int64) bool { return chainStartKey(prev, c.syncInst) < c.syncKey }
+}
+
+// tryLeap turns the step rep just started (dur µs) into a span when it can
+// be one; it schedules the span's end and reports whether it did.
+func (c *Cluster) tryLeap(rep *replica.Replica, dur int64) bool {
+	if c.pd != nil && len(c.pd.incoming[rep.Index]) > 0 {
+		return false // a hand-off waits for its blocks at each step end
+	}
+	end, last, ok := rep.Leap(c.now, dur)
+	if !ok {
+		return false
+	}
+	c.h.pushStepEnd(end, last, rep.Index, rep.Gen)
+	c.leap.add(rep.Index)
+	c.sum.Spans++
+	return true
+}
+
+// syncAt applies rep's span up to position (t, key): the steps whose end
+// or start events come before an event of that key at t.
+func (c *Cluster) syncAt(rep *replica.Replica, t int64, key uint64) {
+	c.syncInst, c.syncKey = rep.Index, key
+	rep.CatchUp(t, c.endedFn, c.formedFn)
+}
+
+// sync applies rep's span up to the event being processed, before
+// something reads the replica.
+func (c *Cluster) sync(rep *replica.Replica) {
+	if rep.Leaping() {
+		c.syncAt(rep, c.now, c.at)
+	}
+}
+
+// cut ends rep's span as of the event being processed, before something
+// changes the replica: its executing step ends as scheduled then, or, when
+// one just ended, its next one starts after this event.
+func (c *Cluster) cut(rep *replica.Replica) {
+	if !rep.Leaping() {
+		return
+	}
+	c.syncAt(rep, c.now, c.at)
+	c.leap.remove(rep.Index)
+	rep.Gen++ // the span's last step end is stale
+	executing, end, dur, prev := rep.Cut()
+	if executing {
+		c.h.pushStepEnd(end, dur, rep.Index, rep.Gen)
+	} else {
+		c.h.pushChainStart(c.now, prev, rep.Index)
+	}
+	c.markDirty(rep.Index)
+}
+
+// syncAll applies every span up to position (t, key) and returns the end
+// of the last step applied at or before t (math.MinInt64: none).
+func (c *Cluster) syncAll(t int64, key uint64) int64 {
+	last := int64(math.MinInt64)
+	for _, i := range c.leap.ids {
+		rep := c.reps[i]
+		c.syncAt(rep, t, key)
+		if e, ok := rep.LastLeapEnd(); ok && e <= t {
+			last = max(last, e)
+		}
+	}
+	return last
+}
+
+// settle brings the spans up to t after every event at or before t has
+// been processed (RunUntil's Idle): the clock reads the last step end
+// processed, as it would stepping one step at a time.
+func (c *Cluster) settle(t int64) {
+	if len(c.leap.ids) == 0 || c.err != nil {
+		return
+	}
+	c.at = math.MaxUint64
+	if last := c.syncAll(t, math.MaxUint64); last > c.now {
+		c.now = last
+	}
+}
+
+// nextLeapEvent is the earliest step end or start in a span not applied
+// yet (math.MaxInt64: none), for a real-time driver's next wake-up.
+func (c *Cluster) nextLeapEvent() int64 {
+	t := int64(math.MaxInt64)
+	for _, i := range c.leap.ids {
+		t = min(t, c.reps[i].NextLeapEvent())
+	}
+	return t
+}
+
+// watchBoard makes g's board ask for the status of a replica in a span
+// when a policy reads it.
+func (c *Cluster) watchBoard(g *group) {
+	g.board.OnRead(func(p int) { c.readBoard(g, p) })
+}

@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/row"
+	"github.com/blis-sim/blis/lib/latency"
+)
+
+// Leaping (docs/engine.md, "Leaping") must change nothing but the number
+// of events: these tests run the same cluster with spans and one step at
+// a time (Options.NoLeap) and compare every result, in order, the summary
+// and the scale events.
+
+// leapModels are step models whose ramps differ in shape: constant
+// (linear), the roofline's with host work (H100), with TP all-reduces
+// (TP2), over a MoE, and a fitted model over roofline features.
+var leapModels = sync.OnceValues(func() ([]latency.Model, error) {
+	var out []latency.Model
+	for _, d := range []struct {
+		model, gpu string
+		tp         int
+		mode       string
+	}{
+		{"llama-3.1-8b", "h100", 1, "roofline"},
+		{"qwen3-32b", "h100", 2, "roofline"},
+		{"gpt-oss-120b", "h100", 1, "roofline"},
+		{"llama-3.1-8b", "rtx4090", 1, "fitted"},
+	} {
+		c := config.Default()
+		c.Model, c.GPU, c.TP, c.Latency.Mode = d.model, d.gpu, d.tp, d.mode
+		ms, _, err := Prepare(&c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms[0])
+	}
+	return out, nil
+})
+
+// leapCase runs c both ways and fails on any difference; it returns the
+// leaping run's summary.
+func leapCase(t *testing.T, c config.Cluster, models []latency.Model, reqs []row.Request, opts Options) (Summary, bool) {
+	t.Helper()
+	type outcome struct {
+		sink  memSink
+		sum   Summary
+		scale []row.ScaleEvent
+		err   error
+	}
+	runOnce := func(noLeap bool) *outcome {
+		o := &outcome{}
+		op := opts
+		op.NoLeap = noLeap
+		op.CheckInvariants = true
+		op.ScaleEventsTo = func(rs []row.ScaleEvent) { o.scale = rs }
+		o.sum, o.err = Run(c, models, SliceSource(reqs), &o.sink, op)
+		return o
+	}
+	leap, step := runOnce(false), runOnce(true)
+	var re *row.RowError
+	if errors.As(step.err, &re) {
+		if leap.err == nil || leap.err.Error() != step.err.Error() {
+			t.Fatalf("stepping failed with %v, leaping with %v", step.err, leap.err)
+		}
+		return leap.sum, false
+	}
+	if step.err != nil || leap.err != nil {
+		if step.err != nil && leap.err != nil && step.err.Error() == leap.err.Error() {
+			return leap.sum, false // a config the engine refuses either way
+		}
+		t.Fatalf("stepping: %v; leaping: %v", step.err, leap.err)
+	}
+	if len(leap.sink.rs) != len(step.sink.rs) {
+		t.Fatalf("%d results leaping, %d stepping", len(leap.sink.rs), len(step.sink.rs))
+	}
+	for i := range step.sink.rs {
+		if !reflect.DeepEqual(leap.sink.rs[i], step.sink.rs[i]) {
+			t.Fatalf("result %d differs:\n leaping %+v\nstepping %+v", i, leap.sink.rs[i], step.sink.rs[i])
+		}
+	}
+	ls, ss := leap.sum, step.sum
+	if ls.Events > ss.Events {
+		t.Errorf("leaping took %d events, stepping %d", ls.Events, ss.Events)
+	}
+	ls.Events, ss.Events = 0, 0
+	ls.Spans, ss.Spans = 0, 0
+	if !reflect.DeepEqual(ls, ss) {
+		t.Fatalf("summaries differ:\n leaping %+v\nstepping %+v", ls, ss)
+	}
+	if fmt.Sprint(leap.scale) != fmt.Sprint(step.scale) { // NaN metrics: compared as printed
+		t.Fatalf("scale events differ:\n leaping %+v\nstepping %+v", leap.scale, step.scale)
+	}
+	return leap.sum, true
+}
+
+// FuzzLeap is FuzzRun's cluster space with more step models and the
+// features that read a replica mid-span: a horizon, router snapshots,
+// client timeouts, the router's indexes on small groups.
+func FuzzLeap(f *testing.F) {
+	f.Add([]byte("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02"), uint8(30), uint8(0), uint8(0))
+	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00"), uint8(12), uint8(1), uint8(0x21))
+	f.Add([]byte("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02\x30\xff\x70\x01\x02\x00\x01\x40\x90\x60\x01\x02\x03\x00"), uint8(0x80), uint8(1), uint8(0x12))
+	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x30\x90\x60\x01\x02\x03\x00\x20\x90\x60\x01\x02\x03\x00"), uint8(0x85), uint8(0x82), uint8(0x43))
+	f.Add([]byte("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02"), uint8(0x87), uint8(2), uint8(0x94))
+	f.Add([]byte("\x04\xc8\x77\x01\x01\x01\x01\x04\xc8\x77\x05\x01\x01\x01\x04\xc8\x77\x09\x01\x01\x01"), uint8(0x3f), uint8(3), uint8(0x31))
+	f.Add([]byte("\x04\xc8\x77\x01\x01\x01\x01\x04\xc8\x77\x05\x01\x01\x01\x04\xc8\x77\x09\x01\x01\x01"), uint8(0x60), uint8(0x45), uint8(0x0a))
+	f.Fuzz(func(t *testing.T, b []byte, kv, routing, extra uint8) {
+		c, models, reqs := fuzzCase(t, b, kv, routing)
+		ms, err := leapModels()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := int(extra & 7); k > 0 && k <= len(ms) {
+			m := latency.WithAlpha(ms[k-1], latency.Alpha{QueueBase: 10, QueuePerInputToken: 0.5, PerOutputToken: 2})
+			for i := range models {
+				models[i] = m
+			}
+		}
+		var opts Options
+		if extra&0x08 != 0 {
+			c.Horizon = config.Duration(int64(extra>>4+1) * 40e6) // 40 ms steps, in ns
+		}
+		if extra&0x10 != 0 && extra&0x40 == 0 {
+			c.SnapshotInterval = config.Duration(int64(kv%7+1) * 1e6)
+		}
+		if extra&0x20 != 0 {
+			c.ClientTimeout = config.Duration(int64(routing%13+1) * 10e6)
+		}
+		if extra&0x80 != 0 {
+			opts.RouterIndexes = 1
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("the generated config is invalid: %v", err)
+		}
+		leapCase(t, c, models, reqs, opts)
+	})
+}
+
+// Long decodes on many lightly loaded replicas: nearly every step is in a
+// span, and the run takes a few events per request.
+func TestLeapFewEvents(t *testing.T) {
+	ms, err := leapModels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, routing := range []string{"round-robin", "least-loaded", "least-kv", "prefix-affinity", "weighted", "power-of-two"} {
+		c := config.Default()
+		c.Replicas = 40
+		c.Engine.KVBlocks = 2000
+		c.Router.Routing = routing
+		reqs := benchWorkload(400, 40)
+		addSystemPrompts(reqs)
+		sum, _ := leapCase(t, c, ms[:1], reqs, Options{})
+		if sum.Events > 12*400 || sum.Steps < 50*400 || sum.Spans == 0 {
+			t.Errorf("%s: %d events for %d steps in %d spans: expected most steps in spans", routing, sum.Events, sum.Steps, sum.Spans)
+		}
+	}
+}

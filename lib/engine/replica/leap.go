@@ -1,0 +1,240 @@
+package replica
+
+import (
+	"github.com/blis-sim/blis/lib/latency"
+)
+
+// Leaping (docs/engine.md, "Leaping"): when the scheduler promises a span
+// of steps that decode the same requests (sched.Span) and the model can
+// price them (latency.Leaper), the replica runs the whole span as one
+// step for the cluster: one event at the end of its last step. The steps
+// in between are applied when someone looks (CatchUp) or when the span
+// ends or is cut short, exactly as they would have been one at a time.
+
+// Ramps caches a deployment's step-time ramps by batch size (shared by its
+// replicas; a ramp is built once per size).
+type Ramps struct {
+	// Model is the deployment's step model; a replica whose model is
+	// another (slowed while warming up) is stepped.
+	Model latency.Model
+	by    []latency.Ramp
+	tried []bool
+}
+
+// NewRamps returns an empty cache for model m.
+func NewRamps(m latency.Model) *Ramps { return &Ramps{Model: m} }
+
+func (r *Ramps) get(seqs int) latency.Ramp {
+	if seqs >= len(r.by) {
+		n := max(seqs+1, 2*len(r.by))
+		r.by = append(r.by, make([]latency.Ramp, n-len(r.by))...)
+		r.tried = append(r.tried, make([]bool, n-len(r.tried))...)
+	}
+	if !r.tried[seqs] {
+		r.by[seqs] = latency.RampOf(r.Model, seqs)
+		r.tried[seqs] = true
+	}
+	return r.by[seqs]
+}
+
+// leapRun is n consecutive steps of a span lasting dur µs each.
+type leapRun struct{ dur, n int64 }
+
+// span is the replica's span in progress.
+type span struct {
+	on    bool
+	first int64 // scheduler step index of its first step
+	n     int64 // its steps: the last one's end is the cluster's event
+	end   int64 // end of its last step
+	runs  []leapRun
+	// Applied so far: done steps completed, the last ending at doneEnd
+	// (the span's start while done is 0); formed steps formed (done or
+	// done+1); step first+done is runs[ri]'s (rk+1)-th.
+	done, doneEnd, formed int64
+	ri                    int
+	rk                    int64
+}
+
+// maxLeapEnd bounds a span's end: the clock must not overflow.
+const maxLeapEnd = 1 << 62
+
+// Leaping reports whether a span is in progress.
+func (p *Replica) Leaping() bool { return p.span.on }
+
+// Leap turns the step Start just formed at now (of dur µs) into a span
+// when the scheduler promises more steps like it and the model prices
+// them. It returns the end of the span's last step and that step's
+// duration; not ok leaves the step as Start formed it.
+func (p *Replica) Leap(now, dur int64) (end, last int64, ok bool) {
+	if p.Ramps == nil || p.Model != p.Ramps.Model || p.batch.PrefillImages > 0 {
+		return 0, 0, false
+	}
+	sp, ok := p.Sched.Span()
+	if !ok {
+		return 0, 0, false
+	}
+	ramp := p.Ramps.get(sp.Seqs)
+	if ramp == nil {
+		return 0, 0, false
+	}
+	s := &p.span
+	s.runs = append(s.runs[:0], leapRun{dur, 1})
+	n, seqs := sp.Steps, int64(sp.Seqs)
+	at := func(i int64) int64 { return max(ramp(sp.Ctx0+i*seqs), 1) }
+	end = now + dur
+	// Step times are non-decreasing (latency.Leaper): a run of equal
+	// ones is found by galloping, then bisecting.
+	for i := int64(1); i < n; {
+		v := at(i)
+		if end > maxLeapEnd-v {
+			n = i
+			break
+		}
+		r := &s.runs[len(s.runs)-1]
+		if v != r.dur {
+			s.runs = append(s.runs, leapRun{v, 1})
+			end += v
+			i++
+			continue
+		}
+		lo, step := i, int64(1) // at(lo) == v
+		hi := n                 // at(hi) > v, or hi == n
+		for lo+step < n {
+			if at(lo+step) != v {
+				hi = lo + step
+				break
+			}
+			lo += step
+			step *= 2
+		}
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			if at(mid) == v {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		k := lo - i + 1
+		if v > 0 && (maxLeapEnd-end)/v < k {
+			k = (maxLeapEnd - end) / v
+			n = i + k
+		}
+		r.n += k
+		end += k * v
+		i += k
+	}
+	if n < 2 {
+		return 0, 0, false
+	}
+	s.on, s.first, s.n, s.end = true, p.Sched.StepIndex(), n, end
+	s.done, s.doneEnd, s.formed, s.ri, s.rk = 0, now, 1, 0, 0
+	return end, s.runs[len(s.runs)-1].dur, true
+}
+
+// CatchUp applies the span's steps up to t: those that ended before t
+// have completed and those that started before t have been formed; at t
+// itself, ended(dur) says whether the step of dur ending at t has ended,
+// formedAt(prev) whether the step starting at t, after one of prev µs,
+// has been formed (the cluster's order of events at t decides). It never
+// goes back, and never completes the span's last step (its end is the
+// cluster's event).
+func (p *Replica) CatchUp(t int64, ended, formedAt func(dur int64) bool) {
+	s := &p.span
+	if !s.on {
+		return
+	}
+	done0, end0 := s.done, s.doneEnd
+	for s.done < s.n-1 {
+		r := s.runs[s.ri]
+		left := min(r.n-s.rk, s.n-1-s.done)
+		var k int64 // this run's steps that end before t
+		if t > s.doneEnd {
+			k = min(left, (t-s.doneEnd-1)/r.dur)
+		}
+		s.done += k
+		s.doneEnd += k * r.dur
+		s.rk += k
+		if k == left && s.rk == r.n {
+			s.ri, s.rk = s.ri+1, 0
+			continue
+		}
+		if k < left && s.doneEnd+r.dur == t && ended(r.dur) {
+			s.done++
+			s.doneEnd = t
+			if s.rk++; s.rk == r.n {
+				s.ri, s.rk = s.ri+1, 0
+			}
+		}
+		break
+	}
+	formed := s.done
+	if s.done == 0 || s.doneEnd < t || s.done < s.n && s.doneEnd == t && formedAt(p.prevDur()) {
+		formed = s.done + 1
+	}
+	if s.done == done0 && formed <= s.formed {
+		return
+	}
+	s.formed = max(s.formed, formed)
+	lastStart := s.doneEnd
+	if s.formed == s.done {
+		lastStart = s.doneEnd - p.prevDur()
+	}
+	p.Sched.AdvanceTo(s.first+s.done, s.formed > s.done, lastStart, s.doneEnd)
+	p.Steps += s.done - done0
+	p.BusyUS += s.doneEnd - end0
+	p.stepStart = lastStart
+}
+
+// prevDur is the duration of the last completed step of the span.
+func (p *Replica) prevDur() int64 {
+	s := &p.span
+	if s.rk > 0 {
+		return s.runs[s.ri].dur
+	}
+	return s.runs[s.ri-1].dur
+}
+
+// EndLeap applies every step of the span but the last, which has ended:
+// End completes it as any step.
+func (p *Replica) EndLeap() {
+	s := &p.span
+	p.CatchUp(s.end, func(int64) bool { return true }, func(int64) bool { return true })
+	s.on = false
+}
+
+// Cut ends the span at the state CatchUp left: either a step is executing
+// (executing; it ends at end after dur µs) or the last step ended just
+// now and the next is not formed (a start must be queued after the step of
+// prev µs that ended).
+func (p *Replica) Cut() (executing bool, end, dur, prev int64) {
+	s := &p.span
+	s.on = false
+	if s.formed > s.done {
+		dur = s.runs[s.ri].dur
+		p.busy, p.stepStart = true, s.doneEnd
+		return true, s.doneEnd + dur, dur, 0
+	}
+	p.busy, p.startPending = false, true
+	return false, 0, 0, p.prevDur()
+}
+
+// NextLeapEvent is the time of the span's next step end or formation
+// not applied yet (the span's end when nothing is left before it).
+func (p *Replica) NextLeapEvent() int64 {
+	s := &p.span
+	if s.formed == s.done && s.done > 0 {
+		return s.doneEnd
+	}
+	if s.done >= s.n-1 {
+		return s.end
+	}
+	return s.doneEnd + s.runs[s.ri].dur
+}
+
+// LastLeapEnd is the end of the last step of the span applied so far
+// (math.MinInt64 before any).
+func (p *Replica) LastLeapEnd() (int64, bool) {
+	s := &p.span
+	return s.doneEnd, s.done > 0
+}

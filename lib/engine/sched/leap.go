@@ -1,0 +1,168 @@
+package sched
+
+import "math/bits"
+
+// Leaping (docs/engine.md, "Leaping"): after a step that only decodes,
+// the steps that follow are determined until something changes the
+// batch: a request finishes, one could be admitted, a KV block cannot be
+// had without preempting or without evicting a cached block that someone
+// hears about. Span says how far that is; AdvanceTo applies those steps
+// later, in one go, exactly as Form and Complete would have one at a time.
+
+// Span is a run of steps a scheduler promises after forming one: each
+// decodes the same Seqs requests, nothing is admitted, no request finishes
+// before the last step (which may finish some), and every KV block the
+// steps need is free. Step i of the run (i = 0: the one just formed) has
+// DecodeCtx = Ctx0 + i·Seqs and nothing else in its batch.
+type Span struct {
+	Steps int64
+	Seqs  int
+	Ctx0  int64
+}
+
+// Span implements Scheduler, right after Form formed a step.
+func (s *VLLM) Span() (Span, bool) {
+	if s.nDecode == 0 || len(s.sched) > 0 || len(s.prefilling) > 0 || s.pendHead < len(s.pending) ||
+		len(s.loading) > 0 || s.err != nil {
+		return Span{}, false
+	}
+	// Allocations that evict a cached block change what others see (a
+	// prefix index, lower tiers) or what a blocked admission is waiting
+	// for: then only clean blocks count.
+	clean := s.kv.Observed()
+	if s.waiting.len() > 0 {
+		switch {
+		case s.preempted > 0:
+			return Span{}, false // nothing was admitted this step: the next may
+		case s.nrun >= s.cfg.MaxNumSeqs || s.cfg.MaxNumBatchedTokens <= int32(s.nDecode):
+			// Nothing is admitted while the running set is full or the
+			// decodes take the whole token budget.
+		case s.order == nil && s.tiers == nil && !s.hold && s.waiting.peek().Failed:
+			// The head did not fit this step (admission tried it: nothing
+			// stopped it before); with fewer free blocks and the same
+			// cache it fits no later step either.
+			clean = true
+		default:
+			return Span{}, false
+		}
+	}
+	first := s.step
+	last, ok := s.finishH.firstLive()
+	if !ok || last-first < 1 {
+		return Span{}, false
+	}
+	n := last - first + 1
+	// The later steps' Forms give a block to each live entry of their
+	// bucket; stale entries go now, as Form would drop them.
+	B := int64(s.B)
+	visit := min(n-1, B)
+	var round int64
+	s.leapMask = 0
+	for k := int64(1); k <= visit; k++ {
+		p := (first + k) % B
+		live := s.cleanBucket(p)
+		round += int64(live)
+		if live > 0 && B <= 64 {
+			s.leapMask |= 1 << uint(p)
+		}
+	}
+	free := int64(s.kv.Free())
+	if clean {
+		free = min(free, int64(s.kv.CleanFree()))
+	}
+	// The most steps whose allocations fit: whole rounds of B steps, then
+	// step by step.
+	k := int64(0)
+	if visit == B && round > 0 {
+		q := min((n-1)/B, free/round)
+		k, free = q*B, free-q*round
+	} else if round == 0 {
+		k = n - 1
+	}
+	for k < n-1 {
+		need := int64(len(s.bound[(first+1+k)%B]))
+		if need > free {
+			break
+		}
+		free -= need
+		k++
+	}
+	if k < 1 {
+		return Span{}, false
+	}
+	return Span{Steps: k + 1, Seqs: s.nDecode, Ctx0: s.decA + int64(s.nDecode)*first}, true
+}
+
+// cleanBucket drops bucket p's stale entries, as Form does on its visit
+// (the order left is the one Form would leave), and returns how many
+// remain.
+func (s *VLLM) cleanBucket(p int64) int {
+	bucket := &s.bound[p]
+	for i := 0; i < len(*bucket); {
+		x := (*bucket)[i]
+		if x.epoch != x.r.Epoch {
+			last := len(*bucket) - 1
+			(*bucket)[i] = (*bucket)[last]
+			(*bucket)[last] = boundEntry{}
+			*bucket = (*bucket)[:last]
+			continue
+		}
+		i++
+	}
+	return len(*bucket)
+}
+
+// AdvanceTo implements Scheduler: within a span, the steps before next
+// have completed (the last at lastEnd) and step next has been formed
+// (started at lastStart) when formed is set, else the last one formed is
+// next−1 (started at lastStart). Their blocks are allocated in the order
+// Form would have allocated them.
+func (s *VLLM) AdvanceTo(next int64, formed bool, lastStart, lastEnd int64) {
+	to := next
+	if !formed {
+		to = next - 1
+	}
+	B := int64(s.B)
+	for j := s.formedTo + 1; j <= to; {
+		if B <= 64 {
+			// Jump to the next step whose bucket has entries.
+			p := j % B
+			m := s.leapMask >> uint(p)
+			if m == 0 {
+				j += B - p
+				continue
+			}
+			j += int64(bits.TrailingZeros64(m))
+			if j > to {
+				break
+			}
+		}
+		for _, x := range s.bound[j%B] {
+			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+		}
+		j++
+	}
+	if to > s.formedTo {
+		s.formedTo = to
+		s.lastStart = lastStart
+		if s.tiers != nil {
+			s.tiers.SetNow(lastStart, 0)
+		}
+	}
+	if next > s.step {
+		s.step = next
+		s.lastEnd = lastEnd
+	}
+}
+
+// firstLive is the step of the earliest live finish entry (stale ones at
+// the top are dropped: popDue would skip them).
+func (h *stepHeap) firstLive() (int64, bool) {
+	for h.Len() > 0 {
+		if x := h.S[0]; x.epoch == x.r.Epoch {
+			return x.step, true
+		}
+		h.Pop()
+	}
+	return 0, false
+}

@@ -162,3 +162,25 @@ func TestLeapFewEvents(t *testing.T) {
 		}
 	}
 }
+
+// slowed embeds a leapable model and changes its step time: the ramp it
+// inherits is not its own, and the engine must not leap with it.
+type slowed struct{ latency.Linear }
+
+func (m *slowed) StepTime(b *latency.Batch) int64 { return 2*m.Linear.StepTime(b) + 7 }
+
+func TestLeapNotWithAnInheritedRamp(t *testing.T) {
+	c := testConfig()
+	c.Replicas = 2
+	reqs := benchWorkload(60, 20)
+	m := &slowed{Linear: latency.Linear{Beta0: 1000, Beta1: 1, Beta2: 10}}
+	sum, _ := leapCase(t, c, []latency.Model{m}, reqs, Options{})
+	if sum.Spans != 0 {
+		t.Errorf("%d spans with a ramp that is not the model's", sum.Spans)
+	}
+	// The same model with its own ramp leaps.
+	sum, _ = leapCase(t, c, []latency.Model{&m.Linear}, reqs, Options{})
+	if sum.Spans == 0 {
+		t.Error("no span with the linear model")
+	}
+}

@@ -11,7 +11,7 @@ import (
 // and must get exactly what StepTime gives step by step: every catalogue
 // model on every catalogue GPU, at TP 1 and the largest TP that divides
 // its heads (up to 8), at random batch sizes and contexts.
-func TestDecodeTermsExact(t *testing.T) {
+func TestDecodeCostExact(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	n := 0
 	for _, name := range ModelNames() {
@@ -34,7 +34,7 @@ func TestDecodeTermsExact(t *testing.T) {
 				}
 				for k := 0; k < 6; k++ {
 					seqs := 1 + rnd.IntN(300)
-					terms, ramp := r.DecodeTerms(seqs), r.DecodeRamp(seqs)
+					terms, ramp, cost := r.DecodeTerms(seqs), r.DecodeRamp(seqs), r.DecodeCost(seqs)
 					prev := int64(0)
 					ctx := int64(rnd.IntN(1000))
 					for j := 0; j < 40; j++ {
@@ -42,6 +42,10 @@ func TestDecodeTermsExact(t *testing.T) {
 						b := latency.Batch{DecodeSeqs: seqs, DecodeCtx: ctx}
 						if got, want := terms(ctx), r.Terms(&b); got != want {
 							t.Fatalf("%s on %s tp%d, %d seqs, ctx %d: DecodeTerms %+v, Terms %+v", name, gname, tp, seqs, ctx, got, want)
+						}
+						want := r.Terms(&b)
+						if c, m, tot := cost.At(ctx); c != want.ComputeUS || m != want.MemoryUS || tot != want.TotalUS {
+							t.Fatalf("%s on %s tp%d, %d seqs, ctx %d: DecodeCost %v %v %v, Terms %v %v %v", name, gname, tp, seqs, ctx, c, m, tot, want.ComputeUS, want.MemoryUS, want.TotalUS)
 						}
 						st := ramp(ctx)
 						if st != r.StepTime(&b) || st < prev {

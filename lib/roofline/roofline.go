@@ -309,7 +309,9 @@ func (r *Roofline) weights(t *Terms, b *latency.Batch, T float64) {
 }
 
 // attention adds one attention kernel per layer covering the prefill
-// chunks and the decodes.
+// chunks and the decodes. DecodeCost.At (leap.go) evaluates it for
+// decode-only batches: a change here is made there too
+// (TestDecodeCostExact).
 func (r *Roofline) attention(t *Terms, b *latency.Batch, T float64) {
 	L := float64(r.A.Layers)
 	pairsP, pairsD := float64(b.PrefillAttn), float64(b.DecodeCtx)

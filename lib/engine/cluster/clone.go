@@ -38,11 +38,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	d.opts.Progress = nil
 	d.opts.Decisions = nil // forks are not traced
 
-	d.h.S = make([]event, len(c.h.S))
-	for i, e := range c.h.S {
-		e.r = m.Map(e.r)
-		d.h.S[i] = e
-	}
+	d.h = c.h.clone(m)
 	d.stashed.r = m.Map(c.stashed.r)
 	d.awaiting = m.Map(c.awaiting)
 	d.deps = make([]*Deployment, len(c.deps))

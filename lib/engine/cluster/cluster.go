@@ -381,6 +381,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			b.Bind(c)
 		}
 	}
+	c.h.ends.init(len(c.reps))
 	c.initLeap()
 	c.isDirty = make([]bool, len(c.reps))
 	c.gpos = make([]int32, len(c.reps))
@@ -559,17 +560,11 @@ func (c *Cluster) Step(until int64) Status {
 		c.process(&c.stashed)
 		return Stepped
 	}
-	for c.h.Len() > 0 && c.stale(c.h.Top()) {
-		c.h.Pop() // a span's end, the span cut short since
-	}
-	if c.h.Len() == 0 {
+	t, _, ok := c.h.next()
+	if !ok || t > until || t > c.horizon {
 		return Idle
 	}
-	t := c.h.Top().t
-	if t > until || t > c.horizon {
-		return Idle
-	}
-	ev := c.h.Pop()
+	ev := c.h.pop()
 	if c.checks && ev.t < c.now {
 		c.fail(fmt.Errorf("invariant violated: clock went back from %d to %d", c.now, ev.t))
 		return Idle
@@ -605,12 +600,6 @@ func (c *Cluster) RunUntil(t int64) Status {
 			return st
 		}
 	}
-}
-
-// stale reports whether e is the end of a span's last step, the span
-// having been cut short since.
-func (c *Cluster) stale(e *event) bool {
-	return e.kind() == evStepEnd && e.life() != c.reps[e.inst()].Gen
 }
 
 func (c *Cluster) process(ev *event) {
@@ -652,7 +641,8 @@ func (c *Cluster) process(ev *event) {
 
 // start forms and launches a step on rep at now.
 func (c *Cluster) start(rep *replica.Replica) {
-	dur, ok := rep.Start(c.now)
+	mayLeap := rep.Ramps != nil && (c.pd == nil || len(c.pd.incoming[rep.Index]) == 0)
+	end, last, ok := rep.Start(c.now, mayLeap)
 	c.markDirty(rep.Index)
 	if c.pd != nil && rep.Role == replica.Prefill {
 		c.pd.takeSends(rep) // admissions reserve decode blocks, preemptions give them back
@@ -675,8 +665,10 @@ func (c *Cluster) start(rep *replica.Replica) {
 		}
 		return
 	}
-	if rep.Ramps == nil || !c.tryLeap(rep, dur) {
-		c.h.pushStepEnd(c.now+dur, dur, rep.Index, rep.Gen)
+	c.h.pushStepEnd(end, last, rep.Index)
+	if rep.Leaping() {
+		c.leap.add(rep.Index)
+		c.sum.Spans++
 	}
 	if c.checks {
 		if rep.State != replica.Serving && rep.State != replica.Warming && rep.State != replica.Draining {
@@ -691,6 +683,12 @@ func (c *Cluster) start(rep *replica.Replica) {
 // end applies the end of rep's step at now.
 func (c *Cluster) end(rep *replica.Replica) {
 	if rep.Leaping() {
+		if rep.Continues() {
+			// Nothing ends: the span is priced further (leap.go).
+			end, last := rep.Extend()
+			c.h.pushStepEnd(end, last, rep.Index)
+			return
+		}
 		rep.EndLeap()
 		c.leap.remove(rep.Index)
 	}
@@ -748,7 +746,7 @@ func (c *Cluster) kickAfter(rep *replica.Replica, dur int64) {
 		}
 		return
 	}
-	if (c.h.Len() == 0 || c.h.Top().t > c.now) && (c.snapEvery == 0 || c.snapAt != c.now) {
+	if t, _, ok := c.h.next(); (!ok || t > c.now) && (c.snapEvery == 0 || c.snapAt != c.now) {
 		c.start(rep)
 		return
 	}

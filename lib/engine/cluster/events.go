@@ -43,10 +43,85 @@ func (a *event) Less(b *event) bool {
 }
 
 // eventHeap is the cluster's event queue; seq numbers events as they are
-// scheduled, so ties are broken the same way on every run.
+// scheduled, so ties are broken the same way on every run. Step ends are
+// kept apart (ends): a replica has at most one, which a span cut short
+// moves in place (leap.go), so the queue never holds one that is dead.
 type eventHeap struct {
-	minheap.Heap[event, *event]
-	seq uint64
+	S    []event // a binary min-heap of every other event
+	seq  uint64
+	ends endHeap
+}
+
+// Len is the number of events queued.
+func (h *eventHeap) Len() int { return len(h.S) + len(h.ends.s) }
+
+// next is the time and key of the next event; ok is false when none is
+// queued.
+func (h *eventHeap) next() (t int64, key uint64, ok bool) {
+	if len(h.S) > 0 {
+		t, key, ok = h.S[0].t, h.S[0].key, true
+	}
+	if len(h.ends.s) > 0 {
+		if e := &h.ends.s[0]; !ok || e.t < t || e.t == t && e.key < key {
+			t, key, ok = e.t, e.key, true
+		}
+	}
+	return t, key, ok
+}
+
+// pop removes and returns the next event; the queue must not be empty.
+func (h *eventHeap) pop() event {
+	if n := len(h.ends.s); n > 0 {
+		e := &h.ends.s[0]
+		if len(h.S) == 0 || e.t < h.S[0].t || e.t == h.S[0].t && e.key < h.S[0].key {
+			ev := event{t: e.t, key: e.key, tag: uint64(uint32(e.rep)) << 32}
+			h.ends.remove(e.rep)
+			return ev
+		}
+	}
+	return h.popEvent()
+}
+
+// Push adds x (not a step end).
+func (h *eventHeap) Push(x event) {
+	h.S = append(h.S, x)
+	s := h.S
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s[i].Less(&s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+// popEvent removes the smallest event of S.
+func (h *eventHeap) popEvent() event {
+	s := h.S
+	n := len(s) - 1
+	out := s[0]
+	s[0], s[n] = s[n], event{}
+	s = s[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s[r].Less(&s[l]) {
+			m = r
+		}
+		if !s[m].Less(&s[i]) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	h.S = s
+	return out
 }
 
 func (h *eventHeap) push(t int64, kind uint8, inst int32, r *request.State) {
@@ -62,15 +137,14 @@ func (h *eventHeap) push(t int64, kind uint8, inst int32, r *request.State) {
 	h.Push(event{t: t, key: key, tag: uint64(uint32(inst))<<32 | uint64(life), r: r})
 }
 
-// pushStepEnd schedules the end, at t, of replica inst's step of dur µs;
-// gen is the replica's step generation (a step end left behind by a
-// leap that was cut is stale). Step ends of one instant are ordered by
-// their start, the earlier first (as they were scheduled), then by
-// replica: a key that depends on the step alone, so that a leap's last
-// step end, scheduled when the leap began, takes the place the step's
-// own end would have had.
-func (h *eventHeap) pushStepEnd(t, dur int64, inst int32, gen uint32) {
-	h.Push(event{t: t, key: stepEndKey(dur, inst), tag: uint64(uint32(inst))<<32 | uint64(gen)})
+// pushStepEnd schedules the end, at t, of replica inst's step of dur µs
+// (replacing the end it had: a span cut short). Step ends of one instant
+// are ordered by their start, the earlier first (as they were scheduled),
+// then by replica: a key that depends on the step alone, so that a span's
+// last step end, scheduled when the span began, takes the place the
+// step's own end would have had.
+func (h *eventHeap) pushStepEnd(t, dur int64, inst int32) {
+	h.ends.set(inst, t, stepEndKey(dur, inst))
 }
 
 // pushChainStart schedules replica inst's next step at now, after the
@@ -98,10 +172,131 @@ const otherStart = 1 << 55
 
 // pushGen schedules a replica's lifecycle event: gen (the replica's
 // lifecycle generation) takes the place of a request's life, so an event
-// left behind by a state change is stale.
+// left behind by a change (a provisioning replica cancelled) is stale.
 func (h *eventHeap) pushGen(t int64, kind uint8, inst int32, gen uint32) {
 	h.seq++
 	h.Push(event{t: t, key: uint64(kind)<<56 | h.seq, tag: uint64(uint32(inst))<<32 | uint64(gen)})
+}
+
+// clone copies the queue.
+func (h *eventHeap) clone(m *request.Clone) eventHeap {
+	d := eventHeap{S: make([]event, len(h.S)), seq: h.seq, ends: h.ends.clone()}
+	for i, e := range h.S {
+		e.r = m.Map(e.r)
+		d.S[i] = e
+	}
+	return d
+}
+
+// endHeap is the step ends: a min-heap with one slot per replica, whose
+// position it tracks (pos), so that a replica's end can move.
+type endHeap struct {
+	s   []endEntry
+	pos []int32 // by replica: index in s, −1 when it has no step end
+}
+
+type endEntry struct {
+	t   int64
+	key uint64
+	rep int32
+}
+
+func (a *endEntry) less(b *endEntry) bool { return a.t < b.t || a.t == b.t && a.key < b.key }
+
+// init sizes the heap for n replicas.
+func (h *endHeap) init(n int) {
+	h.pos = make([]int32, n)
+	for i := range h.pos {
+		h.pos[i] = -1
+	}
+}
+
+// at is replica rep's step end (ok false: none).
+func (h *endHeap) at(rep int32) (t int64, ok bool) {
+	if p := h.pos[rep]; p >= 0 {
+		return h.s[p].t, true
+	}
+	return 0, false
+}
+
+// set gives replica rep the step end (t, key).
+func (h *endHeap) set(rep int32, t int64, key uint64) {
+	p := h.pos[rep]
+	if p < 0 {
+		p = int32(len(h.s))
+		h.s = append(h.s, endEntry{t, key, rep})
+		h.pos[rep] = p
+		h.up(int(p))
+		return
+	}
+	e := endEntry{t, key, rep}
+	old := h.s[p]
+	h.s[p] = e
+	if e.less(&old) {
+		h.up(int(p))
+	} else {
+		h.down(int(p))
+	}
+}
+
+// remove takes replica rep's step end out.
+func (h *endHeap) remove(rep int32) {
+	p := int(h.pos[rep])
+	n := len(h.s) - 1
+	h.pos[rep] = -1
+	if p != n {
+		h.s[p] = h.s[n]
+		h.pos[h.s[p].rep] = int32(p)
+	}
+	h.s = h.s[:n]
+	if p < n {
+		h.down(p)
+		h.up(p)
+	}
+}
+
+func (h *endHeap) up(i int) {
+	s := h.s
+	x := s[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !x.less(&s[p]) {
+			break
+		}
+		s[i] = s[p]
+		h.pos[s[i].rep] = int32(i)
+		i = p
+	}
+	s[i] = x
+	h.pos[x.rep] = int32(i)
+}
+
+func (h *endHeap) down(i int) {
+	s := h.s
+	n := len(s)
+	x := s[i]
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s[r].less(&s[l]) {
+			m = r
+		}
+		if !s[m].less(&x) {
+			break
+		}
+		s[i] = s[m]
+		h.pos[s[i].rep] = int32(i)
+		i = m
+	}
+	s[i] = x
+	h.pos[x.rep] = int32(i)
+}
+
+func (h *endHeap) clone() endHeap {
+	return endHeap{s: append([]endEntry(nil), h.s...), pos: append([]int32(nil), h.pos...)}
 }
 
 // retireHeap orders finished requests by the root arrival they hang off.

@@ -59,9 +59,13 @@ type ForkArena struct {
 	kv    kv.Store
 	kvs   []kv.Store // whole forks': by replica
 	ready bool
-	// the leap set's positions (−1 but for the replica held)
+	// the leap set's and the step ends' positions (−1 but for the
+	// replica held)
 	leapPos []int32
 	leapIDs []int32
+	endPos  []int32
+	ends    []endEntry
+	endRep  int32
 }
 
 // Fork returns a copy of the whole cluster at the routing decision in
@@ -133,7 +137,7 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 	evs := a.evs[:0]
 	for _, e := range c.h.S {
 		switch e.kind() {
-		case evStepEnd, evStepStart, evWake, evEnqueue:
+		case evStepStart, evWake, evEnqueue:
 			if e.inst() != i {
 				continue
 			}
@@ -183,6 +187,23 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 		}
 	}
 	d.h.S, d.h.seq = evs, c.h.seq
+	// Its step end (the step ends' heap has a slot per replica).
+	if len(a.endPos) != len(c.reps) {
+		a.endPos = make([]int32, len(c.reps))
+		for j := range a.endPos {
+			a.endPos[j] = -1
+		}
+		a.endRep = -1
+	}
+	if a.endRep >= 0 {
+		a.endPos[a.endRep] = -1 // the previous fork's replica, whatever it did
+	}
+	d.h.ends = endHeap{s: a.ends[:0], pos: a.endPos}
+	if p := c.h.ends.pos[i]; p >= 0 {
+		e := c.h.ends.s[p]
+		d.h.ends.set(i, e.t, e.key)
+	}
+	a.ends, a.endRep = d.h.ends.s, i
 	d.at = c.at
 	if c.leap.pos != nil {
 		if len(a.leapPos) != len(c.reps) {

@@ -65,22 +65,6 @@ func (c *Cluster) bindLeap() {
 	c.formedFn = func(prev int64) bool { return chainStartKey(prev, c.syncInst) < c.syncKey }
 }
 
-// tryLeap turns the step rep just started (dur µs) into a span when it can
-// be one; it schedules the span's end and reports whether it did.
-func (c *Cluster) tryLeap(rep *replica.Replica, dur int64) bool {
-	if c.pd != nil && len(c.pd.incoming[rep.Index]) > 0 {
-		return false // a hand-off waits for its blocks at each step end
-	}
-	end, last, ok := rep.Leap(c.now, dur)
-	if !ok {
-		return false
-	}
-	c.h.pushStepEnd(end, last, rep.Index, rep.Gen)
-	c.leap.add(rep.Index)
-	c.sum.Spans++
-	return true
-}
-
 // syncAt applies rep's span up to position (t, key): the steps whose end
 // or start events come before an event of that key at t.
 func (c *Cluster) syncAt(rep *replica.Replica, t int64, key uint64) {
@@ -105,11 +89,11 @@ func (c *Cluster) cut(rep *replica.Replica) {
 	}
 	c.syncAt(rep, c.now, c.at)
 	c.leap.remove(rep.Index)
-	rep.Gen++ // the span's last step end is stale
 	executing, end, dur, prev := rep.Cut()
 	if executing {
-		c.h.pushStepEnd(end, dur, rep.Index, rep.Gen)
+		c.h.pushStepEnd(end, dur, rep.Index) // moves the span's end
 	} else {
+		c.h.ends.remove(rep.Index)
 		c.h.pushChainStart(c.now, prev, rep.Index)
 	}
 	c.markDirty(rep.Index)

@@ -871,12 +871,10 @@ func (sc *scaler) kill(rep *replica.Replica, reason string) {
 func (sc *scaler) killAtStepEnd(rep *replica.Replica) {
 	c := sc.c
 	c.cut(rep)
-	for _, e := range c.h.S {
-		if e.kind() == evStepEnd && e.inst() == rep.Index && !c.stale(&e) {
-			c.sc.gen[rep.Index]++
-			c.h.pushGen(e.t, evLifecycle, rep.Index, c.sc.gen[rep.Index])
-			return
-		}
+	if t, ok := c.h.ends.at(rep.Index); ok {
+		c.sc.gen[rep.Index]++
+		c.h.pushGen(t, evLifecycle, rep.Index, c.sc.gen[rep.Index])
+		return
 	}
 	c.fail(fmt.Errorf("internal error: replica %s is busy with no step end queued", rep.ID))
 }

@@ -14,12 +14,9 @@ func (c *Cluster) NextEventUS() int64 {
 	if c.hasStash {
 		return c.stashed.t
 	}
-	for c.h.Len() > 0 && c.stale(c.h.Top()) {
-		c.h.Pop()
-	}
 	t := c.nextLeapEvent() // a span's steps are events to a real-time driver
-	if c.h.Len() > 0 {
-		t = min(t, c.h.Top().t)
+	if next, _, ok := c.h.next(); ok {
+		t = min(t, next)
 	}
 	return t
 }

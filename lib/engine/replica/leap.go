@@ -31,10 +31,26 @@ func (r *Ramps) get(seqs int) latency.Ramp {
 		r.tried = append(r.tried, make([]bool, n-len(r.tried))...)
 	}
 	if !r.tried[seqs] {
-		r.by[seqs] = latency.RampOf(r.Model, seqs)
-		r.tried[seqs] = true
+		f := latency.RampOf(r.Model, seqs)
+		if f != nil && !agrees(f, r.Model, seqs) {
+			f = nil // a ramp promoted from an embedded model whose StepTime was overridden, say
+		}
+		r.by[seqs], r.tried[seqs] = f, true
 	}
 	return r.by[seqs]
+}
+
+// agrees checks a ramp against the model's StepTime at a few contexts,
+// once per batch size: a model that embeds a Leaper but changes its step
+// time is stepped, not leapt with a ramp that is not its own.
+func agrees(f latency.Ramp, m latency.Model, seqs int) bool {
+	for _, per := range [...]int64{0, 1, 700, 40000} {
+		ctx := per * int64(seqs)
+		if f(ctx) != m.StepTime(&latency.Batch{DecodeSeqs: seqs, DecodeCtx: ctx}) {
+			return false
+		}
+	}
+	return true
 }
 
 // leapRun is n consecutive steps of a span lasting dur µs each.
@@ -45,8 +61,15 @@ type span struct {
 	on    bool
 	first int64 // scheduler step index of its first step
 	n     int64 // its steps: the last one's end is the cluster's event
-	end   int64 // end of its last step
-	runs  []leapRun
+	// Step times are priced as the span goes (a span is often cut short
+	// by an arrival): priced steps from the first, in runs, the last
+	// ending at end; until all n are, the cluster's event at end only
+	// prices more (Extend).
+	priced, end int64
+	budget      int // ramp calls for the next pricing
+	ramp        latency.Ramp
+	ctx0, seqs  int64
+	runs        []leapRun
 	// Applied so far: done steps completed, the last ending at doneEnd
 	// (the span's start while done is 0); formed steps formed (done or
 	// done+1); step first+done is runs[ri]'s (rk+1)-th.
@@ -58,17 +81,19 @@ type span struct {
 // maxLeapEnd bounds a span's end: the clock must not overflow.
 const maxLeapEnd = 1 << 62
 
+// firstBudget is the ramp calls a span's first pricing may make: the
+// steps up to the next arrival, typically; each later pricing doubles it.
+const firstBudget = 24
+
 // Leaping reports whether a span is in progress.
 func (p *Replica) Leaping() bool { return p.span.on }
 
-// Leap turns the step Start just formed at now (of dur µs) into a span
+// leap turns the decode-only step Start just formed at now into a span
 // when the scheduler promises more steps like it and the model prices
-// them. It returns the end of the span's last step and that step's
-// duration; not ok leaves the step as Start formed it.
-func (p *Replica) Leap(now, dur int64) (end, last int64, ok bool) {
-	if p.Ramps == nil || p.Model != p.Ramps.Model || p.batch.PrefillImages > 0 {
-		return 0, 0, false
-	}
+// them (its first step too: the ramp is its step time). It returns the
+// end of the span's last priced step and that step's duration, the
+// cluster's next event for the replica; not ok leaves the step to Start.
+func (p *Replica) leap(now int64) (end, last int64, ok bool) {
 	sp, ok := p.Sched.Span()
 	if !ok {
 		return 0, 0, false
@@ -78,13 +103,43 @@ func (p *Replica) Leap(now, dur int64) (end, last int64, ok bool) {
 		return 0, 0, false
 	}
 	s := &p.span
+	dur := max(ramp(sp.Ctx0), 1)
 	s.runs = append(s.runs[:0], leapRun{dur, 1})
-	n, seqs := sp.Steps, int64(sp.Seqs)
-	at := func(i int64) int64 { return max(ramp(sp.Ctx0+i*seqs), 1) }
-	end = now + dur
-	// Step times are non-decreasing (latency.Leaper): a run of equal
-	// ones is found by galloping, then bisecting.
-	for i := int64(1); i < n; {
+	s.first, s.n, s.priced, s.end = p.Sched.StepIndex(), sp.Steps, 1, now+dur
+	s.ramp, s.ctx0, s.seqs, s.budget = ramp, sp.Ctx0, int64(sp.Seqs), firstBudget
+	s.price()
+	if s.n < 2 {
+		return 0, 0, false
+	}
+	s.on = true
+	s.done, s.doneEnd, s.formed, s.ri, s.rk = 0, now, 1, 0, 0
+	return s.end, s.runs[len(s.runs)-1].dur, true
+}
+
+// Continues reports whether the span has steps not priced yet: the
+// cluster's event at the last priced step's end is then Extend's.
+func (p *Replica) Continues() bool { return p.span.priced < p.span.n }
+
+// Extend prices more of the span; it returns the end of its last priced
+// step and that step's duration.
+func (p *Replica) Extend() (end, last int64) {
+	s := &p.span
+	s.budget = min(2*s.budget, 1<<20)
+	s.price()
+	return s.end, s.runs[len(s.runs)-1].dur
+}
+
+// price prices steps from s.priced on, with about s.budget ramp calls.
+// Step times are non-decreasing (latency.Leaper): a run of equal ones is
+// found by galloping, then bisecting.
+func (s *span) price() {
+	n, calls := s.n, 0
+	at := func(i int64) int64 {
+		calls++
+		return max(s.ramp(s.ctx0+i*s.seqs), 1)
+	}
+	i, end := s.priced, s.end
+	for i < n && calls < s.budget {
 		v := at(i)
 		if end > maxLeapEnd-v {
 			n = i
@@ -124,12 +179,7 @@ func (p *Replica) Leap(now, dur int64) (end, last int64, ok bool) {
 		end += k * v
 		i += k
 	}
-	if n < 2 {
-		return 0, 0, false
-	}
-	s.on, s.first, s.n, s.end = true, p.Sched.StepIndex(), n, end
-	s.done, s.doneEnd, s.formed, s.ri, s.rk = 0, now, 1, 0, 0
-	return end, s.runs[len(s.runs)-1].dur, true
+	s.n, s.priced, s.end = n, i, end
 }
 
 // CatchUp applies the span's steps up to t: those that ended before t
@@ -145,9 +195,9 @@ func (p *Replica) CatchUp(t int64, ended, formedAt func(dur int64) bool) {
 		return
 	}
 	done0, end0 := s.done, s.doneEnd
-	for s.done < s.n-1 {
+	for s.done < s.priced-1 { // never the last priced step: its end is an event
 		r := s.runs[s.ri]
-		left := min(r.n-s.rk, s.n-1-s.done)
+		left := min(r.n-s.rk, s.priced-1-s.done)
 		var k int64 // this run's steps that end before t
 		if t > s.doneEnd {
 			k = min(left, (t-s.doneEnd-1)/r.dur)
@@ -169,7 +219,7 @@ func (p *Replica) CatchUp(t int64, ended, formedAt func(dur int64) bool) {
 		break
 	}
 	formed := s.done
-	if s.done == 0 || s.doneEnd < t || s.done < s.n && s.doneEnd == t && formedAt(p.prevDur()) {
+	if s.done == 0 || s.doneEnd < t || s.doneEnd == t && formedAt(p.prevDur()) {
 		formed = s.done + 1
 	}
 	if s.done == done0 && formed <= s.formed {
@@ -226,7 +276,7 @@ func (p *Replica) NextLeapEvent() int64 {
 	if s.formed == s.done && s.done > 0 {
 		return s.doneEnd
 	}
-	if s.done >= s.n-1 {
+	if s.done >= s.priced-1 {
 		return s.end
 	}
 	return s.doneEnd + s.runs[s.ri].dur

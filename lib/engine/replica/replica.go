@@ -75,9 +75,6 @@ type Replica struct {
 	// Ramps prices spans of decode-only steps (leap.go); nil: every step
 	// is taken one at a time.
 	Ramps *Ramps
-	// Gen changes when a span is cut short: the step end scheduled for
-	// its last step is then stale.
-	Gen uint32
 
 	busy         bool
 	startPending bool
@@ -116,17 +113,26 @@ func (p *Replica) StartPending() bool { return p.startPending }
 // StartQueued records that a step-start event is queued for this instant.
 func (p *Replica) StartQueued() { p.startPending = true }
 
-// Start forms a step at now; ok is false when there is nothing to run. The
-// cluster schedules End at now + dur.
-func (p *Replica) Start(now int64) (dur int64, ok bool) {
+// Start forms a step at now; ok is false when there is nothing to run.
+// The cluster schedules End at end, after a last step of last µs: the
+// step's own end, or with mayLeap, when the step begins a span
+// (leap.go), the end of the span's last priced step.
+func (p *Replica) Start(now int64, mayLeap bool) (end, last int64, ok bool) {
 	p.startPending = false
 	if p.busy {
-		return 0, false
+		return 0, 0, false
 	}
 	if !p.Sched.Form(now, &p.batch) {
-		return 0, false
+		return 0, 0, false
 	}
-	dur = p.Model.StepTime(&p.batch)
+	if mayLeap && p.batch.PrefillSeqs == 0 && p.Ramps != nil && p.Model == p.Ramps.Model {
+		if end, last, ok := p.leap(now); ok {
+			p.busy = true
+			p.stepStart = now
+			return end, last, true
+		}
+	}
+	dur := p.Model.StepTime(&p.batch)
 	if p.batch.PrefillImages > 0 {
 		dur += latency.ImageEncodeUS(p.ImageEncodeUS, p.batch.PrefillImages)
 	}
@@ -135,7 +141,7 @@ func (p *Replica) Start(now int64) (dur int64, ok bool) {
 	}
 	p.busy = true
 	p.stepStart = now
-	return dur, true
+	return now + dur, dur, true
 }
 
 // Effects is what ending a step did, for the cluster to apply.

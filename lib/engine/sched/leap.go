@@ -53,16 +53,17 @@ func (s *VLLM) Span() (Span, bool) {
 	}
 	n := last - first + 1
 	// The later steps' Forms give a block to each live entry of their
-	// bucket; stale entries go now, as Form would drop them.
+	// bucket. Stale entries (requests gone since) are counted too: they
+	// only shorten the span; Form and AdvanceTo drop them as they go.
 	B := int64(s.B)
 	visit := min(n-1, B)
 	var round int64
 	s.leapMask = 0
 	for k := int64(1); k <= visit; k++ {
 		p := (first + k) % B
-		live := s.cleanBucket(p)
-		round += int64(live)
-		if live > 0 && B <= 64 {
+		m := int64(len(s.bound[p]))
+		round += m
+		if m > 0 && B <= 64 {
 			s.leapMask |= 1 << uint(p)
 		}
 	}
@@ -93,25 +94,6 @@ func (s *VLLM) Span() (Span, bool) {
 	return Span{Steps: k + 1, Seqs: s.nDecode, Ctx0: s.decA + int64(s.nDecode)*first}, true
 }
 
-// cleanBucket drops bucket p's stale entries, as Form does on its visit
-// (the order left is the one Form would leave), and returns how many
-// remain.
-func (s *VLLM) cleanBucket(p int64) int {
-	bucket := &s.bound[p]
-	for i := 0; i < len(*bucket); {
-		x := (*bucket)[i]
-		if x.epoch != x.r.Epoch {
-			last := len(*bucket) - 1
-			(*bucket)[i] = (*bucket)[last]
-			(*bucket)[last] = boundEntry{}
-			*bucket = (*bucket)[:last]
-			continue
-		}
-		i++
-	}
-	return len(*bucket)
-}
-
 // AdvanceTo implements Scheduler: within a span, the steps before next
 // have completed (the last at lastEnd) and step next has been formed
 // (started at lastStart) when formed is set, else the last one formed is
@@ -122,8 +104,29 @@ func (s *VLLM) AdvanceTo(next int64, formed bool, lastStart, lastEnd int64) {
 	if !formed {
 		to = next - 1
 	}
+	if to > s.formedTo {
+		// Over many rounds of buckets, a call per request and round is
+		// worth saving.
+		if to-s.formedTo < 4*int64(s.B) || !s.advanceAnon(s.formedTo+1, to) {
+			s.advanceBlocks(s.formedTo+1, to)
+		}
+		s.formedTo = to
+		s.lastStart = lastStart
+		if s.tiers != nil {
+			s.tiers.SetNow(lastStart, 0)
+		}
+	}
+	if next > s.step {
+		s.step = next
+		s.lastEnd = lastEnd
+	}
+}
+
+// advanceBlocks gives the blocks of steps from..to as their Forms would,
+// step by step.
+func (s *VLLM) advanceBlocks(from, to int64) {
 	B := int64(s.B)
-	for j := s.formedTo + 1; j <= to; {
+	for j := from; j <= to; {
 		if B <= 64 {
 			// Jump to the next step whose bucket has entries.
 			p := j % B
@@ -137,22 +140,63 @@ func (s *VLLM) AdvanceTo(next int64, formed bool, lastStart, lastEnd int64) {
 				break
 			}
 		}
-		for _, x := range s.bound[j%B] {
+		// As Form: stale entries are dropped (swapped with the last).
+		bucket := &s.bound[j%B]
+		for i := 0; i < len(*bucket); {
+			x := (*bucket)[i]
+			if x.epoch != x.r.Epoch {
+				last := len(*bucket) - 1
+				(*bucket)[i] = (*bucket)[last]
+				(*bucket)[last] = boundEntry{}
+				*bucket = (*bucket)[:last]
+				continue
+			}
 			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+			i++
 		}
 		j++
 	}
-	if to > s.formedTo {
-		s.formedTo = to
-		s.lastStart = lastStart
-		if s.tiers != nil {
-			s.tiers.SetNow(lastStart, 0)
+}
+
+// advanceAnon gives the blocks of steps from..to in one call per request
+// when that is the same as Form's block by block: every block is
+// anonymous (no prefix key: no id) and comes from anonymous runs at the
+// head of the free queue (no cached block evicted), so which request takes
+// which block does not matter. The buckets are cleaned as Form would on
+// its first visit; false (nothing done but that) when it does not apply.
+func (s *VLLM) advanceAnon(from, to int64) bool {
+	B := int64(s.B)
+	steps := to - from + 1
+	var total int64
+	for k := int64(0); k < min(steps, B); k++ {
+		bucket := &s.bound[(from+k)%B]
+		for i := 0; i < len(*bucket); {
+			x := (*bucket)[i]
+			if x.epoch != x.r.Epoch {
+				last := len(*bucket) - 1
+				(*bucket)[i] = (*bucket)[last]
+				(*bucket)[last] = boundEntry{}
+				*bucket = (*bucket)[:last]
+				continue
+			}
+			n := (steps - k + B - 1) / B // its steps in from..to
+			if x.r.IDBlocks(int32(n)) != 0 {
+				return false
+			}
+			total += n
+			i++
 		}
 	}
-	if next > s.step {
-		s.step = next
-		s.lastEnd = lastEnd
+	if total > int64(s.kv.CleanFree()) {
+		return false
 	}
+	for k := int64(0); k < min(steps, B); k++ {
+		n := int32((steps - k + B - 1) / B)
+		for _, x := range s.bound[(from+k)%B] {
+			s.kv.Alloc(&x.r.KV, n, 0)
+		}
+	}
+	return true
 }
 
 // firstLive is the step of the earliest live finish entry (stale ones at

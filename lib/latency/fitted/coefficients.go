@@ -408,15 +408,15 @@ func (m *Model) DecodeRamp(seqs int) latency.Ramp {
 			return nil
 		}
 	}
-	var terms func(int64) roofline.Terms
+	var cost roofline.DecodeCost
 	if roof {
-		terms = m.ev.roof.DecodeTerms(seqs)
+		cost = m.ev.roof.DecodeCost(seqs)
 	}
 	beta := m.beta
 	return func(ctx int64) int64 {
-		var t roofline.Terms
-		if terms != nil {
-			t = terms(ctx)
+		var compute, memory, total float64
+		if roof {
+			compute, memory, total = cost.At(ctx)
 		}
 		var s float64
 		for i, v := range vals {
@@ -424,11 +424,11 @@ func (m *Model) DecodeRamp(seqs int) latency.Ramp {
 			case ctxF:
 				v = float64(ctx)
 			case computeF:
-				v = t.ComputeUS
+				v = compute
 			case memoryF:
-				v = t.MemoryUS
+				v = memory
 			case roofF:
-				v = t.TotalUS
+				v = total
 			}
 			s += beta[i] * v
 		}

@@ -760,7 +760,13 @@ func (c *Cluster) kickAfter(rep *replica.Replica, dur int64) {
 
 func (c *Cluster) enqueue(r *request.State) {
 	rep := c.reps[r.Replica]
-	c.cut(rep)
+	if rep.Leaping() {
+		if c.deps[rep.Deployment].Engine.AsyncScheduling {
+			c.shorten(rep, 1) // seen by the next step but one (sched.VLLM.Form)
+		} else {
+			c.cut(rep)
+		}
+	}
 	rep.InFlight--
 	r.Enqueued = c.now
 	rep.Sched.Enqueue(r)

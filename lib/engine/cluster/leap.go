@@ -99,6 +99,19 @@ func (c *Cluster) cut(rep *replica.Replica) {
 	c.markDirty(rep.Index)
 }
 
+// shorten ends rep's span extra steps after the one executing, or cuts it
+// when none is (a step just ended): a request enqueued on an async
+// scheduler changes no step before the next but one.
+func (c *Cluster) shorten(rep *replica.Replica, extra int64) {
+	c.syncAt(rep, c.now, c.at)
+	end, last, moved := rep.Shorten(extra)
+	if moved {
+		c.h.pushStepEnd(end, last, rep.Index)
+	} else if !rep.Executing() {
+		c.cut(rep)
+	}
+}
+
 // syncAll applies every span up to position (t, key) and returns the end
 // of the last step applied at or before t (math.MinInt64: none).
 func (c *Cluster) syncAll(t int64, key uint64) int64 {

@@ -92,6 +92,33 @@ func (c *Paged) CleanFree() int32 {
 	return n
 }
 
+// AnonHead implements Store.
+func (c *Paged) AnonHead() int32 {
+	if c.qh < len(c.q) && c.q[c.qh].id < 0 {
+		return c.q[c.qh].n
+	}
+	return 0
+}
+
+// TakeAnon implements Store.
+func (c *Paged) TakeAnon(n int32) {
+	if n == 0 {
+		return
+	}
+	c.free -= n
+	c.anonUsed += n
+	e := &c.q[c.qh]
+	if e.n -= n; e.n == 0 {
+		c.qh++
+	}
+	if c.qh > 4096 && c.qh > len(c.q)/2 {
+		m := copy(c.q, c.q[c.qh:])
+		c.qoff += int64(c.qh)
+		c.q = c.q[:m]
+		c.qh = 0
+	}
+}
+
 // Observed implements Store.
 func (c *Paged) Observed() bool { return c.obs != nil || c.low != nil }
 

@@ -34,3 +34,38 @@ func TestKVCacheLRU(t *testing.T) {
 		t.Fatalf("%v, free %d", err, c.free)
 	}
 }
+
+// TakeAnon(n) leaves the store as n calls Alloc(h, 1, 0) would, the
+// handles counting their blocks; CleanFree counts the anonymous blocks
+// ahead of the first cached one.
+func TestTakeAnon(t *testing.T) {
+	mk := func() (*Paged, *Handle) {
+		c := NewPaged(64, 16)
+		var h, k Handle
+		c.Alloc(&k, 4, 4)
+		c.Register(&k, []uint64{1, 2, 3, 4}, 0, 4)
+		c.Release(&k) // 4 cached blocks at the tail of the queue
+		c.Alloc(&h, 10, 0)
+		return c, &h
+	}
+	a, ha := mk()
+	b, hb := mk()
+	if n := a.AnonHead(); n != 50 || a.CleanFree() != 50 {
+		t.Fatalf("head run %d, clean %d, want 50, 50", n, a.CleanFree())
+	}
+	for i := 0; i < 30; i++ {
+		a.Alloc(ha, 1, 0)
+	}
+	b.TakeAnon(30)
+	hb.Anon += 30
+	if a.Free() != b.Free() || a.Used() != b.Used() || ha.Anon != hb.Anon || a.AnonHead() != b.AnonHead() {
+		t.Fatalf("Alloc ×30: free %d head %d; TakeAnon(30): free %d head %d", a.Free(), a.AnonHead(), b.Free(), b.AnonHead())
+	}
+	b.TakeAnon(20)
+	if b.AnonHead() != 0 || b.CleanFree() != 0 {
+		t.Fatalf("the cached blocks are next: head %d, clean %d", b.AnonHead(), b.CleanFree())
+	}
+	if err := b.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

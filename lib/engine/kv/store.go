@@ -57,6 +57,12 @@ type Store interface {
 	// leaping) evicts nothing that is heard.
 	CleanFree() int32
 	Observed() bool
+	// AnonHead is how many anonymous blocks the head of the free queue
+	// holds in one run; TakeAnon(n), n at most that, takes n of them as n
+	// calls Alloc(h, 1, 0) would, the caller adding them to the handles
+	// (Handle.Anon): a span's block-boundary blocks in one call.
+	AnonHead() int32
+	TakeAnon(n int32)
 
 	// SetObserver installs o (nil removes it).
 	SetObserver(o Observer)

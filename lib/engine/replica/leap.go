@@ -83,7 +83,7 @@ const maxLeapEnd = 1 << 62
 
 // firstBudget is the ramp calls a span's first pricing may make: the
 // steps up to the next arrival, typically; each later pricing doubles it.
-const firstBudget = 24
+const firstBudget = 12
 
 // Leaping reports whether a span is in progress.
 func (p *Replica) Leaping() bool { return p.span.on }
@@ -115,6 +115,10 @@ func (p *Replica) leap(now int64) (end, last int64, ok bool) {
 	s.done, s.doneEnd, s.formed, s.ri, s.rk = 0, now, 1, 0, 0
 	return s.end, s.runs[len(s.runs)-1].dur, true
 }
+
+// Executing reports whether a span's step is executing (not one just
+// ended with the next not formed yet).
+func (p *Replica) Executing() bool { return p.span.formed > p.span.done }
 
 // Continues reports whether the span has steps not priced yet: the
 // cluster's event at the last priced step's end is then Extend's.
@@ -267,6 +271,38 @@ func (p *Replica) Cut() (executing bool, end, dur, prev int64) {
 	}
 	p.busy, p.startPending = false, true
 	return false, 0, 0, p.prevDur()
+}
+
+// Shorten ends the span extra steps after the one executing (CatchUp
+// left one executing): an async scheduler sees a request enqueued now
+// only two steps on. It returns the span's new end and last step's
+// duration when its event moves (moved).
+func (p *Replica) Shorten(extra int64) (end, last int64, moved bool) {
+	s := &p.span
+	keep := s.done + 1 + extra // steps from the span's first
+	if keep >= s.n || s.formed == s.done {
+		return 0, 0, false
+	}
+	s.n = keep
+	if s.priced <= keep {
+		return 0, 0, false // its event prices the rest, now fewer
+	}
+	// The priced runs up to step keep−1, from the executing step on.
+	i, k, t := s.ri, s.rk, s.doneEnd
+	for left := extra + 1; ; {
+		m := min(left, s.runs[i].n-k)
+		t += m * s.runs[i].dur
+		left -= m
+		k += m
+		if left == 0 {
+			break
+		}
+		i, k = i+1, 0
+	}
+	s.runs[i].n = k
+	s.runs = s.runs[:i+1]
+	s.priced, s.end = keep, t
+	return t, s.runs[i].dur, true
 }
 
 // NextLeapEvent is the time of the span's next step end or formation

@@ -123,9 +123,11 @@ func (s *VLLM) AdvanceTo(next int64, formed bool, lastStart, lastEnd int64) {
 }
 
 // advanceBlocks gives the blocks of steps from..to as their Forms would,
-// step by step.
+// step by step: anonymous ones from the head run of the free queue are
+// counted and taken at once (TakeAnon), before any other.
 func (s *VLLM) advanceBlocks(from, to int64) {
 	B := int64(s.B)
+	avail, taken := s.kv.AnonHead(), int32(0)
 	for j := from; j <= to; {
 		if B <= 64 {
 			// Jump to the next step whose bucket has entries.
@@ -151,11 +153,19 @@ func (s *VLLM) advanceBlocks(from, to int64) {
 				*bucket = (*bucket)[:last]
 				continue
 			}
-			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+			if taken < avail && x.r.IDBlocks(1) == 0 {
+				x.r.KV.Anon++
+				taken++
+			} else {
+				s.kv.TakeAnon(taken)
+				s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+				avail, taken = s.kv.AnonHead(), 0
+			}
 			i++
 		}
 		j++
 	}
+	s.kv.TakeAnon(taken)
 }
 
 // advanceAnon gives the blocks of steps from..to in one call per request

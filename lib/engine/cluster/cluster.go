@@ -811,7 +811,7 @@ func (c *Cluster) refreshDirty() {
 			b.Set(int(p), c.status(i))
 			// A replica in a span uses KV blocks as its steps go, unseen:
 			// a policy reading its status gets it afresh (readBoard).
-			b.SetVolatile(int(p), rep.Leaping())
+			b.SetVolatile(int(p), rep.KVChangeAt())
 		}
 	}
 	c.dirty = c.dirty[:0]
@@ -824,7 +824,7 @@ func (c *Cluster) readBoard(g *group, p int) {
 	rep := c.reps[m]
 	c.sync(rep)
 	g.board.Set(p, c.status(m))
-	g.board.SetVolatile(p, rep.Leaping())
+	g.board.SetVolatile(p, rep.KVChangeAt())
 }
 
 func (c *Cluster) refreshAll() {

@@ -274,6 +274,7 @@ func (m missing) Tiers() *kv.Tiers                      { m.fail(); return nil }
 func (m missing) SetPolicies(sched.Order, sched.Victim) { m.fail() }
 func (m missing) Span() (sched.Span, bool)              { m.fail(); return sched.Span{}, false }
 func (m missing) AdvanceTo(int64, bool, int64, int64)   { m.fail() }
+func (m missing) NextAlloc() (int64, bool)              { m.fail(); return 0, false }
 func (m missing) Clone(*request.Clone, kv.Store, *request.Keyer) sched.Scheduler {
 	m.fail()
 	return nil

@@ -237,7 +237,9 @@ func (sc *scaler) rebuildBoard(g *group) {
 	for i, m := range ms {
 		c.sync(c.reps[m])
 		g.board.Set(i, c.status(m))
-		g.board.SetVolatile(i, c.liveView && c.reps[m].Leaping())
+		if c.liveView {
+			g.board.SetVolatile(i, c.reps[m].KVChangeAt())
+		}
 		if c.reps[m].State == replica.Warming {
 			g.board.SetState(i, "warming")
 		}

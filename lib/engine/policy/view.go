@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/blis-sim/blis/lib/engine/row"
+import (
+	"math"
+
+	"github.com/blis-sim/blis/lib/engine/row"
+)
 
 // RequestView is a read-only view of the request a decision is about.
 type RequestView struct {
@@ -99,7 +103,7 @@ func (c *ClusterView) Len() int { return len(c.b.reps) }
 
 // Replica is candidate i (0 ≤ i < Len).
 func (c *ClusterView) Replica(i int) *ReplicaView {
-	if b := c.b; b.vol != nil && b.vol[i] {
+	if b := c.b; b.volAt != nil && c.now >= b.volAt[i] {
 		b.onRead(i)
 	}
 	return &c.b.reps[i]
@@ -108,9 +112,9 @@ func (c *ClusterView) Replica(i int) *ReplicaView {
 // current is every candidate's view, the volatile ones refreshed (for a
 // policy that scans them all for their KV use).
 func (c *ClusterView) current() []ReplicaView {
-	if b := c.b; b.vol != nil {
-		for i, v := range b.vol {
-			if v {
+	if b := c.b; b.volAt != nil {
+		for i, at := range b.volAt {
+			if c.now >= at {
 				b.onRead(i)
 			}
 		}
@@ -180,12 +184,12 @@ type Board struct {
 	// to date in O(log n) per change; nil on small boards (a scan is
 	// cheaper there).
 	tree []uint64
-	// vol marks the replicas whose status changes without being reported
-	// (KV use, as a replica runs a span of steps: docs/engine.md,
-	// "Leaping"); reading one calls onRead first, which reports it. Their
-	// load (waiting, running, in flight) does not change unreported, so
-	// the load tree stays exact.
-	vol    []bool
+	// volAt is, per replica, when its reported status starts changing
+	// without being reported (KV use, as a replica runs a span of steps:
+	// docs/engine.md, "Leaping"; math.MaxInt64: never); reading one from
+	// then calls onRead first, which reports it. Loads (waiting, running,
+	// in flight) never change unreported, so the load tree stays exact.
+	volAt  []int64
 	onRead func(i int)
 }
 
@@ -249,16 +253,19 @@ func (b *Board) Set(i int, s ReplicaStatus) {
 // when a policy reads it (SetVolatile).
 func (b *Board) OnRead(f func(i int)) { b.onRead = f }
 
-// SetVolatile marks replica i's status as changing unreported (on) or
-// reported again (off).
-func (b *Board) SetVolatile(i int, on bool) {
-	if b.vol == nil {
-		if !on {
+// SetVolatile says from when replica i's status changes unreported
+// (math.MaxInt64: it is reported again).
+func (b *Board) SetVolatile(i int, from int64) {
+	if b.volAt == nil {
+		if from == math.MaxInt64 {
 			return
 		}
-		b.vol = make([]bool, len(b.reps))
+		b.volAt = make([]int64, len(b.reps))
+		for j := range b.volAt {
+			b.volAt[j] = math.MaxInt64
+		}
 	}
-	b.vol[i] = on
+	b.volAt[i] = from
 }
 
 // SetState reports replica i's lifecycle state.
@@ -301,8 +308,8 @@ func (b *Board) Clone() *Board {
 	if b.tree != nil {
 		d.tree = append([]uint64(nil), b.tree...)
 	}
-	if b.vol != nil {
-		d.vol = append([]bool(nil), b.vol...) // the copy's OnRead is its owner's to install
+	if b.volAt != nil {
+		d.volAt = append([]int64(nil), b.volAt...) // the copy's OnRead is its owner's to install
 	}
 	d.view.b = d
 	return d

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"math"
+
 	"github.com/blis-sim/blis/lib/latency"
 )
 
@@ -303,6 +305,34 @@ func (p *Replica) Shorten(extra int64) (end, last int64, moved bool) {
 	s.runs = s.runs[:i+1]
 	s.priced, s.end = keep, t
 	return t, s.runs[i].dur, true
+}
+
+// KVChangeAt is when the replica's KV use next changes unreported: the
+// start of the next step of its span that takes a block (math.MaxInt64:
+// not in a span; the span's end reports itself). From then on a reader
+// must bring it up to date first.
+func (p *Replica) KVChangeAt() int64 {
+	s := &p.span
+	if !s.on {
+		return math.MaxInt64
+	}
+	j, ok := p.Sched.NextAlloc()
+	if !ok || j-s.first >= s.n {
+		return math.MaxInt64
+	}
+	// The start of step j: the executing (or next) step starts at doneEnd.
+	k := j - (s.first + s.done) // steps between
+	if s.first+s.priced <= j {
+		return s.end // not priced yet: no later than the last priced step's end
+	}
+	t, i, rk := s.doneEnd, s.ri, s.rk
+	for k > 0 {
+		m := min(k, s.runs[i].n-rk)
+		t += m * s.runs[i].dur
+		k -= m
+		i, rk = i+1, 0
+	}
+	return t
 }
 
 // NextLeapEvent is the time of the span's next step end or formation

@@ -209,6 +209,29 @@ func (s *VLLM) advanceAnon(from, to int64) bool {
 	return true
 }
 
+// NextAlloc implements Scheduler: the first step after the last formed
+// one whose bucket holds entries (some may be stale: it may give no block).
+func (s *VLLM) NextAlloc() (int64, bool) {
+	B := int64(s.B)
+	j := s.formedTo + 1
+	if B <= 64 {
+		if s.leapMask == 0 {
+			return 0, false
+		}
+		p := uint(j % B)
+		if m := s.leapMask >> p; m != 0 {
+			return j + int64(bits.TrailingZeros64(m)), true
+		}
+		return j + (B - int64(p)) + int64(bits.TrailingZeros64(s.leapMask)), true
+	}
+	for k := int64(0); k < B; k++ {
+		if len(s.bound[(j+k)%B]) > 0 {
+			return j + k, true
+		}
+	}
+	return 0, false
+}
+
 // firstLive is the step of the earliest live finish entry (stale ones at
 // the top are dropped: popDue would skip them).
 func (h *stepHeap) firstLive() (int64, bool) {

@@ -75,6 +75,9 @@ type Scheduler interface {
 	// formed when formed is set (the last formed started at lastStart).
 	// Only within the span given by the last Span.
 	AdvanceTo(next int64, formed bool, lastStart, lastEnd int64)
+	// NextAlloc is the first step after the last formed one that may take
+	// a KV block in a span (ok false: none).
+	NextAlloc() (int64, bool)
 }
 
 // Load is a replica's queue lengths and KV use.

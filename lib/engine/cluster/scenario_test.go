@@ -40,12 +40,7 @@ import (
 //	finish             end the run (Finish): what is left is unfinished
 //	print              replicas and the requests in flight
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := &harness{}
-		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			return h.do(t, td)
-		})
-	})
+	scenario.Run(t, func() scenario.Harness { return (&harness{}).do })
 }
 
 type harness struct {

@@ -29,12 +29,7 @@ import (
 //	load keys=(k...) at=µs         load lower-tier blocks to the GPU: when they arrive
 //	print                          counts, handles, and where every key seen is
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := &harness{}
-		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			return h.do(t, td)
-		})
-	})
+	scenario.Run(t, func() scenario.Harness { return (&harness{}).do })
 }
 
 type harness struct {

@@ -32,12 +32,7 @@ import (
 //	priority prio=N               the priority stage's answer
 //	print                         the board
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := &harness{}
-		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			return h.do(t, td)
-		})
-	})
+	scenario.Run(t, func() scenario.Harness { return (&harness{}).do })
 }
 
 type harness struct {

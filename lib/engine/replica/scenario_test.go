@@ -1,7 +1,6 @@
 package replica_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -26,19 +25,12 @@ import (
 //	cancel <ids>      Cancel, as a client that gives up
 //	print             the replica and every request's progress
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := &harness{}
-		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			return h.do(t, td)
-		})
-	})
+	scenario.Run(t, func() scenario.Harness { return (&harness{}).do })
 }
 
 type harness struct {
+	scenario.Queue
 	p       *replica.Replica
-	rs      []*request.State
-	by      map[string]*request.State
-	now     int64
 	stepEnd int64
 	fx      replica.Effects
 }
@@ -60,37 +52,21 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 		s, _ := eng.New()
 		h.p = replica.New("d/0", 0, 0, role, eng.Model, s)
 		h.p.WantSteps = true
-		h.rs, h.by, h.now = nil, map[string]*request.State{}, 0
+		h.Reset()
 		log.Printf("replica %s (%s, %s): %s", h.p.ID, h.p.Role, h.p.State, eng.String())
 	case "enqueue":
-		at := a.Int("at", h.now)
-		a.Done()
-		if at < h.now {
-			a.Fatalf("at=%d is before now (%d)", at, h.now)
-		}
-		if !h.p.Busy() {
-			h.now = at // during a step, the clock stays at its start
-		}
-		var ids []string
-		for _, l := range scenario.Lines(t, td) {
-			if h.by[l.Name] != nil {
-				l.Fatalf("request %s enqueued twice", l.Name)
-			}
-			r := scenario.State(scenario.Request(l.Name, l.Args))
-			l.Done()
-			r.Replica, r.Enqueued = h.p.Index, at
+		at, rs := h.Read(t, td, a, h.p.Busy())
+		for _, r := range rs {
+			r.Replica = h.p.Index
 			// The cluster's part: a prefill replica runs the prompt only.
 			r.PrefillOnly = h.p.Role == replica.Prefill && r.Req.OutputTokens > 0
-			h.rs = append(h.rs, r)
-			h.by[l.Name] = r
 			h.p.Sched.Enqueue(r)
-			ids = append(ids, l.Name)
 		}
-		log.Printf("t=%d enqueued %s; can start: %v", at, strings.Join(ids, ", "), h.p.CanStart())
+		log.Printf("t=%d enqueued %s; can start: %v", at, scenario.IDs(rs), h.p.CanStart())
 	case "start":
-		at := a.Int("at", h.now)
+		at := a.Int("at", h.Now)
 		a.Done()
-		h.advance(a, at)
+		h.Advance(a, at)
 		h.start(t, &log)
 	case "end":
 		if !h.p.Busy() {
@@ -102,22 +78,19 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 	case "run":
 		until := a.Int("until", row.Null)
 		a.Done()
-		for (until == row.Null || h.now < until) && h.start(t, &log) {
+		for (until == row.Null || h.Now < until) && h.start(t, &log) {
 			h.end(a, &log, h.stepEnd)
 		}
 	case "cancel":
 		for _, id := range a.Names() {
-			r := h.by[id]
-			if r == nil {
-				a.Fatalf("cancel: no request %s", id)
-			}
+			r := h.Get(a, id)
 			was := scenario.Phase(r.Phase)
 			r.Generated = h.p.Sched.Progress(r)
 			if h.p.Cancel(r) {
 				r.Phase, r.Status = request.Done, "cancelled"
-				log.Printf("t=%d %s cancelled (was %s): left at once; kv %d/%d", h.now, id, was, h.p.Sched.KV().Used(), h.p.Sched.KV().Total())
+				log.Printf("t=%d %s cancelled (was %s): left at once; kv %d/%d", h.Now, id, was, h.p.Sched.KV().Used(), h.p.Sched.KV().Total())
 			} else {
-				log.Printf("t=%d %s cancelled (was %s): leaves when the executing step ends", h.now, id, was)
+				log.Printf("t=%d %s cancelled (was %s): leaves when the executing step ends", h.Now, id, was)
 			}
 		}
 		a.Done()
@@ -125,50 +98,37 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 		a.Done()
 		kv := h.p.Sched.KV()
 		log.Printf("t=%d %s %s: busy %v, can start %v; %d waiting, %d running; kv %d/%d; %d steps, %d µs busy",
-			h.now, h.p.ID, h.p.State, h.p.Busy(), h.p.CanStart(), h.p.Sched.Waiting(), h.p.Sched.Running(),
+			h.Now, h.p.ID, h.p.State, h.p.Busy(), h.p.CanStart(), h.p.Sched.Waiting(), h.p.Sched.Running(),
 			kv.Used(), kv.Total(), h.p.Steps, h.p.BusyUS)
-		for _, r := range h.rs {
-			if r.Phase == request.Done {
-				log.Printf("%s", scenario.Outcome(r))
-				continue
-			}
-			log.Printf("%s", scenario.Describe(r, h.p.Sched.Progress(r)))
-		}
+		h.Print(&log, h.p.Sched.Progress)
 	default:
 		a.Fatalf("unknown command %q", td.Cmd)
 	}
 	return log.String()
 }
 
-func (h *harness) advance(a *scenario.Args, at int64) {
-	if at < h.now {
-		a.Fatalf("at=%d is before now (%d)", at, h.now)
-	}
-	h.now = at
-}
-
 // start calls Start at now; false when there was nothing to run.
 func (h *harness) start(t *testing.T, log *scenario.Log) bool {
 	can := h.p.CanStart()
-	dur, ok := h.p.Start(h.now)
+	dur, ok := h.p.Start(h.Now)
 	if !ok {
-		log.Printf("t=%d start: nothing to run (can start: %v)", h.now, can)
+		log.Printf("t=%d start: nothing to run (can start: %v)", h.Now, can)
 		return false
 	}
 	if err := h.p.Check(true); err != nil {
 		t.Fatalf("invariant violated: %v", err)
 	}
-	h.stepEnd = h.now + dur
-	log.Printf("t=%d start step %d: %d µs, ends at %d; %s", h.now, h.p.Sched.StepIndex(), dur, h.stepEnd, scenario.Batch(h.rs, batchOf(h)))
+	h.stepEnd = h.Now + dur
+	log.Printf("t=%d start step %d: %d µs, ends at %d; %s", h.Now, h.p.Sched.StepIndex(), dur, h.stepEnd, scenario.Batch(h.Reqs, batchOf(h)))
 	return true
 }
 
 // end calls End at at and logs its effects.
 func (h *harness) end(a *scenario.Args, log *scenario.Log, at int64) {
-	if at < h.now {
-		a.Fatalf("at=%d is before the step's start (%d)", at, h.now)
+	if at < h.Now {
+		a.Fatalf("at=%d is before the step's start (%d)", at, h.Now)
 	}
-	h.now = at
+	h.Now = at
 	h.p.End(at, &h.fx)
 	s := &h.fx.Step
 	log.Printf("t=%d end: step row #%d %s start %d dur %d: batch %d, prefill %d, decode %d, kv %d/%d, %d waiting, %d running, %d preempted",
@@ -192,7 +152,7 @@ func (h *harness) end(a *scenario.Args, log *scenario.Log, at int64) {
 // requests (the replica keeps its batch to itself).
 func batchOf(h *harness) *latency.Batch {
 	var b latency.Batch
-	for _, r := range h.rs {
+	for _, r := range h.Reqs {
 		if r.Chunk > 0 {
 			b.PrefillTokens += int64(r.Chunk)
 		} else if r.Decoding && r.Phase == request.Running {

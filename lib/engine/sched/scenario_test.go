@@ -2,7 +2,6 @@ package sched_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -28,19 +27,12 @@ import (
 //	cancel <ids>             take requests off the scheduler
 //	print                    queues, KV and every request's progress
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := &harness{}
-		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			return h.do(t, td)
-		})
-	})
+	scenario.Run(t, func() scenario.Harness { return (&harness{}).do })
 }
 
 type harness struct {
+	scenario.Queue
 	s        *sched.VLLM
-	rs       []*request.State
-	by       map[string]*request.State
-	now      int64
 	formed   bool // a step is formed and not yet complete
 	stepEnd  int64
 	batch    latency.Batch
@@ -61,40 +53,24 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 		a.Done()
 		h.s, _ = h.eng.New()
 		h.s.SetPreemptHook(func(r *request.State) { h.preempts = append(h.preempts, r.Req.ID) })
-		h.rs, h.by, h.now, h.formed = nil, map[string]*request.State{}, 0, false
+		h.Reset()
+		h.formed = false
 		log.Printf("vLLM: %s", h.eng.String())
 	case "enqueue":
-		at := a.Int("at", h.now)
-		a.Done()
-		if at < h.now {
-			a.Fatalf("at=%d is before now (%d)", at, h.now)
-		}
-		if !h.formed {
-			h.now = at // during a step, the clock stays at its start
-		}
-		var ids []string
-		for _, l := range scenario.Lines(t, td) {
-			if h.by[l.Name] != nil {
-				l.Fatalf("request %s enqueued twice", l.Name)
-			}
-			r := scenario.State(scenario.Request(l.Name, l.Args))
-			l.Done()
+		at, rs := h.Read(t, td, a, h.formed)
+		for _, r := range rs {
 			r.Prio = int64(r.Req.Priority) // the cluster's priority stage, under scheduling_policy: priority
-			r.Enqueued = at
-			h.rs = append(h.rs, r)
-			h.by[l.Name] = r
 			h.s.Enqueue(r)
-			ids = append(ids, l.Name)
 		}
 		during := ""
 		if h.formed {
 			during = fmt.Sprintf(" (during step %d)", h.s.StepIndex())
 		}
-		log.Printf("t=%d enqueued %s%s", at, strings.Join(ids, ", "), during)
+		log.Printf("t=%d enqueued %s%s", at, scenario.IDs(rs), during)
 	case "form":
-		at := a.Int("at", h.now)
+		at := a.Int("at", h.Now)
 		a.Done()
-		h.advance(a, at)
+		h.Advance(a, at)
 		h.form(t, &log)
 	case "complete":
 		if !h.formed {
@@ -113,20 +89,17 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 	case "run":
 		until := a.Int("until", row.Null)
 		a.Done()
-		for (until == row.Null || h.now < until) && h.form(t, &log) {
+		for (until == row.Null || h.Now < until) && h.form(t, &log) {
 			h.complete(a, &log, h.stepEnd)
 		}
 	case "cancel":
 		for _, id := range a.Names() {
-			r := h.by[id]
-			if r == nil {
-				a.Fatalf("cancel: no request %s", id)
-			}
+			r := h.Get(a, id)
 			was := scenario.Phase(r.Phase)
 			r.Generated = h.s.Progress(r) // the caller's part (the cluster's)
 			h.s.Cancel(r)
 			r.Phase, r.Status = request.Done, "cancelled"
-			log.Printf("t=%d cancelled %s (was %s); kv %d/%d used", h.now, id, was, h.s.KV().Used(), h.s.KV().Total())
+			log.Printf("t=%d cancelled %s (was %s); kv %d/%d used", h.Now, id, was, h.s.KV().Used(), h.s.KV().Total())
 		}
 		a.Done()
 	case "print":
@@ -138,14 +111,6 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 	return log.String()
 }
 
-// advance moves the clock to at (never back).
-func (h *harness) advance(a *scenario.Args, at int64) {
-	if at < h.now {
-		a.Fatalf("at=%d is before now (%d)", at, h.now)
-	}
-	h.now = at
-}
-
 // form forms the next step at now; false when there is nothing to run.
 func (h *harness) form(t *testing.T, log *scenario.Log) bool {
 	if h.formed {
@@ -153,18 +118,18 @@ func (h *harness) form(t *testing.T, log *scenario.Log) bool {
 	}
 	h.preempts = h.preempts[:0]
 	idx := h.s.StepIndex()
-	if !h.s.Form(h.now, &h.batch) {
-		log.Printf("t=%d nothing to run (%d waiting)", h.now, h.s.Waiting())
+	if !h.s.Form(h.Now, &h.batch) {
+		log.Printf("t=%d nothing to run (%d waiting)", h.Now, h.s.Waiting())
 		return false
 	}
 	if err := h.s.Check(true); err != nil {
 		t.Fatalf("step %d: invariant violated: %v", idx, err)
 	}
 	h.formed = true
-	h.stepEnd = h.now + h.eng.Model.StepTime(&h.batch)
+	h.stepEnd = h.Now + h.eng.Model.StepTime(&h.batch)
 	kv := h.s.KV()
-	log.Printf("step %d [%d, %d): %s; kv %d/%d; %d waiting", idx, h.now, h.stepEnd,
-		scenario.Batch(h.rs, &h.batch), kv.Used(), kv.Total(), h.s.Waiting())
+	log.Printf("step %d [%d, %d): %s; kv %d/%d; %d waiting", idx, h.Now, h.stepEnd,
+		scenario.Batch(h.Reqs, &h.batch), kv.Used(), kv.Total(), h.s.Waiting())
 	for _, id := range h.preempts {
 		log.Printf("  preempted %s", id)
 	}
@@ -174,18 +139,18 @@ func (h *harness) form(t *testing.T, log *scenario.Log) bool {
 // complete ends the step formed at at, and logs first tokens and the
 // requests that left.
 func (h *harness) complete(a *scenario.Args, log *scenario.Log, at int64) {
-	if at < h.now {
-		a.Fatalf("at=%d is before the step's start (%d)", at, h.now)
+	if at < h.Now {
+		a.Fatalf("at=%d is before the step's start (%d)", at, h.Now)
 	}
-	first := make([]int64, len(h.rs))
-	for i, r := range h.rs {
+	first := make([]int64, len(h.Reqs))
+	for i, r := range h.Reqs {
 		first[i] = r.FirstTok
 	}
-	h.now = at
+	h.Now = at
 	h.formed = false
 	h.done = h.done[:0]
 	h.s.Complete(at, &h.done)
-	for i, r := range h.rs {
+	for i, r := range h.Reqs {
 		if first[i] == row.Null && r.FirstTok != row.Null && r.Status == "" {
 			log.Printf("  %s first token at %d", r.Req.ID, r.FirstTok)
 		}
@@ -200,13 +165,7 @@ func (h *harness) complete(a *scenario.Args, log *scenario.Log, at int64) {
 
 func (h *harness) print(log *scenario.Log) {
 	kv := h.s.KV()
-	log.Printf("t=%d: %d waiting, %d running; kv %d/%d used, %d evictions; %d preemptions", h.now,
+	log.Printf("t=%d: %d waiting, %d running; kv %d/%d used, %d evictions; %d preemptions", h.Now,
 		h.s.Waiting(), h.s.Running(), kv.Used(), kv.Total(), kv.Evictions(), h.s.Preemptions())
-	for _, r := range h.rs {
-		if r.Phase == request.Done {
-			log.Printf("%s", scenario.Outcome(r))
-			continue
-		}
-		log.Printf("%s", scenario.Describe(r, h.s.Progress(r)))
-	}
+	h.Print(log, h.s.Progress)
 }

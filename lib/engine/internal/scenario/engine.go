@@ -3,6 +3,9 @@ package scenario
 import (
 	"fmt"
 	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/request"
@@ -158,4 +161,83 @@ func Outcome(r *request.State) string {
 		s += ", " + Plural(int64(r.Preemptions), "preemption")
 	}
 	return s
+}
+
+// Queue is what a one-replica harness (sched, replica) keeps: the clock
+// and the requests by name, in the order they were enqueued.
+type Queue struct {
+	Now  int64
+	Reqs []*request.State
+	by   map[string]*request.State
+}
+
+// Reset empties the queue and sets the clock to 0.
+func (q *Queue) Reset() { *q = Queue{by: map[string]*request.State{}} }
+
+// Advance moves the clock to at, never back.
+func (q *Queue) Advance(a *Args, at int64) {
+	a.tb.Helper()
+	if at < q.Now {
+		a.Fatalf("at=%d is before now (%d)", at, q.Now)
+	}
+	q.Now = at
+}
+
+// Read reads an enqueue directive: at=µs (default now) is when its
+// requests reach the queue; while a step executes (busy) the clock stays
+// at the step's start. It returns the new requests, their Enqueued set.
+func (q *Queue) Read(tb testing.TB, td *datadriven.TestData, a *Args, busy bool) (int64, []*request.State) {
+	tb.Helper()
+	at := a.Int("at", q.Now)
+	a.Done()
+	if at < q.Now {
+		a.Fatalf("at=%d is before now (%d)", at, q.Now)
+	}
+	if !busy {
+		q.Now = at
+	}
+	var out []*request.State
+	for _, l := range Lines(tb, td) {
+		if q.by[l.Name] != nil {
+			l.Fatalf("request %s enqueued twice", l.Name)
+		}
+		r := State(Request(l.Name, l.Args))
+		l.Done()
+		r.Enqueued = at
+		q.Reqs = append(q.Reqs, r)
+		q.by[l.Name] = r
+		out = append(out, r)
+	}
+	return at, out
+}
+
+// Get is the request named id.
+func (q *Queue) Get(a *Args, id string) *request.State {
+	a.tb.Helper()
+	r := q.by[id]
+	if r == nil {
+		a.Fatalf("no request %s", id)
+	}
+	return r
+}
+
+// IDs lists rs's ids.
+func IDs(rs []*request.State) string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.Req.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+// Print logs every request: its outcome once done, else its progress
+// (gen: the scheduler's Progress).
+func (q *Queue) Print(log *Log, gen func(*request.State) int32) {
+	for _, r := range q.Reqs {
+		if r.Phase == request.Done {
+			log.Printf("%s", Outcome(r))
+			continue
+		}
+		log.Printf("%s", Describe(r, gen(r)))
+	}
 }

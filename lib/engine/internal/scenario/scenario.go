@@ -317,3 +317,14 @@ func (l *Log) Printf(format string, args ...any) {
 	fmt.Fprintf(&l.Builder, format, args...)
 	l.WriteByte('\n')
 }
+
+// Harness runs one scenario file's directives, returning each one's log.
+type Harness func(t *testing.T, td *datadriven.TestData) string
+
+// Run runs every file under testdata (subtests by path), each against a
+// harness fresh returns.
+func Run(t *testing.T, fresh func() Harness) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, fresh())
+	})
+}

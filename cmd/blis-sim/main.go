@@ -310,7 +310,7 @@ func run(c *cli.Context) error {
 		return closeErr
 	}
 	if !quiet {
-		printSummary(stderr, &sum, &cfg, wall, &drops.Tally)
+		printSummary(stderr, &sum, &cfg, outMeta.RouterLabel(), wall, &drops.Tally)
 		if pb != nil {
 			fmt.Fprintf(stderr, "  %s\n", pb.Describe())
 		}

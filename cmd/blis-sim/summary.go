@@ -12,8 +12,10 @@ import (
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-// printSummary writes the one-screen run summary on stderr.
-func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time.Duration, drops *trace.ReasonTally) {
+// printSummary writes the one-screen run summary on stderr. router is what
+// routed the requests, from the results' metadata (trace.Meta.RouterLabel:
+// a policy bundle's routing stage when it has one), as blis-report shows it.
+func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, router string, wall time.Duration, drops *trace.ReasonTally) {
 	sim := time.Duration(s.SimEndUS) * time.Microsecond
 	fmt.Fprintf(w, "blis-sim: %d requests: %d completed, %d dropped, %d rejected, %d timed out, %d unfinished, %d source_failed\n",
 		s.Injected, s.Completed, s.Dropped, s.Rejected, s.TimedOut, s.Unfinished, s.SourceFailed)
@@ -26,14 +28,14 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 	deps := cfg.Resolved()
 	if len(s.Deployments) == 1 {
 		d, dc := s.Deployments[0], deps[0]
-		fmt.Fprintf(w, "  %d replicas × %s on %s tp%d, router %s, %d KV blocks of %d tokens each\n",
-			d.Replicas, dc.Model, dc.GPU, dc.TP, cfg.Router.Routing, d.KVBlocks, d.BlockSize)
+		fmt.Fprintf(w, "  %s × %s on %s tp%d, router %s, %d KV blocks of %d tokens each\n",
+			cliutil.Count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, router, d.KVBlocks, d.BlockSize)
 	} else {
-		fmt.Fprintf(w, "  %d deployments, router %s\n", len(s.Deployments), cfg.Router.Routing)
+		fmt.Fprintf(w, "  %d deployments, router %s\n", len(s.Deployments), router)
 		for i, d := range s.Deployments {
 			dc := deps[i]
-			fmt.Fprintf(w, "    %s: %d replicas × %s on %s tp%d, %d KV blocks of %d tokens each\n",
-				d.ID, d.Replicas, dc.Model, dc.GPU, dc.TP, d.KVBlocks, d.BlockSize)
+			fmt.Fprintf(w, "    %s: %s × %s on %s tp%d, %d KV blocks of %d tokens each\n",
+				d.ID, cliutil.Count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, d.KVBlocks, d.BlockSize)
 		}
 	}
 	var busy int64

@@ -100,3 +100,11 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// Count is "1 replica", "2 replicas": n and the noun, plural unless n is 1.
+func Count[T ~int | ~int32 | ~int64](n T, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

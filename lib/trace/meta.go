@@ -195,6 +195,57 @@ const (
 	MetaSimRouter      = "blis.sim.router"      // the routing policy
 )
 
+// Metadata of a run whose decisions came from a policy bundle (written by
+// the bundle's Annotate beside blis.policy.id, .generation, ...):
+// blis.policy.stages lists the stages the bundle gives, in pipeline order,
+// joined by PolicyStageSep ("routing starlark prefix-load.star; admission
+// queue-limit").
+const (
+	MetaPolicyID         = "blis.policy.id"
+	MetaPolicyGeneration = "blis.policy.generation"
+	MetaPolicyStages     = "blis.policy.stages"
+	PolicyStageSep       = "; "
+)
+
+// PolicyLabel names the run's policy bundle for summaries and reports: its
+// id, generation and stages ("prefix-load generation 2: routing starlark
+// prefix-load.star"); "" when no bundle made the run's decisions.
+func (m Meta) PolicyLabel() string {
+	id, stages := m.Get(MetaPolicyID), m.Get(MetaPolicyStages)
+	if id == "" && stages == "" && m.Get(MetaPolicyGeneration) == "" {
+		return ""
+	}
+	if id == "" {
+		id = "(no id)"
+	}
+	s := id
+	if g := m.Get(MetaPolicyGeneration); g != "" {
+		s += " generation " + g
+	}
+	if stages == "" {
+		stages = "no stages"
+	}
+	return s + ": " + stages
+}
+
+// RouterLabel says what routed the run's requests: the policy bundle's
+// routing stage when the bundle has one ("policy prefix-load: starlark
+// prefix-load.star"), else blis.sim.router (the built-in router); "" when
+// neither is recorded. blis-sim's summary and blis-report's Run
+// configuration both use it, so that they never disagree.
+func (m Meta) RouterLabel() string {
+	for _, st := range strings.Split(m.Get(MetaPolicyStages), PolicyStageSep) {
+		if how, ok := strings.CutPrefix(st, "routing "); ok {
+			id := m.Get(MetaPolicyID)
+			if id == "" {
+				id = "(no id)"
+			}
+			return "policy " + id + ": " + how
+		}
+	}
+	return m.Get(MetaSimRouter)
+}
+
 // SimDeployment describes one deployment of a simulated cluster.
 type SimDeployment struct {
 	ID       string `json:"id"`

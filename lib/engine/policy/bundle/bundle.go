@@ -473,10 +473,12 @@ func (p *parser) stage(n, key *yaml.Node, name string, b *Bundle) (*Stage, error
 
 // Annotate records the bundle in a table's provenance metadata:
 // blis.policy.id, .generation, .parent_id, .mutations (a JSON list),
-// .path and .sha256.
+// .path, .sha256 and .stages (what each given stage is, which the
+// summaries and reports show: trace.Meta.PolicyLabel).
 func (b *Bundle) Annotate(m trace.Meta) {
-	m.Set("blis.policy.id", b.ID)
-	m.Set("blis.policy.generation", strconv.FormatInt(b.Generation, 10))
+	m.Set(trace.MetaPolicyStages, strings.Join(b.stageList(), trace.PolicyStageSep))
+	m.Set(trace.MetaPolicyID, b.ID)
+	m.Set(trace.MetaPolicyGeneration, strconv.FormatInt(b.Generation, 10))
 	m.Set("blis.policy.parent_id", b.ParentID)
 	mu := b.Mutations
 	if mu == nil {
@@ -518,6 +520,21 @@ func (e *RunError) BadInput() bool { return true }
 // Describe is a one-line account of the bundle for run summaries: its id
 // and how each stage it gives is decided.
 func (b *Bundle) Describe() string {
+	parts := b.stageList()
+	id := b.ID
+	if id == "" {
+		id = "(no id)"
+	}
+	if len(parts) == 0 {
+		parts = []string{"no stages"}
+	}
+	return fmt.Sprintf("policy %s generation %d from %s: %s (other stages built in)", id, b.Generation, b.Path, strings.Join(parts, ", "))
+}
+
+// stageList describes each stage the bundle gives, in pipeline order:
+// "routing starlark prefix-load.star", "admission queue-limit",
+// "priority decision tree".
+func (b *Bundle) stageList() []string {
 	var parts []string
 	for _, name := range StageNames {
 		st := b.stages[name]
@@ -533,12 +550,5 @@ func (b *Bundle) Describe() string {
 			parts = append(parts, name+" starlark "+filepath.Base(st.File))
 		}
 	}
-	id := b.ID
-	if id == "" {
-		id = "(no id)"
-	}
-	if len(parts) == 0 {
-		parts = []string{"no stages"}
-	}
-	return fmt.Sprintf("policy %s generation %d from %s: %s (other stages built in)", id, b.Generation, b.Path, strings.Join(parts, ", "))
+	return parts
 }

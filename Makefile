@@ -7,8 +7,12 @@ GO ?= go
 
 all: build
 
-# --version and provenance name the commit the binaries were built from.
-COMMIT := $(shell git describe --always --dirty --abbrev=12 --exclude '*' 2>/dev/null)
+# --version and provenance name the commit the binaries were built from, as
+# go build and go run name it from Go's own VCS stamping (lib/trace.Version):
+# the first 12 digits of the revision, -dirty when `git status --porcelain`
+# lists anything (untracked files too, as Go counts them; the README's own
+# outputs are in .gitignore).
+COMMIT := $(shell r=$$(git rev-parse HEAD 2>/dev/null) && echo "$$(echo $$r | cut -c1-12)$$([ -n "$$(git status --porcelain 2>/dev/null)" ] && echo -dirty)")
 
 build:
 	@mkdir -p $(BIN)

@@ -74,11 +74,6 @@ func run(c *cli.Context) error {
 	}
 	stderr := c.App.ErrWriter
 	quiet := c.Bool("quiet")
-	if !quiet {
-		for _, w := range why {
-			fmt.Fprintln(stderr, w)
-		}
-	}
 
 	// The results table is created before serving, so a bad path fails now.
 	var rw *trace.ResultWriter
@@ -118,6 +113,10 @@ func run(c *cli.Context) error {
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
 	srv.Start()
 	if !quiet {
+		// The latency model and why, once serving: a busy port is one line.
+		for _, w := range why {
+			fmt.Fprintln(stderr, w)
+		}
 		fmt.Fprintf(stderr, "blis-serve: serving %s on http://%s/v1 (speedup %g)\n", strings.Join(srv.Models(), ", "), ln.Addr(), c.Float64("speedup"))
 	}
 	sig := make(chan os.Signal, 2)

@@ -76,11 +76,6 @@ func run(c *cli.Context) error {
 	}
 	stderr := c.App.ErrWriter
 	quiet := c.Bool("quiet")
-	if !quiet {
-		for _, w := range why {
-			fmt.Fprintln(stderr, w)
-		}
-	}
 	if c.NArg() > 1 {
 		for _, a := range c.Args().Slice()[1:] {
 			if strings.HasPrefix(a, "-") && a != "-" {
@@ -207,6 +202,14 @@ func run(c *cli.Context) error {
 		opts.ScaleEventsTo = func(rows []trace.ScaleEvent) { scaleRows = rows }
 	}
 
+	// Which latency model and why, once everything the run needs is open:
+	// a missing input or a bad output path is one line, not this paragraph
+	// and then the error.
+	if !quiet {
+		for _, w := range why {
+			fmt.Fprintln(stderr, w)
+		}
+	}
 	start := time.Now()
 	prog := cliutil.NewProgress(stderr, "blis-sim", "requests", total, c.Bool("progress"), quiet)
 	if prog != nil {
@@ -319,7 +322,7 @@ func run(c *cli.Context) error {
 			fmt.Fprintf(stderr, "  %s\n", st.Describe())
 		}
 	}
-	return allDropped(&sum, &drops.Tally)
+	return servedNothing(&sum, &drops.Tally)
 }
 
 func sameFile(a, b string) bool {

@@ -49,7 +49,7 @@ func RunArgs(app *cli.App, args []string, stderr io.Writer) (status int) {
 	app.ErrWriter = stderr
 	setup(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
-	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return badinput.Wrap(err) }
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return flagError(app, err) }
 	bug.SetHandler(func(v any, stack []byte) { os.Exit(reportBug(app.Name, v, stack, stderr)) })
 	defer func() {
 		if v := recover(); v != nil {

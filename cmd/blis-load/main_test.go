@@ -165,7 +165,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{"18 rows: 18 llm requests to send", "model: fake-model (the only one the server lists)",
-		"warm-up: 2 of 2 requests completed", "18 rows: 18 completed, 0 failed", "sent vs due: p50"} {
+		"warm-up: 2 of 2 requests completed", "18 rows: 18 completed, 0 failed", "sent − due (how late requests went): p50", "requests sent in ",
+		"blis-load: 18/18 rows (100%), sent 18 of 18 requests ("} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

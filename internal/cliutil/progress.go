@@ -26,6 +26,18 @@ type Progress struct {
 	bar    *progressbar.ProgressBar
 	done   int64
 	detail string
+	// notBefore: the run cannot end before this much time has elapsed
+	// (blis-load's schedule); the ETA is never shorter.
+	notBefore time.Duration
+}
+
+// NotBefore says the run cannot end before d has elapsed (the last request
+// of a schedule is due then): the ETA of the plain lines is at least what
+// is left of d.
+func (p *Progress) NotBefore(d time.Duration) {
+	if p != nil {
+		p.notBefore = d
+	}
 }
 
 // NewProgress returns the progress display for stderr: a bar when stderr
@@ -85,11 +97,23 @@ func (p *Progress) line(now time.Time) string {
 		s += ", " + p.detail
 	}
 	s += ", " + el.Round(time.Second).String() + " elapsed"
-	if p.total > 0 && p.done > 0 && p.done < p.total {
-		eta := time.Duration(float64(el) * float64(p.total-p.done) / float64(p.done))
+	if p.total > 0 && p.done < p.total && (p.done > 0 || p.notBefore > el) {
+		var eta time.Duration
+		if p.done > 0 {
+			eta = time.Duration(float64(el) * float64(p.total-p.done) / float64(p.done))
+		}
+		eta = max(eta, p.notBefore-el)
 		s += ", ETA " + eta.Round(time.Second).String()
 	}
 	return s
+}
+
+// Detail sets the detail of the next line without printing one (the last
+// line's, before Finish).
+func (p *Progress) Detail(detail string) {
+	if p != nil {
+		p.detail = detail
+	}
 }
 
 // Finish ends the display: the bar's line is closed; a plain display prints

@@ -38,3 +38,17 @@ func TestProgressPlainLines(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressETANotBeforeTheSchedule: a run whose last request is due
+// later cannot end sooner than that, whatever the rate so far says
+// (blis-load: issue 32, item 5).
+func TestProgressETANotBeforeTheSchedule(t *testing.T) {
+	var b bytes.Buffer
+	p := NewProgress(&b, "blis-load", "rows", 100, true, false)
+	p.start = time.Now().Add(-10 * time.Second)
+	p.NotBefore(60 * time.Second)
+	p.Update(50, "sent 52")
+	if got, want := strings.TrimSpace(b.String()), "blis-load: 50/100 rows (50%), sent 52, 10s elapsed, ETA 50s"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

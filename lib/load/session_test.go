@@ -483,8 +483,18 @@ func TestFailuresAreRows(t *testing.T) {
 	if r := res["cut"]; r.GeneratedTokens != 3 || r.FirstTokenUS == trace.Null || r.SourceStatus != trace.SourceFailed {
 		t.Errorf("cut stream: %d tokens, first token %d, source_status %q: want the 3 tokens seen, and failed", r.GeneratedTokens, r.FirstTokenUS, r.SourceStatus)
 	}
-	if sum.Failed != 3 || sum.Rejected != 1 || sum.Dropped != 3 || len(sum.Reasons) != 4 {
+	if sum.Failed != 3 || sum.Rejected != 1 || sum.Dropped != 3 {
 		t.Errorf("summary %+v", sum)
+	}
+	// Every kind is counted, by HTTP status or error class (issue 32,
+	// item 14).
+	var kinds []string
+	for _, r := range sum.Reasons {
+		kinds = append(kinds, fmt.Sprintf("%d %s %s", r.N, r.Status, r.Class))
+	}
+	if got, want := strings.Join(kinds, "; "), "1 failed HTTP 500; 1 failed server error in the stream; 1 failed stream: connection reset by the server; "+
+		"1 rejected HTTP 429; 1 dropped a dependency was dropped; 1 dropped a dependency was failed; 1 dropped a dependency was source_failed"; got != want {
+		t.Errorf("reasons:\n got %s\nwant %s", got, want)
 	}
 }
 

@@ -312,6 +312,14 @@ func run(c *cli.Context) error {
 	if closeErr != nil {
 		return closeErr
 	}
+	if tr != nil {
+		// Asked for regret and got none: say so even with -q, rather
+		// than leave the summary to suggest the flags just given.
+		st := tr.rec.Stats()
+		if w := st.RegretWarning(c.Float64("regret-sample")); w != "" {
+			fmt.Fprintf(stderr, "blis-sim: warning: %s\n", w)
+		}
+	}
 	if !quiet {
 		printSummary(stderr, &sum, &cfg, outMeta.RouterLabel(), wall, &drops.Tally)
 		if pb != nil {

@@ -32,17 +32,11 @@ func (rep *Report) configTables() {
 	for i, r := range rep.runs {
 		tool, seed := "-", "-"
 		if p := r.meta.Provenance; len(p) > 0 {
-			last := p[len(p)-1]
-			tool = last.Tool + " " + last.Version
-			// The tool that made the results, not one that copied them
-			// (blis-convert changing the format).
-			for j := len(p) - 1; j >= 0; j-- {
-				if p[j].Tool == "blis-sim" || p[j].Tool == "blis-load" {
-					last = p[j]
-					tool = last.Tool + " " + last.Version
-					break
-				}
+			last := &p[len(p)-1]
+			if pr := producer(p); pr != nil {
+				last = pr
 			}
+			tool = last.Tool + " " + last.Version
 			if last.Seed != nil {
 				seed = fmt.Sprint(*last.Seed)
 			}
@@ -101,6 +95,19 @@ func (rep *Report) configTables() {
 	if len(known.Rows) > 0 {
 		rep.Tables = append(rep.Tables, known)
 	}
+}
+
+// producer is the stage that made a run's results — simulated (blis-sim,
+// blis-serve, blis-eval) or measured (blis-load) — not a tool that copied
+// them (blis-convert changing the format); nil when none did.
+func producer(p []trace.Stage) *trace.Stage {
+	for j := len(p) - 1; j >= 0; j-- {
+		switch p[j].Tool {
+		case "blis-sim", "blis-load", "blis-serve", "blis-eval":
+			return &p[j]
+		}
+	}
+	return nil
 }
 
 var nan = func() float64 { var z float64; return z / z }()

@@ -131,3 +131,34 @@ func TestConfigNamesThePolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestMeasuredRunHasNoSimVsRecorded: blis-load's results carry their own
+// measurements in recorded_* (so that a replay of them compares against
+// the real run); the report of such a table does not compare it with
+// itself (issue 32, item 3: blis-report --compare real.arrow sim.arrow
+// showed a "Simulated vs recorded" table of real.arrow at 0.00%).
+func TestMeasuredRunHasNoSimVsRecorded(t *testing.T) {
+	dir := t.TempDir()
+	measured, simulated := filepath.Join(dir, "real.arrows"), filepath.Join(dir, "sim.arrows")
+	seed := uint64(42)
+	writeResultsMeta(t, measured, smallRows(), trace.NewMeta().With(trace.Stage{Tool: "blis-load", Version: trace.Version, Seed: &seed}))
+	writeResultsMeta(t, simulated, smallRows(), simMeta("roofline:qwen3-32b/h100/tp2"))
+	rep, err := Build([]string{measured, simulated}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var simReal *Table
+	for _, tb := range rep.Tables {
+		if tb.Name == "sim_vs_real" {
+			simReal = tb
+		}
+	}
+	if simReal == nil {
+		t.Fatal("no sim_vs_real table for the simulated run")
+	}
+	for _, row := range simReal.Rows {
+		if run := row[0].String(); run != "sim.arrows" {
+			t.Errorf("sim_vs_real has a row of %s, a measured run", run)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/load"
 	"github.com/blis-sim/blis/lib/load/fakellm"
 	"github.com/blis-sim/blis/lib/measure"
 	"github.com/blis-sim/blis/lib/report"
@@ -112,6 +113,8 @@ func TestUsageErrors(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + l.Addr().String() + "/v1"
 	l.Close()
+	defer func(w time.Duration) { load.ProbeWait = w }(load.ProbeWait)
+	load.ProbeWait = 200 * time.Millisecond // a dead server is retried this long
 	out := filepath.Join(dir, "out.arrow")
 	u := srv.URL0()
 	for _, tc := range []struct {

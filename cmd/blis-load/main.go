@@ -308,10 +308,10 @@ func run(c *cli.Context) error {
 		s.opts.Chunks = cw
 	}
 	sess.SetSinks(s.opts.Results, s.opts.Chunks)
-	// Progress: rows done of the total, and an ETA no sooner than the
-	// schedule's last root is due; a line every few seconds off a terminal.
+	// Progress: rows done of the total, and an ETA from the schedule
+	// while it lasts; a line every few seconds off a terminal.
 	prog := cliutil.NewProgress(stderr, "blis-load", "rows", st.Rows, !s.quiet, s.quiet)
-	prog.NotBefore(scheduleEnd(&s.opts, &st))
+	prog.Schedule(scheduleEnd(&s.opts, &st))
 	detail := func(p load.Progress) string {
 		rate := 0.0
 		if p.Elapsed > 0 {
@@ -367,7 +367,7 @@ func run(c *cli.Context) error {
 }
 
 // scheduleEnd is when the schedule's last root is due (0 when nothing
-// says: offline, a closed loop): a run ends no sooner.
+// says: offline, a closed loop).
 func scheduleEnd(o *load.Options, st *load.Stats) time.Duration {
 	switch o.Timing {
 	case load.TimingTrace:

@@ -26,17 +26,19 @@ type Progress struct {
 	bar    *progressbar.ProgressBar
 	done   int64
 	detail string
-	// notBefore: the run cannot end before this much time has elapsed
-	// (blis-load's schedule); the ETA is never shorter.
-	notBefore time.Duration
+	// schedule: the run follows a schedule whose last item is due this
+	// long after the start (blis-load's table timing); 0 when it does not.
+	schedule time.Duration
 }
 
-// NotBefore says the run cannot end before d has elapsed (the last request
-// of a schedule is due then): the ETA of the plain lines is at least what
-// is left of d.
-func (p *Progress) NotBefore(d time.Duration) {
+// Schedule says the run follows a schedule whose last item is due d after
+// the start (blis-load sending on the table's timing): until then the ETA
+// of the plain lines is what is left of the schedule, which the rows done
+// so far say little about (a load that ramps up, sessions); after it, the
+// rows left at the rate so far.
+func (p *Progress) Schedule(d time.Duration) {
 	if p != nil {
-		p.notBefore = d
+		p.schedule = d
 	}
 }
 
@@ -97,12 +99,12 @@ func (p *Progress) line(now time.Time) string {
 		s += ", " + p.detail
 	}
 	s += ", " + el.Round(time.Second).String() + " elapsed"
-	if p.total > 0 && p.done < p.total && (p.done > 0 || p.notBefore > el) {
-		var eta time.Duration
-		if p.done > 0 {
-			eta = time.Duration(float64(el) * float64(p.total-p.done) / float64(p.done))
-		}
-		eta = max(eta, p.notBefore-el)
+	switch {
+	case p.total <= 0 || p.done >= p.total:
+	case p.schedule > el:
+		s += ", ETA " + (p.schedule - el).Round(time.Second).String() + " (the schedule's end)"
+	case p.done > 0:
+		eta := time.Duration(float64(el) * float64(p.total-p.done) / float64(p.done))
 		s += ", ETA " + eta.Round(time.Second).String()
 	}
 	return s

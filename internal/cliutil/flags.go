@@ -1,6 +1,7 @@
 package cliutil
 
 import (
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -15,34 +16,19 @@ import (
 func requireFlags(app *cli.App) {
 	var req []string
 	for _, f := range app.Flags {
-		var r *bool
-		switch f := f.(type) {
-		case *cli.StringFlag:
-			r = &f.Required
-		case *cli.PathFlag:
-			r = &f.Required
-		case *cli.IntFlag:
-			r = &f.Required
-		case *cli.Int64Flag:
-			r = &f.Required
-		case *cli.Uint64Flag:
-			r = &f.Required
-		case *cli.Float64Flag:
-			r = &f.Required
-		case *cli.DurationFlag:
-			r = &f.Required
-		case *cli.StringSliceFlag:
-			r = &f.Required
-		case *cli.BoolFlag:
-			r = &f.Required
-		}
-		if r == nil || !*r {
+		// Every urfave flag type has Required and Usage fields.
+		v := reflect.ValueOf(f)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 			continue
 		}
-		*r = false
+		r, u := v.Elem().FieldByName("Required"), v.Elem().FieldByName("Usage")
+		if !r.IsValid() || r.Kind() != reflect.Bool || !r.Bool() {
+			continue
+		}
+		r.SetBool(false)
 		req = append(req, f.Names()[0])
-		if u, ok := f.(interface{ GetUsage() string }); ok && !strings.Contains(u.GetUsage(), "required") {
-			setUsage(f, u.GetUsage()+" (required)")
+		if u.IsValid() && u.Kind() == reflect.String && !strings.Contains(u.String(), "required") {
+			u.SetString(strings.TrimSpace(u.String() + " (required)"))
 		}
 	}
 	if len(req) == 0 || app.Action == nil {
@@ -64,29 +50,6 @@ func requireFlags(app *cli.App) {
 		}
 		return badinput.Errorf("%s and %s are required (%s --help lists every flag)",
 			strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1], c.App.Name)
-	}
-}
-
-func setUsage(f cli.Flag, u string) {
-	switch f := f.(type) {
-	case *cli.StringFlag:
-		f.Usage = u
-	case *cli.PathFlag:
-		f.Usage = u
-	case *cli.IntFlag:
-		f.Usage = u
-	case *cli.Int64Flag:
-		f.Usage = u
-	case *cli.Uint64Flag:
-		f.Usage = u
-	case *cli.Float64Flag:
-		f.Usage = u
-	case *cli.DurationFlag:
-		f.Usage = u
-	case *cli.StringSliceFlag:
-		f.Usage = u
-	case *cli.BoolFlag:
-		f.Usage = u
 	}
 }
 

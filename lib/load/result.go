@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode"
 
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -194,25 +193,7 @@ func FailureKind(reason string, httpStatus int) string {
 	case strings.HasPrefix(reason, "building the request"):
 		return "building the request"
 	case strings.HasPrefix(reason, "connection: "), strings.HasPrefix(reason, "stream: "), strings.HasPrefix(reason, "not sent: "):
-		return numbersToN(reason)
+		return trace.NumbersToN(reason)
 	}
 	return trace.ReasonClass(reason)
-}
-
-// numbersToN replaces each run of digits by N (ports, addresses, counts).
-func numbersToN(s string) string {
-	var b strings.Builder
-	digits := false
-	for _, r := range s {
-		if unicode.IsDigit(r) {
-			if !digits {
-				b.WriteByte('N')
-			}
-			digits = true
-			continue
-		}
-		digits = false
-		b.WriteRune(r)
-	}
-	return b.String()
 }

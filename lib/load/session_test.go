@@ -334,6 +334,12 @@ func TestSchedulers(t *testing.T) {
 	lagOK := func(t *testing.T, sum Summary) {
 		t.Helper()
 		if p := sum.IssueLag.ValueAtQuantile(50); p > 1000 && !raceEnabled {
+			// sent − due counts a session loop that woke late: on a
+			// machine loaded past twice its cores that is the machine.
+			if l, ok := loadAverage(); ok && l > 2*float64(runtime.NumCPU()) {
+				t.Logf("median issue lag %d µs, machine overloaded (load average %.1f on %d cores)", p, l, runtime.NumCPU())
+				return
+			}
 			t.Errorf("median issue lag %d µs", p)
 		}
 	}

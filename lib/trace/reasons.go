@@ -40,9 +40,15 @@ func ReasonClass(reason string) string {
 	if i := strings.Index(reason, ": "); i > 0 && !strings.ContainsFunc(reason[:i], unicode.IsSpace) {
 		return reason[:i]
 	}
+	return NumbersToN(reason)
+}
+
+// NumbersToN replaces each run of digits in s by N, so that messages that
+// differ only in their numbers (ports, counts, sizes) count as one kind.
+func NumbersToN(s string) string {
 	var b strings.Builder
 	digits := false
-	for _, r := range reason {
+	for _, r := range s {
 		if unicode.IsDigit(r) {
 			if !digits {
 				b.WriteByte('N')

@@ -100,11 +100,19 @@ func TestRewriteBetweenMarkers(t *testing.T) {
 }
 
 // The real RTX 4090 run replays with its own engine settings, completely and
-// deterministically, and vLLM's time series is read.
-func TestReplaySharedRun(t *testing.T) {
-	data := "../../../shared/data"
+// deterministically, and vLLM's time series is read. Without ../shared/data
+// (or $BLIS_SHARED_DATA) it skips, and make test says so
+// (scripts/shared-data-tests.sh); BLIS_REQUIRE_SHARED=1 (CI) fails instead.
+func TestSharedDataReplay(t *testing.T) {
+	data := os.Getenv("BLIS_SHARED_DATA")
+	if data == "" {
+		data = "../../../shared/data"
+	}
 	if _, err := os.Stat(filepath.Join(data, "measurements/llmservingsim")); err != nil {
-		t.Skip("../shared not present")
+		if os.Getenv("BLIS_REQUIRE_SHARED") == "1" {
+			t.Fatalf("BLIS_REQUIRE_SHARED=1 and no shared data at %s: %v", data, err)
+		}
+		t.Skipf("shared data not present at %s: %v", data, err)
 	}
 	runs, err := loadRuns(data)
 	if err != nil {

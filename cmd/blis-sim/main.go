@@ -79,11 +79,6 @@ func run(c *cli.Context) error {
 	}
 	stderr := c.App.ErrWriter
 	quiet := c.Bool("quiet")
-	if !quiet {
-		for _, w := range why {
-			fmt.Fprintln(stderr, w)
-		}
-	}
 	if c.NArg() > 1 {
 		for _, a := range c.Args().Slice()[1:] {
 			if strings.HasPrefix(a, "-") && a != "-" {
@@ -204,6 +199,14 @@ func run(c *cli.Context) error {
 		opts.ScaleEventsTo = func(rows []trace.ScaleEvent) { scaleRows = rows }
 	}
 
+	// Which latency model and why, once everything the run needs is open:
+	// a missing input or a bad output path is one line, not this paragraph
+	// and then the error.
+	if !quiet {
+		for _, w := range why {
+			fmt.Fprintln(stderr, w)
+		}
+	}
 	start := time.Now()
 	prog := cliutil.NewProgress(stderr, "blis-sim", "requests", total, c.Bool("progress"), quiet)
 	if prog != nil {
@@ -310,8 +313,16 @@ func run(c *cli.Context) error {
 	if closeErr != nil {
 		return closeErr
 	}
+	if tr != nil {
+		// Asked for regret and got none: say so even with -q, rather
+		// than leave the summary to suggest the flags just given.
+		st := tr.rec.Stats()
+		if w := st.RegretWarning(c.Float64("regret-sample")); w != "" {
+			fmt.Fprintf(stderr, "blis-sim: warning: %s\n", w)
+		}
+	}
 	if !quiet {
-		printSummary(stderr, &sum, &cfg, wall, &drops.Tally)
+		printSummary(stderr, &sum, &cfg, outMeta.RouterLabel(), wall, &drops.Tally)
 		if pb != nil {
 			fmt.Fprintf(stderr, "  %s\n", pb.Describe())
 		}
@@ -320,7 +331,7 @@ func run(c *cli.Context) error {
 			fmt.Fprintf(stderr, "  %s\n", st.Describe())
 		}
 	}
-	return allDropped(&sum, &drops.Tally)
+	return servedNothing(&sum, &drops.Tally)
 }
 
 func sameFile(a, b string) bool {

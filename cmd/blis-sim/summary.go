@@ -12,28 +12,28 @@ import (
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-// printSummary writes the one-screen run summary on stderr.
-func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time.Duration, drops *trace.ReasonTally) {
+// printSummary writes the one-screen run summary on stderr. router is what
+// routed the requests, from the results' metadata (trace.Meta.RouterLabel:
+// a policy bundle's routing stage when it has one), as blis-report shows it.
+func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, router string, wall time.Duration, drops *trace.ReasonTally) {
 	sim := time.Duration(s.SimEndUS) * time.Microsecond
 	fmt.Fprintf(w, "blis-sim: %d requests: %d completed, %d dropped, %d rejected, %d timed out, %d unfinished, %d source_failed\n",
 		s.Injected, s.Completed, s.Dropped, s.Rejected, s.TimedOut, s.Unfinished, s.SourceFailed)
-	if c := drops.Counts(trace.StatusDropped, trace.StatusRejected); len(c) > 0 {
-		fmt.Fprintf(w, "  dropped and rejected, by reason (the drop_reason column; blis-report shows them too):\n")
-		for _, r := range c {
-			fmt.Fprintf(w, "    %8d %-8s %s (e.g. %s)\n", r.N, r.Status, r.Class, r.Example)
-		}
+	if c := drops.Counts(lostStatuses...); len(c) > 0 {
+		fmt.Fprintf(w, "  dropped, rejected and timed out, by reason (the drop_reason column; blis-report shows them too):\n")
+		trace.WriteReasons(w, "    ", c, maxReasons)
 	}
 	deps := cfg.Resolved()
 	if len(s.Deployments) == 1 {
 		d, dc := s.Deployments[0], deps[0]
-		fmt.Fprintf(w, "  %d replicas × %s on %s tp%d, router %s, %d KV blocks of %d tokens each\n",
-			d.Replicas, dc.Model, dc.GPU, dc.TP, cfg.Router.Routing, d.KVBlocks, d.BlockSize)
+		fmt.Fprintf(w, "  %s × %s on %s tp%d, router %s, %d KV blocks of %d tokens each\n",
+			cliutil.Count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, router, d.KVBlocks, d.BlockSize)
 	} else {
-		fmt.Fprintf(w, "  %d deployments, router %s\n", len(s.Deployments), cfg.Router.Routing)
+		fmt.Fprintf(w, "  %d deployments, router %s\n", len(s.Deployments), router)
 		for i, d := range s.Deployments {
 			dc := deps[i]
-			fmt.Fprintf(w, "    %s: %d replicas × %s on %s tp%d, %d KV blocks of %d tokens each\n",
-				d.ID, d.Replicas, dc.Model, dc.GPU, dc.TP, d.KVBlocks, d.BlockSize)
+			fmt.Fprintf(w, "    %s: %s × %s on %s tp%d, %d KV blocks of %d tokens each\n",
+				d.ID, cliutil.Count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, d.KVBlocks, d.BlockSize)
 		}
 	}
 	var busy int64
@@ -104,17 +104,28 @@ func tierSummary(s *engine.Summary) string {
 	return off.String() + "; " + load.String()
 }
 
-// allDropped fails a run that served nothing because every request it could
-// simulate was dropped or rejected: a configuration that can never serve
-// this workload is bad input, not a result (the outputs are still written).
-func allDropped(s *engine.Summary, drops *trace.ReasonTally) error {
-	lost := s.Dropped + s.Rejected
-	if s.Completed > 0 || lost == 0 || lost != s.Injected-s.SourceFailed {
+// lostStatuses are the statuses of requests that were not served, in the
+// order summaries list them; maxReasons bounds the kinds listed (the rest
+// are counted on one line).
+var lostStatuses = []string{trace.StatusDropped, trace.StatusRejected, trace.StatusTimedOut}
+
+const maxReasons = 12
+
+// servedNothing fails a run that served nothing because every request it
+// could simulate was dropped, rejected or timed out: a configuration that
+// can never serve this workload is bad input, not a result (the outputs
+// are still written).
+func servedNothing(s *engine.Summary, drops *trace.ReasonTally) error {
+	if !s.ServedNothing() {
 		return nil
 	}
 	var why []string
-	for _, r := range drops.Counts(trace.StatusDropped, trace.StatusRejected) {
+	for i, r := range drops.Counts(lostStatuses...) {
+		if i == maxReasons {
+			why = append(why, "…")
+			break
+		}
 		why = append(why, fmt.Sprintf("%d %s: %s (e.g. %s)", r.N, r.Status, r.Class, r.Example))
 	}
-	return cliutil.BadInput(fmt.Errorf("every request was dropped or rejected, none served: %s", strings.Join(why, "; ")))
+	return cliutil.BadInput(fmt.Errorf("every request was dropped, rejected or timed out, none served: %s", strings.Join(why, "; ")))
 }

@@ -49,7 +49,7 @@ func RunArgs(app *cli.App, args []string, stderr io.Writer) (status int) {
 	app.ErrWriter = stderr
 	setup(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
-	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return badinput.Wrap(err) }
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return flagError(app, err) }
 	bug.SetHandler(func(v any, stack []byte) { os.Exit(reportBug(app.Name, v, stack, stderr)) })
 	defer func() {
 		if v := recover(); v != nil {
@@ -99,4 +99,12 @@ func Input(c *cli.Context) (string, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// Count is "1 replica", "2 replicas": n and the noun, plural unless n is 1.
+func Count[T ~int | ~int32 | ~int64](n T, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

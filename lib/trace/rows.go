@@ -17,6 +17,10 @@ type (
 
 const (
 	MetaSorted               = row.MetaSorted
+	MetaPolicyID             = row.MetaPolicyID
+	MetaPolicyGeneration     = row.MetaPolicyGeneration
+	MetaPolicyStages         = row.MetaPolicyStages
+	PolicyStageSep           = row.PolicyStageSep
 	Null                     = row.Null
 	ColRequestID             = row.ColRequestID
 	ColArrivalUS             = row.ColArrivalUS

@@ -164,6 +164,15 @@ type Summary struct {
 	Transfers, TransferBytes, PDBackpressure int64
 }
 
+// ServedNothing reports a run in which no request completed because every
+// one it could simulate was dropped, rejected or timed out: a
+// configuration that cannot serve the workload (the tools exit 2), not a
+// result. A run cut short by its horizon (unfinished requests) is not one.
+func (s *Summary) ServedNothing() bool {
+	lost := s.Dropped + s.Rejected + s.TimedOut
+	return s.Completed == 0 && lost > 0 && lost == s.Injected-s.SourceFailed
+}
+
 // DeploymentSummary describes one deployment of the run.
 type DeploymentSummary struct {
 	ID, Model, Latency string

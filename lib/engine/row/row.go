@@ -18,6 +18,18 @@ import (
 // cannot promise it leave it unset.
 const MetaSorted = "blis.sorted"
 
+// Metadata of a run whose decisions came from a policy bundle (the
+// bundle's Provenance, beside .parent_id, .mutations, ...):
+// blis.policy.stages lists the stages the bundle gives, in pipeline order,
+// joined by PolicyStageSep ("routing starlark prefix-load.star; admission
+// queue-limit").
+const (
+	MetaPolicyID         = "blis.policy.id"
+	MetaPolicyGeneration = "blis.policy.generation"
+	MetaPolicyStages     = "blis.policy.stages"
+	PolicyStageSep       = "; "
+)
+
 // Null marks an absent int64 value (an SQL NULL in the Arrow column).
 const Null int64 = math.MinInt64
 

@@ -15,9 +15,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/trace"
-	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {

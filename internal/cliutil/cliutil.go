@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/bug"
-	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 // Exit codes shared by all tools.
@@ -101,10 +103,15 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// Count is "1 replica", "2 replicas": n and the noun, plural unless n is 1.
-func Count[T ~int | ~int32 | ~int64](n T, noun string) string {
-	if n == 1 {
-		return "1 " + noun
+// CPUProfile writes a Go CPU profile to path until stop is called.
+func CPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -68,9 +68,3 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("--help does not say --cluster is required:\n%s", h)
 	}
 }
-
-func TestCount(t *testing.T) {
-	if a, b, c := Count(1, "replica"), Count(int64(4), "replica"), Count(int32(0), "request"); a != "1 replica" || b != "4 replicas" || c != "0 requests" {
-		t.Errorf("%q %q %q", a, b, c)
-	}
-}

@@ -41,6 +41,10 @@ type Run struct {
 	// Progress, when set, hears the simulated time and the requests done
 	// every few thousand events.
 	Progress func(simUS, done int64)
+	// Started, when set, is called once every output is open, just before
+	// the simulation starts (a tool's messages then follow a bad path's
+	// one-line error, never precede it).
+	Started func()
 }
 
 // Output is where one table goes: a file (Path; "-" is W, a stream) or,
@@ -76,7 +80,11 @@ type Outcome struct {
 
 // OutputError is a failure to create, write or put in place an output
 // table (a bad path, a full disk): the tool's, not the simulation's.
-type OutputError struct{ Err error }
+// Opening: the table could not be created (a bad path: the user's).
+type OutputError struct {
+	Err     error
+	Opening bool
+}
 
 func (e *OutputError) Error() string { return e.Err.Error() }
 func (e *OutputError) Unwrap() error { return e.Err }
@@ -111,7 +119,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 			if o.Label != "" {
 				err = fmt.Errorf("%s: %w", o.Label, err)
 			}
-			return nil, &OutputError{err}
+			return nil, &OutputError{Err: err, Opening: true}
 		}
 		return out, nil
 	}
@@ -202,6 +210,9 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		opts.ScaleEventsTo = func(rows []row.ScaleEvent) { scaleRows = rows }
 	}
 
+	if r.Started != nil {
+		r.Started()
+	}
 	sum, err := engine.Run(s.Cfg, s.Models, r.Source, sink, opts)
 	out.Summary, out.Drops = sum, drops.Tally
 	if err != nil {
@@ -221,7 +232,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 	}
 	if err != nil {
 		abortAll()
-		return out, &OutputError{err}
+		return out, &OutputError{Err: err}
 	}
 	for i, f := range files {
 		if err := f.out.Close(); err != nil {
@@ -231,13 +242,13 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 			if scaleOut != nil {
 				trace.Abort(scaleOut)
 			}
-			return out, &OutputError{err}
+			return out, &OutputError{Err: err}
 		}
 	}
 	if scaleOut != nil {
 		// Written whole now: a row per decision or lifecycle change.
 		if err := trace.WriteScaleEvents(scaleOut, scaleSchema, scaleRows); err != nil {
-			return out, &OutputError{err}
+			return out, &OutputError{Err: err}
 		}
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"fmt"
@@ -6,16 +6,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blis-sim/blis/internal/cliutil"
+	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/engine"
-	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-// printSummary writes the one-screen run summary on stderr. router is what
-// routed the requests, from the results' metadata (trace.Meta.RouterLabel:
-// a policy bundle's routing stage when it has one), as blis-report shows it.
-func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, router string, wall time.Duration, drops *trace.ReasonTally) {
+// WriteSummary writes blis-sim's one-screen summary of the run. router is
+// what routed the requests, from the results' metadata
+// (trace.Meta.RouterLabel: a policy bundle's routing stage when it has
+// one), as blis-report shows it.
+func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall time.Duration) {
+	s, cfg, drops := &o.Summary, &setup.Cfg, &o.Drops
 	sim := time.Duration(s.SimEndUS) * time.Microsecond
 	fmt.Fprintf(w, "blis-sim: %d requests: %d completed, %d dropped, %d rejected, %d timed out, %d unfinished, %d source_failed\n",
 		s.Injected, s.Completed, s.Dropped, s.Rejected, s.TimedOut, s.Unfinished, s.SourceFailed)
@@ -27,13 +28,13 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, router st
 	if len(s.Deployments) == 1 {
 		d, dc := s.Deployments[0], deps[0]
 		fmt.Fprintf(w, "  %s × %s on %s tp%d, router %s, %d KV blocks of %d tokens each\n",
-			cliutil.Count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, router, d.KVBlocks, d.BlockSize)
+			count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, router, d.KVBlocks, d.BlockSize)
 	} else {
 		fmt.Fprintf(w, "  %d deployments, router %s\n", len(s.Deployments), router)
 		for i, d := range s.Deployments {
 			dc := deps[i]
 			fmt.Fprintf(w, "    %s: %s × %s on %s tp%d, %d KV blocks of %d tokens each\n",
-				d.ID, cliutil.Count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, d.KVBlocks, d.BlockSize)
+				d.ID, count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, d.KVBlocks, d.BlockSize)
 		}
 	}
 	var busy int64
@@ -111,11 +112,12 @@ var lostStatuses = []string{trace.StatusDropped, trace.StatusRejected, trace.Sta
 
 const maxReasons = 12
 
-// servedNothing fails a run that served nothing because every request it
+// ServedNothing fails a run that served nothing because every request it
 // could simulate was dropped, rejected or timed out: a configuration that
-// can never serve this workload is bad input, not a result (the outputs
-// are still written).
-func servedNothing(s *engine.Summary, drops *trace.ReasonTally) error {
+// can never serve this workload is bad input (exit status 2), not a result
+// (the outputs are still written).
+func (o *Outcome) ServedNothing() error {
+	s, drops := &o.Summary, &o.Drops
 	if !s.ServedNothing() {
 		return nil
 	}
@@ -127,5 +129,13 @@ func servedNothing(s *engine.Summary, drops *trace.ReasonTally) error {
 		}
 		why = append(why, fmt.Sprintf("%d %s: %s (e.g. %s)", r.N, r.Status, r.Class, r.Example))
 	}
-	return cliutil.BadInput(fmt.Errorf("every request was dropped, rejected or timed out, none served: %s", strings.Join(why, "; ")))
+	return badinput.Wrap(fmt.Errorf("every request was dropped, rejected or timed out, none served: %s", strings.Join(why, "; ")))
+}
+
+// count is "1 replica", "2 replicas".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -25,7 +25,7 @@ type Input struct {
 	Total int64
 	// InMemory: not marked blis.sorted=arrival, so its rows were read into
 	// memory to be ordered (InMemory rows).
-	InMemory bool
+	InMemory  bool
 	described *trace.Input // for the outputs' provenance (nil: a pipe)
 	close     func()
 }

@@ -1,7 +1,7 @@
 """Seeded random search over a parameterised routing template (standard
 library only): the ``weighted`` router's load, kv and prefix weights, each
 drawn uniformly from [0, 2], evaluated with blis-eval on
-examples/mixed-tenants.yaml (two workload replications each) and compared
+examples/workloads/mixed-tenants.yaml (two workload replications each) and compared
 with the template's defaults (1, 1, 1), then both checked on a workload
 realisation the search never saw. Deterministic for a given --seed.
 

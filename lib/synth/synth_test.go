@@ -14,7 +14,7 @@ import (
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files and examples/ copies")
+var update = flag.Bool("update", false, "rewrite golden files")
 
 // collect runs a spec and returns deep copies of its rows.
 func collect(t testing.TB, s *Spec) ([]trace.Request, Stats) {
@@ -142,24 +142,6 @@ func TestExamples(t *testing.T) {
 			}
 			checkInvariants(t, s, rows)
 		})
-	}
-}
-
-// The repository's examples/ are copies of the embedded ones.
-func TestExamplesInSync(t *testing.T) {
-	for _, n := range Examples() {
-		emb, _ := ExampleSource(n)
-		p := filepath.Join("..", "..", "examples", n+".yaml")
-		if *update {
-			if err := os.WriteFile(p, emb, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(p)
-		if err != nil || !bytes.Equal(got, emb) {
-			t.Errorf("%s differs from lib/synth/examples/%s.yaml (run go test ./lib/synth -run TestExamplesInSync -update): %v", p, n, err)
-		}
 	}
 }
 

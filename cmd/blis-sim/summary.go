@@ -73,6 +73,14 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 	if tiers := tierSummary(s); tiers != "" {
 		fmt.Fprintf(w, "  KV tiers: %s; %d thrashing reloads\n", tiers, s.ThrashLoads)
 	}
+	if cfg.Router.FlowControl != nil {
+		mean := 0.0
+		if s.GatewayQueued > 0 {
+			mean = float64(s.GatewayWaitUS) / float64(s.GatewayQueued) / 1e3
+		}
+		fmt.Fprintf(w, "  flow control: %d requests waited at the gateway (mean %.1f ms); %d rejected by a full queue or band, %d shed, %d at the TTL\n",
+			s.GatewayQueued, mean, s.GatewayFull, s.GatewayShed, s.GatewayExpired)
+	}
 	if s.Transfers > 0 {
 		fmt.Fprintf(w, "  P/D: %d KV transfers, %.3f GB; %d waited for the decode replica's blocks (backpressure)\n",
 			s.Transfers, float64(s.TransferBytes)/1e9, s.PDBackpressure)

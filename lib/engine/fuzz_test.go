@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine/config"
@@ -61,6 +62,10 @@ func FuzzRun(f *testing.F) {
 	f.Add([]byte("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02\x30\xff\x70\x01\x02\x00\x01\x40\x90\x60\x01\x02\x03\x00"), uint8(0x80), uint8(1))
 	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x30\x90\x60\x01\x02\x03\x00\x20\x90\x60\x01\x02\x03\x00"), uint8(0x85), uint8(0x82))
 	f.Add([]byte("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02"), uint8(0x87), uint8(2))
+	// Gateway flow control (kv&0x08, routing&0x20): alone, with P/D, autoscaled.
+	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00", 4)), uint8(0x0a), uint8(0x25))
+	f.Add([]byte(strings.Repeat("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02", 4)), uint8(0x49), uint8(0x66))
+	f.Add([]byte(strings.Repeat("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02", 4)), uint8(0x8b), uint8(0x2b))
 	f.Fuzz(func(t *testing.T, b []byte, kv uint8, routing uint8) {
 		reqs := fuzzRequests(b)
 		c := testConfig()
@@ -122,6 +127,9 @@ func FuzzRun(f *testing.F) {
 			// Tiered KV and/or P/D on one deployment.
 			c = fuzzTiered(c, kv, routing)
 		}
+		if kv&0x08 != 0 && routing&0x20 != 0 {
+			c = fuzzGateway(c, reqs, kv, routing)
+		}
 		// The engine runs configs validated where they were read.
 		if err := c.Validate(); err != nil {
 			t.Fatalf("the generated config is invalid: %v", err)
@@ -141,7 +149,43 @@ func FuzzRun(f *testing.F) {
 		if sum.Unfinished != 0 {
 			t.Fatalf("no horizon but %d unfinished", sum.Unfinished)
 		}
+		if c.Router.FlowControl != nil {
+		}
 	})
+}
+
+// fuzzGateway puts flow control in front of the fuzz config (and, now and
+// then, a gateway admission template): any detector, ordering and fairness,
+// TTLs, tiny queues and bands; requests get tenants, SLO classes and
+// negative (sheddable) priorities.
+func fuzzGateway(c config.Cluster, reqs []row.Request, kv, routing uint8) config.Cluster {
+	fc := config.DefaultFlowControl()
+	fc.Saturation.Detector = config.FlowDetectors[int(kv>>1)%2]
+	fc.Saturation.QueueDepth = float64(kv%3) + 0.5
+	fc.Saturation.KVCache = []float64{0.3, 0.8, 1}[int(routing)%3]
+	fc.Saturation.MaxConcurrency = int(routing%2) + 1
+	fc.Ordering = config.FlowOrderings[int(routing>>2)%3]
+	if fc.Ordering == "slo-deadline" {
+		fc.SLOTTFT = map[string]config.Duration{"a": config.Duration(2e6), "b": config.Duration(20e6)}
+	}
+	fc.Fairness = config.FlowFairness[int(kv>>2)%2]
+	fc.TTL = config.Duration(int64(routing%5) * 2e6)
+	fc.MaxRequests = int(kv % 5)
+	fc.MaxTokens = int64(kv%3) * 200
+	fc.Bands = []config.Band{{Priority: -1, MaxRequests: int(routing % 2)}, {Priority: 2, MaxTokens: 300}}
+	c.Router.FlowControl = &fc
+	switch kv % 7 {
+	case 1:
+		c.Router.Admission, c.Router.AdmissionParams = "token-bucket", map[string]float64{"rate": 2000, "burst": 3, "delay": float64(kv>>4) - float64(kv>>5)*2}
+	case 2:
+		c.Router.Admission, c.Router.AdmissionParams = "tier-shed", map[string]float64{"queue_depth": 2, "step": 0.5}
+	}
+	for i := range reqs {
+		reqs[i].Priority -= int32(i % 2)
+		reqs[i].TenantID = []string{"", "t1", "t2"}[i%3]
+		reqs[i].SLOClass = []string{"a", "b", ""}[i%3]
+	}
+	return c
 }
 
 // fuzzTiered turns the fuzz config into one deployment with lower KV tiers

@@ -15,6 +15,7 @@ const (
 	evXferDone       // a P/D KV transfer ends: the prefill replica frees its blocks
 	evToolDone
 	evTimeout
+	evGateTTL   // a request's TTL in the gateway queue (flow control)
 	evLifecycle // a replica's lifecycle timer (autoscaling): ready, warm, drain timeout
 	evScale     // the autoscaler's sampling tick
 	evSnapshot  // not an event: the rank at which a periodic router snapshot is taken

@@ -492,7 +492,7 @@ func (sc *scaler) sample(sp *spool) {
 
 // heldLive counts g's requests held at the router.
 func (sc *scaler) heldLive(g *group) int {
-	n := 0
+	n := sc.c.fc.queuedIn(g) // and queued at the gateway (flow control)
 	for _, h := range g.held {
 		if h.r.Life == h.life && h.r.Phase == request.Arriving {
 			n++

@@ -106,13 +106,19 @@ type Engine struct {
 
 // Router selects the router pipeline's built-in policies by name.
 type Router struct {
-	Admission string `yaml:"admission"` // always | queue-limit
+	Admission string `yaml:"admission"` // always | queue-limit | token-bucket | tier-shed
 	// QueueLimit is queue-limit admission's Σ (waiting + in flight) limit.
 	QueueLimit int    `yaml:"queue_limit"`
 	Priority   string `yaml:"priority"` // fcfs | request
 	Routing    string `yaml:"routing"`  // round-robin | least-loaded | least-kv | prefix-affinity | weighted | random | power-of-two
 	// Weights of the weighted router's scorers (load, kv, prefix).
 	Weights map[string]float64 `yaml:"weights"`
+	// AdmissionParams are the admission template's parameters
+	// (token-bucket's rate and burst, tier-shed's thresholds).
+	AdmissionParams map[string]float64 `yaml:"admission_params,omitempty"`
+	// FlowControl queues admitted requests at the gateway while the pool
+	// is saturated (flowcontrol.go); nil: routed on arrival.
+	FlowControl *FlowControl `yaml:"flow_control,omitempty"`
 }
 
 // Latency selects the step-time model. Beta (and optionally Alpha) given

@@ -48,7 +48,7 @@ func printSummary(w io.Writer, s *engine.Summary, cfg *config.Cluster, wall time
 		// Replicas come and go: busy time over the replica-time paid for.
 		replicaUS := 0.0
 		for i, g := range s.GPUHours {
-			replicaUS += g * 3.6e9 / float64(deps[i].TP)
+			replicaUS += g * 3.6e9 / float64(deps[i].GPUsPerReplica())
 		}
 		util = float64(busy) / max(replicaUS, 1)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/row"
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/roofline"
 )
 
 // fuzzRequests decodes bytes into a small workload: 7 bytes per request
@@ -66,6 +68,9 @@ func FuzzRun(f *testing.F) {
 	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00", 4)), uint8(0x0a), uint8(0x25))
 	f.Add([]byte(strings.Repeat("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02", 4)), uint8(0x49), uint8(0x66))
 	f.Add([]byte(strings.Repeat("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02", 4)), uint8(0x8b), uint8(0x2b))
+	// DP/EP/PP on a roofline (kv&0x84 == 0x04, routing&0xd0 == 0x10).
+	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x05), uint8(0x15))
+	f.Add([]byte(strings.Repeat("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01", 4)), uint8(0x0e), uint8(0x1c))
 	f.Fuzz(func(t *testing.T, b []byte, kv uint8, routing uint8) {
 		reqs := fuzzRequests(b)
 		c := testConfig()
@@ -130,6 +135,9 @@ func FuzzRun(f *testing.F) {
 		if kv&0x08 != 0 && routing&0x20 != 0 {
 			c = fuzzGateway(c, reqs, kv, routing)
 		}
+		if kv&0x84 == 0x04 && routing&0xd0 == 0x10 {
+			c, models = fuzzParallel(t, c, kv, routing)
+		}
 		// The engine runs configs validated where they were read.
 		if err := c.Validate(); err != nil {
 			t.Fatalf("the generated config is invalid: %v", err)
@@ -152,6 +160,31 @@ func FuzzRun(f *testing.F) {
 		if c.Router.FlowControl != nil {
 		}
 	})
+}
+
+// fuzzParallel serves the fuzz workload from a MoE (or dense) model's
+// roofline with data, expert and pipeline parallelism: dp 1, 2 or 4 ranks
+// of tp 1 or 2, EP on or off, pp 1 or 2, any all-to-all backend.
+func fuzzParallel(t *testing.T, c config.Cluster, kv, routing uint8) (config.Cluster, []latency.Model) {
+	d := c.Resolved()[0]
+	d.ID = "moe"
+	d.Model = []string{"qwen3-30b-a3b", "deepseek-v2-lite", "mixtral-8x7b", "llama-3.1-8b"}[int(kv>>3)%4]
+	d.GPU, d.TP = "h100", 1<<(routing%2)
+	p := config.DefaultParallel()
+	p.DP = 1 << (int(kv) % 3)
+	p.ExpertParallel = d.Model != "llama-3.1-8b" && routing&0x04 != 0
+	p.PP = 1 + int(routing>>3)%2
+	p.All2AllBackend = roofline.All2AllBackends[int(routing>>5)%3]
+	p.GPUsPerNode = 1 + int(kv>>5)%4
+	d.Parallel = &p
+	d.Latency = config.Latency{Mode: "roofline", Alpha: d.Latency.Alpha}
+	d.Pools = []config.Pool{{Role: "monolithic", Replicas: p.DP}}
+	c.Deployments = []config.Deployment{d}
+	models, _, err := Prepare(&c)
+	if err != nil {
+		t.Fatalf("parallel config %+v: %v", p, err)
+	}
+	return c, models
 }
 
 // fuzzGateway puts flow control in front of the fuzz config (and, now and

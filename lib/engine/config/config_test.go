@@ -122,9 +122,9 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// The tiered, P/D and autoscaling examples parse, and print back to themselves.
+// The tiered, P/D, autoscaling, flow-control and MoE examples parse, and print back to themselves.
 func TestExampleYAMLRoundTrip(t *testing.T) {
-	for _, p := range []string{"tiered.yaml", "pd.yaml", "autoscale-cluster.yaml", "autoscale-static.yaml"} {
+	for _, p := range []string{"tiered.yaml", "pd.yaml", "autoscale-cluster.yaml", "autoscale-static.yaml", "flow-control.yaml", "moe-ep.yaml"} {
 		c, err := Load("../../../examples/" + p)
 		if err != nil {
 			t.Fatal(err)

@@ -36,6 +36,12 @@ func (c *Cluster) Validate() error {
 		if err := c.validateLatency("latency", &c.Latency); err != nil {
 			return err
 		}
+		if c.Parallel != nil {
+			d := c.Resolved()[0]
+			if err := c.validateParallel(0, &d); err != nil {
+				return err
+			}
+		}
 	} else if err := c.validateDeployments(); err != nil {
 		return err
 	}
@@ -79,6 +85,9 @@ func (c *Cluster) validateDeployments() error {
 			return err
 		}
 		if err := c.validatePools(i, d); err != nil {
+			return err
+		}
+		if err := c.validateParallel(i, d); err != nil {
 			return err
 		}
 		if d.KV != nil {

@@ -276,7 +276,7 @@ func (r *Roofline) a2aTime(onBytes, offBytes, nvl, rdma float64) float64 {
 // the next stage's GPU. Compute-bound steps run P times faster; a
 // memory-bound decode reads each stage's weights once per micro-batch, so
 // it gains nothing: the known trade of PP.
-func (r *Roofline) pipelined(b *latency.Batch) Terms {
+func (r *Roofline) pipelined(t *Terms, b *latency.Batch) {
 	x := r.par
 	seqs := b.PrefillSeqs + b.DecodeSeqs
 	m := int64(min(x.PP, max(seqs, 1)))
@@ -284,7 +284,7 @@ func (r *Roofline) pipelined(b *latency.Batch) Terms {
 	mb := latency.Batch{PrefillSeqs: int(div(int64(b.PrefillSeqs))), PrefillTokens: div(b.PrefillTokens),
 		PrefillCtx: div(b.PrefillCtx), PrefillAttn: div(b.PrefillAttn), DecodeSeqs: int(div(int64(b.DecodeSeqs))),
 		DecodeCtx: div(b.DecodeCtx), PrefillImages: b.PrefillImages}
-	t := r.terms(&mb)
+	r.terms(t, &mb)
 	if T := float64(mb.PrefillTokens) + float64(mb.DecodeSeqs); T > 0 {
 		msg := T * float64(r.A.Hidden) * r.ab
 		hops := float64(x.PP - 1)
@@ -292,7 +292,6 @@ func (r *Roofline) pipelined(b *latency.Batch) Terms {
 		t.CommUS += hops * (r.G.LinkLatUS + msg/(r.G.LinkGBps*1e9*r.G.Eff.Link)*1e6)
 		t.TotalUS = t.RoofUS + t.CommUS + t.OverheadUS
 	}
-	return t
 }
 
 // stageLayers is the layers of the largest pipeline stage.

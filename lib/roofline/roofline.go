@@ -268,48 +268,51 @@ func ExpectedExperts(experts, k int, tokens float64) float64 {
 
 // Terms computes the cost of a batch.
 func (r *Roofline) Terms(b *latency.Batch) Terms {
+	var t Terms
 	if r.par != nil && r.par.PP > 1 {
-		return r.pipelined(b) // parallel.go
+		r.pipelined(&t, b) // parallel.go
+	} else {
+		r.terms(&t, b)
 	}
-	return r.terms(b)
+	return t
 }
 
-func (r *Roofline) terms(b *latency.Batch) Terms {
-	var t Terms
+// terms fills t (zero) with the cost of b on every layer.
+func (r *Roofline) terms(t *Terms, b *latency.Batch) {
 	a := r.A
 	T := float64(b.PrefillTokens) + float64(b.DecodeSeqs)
 	if T <= 0 {
-		return t
+		return
 	}
 	L := float64(a.Layers)
 	for _, g := range r.attnGemms {
-		r.gemmCost(&t, T, g, L, 1)
+		r.gemmCost(t, T, g, L, 1)
 	}
 	for _, g := range r.mlpGemms {
-		r.gemmCost(&t, T, g, float64(a.DenseLayers()), 1)
+		r.gemmCost(t, T, g, float64(a.DenseLayers()), 1)
 	}
 	if a.MoE() {
 		lm := float64(a.MoELayers)
 		for _, g := range r.shGemms {
-			r.gemmCost(&t, T, g, lm, 1)
+			r.gemmCost(t, T, g, lm, 1)
 		}
 		// Routed experts as one grouped GEMM: all T·k token-expert rows, the
 		// weights of the distinct experts touched.
 		touched := ExpectedExperts(a.Experts, a.ExpertsPerTok, T)
 		rows := T * float64(a.ExpertsPerTok)
-		if r.par != nil && r.routedExperts(&t, T) {
+		if r.par != nil && r.routedExperts(t, T) {
 			// DP and EP (parallel.go)
 		} else if r.moe.on() {
-			r.moeKernelCost(&t, rows, touched, lm)
+			r.moeKernelCost(t, rows, touched, lm)
 		} else {
 			for _, g := range r.expGemms {
-				r.gemmCost(&t, rows, g, lm, touched)
+				r.gemmCost(t, rows, g, lm, touched)
 			}
 		}
 	}
 	// LM head: logits for one position per sequence (last prefill chunk token or decode token).
 	if s := float64(b.PrefillSeqs + b.DecodeSeqs); s > 0 {
-		r.gemmCost(&t, s, r.head, 1, 1)
+		r.gemmCost(t, s, r.head, 1, 1)
 	}
 
 	// Attention: one kernel per layer covering prefill chunks and decodes.
@@ -337,14 +340,13 @@ func (r *Roofline) terms(b *latency.Batch) Terms {
 		t.CommUS = ar * r.G.AllReduceUS(msg, r.TP)
 	}
 	if r.par != nil {
-		r.a2aUS(&t, T) // dispatch and combine between DP ranks (parallel.go)
+		r.a2aUS(t, T) // dispatch and combine between DP ranks (parallel.go)
 	}
 	t.OverheadUS += t.Kernels*r.G.Eff.KernelUS + L*(r.G.Eff.AttnUS+r.G.Eff.LayerUS) + r.G.Eff.StepUS
 	if r.TP > 1 {
 		t.OverheadUS += r.G.Eff.TPStepUS
 	}
 	t.TotalUS = t.RoofUS + t.CommUS + t.OverheadUS
-	return t
 }
 
 // MaxStepUS caps a step (latency.MaxStepUS): an absurd GPU file must not

@@ -204,3 +204,54 @@ func TestGatewayNeverSaturatedIsUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayCloneContinuesIdentically: a fork taken while requests wait at
+// the gateway (round-robin between tenants, edf, a TTL, a bounded
+// sheddable band) writes exactly what the original writes after it.
+func TestGatewayCloneContinuesIdentically(t *testing.T) {
+	reqs := workload(11, 300)
+	for i := range reqs {
+		reqs[i].TenantID = []string{"x", "y", "z"}[i%3]
+		reqs[i].Priority = int32(i%3) - 1
+		if i%5 == 0 {
+			reqs[i].TimeoutUS = 300_000
+		}
+	}
+	c := testConfig()
+	c.Replicas = 2
+	c.Engine.KVBlocks = 150
+	c.Engine.MaxNumBatchedTokens = 512
+	c.Router.Priority = "request"
+	fc := config.DefaultFlowControl()
+	fc.Saturation = config.Saturation{Detector: "utilization", QueueDepth: 1, KVCache: 0.5, MaxConcurrency: 1, Limit: 1}
+	fc.Ordering, fc.Fairness, fc.TTL, fc.MaxRequests = "edf", "round-robin", config.Duration(200e6), 20
+	fc.Bands = []config.Band{{Priority: -1, MaxRequests: 5}}
+	c.Router.FlowControl = &fc
+	opts := Options{CheckInvariants: true}
+	straight := &memSink{}
+	sum, err := Run(c, testModel(c), SliceSource(reqs), straight, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.GatewayQueued == 0 || sum.GatewayShed+sum.GatewayFull+sum.GatewayExpired == 0 {
+		t.Fatalf("the gateway did too little to test: %+v", sum)
+	}
+	for _, at := range []int64{500_000, 2_000_000, 4_000_000} {
+		orig := &memSink{}
+		cl, f := start(t, c, reqs, orig, opts)
+		runUntil(t, cl, f, at)
+		before := len(orig.rs)
+		forked := &memSink{}
+		fork := cl.Clone(forked, nil)
+		ff := *f
+		ff.c = fork
+		finish(t, fork, &ff)
+		finish(t, cl, f)
+		if !reflect.DeepEqual(orig.rs, straight.rs) {
+			t.Fatalf("fork at %d µs: the original's results changed", at)
+		}
+		if !reflect.DeepEqual(forked.rs, straight.rs[before:]) {
+			t.Fatalf("fork at %d µs: the fork wrote %d results, want the %d after the fork", at, len(forked.rs), len(straight.rs)-before)
+		}
+	}
+}

@@ -189,8 +189,8 @@ func fuzzParallel(t *testing.T, c config.Cluster, kv, routing uint8) (config.Clu
 
 // fuzzGateway puts flow control in front of the fuzz config (and, now and
 // then, a gateway admission template): any detector, ordering and fairness,
-// TTLs, tiny queues and bands; requests get tenants, SLO classes and
-// negative (sheddable) priorities.
+// TTLs, tiny queues and bands, live or snapshot views; requests get
+// tenants, SLO classes and negative (sheddable) priorities.
 func fuzzGateway(c config.Cluster, reqs []row.Request, kv, routing uint8) config.Cluster {
 	fc := config.DefaultFlowControl()
 	fc.Saturation.Detector = config.FlowDetectors[int(kv>>1)%2]
@@ -207,6 +207,9 @@ func fuzzGateway(c config.Cluster, reqs []row.Request, kv, routing uint8) config
 	fc.MaxTokens = int64(kv%3) * 200
 	fc.Bands = []config.Band{{Priority: -1, MaxRequests: int(routing % 2)}, {Priority: 2, MaxTokens: 300}}
 	c.Router.FlowControl = &fc
+	if routing&0x02 != 0 {
+		c.SnapshotInterval = config.Duration(int64(1+kv%3) * 1e6) // the detector sees a snapshot
+	}
 	switch kv % 7 {
 	case 1:
 		c.Router.Admission, c.Router.AdmissionParams = "token-bucket", map[string]float64{"rate": 2000, "burst": 3, "delay": float64(kv>>4) - float64(kv>>5)*2}

@@ -255,3 +255,20 @@ func TestGatewayCloneContinuesIdentically(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewaySnapshotView: with a snapshot interval the detector sees the
+// replicas as of the last snapshot, so a request waits at least until the
+// snapshot after a leaves (at 2020 µs: the one at 3000), even when no
+// other event comes then.
+func TestGatewaySnapshotView(t *testing.T) {
+	c := gatewayConfig(nil)
+	c.SnapshotInterval = config.Duration(1e6) // 1 ms
+	sink, sum := run(t, c, []row.Request{greq("a", 0, 0, ""), greq("b", 0, 0, "")}, Options{})
+	routed := map[string]int64{}
+	for _, r := range sink.rs {
+		routed[r.ID] = r.RoutedUS
+	}
+	if routed["a"] != 0 || routed["b"] != 3000 || sum.GatewayQueued != 1 {
+		t.Fatalf("routed %v, queued %d", routed, sum.GatewayQueued)
+	}
+}

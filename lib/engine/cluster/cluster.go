@@ -618,12 +618,15 @@ func (c *Cluster) process(ev *event) {
 		c.terminal(r)
 	case evTimeout:
 		c.expire(ev.r)
-	default: // evLifecycle, evScale: autoscaling (scale.go); evGateTTL: flow control (gateway.go); a default keeps the common cases' dispatch as it was
-		if ev.kind() == evGateTTL {
+	default: // evLifecycle, evScale: autoscaling (scale.go); evGateTTL, evGateWake: flow control (gateway.go); a default keeps the common cases' dispatch as it was
+		switch ev.kind() {
+		case evGateTTL:
 			c.fc.expire(ev.r)
-			break
+		case evGateWake:
+			// nothing: the dispatch below looks at the snapshot just taken
+		default:
+			c.sc.scaleEvent(ev)
 		}
-		c.sc.scaleEvent(ev)
 	}
 	if c.fc != nil && c.fc.queued > 0 {
 		c.fc.dispatch() // the event may have unsaturated a pool (gateway.go)

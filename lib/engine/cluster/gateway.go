@@ -37,6 +37,7 @@ type gateway struct {
 	queued  int // requests queued, all groups
 	seq     uint64
 	busy    bool
+	wakeAt  int64 // the evGateWake scheduled (snapshot views), 0 if none
 }
 
 // gqueue is one candidate group's gateway queue.
@@ -370,6 +371,13 @@ func (gw *gateway) dispatch() {
 			view := q.g.board.View(c.now, c.oracleFor(q.g), c.opts.Decisions != nil)
 			c.route(r, q.g, policy.NewRequestView(&r.Req, c.now, c.pbFn), view)
 		}
+	}
+	if c.snapEvery > 0 && gw.queued > 0 && gw.wakeAt < c.snapAt {
+		// A snapshot view changes only at the next snapshot, which is taken
+		// before the next event: make sure there is one then, or requests
+		// would wait for an event that may never come.
+		gw.wakeAt = c.snapAt
+		c.h.push(c.snapAt, evGateWake, -1, nil)
 	}
 }
 

@@ -49,7 +49,7 @@ func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall ti
 		// Replicas come and go: busy time over the replica-time paid for.
 		replicaUS := 0.0
 		for i, g := range s.GPUHours {
-			replicaUS += g * 3.6e9 / float64(deps[i].TP)
+			replicaUS += g * 3.6e9 / float64(deps[i].GPUsPerReplica())
 		}
 		util = float64(busy) / max(replicaUS, 1)
 	}
@@ -73,6 +73,14 @@ func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall ti
 		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
 	if tiers := tierSummary(s); tiers != "" {
 		fmt.Fprintf(w, "  KV tiers: %s; %d thrashing reloads\n", tiers, s.ThrashLoads)
+	}
+	if cfg.Router.FlowControl != nil {
+		mean := 0.0
+		if s.GatewayQueued > 0 {
+			mean = float64(s.GatewayWaitUS) / float64(s.GatewayQueued) / 1e3
+		}
+		fmt.Fprintf(w, "  flow control: %d requests waited at the gateway (mean %.1f ms); %d rejected by a full queue or band, %d shed, %d at the TTL\n",
+			s.GatewayQueued, mean, s.GatewayFull, s.GatewayShed, s.GatewayExpired)
 	}
 	if s.Transfers > 0 {
 		fmt.Fprintf(w, "  P/D: %d KV transfers, %.3f GB; %d waited for the decode replica's blocks (backpressure)\n",

@@ -290,11 +290,13 @@ func (m Meta) RouterLabel() string {
 
 // SimDeployment describes one deployment of a simulated cluster.
 type SimDeployment struct {
-	ID       string `json:"id"`
-	Model    string `json:"model"`
-	GPU      string `json:"gpu"`
-	TP       int    `json:"tp"`
-	Replicas int    `json:"replicas"`
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	GPU   string `json:"gpu"`
+	TP    int    `json:"tp"`
+	// PP is the pipeline-parallel size (absent: 1): a replica has TP × PP GPUs.
+	PP       int `json:"pp,omitempty"`
+	Replicas int `json:"replicas"`
 	// Latency is the step-time model's name: roofline:MODEL/GPU/tpN,
 	// fitted:COEFFICIENTS-FILE or linear.
 	Latency  string `json:"latency"`

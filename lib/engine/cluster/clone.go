@@ -114,6 +114,9 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	for k, g := range c.byModel {
 		d.byModel[k] = grpMap[g]
 	}
+	if c.fc != nil {
+		d.fc = c.fc.clone(m, &d, grpMap)
+	}
 	if c.sc != nil {
 		d.sc = c.sc.clone(m, &d, depMap, grpMap)
 		d.gpos = append([]int32(nil), c.gpos...)

@@ -19,6 +19,9 @@ func (c *Cluster) Finish() (Summary, error) {
 	if c.sc != nil {
 		c.sc.finishHeld()
 	}
+	if c.fc != nil {
+		c.fc.finish()
+	}
 	// With no event left, nothing can still be waiting: a request left
 	// here would be a silent stall, not a horizon cut.
 	if c.h.Len() == 0 && !c.hasStash && c.liveH != nil {

@@ -185,6 +185,9 @@ func (c *Cluster) tierResult(r *request.State, res *row.Result) {
 func (c *Cluster) expire(r *request.State) {
 	switch r.Phase {
 	case request.Arriving:
+		if c.fc != nil {
+			c.fc.cancel(r) // it may wait at the gateway
+		}
 	case request.Routed:
 		rep := c.reps[r.Replica]
 		rep.InFlight--

@@ -52,7 +52,7 @@ type harness struct {
 	scales int   // scale-event rows logged
 }
 
-var kinds = []string{"route", "step", "result", "preempt", "transfer", "scale"}
+var kinds = []string{"route", "step", "result", "preempt", "transfer", "scale", "gateway"}
 
 func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 	a := scenario.Of(t, td)
@@ -334,6 +334,12 @@ func (h *harness) Anomaly(*row.Anomaly) {}
 
 // Scale decisions are logged from the scale-events rows (scaleRows).
 func (h *harness) Scale(int64, string, string, string, string, int) {}
+
+func (h *harness) FlowControl(now int64, r *request.State, action, reason string, value int64) {
+	if h.show["gateway"] {
+		h.log.Printf("t=%d gateway %s %s: %s", now, action, r.Req.ID, reason)
+	}
+}
 
 func (h *harness) KVTransfer(now int64, r *request.State, from, to string, blocks int64, reason string) {
 	if h.show["transfer"] {

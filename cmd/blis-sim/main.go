@@ -41,6 +41,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},
+			&cli.IntFlag{Name: "max-in-flight", Usage: "the client sends at most `N` requests at a time: a request whose time has come waits for one to end (0 = no cap; default: the table's blis.max_in_flight)", DefaultText: "the table's"},
 			&cli.StringFlag{Name: "steps", Usage: "write the per-step table to `FILE`"},
 			&cli.StringFlag{Name: "scale-events", Usage: "write the scale-events table (autoscaler decisions, replica lifecycle) to `FILE`"},
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
@@ -119,6 +120,16 @@ func run(c *cli.Context) error {
 			return cliutil.Usage("%s: schema metadata %s: expected a positive integer, found %q", src.Path, trace.MetaPrefixBlockSize, v)
 		}
 		opts.PrefixBlockSize = n
+	}
+	if opts.MaxInFlight, err = md.MaxInFlight(); err != nil {
+		return cliutil.Usage("%s: %v", src.Path, err)
+	}
+	if c.IsSet("max-in-flight") {
+		if n := c.Int("max-in-flight"); n < 0 {
+			return cliutil.Usage("--max-in-flight: expected >= 0 (0 = no cap), found %d", n)
+		} else {
+			opts.MaxInFlight = n
+		}
 	}
 	var source engine.Source = rr
 	// The progress line's total: the rows of a file, counted from the

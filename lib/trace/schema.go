@@ -33,6 +33,11 @@ const (
 	// root of its session and before any later-arriving root, so a consumer can
 	// stream the table. Writers that cannot promise it leave it unset.
 	MetaSorted = "blis.sorted"
+	// MetaMaxInFlight is the client's cap on requests in flight (a
+	// benchmark client's --max-concurrency, inference-perf's workers ×
+	// worker_max_concurrency): a request whose time has come waits for a
+	// free slot. Absent: no cap.
+	MetaMaxInFlight = "blis.max_in_flight"
 )
 
 // Request column names.
@@ -61,6 +66,7 @@ const (
 	ColTimeoutUS      = "timeout_us"
 	ColRequestType    = "request_type" // completion, chat, agentic, reasoning, multimodal
 	ColNumImages      = "num_images"   // images sent with the prompt (their tokens are in input_tokens)
+	ColStage          = "stage"        // load stage of a staged benchmark (inference-perf's stage_N)
 )
 
 // Request types (request_type). Null means unknown.
@@ -105,6 +111,8 @@ const (
 	ColKVTransferUS        = "kv_transfer_us"
 	ColKVTransferWaitUS    = "kv_transfer_wait_us"
 	ColKVTransferBytes     = "kv_transfer_bytes"
+	// The client's in-flight cap (blis.max_in_flight).
+	ColClientWaitUS = "client_wait_us"
 )
 
 // Step column names.
@@ -184,6 +192,7 @@ var requestFields = []arrow.Field{
 	field(ColTimeoutUS, arrow.PrimitiveTypes.Int64, true),
 	field(ColRequestType, dictString, true),
 	field(ColNumImages, arrow.PrimitiveTypes.Int32, false),
+	field(ColStage, dictString, true),
 }
 
 var resultOnlyFields = []arrow.Field{
@@ -214,6 +223,7 @@ var resultOnlyFields = []arrow.Field{
 	field(ColKVTransferUS, arrow.PrimitiveTypes.Int64, true),
 	field(ColKVTransferWaitUS, arrow.PrimitiveTypes.Int64, true),
 	field(ColKVTransferBytes, arrow.PrimitiveTypes.Int64, false),
+	field(ColClientWaitUS, arrow.PrimitiveTypes.Int64, true),
 }
 
 var stepFields = []arrow.Field{

@@ -28,6 +28,7 @@ func (c *Cluster) Finish() (Summary, error) {
 		// The caller stopped at a root's arrival: it is past the horizon.
 		c.hasStash = false
 	}
+	c.clientClose()
 	for r := c.liveH; r != nil; {
 		next := r.LNext
 		r.Status = trace.StatusUnfinished
@@ -42,6 +43,8 @@ func (c *Cluster) Finish() (Summary, error) {
 		case request.Arriving:
 			if r.Req.ArrivalUS != trace.Null && r.Req.ArrivalUS > c.horizon {
 				r.Reason = "arrives after horizon"
+			} else if r.ClientQueued {
+				r.Reason = c.clientReason(r)
 			}
 		}
 		c.terminal(r)

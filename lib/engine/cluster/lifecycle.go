@@ -39,6 +39,9 @@ func (c *Cluster) terminal(r *request.State) {
 	}
 	r.Phase = request.Done
 	c.liveRemove(r)
+	if r.ClientSlot {
+		c.clientFree(r)
+	}
 	if c.sc != nil {
 		c.sc.lastReal = c.now
 		if r.Replica >= 0 {
@@ -107,7 +110,8 @@ func (c *Cluster) writeResult(r *request.State) {
 		FirstTokenUS: r.FirstTok, FinishedUS: r.Finished, TTFTUS: trace.Null, E2EUS: trace.Null, TPOTUS: trace.Null,
 		Preemptions: r.Preemptions, CachedTokens: r.CachedTok, GeneratedTokens: r.Generated,
 		CachedTokensGPU: r.CachedTok - r.CachedLow[0] - r.CachedLow[1], CachedTokensCPU: r.CachedLow[0], CachedTokensStorage: r.CachedLow[1],
-		KVReloadUS: r.ReloadUS, KVThrashTokens: r.ThrashTok, KVTransferUS: trace.Null, KVTransferWaitUS: trace.Null}
+		KVReloadUS: r.ReloadUS, KVThrashTokens: r.ThrashTok, KVTransferUS: trace.Null, KVTransferWaitUS: trace.Null,
+		ClientWaitUS: c.clientWait(r)}
 	if r.Replica >= 0 {
 		rep := c.reps[r.Replica]
 		res.ReplicaID, res.Deployment = rep.ID, c.deps[rep.Deployment].ID

@@ -41,7 +41,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},
-			&cli.IntFlag{Name: "max-in-flight", Usage: "the client sends at most `N` requests at a time: a request whose time has come waits for one to end (0 = no cap; default: the table's blis.max_in_flight)", DefaultText: "the table's"},
+			&cli.IntFlag{Name: "max-in-flight", Usage: "the client sends at most `N` requests at a time: a request whose time has come waits for one to end (0 = no cap)", DefaultText: "the table's blis.max_in_flight"},
 			&cli.StringFlag{Name: "steps", Usage: "write the per-step table to `FILE`"},
 			&cli.StringFlag{Name: "scale-events", Usage: "write the scale-events table (autoscaler decisions, replica lifecycle) to `FILE`"},
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
@@ -237,9 +237,13 @@ func run(c *cli.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 	drops := &trace.DropCounter{W: rw}
+	cw := &clientWaits{W: drops}
 	var sink engine.Sink = drops
+	if opts.MaxInFlight > 0 {
+		sink = cw
+	}
 	if tr != nil {
-		sink = tr.rec.Sink(drops)
+		sink = tr.rec.Sink(sink)
 	}
 	if pb != nil {
 		var err error
@@ -322,6 +326,9 @@ func run(c *cli.Context) error {
 	}
 	if !quiet {
 		printSummary(stderr, &sum, &cfg, wall, &drops.Tally)
+		if opts.MaxInFlight > 0 {
+			cw.print(stderr, opts.MaxInFlight)
+		}
 		if pb != nil {
 			fmt.Fprintf(stderr, "  %s\n", pb.Describe())
 		}

@@ -94,3 +94,32 @@ func allDropped(s *engine.Summary, drops *trace.ReasonTally) error {
 	}
 	return cliutil.BadInput(fmt.Errorf("every request was dropped or rejected, none served: %s", strings.Join(why, "; ")))
 }
+
+// clientWaits counts the requests that waited for one of the client's
+// in-flight slots (client_wait_us), for the summary.
+type clientWaits struct {
+	W            engine.Sink
+	sent, waited int64
+	sum, max     int64
+}
+
+func (c *clientWaits) Write(r *trace.Result) error {
+	if r.ClientWaitUS != trace.Null {
+		c.sent++
+		if w := r.ClientWaitUS; w > 0 {
+			c.waited++
+			c.sum += w
+			c.max = max(c.max, w)
+		}
+	}
+	return c.W.Write(r)
+}
+
+func (c *clientWaits) print(w io.Writer, limit int) {
+	if c.waited == 0 {
+		fmt.Fprintf(w, "  client: at most %d requests in flight; none waited for a slot\n", limit)
+		return
+	}
+	fmt.Fprintf(w, "  client: at most %d requests in flight; %d of %d waited for a slot (mean %s, max %s; client_wait_us)\n", limit, c.waited, c.sent,
+		(time.Duration(c.sum/c.waited) * time.Microsecond).Round(time.Millisecond), (time.Duration(c.max) * time.Microsecond).Round(time.Millisecond))
+}

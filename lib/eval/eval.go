@@ -139,6 +139,9 @@ func Run(o Options) (*Output, error) {
 				return nil, fmt.Errorf("%s: %w", o.Workload, err)
 			}
 			meta, pb = trace.NewMeta(), s.PrefixBlockSize
+			if s.MaxInFlight > 0 {
+				meta.Set(trace.MetaMaxInFlight, strconv.Itoa(s.MaxInFlight))
+			}
 		}
 		m, paths, err := runSeed(&o, c, pol, rs, meta, pb, i)
 		if err != nil {
@@ -274,6 +277,9 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 	}
 	aw := trace.NewAnomalyWriter(aout, trace.AnomaliesSchema(tm))
 	opts := engine.Options{PrefixBlockSize: prefixBlock, Path: o.Requests}
+	if opts.MaxInFlight, err = md.MaxInFlight(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.Requests, err)
+	}
 	// An autoscaled run's GPU-hours and cost come from its scale events.
 	var scaleRows []trace.ScaleEvent
 	if cfg.Autoscaled() {

@@ -83,8 +83,9 @@ func gpuNames(m map[string]int) []string {
 }
 
 // simulate runs the cluster on src, writing every result to sink.
-// prefixBlock is the table's blis.prefix_block_size (0 = the engine's).
-func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock int, path string) (latencyModel string, err error) {
+// prefixBlock is the table's blis.prefix_block_size (0 = the engine's),
+// maxInFlight its client's cap on requests in flight (0 = none).
+func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock, maxInFlight int, path string) (latencyModel string, err error) {
 	// Prepare fills in kv_blocks: keep the plan's copy as it was.
 	cfg := c.cfg
 	cfg.Deployments = append([]config.Deployment(nil), c.cfg.Deployments...)
@@ -96,7 +97,7 @@ func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock int,
 	for i, m := range models {
 		names[i] = m.Name()
 	}
-	opts := engine.Options{PrefixBlockSize: prefixBlock, Path: path}
+	opts := engine.Options{PrefixBlockSize: prefixBlock, MaxInFlight: maxInFlight, Path: path}
 	// A cluster file's policy bundle (docs/policies.md) applies to every point.
 	b, err := bundle.FromConfig(&cfg, bundle.Env{})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -266,14 +267,14 @@ func TestBadConfigs(t *testing.T) {
 // An inference-perf config is told from a BLIS spec by its keys.
 func TestLooks(t *testing.T) {
 	for in, want := range map[string]bool{
-		"version: 1\nclients: []\n":       false,
-		"load: {stages: []}\n":            true,
-		`{"data":{"type":"random"}}`:      true,
-		"version: 1\nload: {}\n":          false,
-		"- a\n- b\n":                      false,
-		"seed: 3\naggregate_rate: 2\n":    false,
-		"data: {type: shared_prefix}\n":   true,
-		"::: not yaml\n\t- [":             false,
+		"version: 1\nclients: []\n":     false,
+		"load: {stages: []}\n":          true,
+		`{"data":{"type":"random"}}`:    true,
+		"version: 1\nload: {}\n":        false,
+		"- a\n- b\n":                    false,
+		"seed: 3\naggregate_rate: 2\n":  false,
+		"data: {type: shared_prefix}\n": true,
+		"::: not yaml\n\t- [":           false,
 	} {
 		if got := Looks([]byte(in)); got != want {
 			t.Errorf("Looks(%q) = %v", in, got)
@@ -332,4 +333,25 @@ func FuzzInferencePerf(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Every inference-perf block in docs/workload.md generates.
+func TestDocsExamples(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "workload.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml inference-perf\n(.*?)```").FindAllSubmatch(doc, -1)
+	if len(blocks) == 0 {
+		t.Fatal("no inference-perf block in docs/workload.md")
+	}
+	for i, b := range blocks {
+		c, err := Parse(b[1], "docs block")
+		if err != nil {
+			t.Fatalf("block %d: %v", i, err)
+		}
+		if _, err := c.Generate(Options{}); err != nil {
+			t.Fatalf("block %d: %v", i, err)
+		}
+	}
 }

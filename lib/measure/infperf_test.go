@@ -21,9 +21,9 @@ func TestReadLifecycle(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 	for in, want := range map[string]string{
-		`{"load_summary": {}, "successes": {"count": 0}, "failures": {"count": 0}}`:                                                  "field load_summary.count: expected a count",
-		`{"load_summary": {"count": 3}, "successes": {"count": 1}, "failures": {"count": 1}}`:                                         "expected successes + failures = 1 + 1, found 3",
-		`{"load_summary": {"count": 1}, "successes": {"count": 1, "latency": {}}, "failures": {"count": 0}}`:                          "field successes.latency.time_to_first_token: expected mean, median, p90 and p99",
+		`{"load_summary": {}, "successes": {"count": 0}, "failures": {"count": 0}}`:                          "field load_summary.count: expected a count",
+		`{"load_summary": {"count": 3}, "successes": {"count": 1}, "failures": {"count": 1}}`:                "expected successes + failures = 1 + 1, found 3",
+		`{"load_summary": {"count": 1}, "successes": {"count": 1, "latency": {}}, "failures": {"count": 0}}`: "field successes.latency.time_to_first_token: expected mean, median, p90 and p99",
 		`[1, 2]`: "expected inference-perf lifecycle metrics (JSON)",
 	} {
 		_, err := ReadLifecycle("s.json", strings.NewReader(in))

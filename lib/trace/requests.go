@@ -315,7 +315,7 @@ func (c *requestCols) decode(i int, r *Request) error {
 		ID: c.id.get(i), Kind: c.kind.get(i), SessionID: c.session.get(i),
 		TenantID: c.tenant.get(i), SLOClass: c.slo.get(i), Model: c.model.get(i),
 		StepID: c.step.get(i), SourceStatus: c.srcStatus.get(i), RequestType: c.rtype.get(i),
-		Stage: c.stage.get(i),
+		Stage:     c.stage.get(i),
 		ArrivalUS: nullable(&c.arrival, i), RecordedTTFTUS: nullable(&c.rTTFT, i),
 		RecordedE2EUS: nullable(&c.rE2E, i), RecordedITLUS: nullable(&c.rITL, i),
 		Streaming: c.stream.get(i, true), DependsOn: c.deps.get(i), PrefixHashes: c.hashes.get(i),

@@ -216,7 +216,7 @@ type Cluster struct {
 	snapAt    int64
 	dirty     []int32
 	isDirty   []bool
-	timeout   int64 // config client_timeout, µs
+	timeout   int64       // config client_timeout, µs
 	client    *clientGate // the client's in-flight cap; nil without one (client.go)
 
 	// decision in progress (for the view callbacks)

@@ -139,6 +139,9 @@ func (j *SimFitJob) Run() (*SimFitResult, error) {
 	c.Fit = fitted.FitInfo{Method: j.Method, Target: j.TargetID, TrainRows: len(j.Train), TestRows: len(j.Test),
 		TrainMAPE: Round2(MeanMAPE(train)), TestMAPE: Round2(MeanMAPE(test))}
 	c.Notes = StatNote("train", train) + StatNote("test", test) + fmt.Sprintf("Nelder–Mead: %d simulations of the training set, final loss %.5f (mean squared log error).", f.Evals, f.Loss)
+	if f.Starts != "" {
+		c.Notes += " " + f.Starts + "."
+	}
 	res.Coeffs = c
 	rep := &Report{Title: fmt.Sprintf("blis-calibrate: %s on %s tp%d (%s %s), %s", c.Model, c.GPU, c.TP, c.Engine, c.Version, j.Method),
 		Train: train, Test: test, Warnings: f.Warnings}

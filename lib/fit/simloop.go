@@ -87,6 +87,7 @@ type SimFit struct {
 	Alpha    latency.Alpha
 	Loss     float64
 	Evals    int
+	Starts   string // "" (one start), or which of α0's two starts won
 	Warnings []string
 }
 
@@ -146,6 +147,17 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 		}
 		return vals, a
 	}
+	// α0 and the per-step constant trade off under closed-loop data (both
+	// add to every request's TTFT): the simplex settles in whichever corner
+	// it starts near. When α0 moves with free step terms, a second descent
+	// starts α0 near 0 (0.1 ms, where the fit began before α0 had an engine
+	// default) and the lower training loss wins. Each start has the budget.
+	k0 := alphaIndex(aterms, AlphaQueueBase)
+	twoStarts := k0 >= 0 && len(free) > 0 && x0[len(free)+k0] > math.Log(lowAlphaStartUS)
+	budget := opt.MaxEvals
+	if twoStarts {
+		budget *= 2
+	}
 	var simErr error
 	var mu sync.Mutex
 	evals := 0
@@ -168,9 +180,9 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 		}
 		if opt.Progress != nil && (evals%10 == 0 || evals == 1) {
 			el := time.Since(began)
-			left := time.Duration(float64(el) / float64(evals) * float64(opt.MaxEvals-evals))
+			left := time.Duration(float64(el) / float64(evals) * float64(budget-evals))
 			fmt.Fprintf(opt.Progress, "%s: eval %d/%d  loss %.5f  best %.5f  elapsed %s  at most %s left\n",
-				opt.Label, evals, opt.MaxEvals, loss, bestLoss, el.Round(time.Second), left.Round(time.Second))
+				opt.Label, evals, budget, loss, bestLoss, el.Round(time.Second), left.Round(time.Second))
 		}
 		return loss
 	}
@@ -191,8 +203,24 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 	if err != nil && res == nil {
 		return SimFit{}, fmt.Errorf("fit: Nelder–Mead: %w", err)
 	}
+	starts := ""
+	if twoStarts {
+		x1 := append([]float64(nil), x0...)
+		x1[len(free)+k0] = math.Log(lowAlphaStartUS)
+		res1, err1 := optimize.Minimize(prob, x1, settings, &optimize.NelderMead{SimplexSize: 0.4})
+		if simErr != nil {
+			return SimFit{}, simErr
+		}
+		hi := fmt.Sprintf("%.3g ms", math.Exp(x0[len(free)+k0])/1000)
+		if res1 != nil && res1.F < res.F {
+			res, err = res1, err1
+			starts = fmt.Sprintf("α0 started at %s and at 0.1 ms; the 0.1 ms start won", hi)
+		} else {
+			starts = fmt.Sprintf("α0 started at %s and at 0.1 ms; the %s start won", hi, hi)
+		}
+	}
 	vals, a := decode(res.X)
-	out := SimFit{Names: fs.Names, Values: vals, Alpha: a, Loss: res.F, Evals: evals}
+	out := SimFit{Names: fs.Names, Values: vals, Alpha: a, Loss: res.F, Evals: evals, Starts: starts}
 	if err != nil && !errors.Is(err, optimize.ErrLinesearcherFailure) {
 		out.Warnings = append(out.Warnings, "optimiser stopped: "+err.Error())
 	}
@@ -212,6 +240,18 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 		}
 	}
 	return out, nil
+}
+
+// lowAlphaStartUS is the second start of a fitted α0 (FitSim), µs.
+const lowAlphaStartUS = 100
+
+func alphaIndex(terms []int, t int) int {
+	for k, u := range terms {
+		if u == t {
+			return k
+		}
+	}
+	return -1
 }
 
 func alphaField(a *latency.Alpha, t int) *float64 {

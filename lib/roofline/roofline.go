@@ -386,10 +386,13 @@ func (r *Roofline) HostTimed() bool {
 	return r.G.Eff.SeqStepUS > 0 || (r.TP > 1 && r.G.Eff.TPHostUS > 0)
 }
 
-// Alpha implements latency.Model: the API server's tokenisation before a
-// request is queued (α1); α0 and α2 are not modelled (docs/latency.md).
+// Alpha implements latency.Model: the engine's request path outside the
+// GPU step, vLLM's default α0 (latency.DefaultAlpha), and the API server's
+// tokenisation before a request is queued (α1, the profile's tokenize_us).
 func (r *Roofline) Alpha() latency.Alpha {
-	return latency.Alpha{QueuePerInputToken: r.G.Eff.TokenizeUS}
+	a := latency.DefaultAlpha()
+	a.QueuePerInputToken = r.G.Eff.TokenizeUS
+	return a
 }
 
 // Name implements latency.Model.

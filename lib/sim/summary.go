@@ -8,6 +8,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -146,4 +147,35 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// ClientWaits counts the requests that waited for one of the client's
+// in-flight slots (client_wait_us), for the summary.
+type ClientWaits struct {
+	W            engine.Sink
+	Limit        int
+	sent, waited int64
+	sum, max     int64
+}
+
+func (c *ClientWaits) Write(r *row.Result) error {
+	if r.ClientWaitUS != row.Null {
+		c.sent++
+		if w := r.ClientWaitUS; w > 0 {
+			c.waited++
+			c.sum += w
+			c.max = max(c.max, w)
+		}
+	}
+	return c.W.Write(r)
+}
+
+// WriteSummary is the summary's client line.
+func (c *ClientWaits) WriteSummary(w io.Writer) {
+	if c.waited == 0 {
+		fmt.Fprintf(w, "  client: at most %d requests in flight; none waited for a slot\n", c.Limit)
+		return
+	}
+	fmt.Fprintf(w, "  client: at most %d requests in flight; %d of %d waited for a slot (mean %s, max %s; client_wait_us)\n", c.Limit, c.waited, c.sent,
+		(time.Duration(c.sum/c.waited) * time.Microsecond).Round(time.Millisecond), (time.Duration(c.max) * time.Microsecond).Round(time.Millisecond))
 }

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -325,4 +326,18 @@ func (m Meta) SimDeployments() ([]SimDeployment, error) {
 		return nil, fmt.Errorf("schema metadata %s: not a JSON list of deployments: %v", MetaSimDeployments, err)
 	}
 	return d, nil
+}
+
+// MaxInFlight returns the client's cap on requests in flight
+// (MetaMaxInFlight), 0 when the table has none.
+func (m Meta) MaxInFlight() (int, error) {
+	v := m.kv[MetaMaxInFlight]
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("schema metadata %s: expected a positive integer, found %q", MetaMaxInFlight, v)
+	}
+	return n, nil
 }

@@ -44,6 +44,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 		d.h.S[i] = e
 	}
 	d.stashed.r = m.Map(c.stashed.r)
+	d.client = c.client.clone(m)
 	d.awaiting = m.Map(c.awaiting)
 	d.deps = make([]*Deployment, len(c.deps))
 	depMap := map[*Deployment]*Deployment{}

@@ -39,6 +39,9 @@ type Options struct {
 	// PrefixBlockSize is the tokens per prefix_hashes entry (the table's
 	// blis.prefix_block_size); 0 means each deployment's block size.
 	PrefixBlockSize int
+	// MaxInFlight caps the client's llm requests in flight (the table's
+	// blis.max_in_flight, blis-sim --max-in-flight); 0 = no cap.
+	MaxInFlight int
 	// Path names the input in error messages.
 	Path string
 	// Streamed says rows arrive in the sorted-table order (a dependency
@@ -232,7 +235,8 @@ type Cluster struct {
 	snapAt      int64
 	dirty       []int32
 	isDirty     []bool
-	timeout     int64 // config client_timeout, µs
+	timeout     int64       // config client_timeout, µs
+	client      *clientGate // the client's in-flight cap; nil without one (client.go)
 
 	// decision in progress (for the view callbacks)
 	cur    *request.State
@@ -282,7 +286,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	c := &Cluster{cfg: cfg, sink: sink, opts: opts, checks: opts.CheckInvariants,
 		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
-		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US()}
+		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US(), client: newClientGate(opts.MaxInFlight)}
 	c.flat = cfg.IsFlat()
 	c.tierNames = cfg.TierNames()
 	c.sum.TierNames = c.tierNames

@@ -31,6 +31,7 @@ func (c *Cluster) Finish() (Summary, error) {
 		// The caller stopped at a root's arrival: it is past the horizon.
 		c.hasStash = false
 	}
+	c.clientClose()
 	for r := c.liveH; r != nil; {
 		next := r.LNext
 		r.Status = row.StatusUnfinished
@@ -45,6 +46,8 @@ func (c *Cluster) Finish() (Summary, error) {
 		case request.Arriving:
 			if r.Req.ArrivalUS != row.Null && r.Req.ArrivalUS > c.horizon {
 				r.Reason = "arrives after horizon"
+			} else if r.ClientQueued {
+				r.Reason = c.clientReason(r)
 			}
 		}
 		c.terminal(r)

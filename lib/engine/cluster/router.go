@@ -62,6 +62,9 @@ func (c *Cluster) arrive(r *request.State) {
 		c.h.push(c.now+r.Req.DelayUS, evToolDone, -1, r)
 		return
 	}
+	if c.client != nil && !c.clientSend(r) {
+		return // waits for one of the client's slots
+	}
 	if r.Deadline == row.Null {
 		// The client's clock starts at its first arrival (an admission
 		// delay does not reset it).

@@ -7,8 +7,12 @@ GO ?= go
 
 all: build
 
-# --version and provenance name the commit the binaries were built from.
-COMMIT := $(shell git describe --always --dirty --abbrev=12 --exclude '*' 2>/dev/null)
+# --version and provenance name the commit the binaries were built from, as
+# go build and go run name it from Go's own VCS stamping (lib/trace.Version):
+# the first 12 digits of the revision, -dirty when `git status --porcelain`
+# lists anything (untracked files too, as Go counts them; the README's own
+# outputs are in .gitignore).
+COMMIT := $(shell r=$$(git rev-parse HEAD 2>/dev/null) && echo "$$(echo $$r | cut -c1-12)$$([ -n "$$(git status --porcelain 2>/dev/null)" ] && echo -dirty)")
 
 build:
 	@mkdir -p $(BIN)
@@ -23,12 +27,16 @@ demo: build
 
 # Tests of blis-load's issue times (and blis-serve's closed loop) run on their own, after the rest: a
 # parallel test run would measure the other packages' CPU, not ours (-p 1:
-# not even the two packages of blis-load side by side). The
-# browser tests too, so that make test says when they were skipped.
+# not even the two packages of blis-load side by side). So does the README's
+# own test, which serves and measures in real time (blis-load against a test
+# server and against blis-serve). The browser tests and the tests that need
+# ../shared/data run on their own too, so that make test says when they
+# were skipped.
 test: fmt-check vet
-	BLIS_SKIP_TIMING=1 $(GO) test -count=1 -skip 'InBrowser' ./...
-	$(GO) test -count=1 -p 1 -run 'Precision|MockLLM|Schedulers|DurationAndLimit|ClosedLoop' ./lib/load/ ./cmd/blis-load/ ./lib/serve/
+	BLIS_SKIP_TIMING=1 $(GO) test -count=1 -skip 'InBrowser|SharedData|READMECommands' ./...
+	$(GO) test -count=1 -p 1 -run 'Precision|MockLLM|Schedulers|DurationAndLimit|ClosedLoop|READMECommands' ./lib/load/ ./cmd/blis-load/ ./lib/serve/ ./internal/e2e/
 	scripts/browser-tests.sh
+	scripts/shared-data-tests.sh
 	scripts/fuzz-smoke.sh
 
 vet:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Autoscaling trade-off (issue #14): examples/autoscale-diurnal.yaml (a
+# Autoscaling trade-off (issue #14): examples/workloads/autoscale-diurnal.yaml (a
 # compressed one-hour day, Llama-3.1-70B) on an autoscaled cluster
-# (examples/autoscale-cluster.yaml) and on a static one sized for the peak
-# (examples/autoscale-static.yaml). Prints, for each, GPU-hours and SLO
+# (examples/clusters/autoscale.yaml) and on a static one sized for the peak
+# (examples/clusters/autoscale-static.yaml). Prints, for each, GPU-hours and SLO
 # attainment (ttft <= 500 ms and tpot <= 50 ms), and the simulation's CPU
 # time.
 #
@@ -14,10 +14,10 @@ slo=${SLO:-ttft=500ms,tpot=50ms}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/" ./cmd/blis-synth ./cmd/blis-sim ./cmd/blis-report
-"$work/blis-synth" -q -o "$work/requests.arrows" examples/autoscale-diurnal.yaml
+"$work/blis-synth" -q -o "$work/requests.arrows" examples/workloads/autoscale-diurnal.yaml
 for run in static autoscale; do
-  cfg=examples/autoscale-$run.yaml
-  [ "$run" = autoscale ] && cfg=examples/autoscale-cluster.yaml
+  cfg=examples/clusters/autoscale-$run.yaml
+  [ "$run" = autoscale ] && cfg=examples/clusters/autoscale.yaml
   /usr/bin/time -f '%U %S' -o "$work/$run.time" "$work/blis-sim" -q --cluster "$cfg" \
     --scale-events "$work/$run.scale.arrow" -o "$work/$run.arrows" "$work/requests.arrows"
   "$work/blis-report" --format csv --slo "$slo" --scale-events "$work/$run.scale.arrow" "$work/$run.arrows" > "$work/$run.csv"

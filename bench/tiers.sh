@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a CPU KV tier buys on multi-turn chat (issue 13): examples/chat-multiturn.yaml
+# What a CPU KV tier buys on multi-turn chat (issue 13): examples/workloads/chat-multiturn.yaml
 # on 4 H100s of Llama-3.1-8B whose GPU KV is cut to GPU_BLOCKS blocks (default 8,000
 # blocks = 128,000 tokens, about half of the conversations' working set), with a lazy
 # CPU tier of 0 to 256 GiB per replica. Prints the prefix-cache hit rate by tier and
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/" ./cmd/blis-synth ./cmd/blis-sim ./cmd/blis-report
-"$work/blis-synth" -o "$work/req.arrows" examples/chat-multiturn.yaml 2>/dev/null
+"$work/blis-synth" -o "$work/req.arrows" examples/workloads/chat-multiturn.yaml 2>/dev/null
 for gib in 0 4 16 64 256; do
   tiers=""
   [ "$gib" != 0 ] && tiers="    kv: {offload: lazy, tiers: [{name: cpu, capacity_gib: $gib}]}"

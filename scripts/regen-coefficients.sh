@@ -4,15 +4,20 @@
 # Nelder–Mead has no randomness, and simulations are combined in a fixed
 # order, so re-running gives byte-identical files (--force: these are the
 # shipped files, replaced on purpose). Fit reports go to
-# $REPORTS (default: a temporary directory), one per file.
+# $REPORTS (default: out/coefficients-reports, kept: the last line names
+# it), one per file.
 set -eu
 cd "$(dirname "$0")/.."
 M=../shared/data/measurements
 S=$M/aiconfigurator/silicon_sample.csv
 L=$M/llmservingsim
+if [ ! -d "$M" ]; then
+	echo "make coefficients: $M not found: it refits every coefficients/ file from the public measurements kept beside the repository (../shared/data, listed in its README)" >&2
+	exit 2
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-REPORTS=${REPORTS:-$tmp/reports}
+REPORTS=${REPORTS:-out/coefficients-reports}
 mkdir -p "$REPORTS"
 go build -o "$tmp/blis-calibrate" ./cmd/blis-calibrate
 

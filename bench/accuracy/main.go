@@ -37,6 +37,10 @@ func main() {
 		printCatalog(os.Stdout)
 		return
 	}
+	if _, err := os.Stat(*data); err != nil {
+		fmt.Fprintf(os.Stderr, "accuracy: %s not found: this harness replays the public measurements kept beside the repository (../shared/data, listed in its README); give their directory with -data DIR\n", *data)
+		os.Exit(2)
+	}
 	if *serving {
 		if err := servingLevel(*data, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "accuracy:", err)

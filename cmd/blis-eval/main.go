@@ -34,7 +34,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "fitness", Aliases: []string{"f"}, Usage: "fitness spec YAML", Required: true},
 			&cli.StringFlag{Name: "workload", Usage: "blis-synth workload spec, regenerated with seed+i for replication i (instead of a requests table)"},
 			&cli.IntFlag{Name: "seeds", Value: 1, Usage: "seeded replications: metrics get their mean and 95% CI"},
-			&cli.StringFlag{Name: "artifacts", Usage: "directory for the results, decisions, anomalies and summary", DefaultText: "a new temporary directory"},
+			&cli.StringFlag{Name: "artifacts", Usage: "keep the results, decisions, anomalies and summary in `DIR` (their paths are in the JSON's artifacts)", DefaultText: "none kept: a temporary directory, removed on exit"},
 			&cli.Float64Flag{Name: "regret-sample", Usage: "fraction of routing decisions replayed for counterfactual regret", DefaultText: "0, none"},
 			&cli.StringFlag{Name: "summary-strategy", Value: summary.IssueFocused, Usage: "summary strategy: " + strings.Join(summary.Strategies, ", ")},
 		},
@@ -73,11 +73,6 @@ func run(c *cli.Context) error {
 	}
 	if !valid {
 		return cliutil.Usage("--summary-strategy %q: expected one of %s", o.Strategy, strings.Join(summary.Strategies, ", "))
-	}
-	if o.Artifacts == "" {
-		if o.Artifacts, err = os.MkdirTemp("", "blis-eval-"); err != nil {
-			return err
-		}
 	}
 	out, err := eval.Run(o)
 	if err != nil {

@@ -168,6 +168,63 @@ func TestEvalUsage(t *testing.T) {
 	}
 }
 
+// Bad usage is one line on stderr, exit 2 and nothing on stdout, the JSON
+// channel (issue 32, item 8: no arguments, or a requests table alone,
+// exited 1 with the whole help on stdout).
+func TestEvalUsageKeepsStdoutClean(t *testing.T) {
+	for _, args := range [][]string{nil, {"requests.arrow"}, {"--cluster", "c.yaml", "requests.arrow"}, {"--bogus", "x"}} {
+		var out, errb bytes.Buffer
+		a := app()
+		a.Writer = &out
+		code := cliutil.RunArgs(a, append([]string{"blis-eval"}, args...), &errb)
+		if code != 2 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, nothing, one line", args, code, out.String(), errb.String())
+		}
+	}
+}
+
+// Without --artifacts nothing is left in the temporary directory, whether
+// the candidate is valid, invalid or blis-eval's usage is bad; with it the
+// tables are kept (issue 32, item 13: each call left a ~21 MB blis-eval-N
+// directory, a failed one an empty one).
+func TestEvalLeavesNoTemporaries(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	good := candidate(t, "router: {routing: least-loaded}\n")
+	bad := candidate(t, "router: {routing: no-such}\n")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		code  int
+		valid bool
+	}{
+		{"valid", []string{"--cluster", good, "--workload", evolve + "workload.yaml"}, 0, true},
+		{"invalid candidate", []string{"--cluster", bad, "--workload", evolve + "workload.yaml"}, 0, false},
+		{"an unreadable requests table", []string{"--cluster", good, "nope.arrow"}, 2, false},
+	} {
+		code, m, stderr := runEval(t, append([]string{"--fitness", evolve + "fitness.yaml"}, tc.args...)...)
+		if code != tc.code || code == 0 && m["valid"] != tc.valid {
+			t.Fatalf("%s: exit %d, %v, %s", tc.name, code, m, stderr)
+		}
+		if code == 0 && len(m["artifacts"].(map[string]any)) != 0 {
+			t.Errorf("%s: artifacts %v name files that are not kept", tc.name, m["artifacts"])
+		}
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			t.Fatalf("%s: left %s in the temporary directory", tc.name, left[0].Name())
+		}
+	}
+	keep := filepath.Join(t.TempDir(), "a")
+	code, m, stderr := runEval(t, "--cluster", good, "--fitness", evolve+"fitness.yaml", "--workload", evolve+"workload.yaml", "--artifacts", keep)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if p, _ := m["artifacts"].(map[string]any)["results"].(string); filepath.Dir(p) != keep {
+		t.Fatalf("artifacts %v, want them in %s", m["artifacts"], keep)
+	} else if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The Python examples (OpenEvolve evaluator, GEPA adapter) against fixed
 // candidates, with plain python3 and the blis-eval of this tree.
 func TestPythonExamples(t *testing.T) {
@@ -179,9 +236,17 @@ func TestPythonExamples(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	tmp := t.TempDir()
 	cmd := exec.Command(py, evolve+"test_evolve.py")
-	cmd.Env = append(os.Environ(), "BLIS_EVAL="+bin, "TMPDIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), "BLIS_EVAL="+bin, "TMPDIR="+tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("python3 test_evolve.py: %v\n%s", err, out)
+	}
+	// Every evaluation cleaned up after itself (issue 32, item 13).
+	left, _ := os.ReadDir(tmp)
+	for _, e := range left {
+		if strings.HasPrefix(e.Name(), "blis-eval-") || strings.HasPrefix(e.Name(), "blis-evolve-") || strings.HasPrefix(e.Name(), "blis-gepa-") {
+			t.Errorf("the examples left %s in the temporary directory", e.Name())
+		}
 	}
 }

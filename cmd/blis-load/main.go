@@ -19,7 +19,6 @@ import (
 
 	"github.com/blis-sim/blis/lib/bug"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/load"
@@ -216,6 +215,14 @@ func run(c *cli.Context) error {
 	if tab.PrefixBlockSize > 0 {
 		s.opts.Prompts.BlockSize = tab.PrefixBlockSize
 	}
+	// The table's client cap (blis.max_in_flight, as blis-synth writes it
+	// for a benchmark's workers): its requests go at their times, at most N
+	// in flight, as blis-sim replays them. --concurrency wins.
+	if n, err := tab.Meta.MaxInFlight(); err != nil {
+		return cliutil.BadInput(fmt.Errorf("%s: %w", tab.Path, err))
+	} else if n > 0 && !c.IsSet("concurrency") && s.opts.Timing == load.TimingTrace {
+		s.opts.Concurrency = n
+	}
 	st, err := tab.Check(s.opts.Limit, s.opts.Warmup)
 	if err != nil {
 		return cliutil.BadInput(err)
@@ -309,8 +316,19 @@ func run(c *cli.Context) error {
 		s.opts.Chunks = cw
 	}
 	sess.SetSinks(s.opts.Results, s.opts.Chunks)
-	if !s.quiet {
-		sess.SetProgress(progressPrinter(stderr, &st))
+	// Progress: rows done of the total, and an ETA from the schedule
+	// while it lasts; a line every few seconds off a terminal.
+	prog := cliutil.NewProgress(stderr, "blis-load", "rows", st.Rows, !s.quiet, s.quiet)
+	prog.Schedule(scheduleEnd(&s.opts, &st))
+	detail := func(p load.Progress) string {
+		rate := 0.0
+		if p.Elapsed > 0 {
+			rate = float64(p.Sent) / p.Elapsed.Seconds()
+		}
+		return fmt.Sprintf("sent %d of %d requests (%.1f/s), in flight %d, errors %d", p.Sent, st.LLM, rate, p.InFlight, p.Errors)
+	}
+	if prog != nil {
+		sess.SetProgress(func(p load.Progress) { prog.Update(p.Done, detail(p)) })
 	}
 
 	if p := c.String("cpuprofile"); p != "" {
@@ -325,8 +343,10 @@ func run(c *cli.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 	sum, runErr := sess.Run(context.Background())
-	if !s.quiet && isTerminal(stderr) {
-		fmt.Fprint(stderr, "\r\033[K")
+	if runErr == nil {
+		prog.Detail(detail(load.Progress{Elapsed: time.Duration(sum.LastSent) * time.Microsecond, Sent: sum.Sent,
+			Errors: sum.Failed + sum.Rejected + sum.TimedOut}))
+		prog.Finish(sum.Rows)
 	}
 	if runErr != nil {
 		rw.Abort()
@@ -349,9 +369,23 @@ func run(c *cli.Context) error {
 		return closeErr
 	}
 	if !s.quiet {
-		printSummary(stderr, &sum, &st, s.opts.Concurrency)
+		printSummary(stderr, &sum, &st, &s.opts)
 	}
 	return nil
+}
+
+// scheduleEnd is when the schedule's last root is due (0 when nothing
+// says: offline, a closed loop).
+func scheduleEnd(o *load.Options, st *load.Stats) time.Duration {
+	switch o.Timing {
+	case load.TimingTrace:
+		if st.LastArrival > 0 {
+			return time.Duration(float64(st.LastArrival)/o.Speedup) * time.Microsecond
+		}
+	case load.TimingPoisson:
+		return time.Duration(float64(st.Roots) / o.Rate * float64(time.Second))
+	}
+	return 0
 }
 
 func describeRows(st *load.Stats) string {
@@ -451,36 +485,7 @@ func sigName(s os.Signal) string {
 	return "SIGINT"
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// progressPrinter writes one line on stderr: redrawn every second on a
-// terminal, printed every 10 seconds otherwise.
-func progressPrinter(w io.Writer, st *load.Stats) func(load.Progress) {
-	tty := isTerminal(w)
-	var last time.Duration
-	return func(p load.Progress) {
-		if !tty && p.Elapsed-last < 10*time.Second {
-			return
-		}
-		last = p.Elapsed
-		rate := 0.0
-		if p.Elapsed > 0 {
-			rate = float64(p.Sent) / p.Elapsed.Seconds()
-		}
-		line := fmt.Sprintf("blis-load: %s  sent %d/%d (%.1f/s)  in flight %d  completed %d  errors %d",
-			p.Elapsed.Round(time.Second), p.Sent, st.LLM, rate, p.InFlight, p.Completed, p.Errors)
-		if tty {
-			fmt.Fprintf(w, "\r%s\033[K", line)
-		} else {
-			fmt.Fprintln(w, line)
-		}
-	}
-}
-
-func printSummary(w io.Writer, sum *load.Summary, st *load.Stats, conc int) {
+func printSummary(w io.Writer, sum *load.Summary, st *load.Stats, o *load.Options) {
 	el := sum.Elapsed.Seconds()
 	fmt.Fprintf(w, "blis-load: %d rows: %d completed, %d failed, %d rejected, %d timed out, %d dropped, %d unfinished, %d source_failed\n",
 		sum.Rows, sum.Completed, sum.Failed, sum.Rejected, sum.TimedOut, sum.Dropped, sum.Unfinished, sum.SourceFailed)
@@ -492,14 +497,25 @@ func printSummary(w io.Writer, sum *load.Summary, st *load.Stats, conc int) {
 		fmt.Fprintln(w)
 	}
 	if el > 0 {
-		fmt.Fprintf(w, "blis-load: %.1f s: %d requests sent (%.1f/s), %d output tokens (%.0f/s); at most %d rows held in memory\n",
-			el, sum.Sent, float64(sum.Sent)/el, sum.Tokens, float64(sum.Tokens)/el, sum.PeakHeld)
+		// The send rate over the sending (start to the last request
+		// sent), not over the drain that follows it.
+		sent := ""
+		if sum.Sent > 0 && sum.LastSent > 0 {
+			sending := float64(sum.LastSent) / 1e6
+			sent = fmt.Sprintf(" in %.1f s (%.1f/s)", sending, float64(sum.Sent)/sending)
+		}
+		fmt.Fprintf(w, "blis-load: %d requests sent%s; %.1f s in all, to the last response: %d output tokens (%.0f/s); at most %d rows held in memory\n",
+			sum.Sent, sent, el, sum.Tokens, float64(sum.Tokens)/el, sum.PeakHeld)
 	}
 	if sum.Sent > 0 {
 		l := sum.IssueLag
-		fmt.Fprintf(w, "blis-load: sent vs due: p50 %d µs, p99 %d µs, max %d µs late", l.ValueAtQuantile(50), l.ValueAtQuantile(99), l.Max())
-		if sw := sum.SlotWait; sw.Max() > 0 && conc > 0 {
-			fmt.Fprintf(w, "; waited for a --concurrency slot: mean %.1f ms, max %.1f ms", sw.Mean()/1e3, float64(sw.Max())/1e3)
+		what := "sent − due (how late requests went)"
+		if o.Timing == load.TimingOffline {
+			what = "sent − armed (offline: nothing has a due time)"
+		}
+		fmt.Fprintf(w, "blis-load: %s: p50 %d µs, p99 %d µs, max %d µs", what, l.ValueAtQuantile(50), l.ValueAtQuantile(99), l.Max())
+		if sw := sum.SlotWait; sw.Max() > 0 && o.Concurrency > 0 {
+			fmt.Fprintf(w, "; of which waiting for a --concurrency slot: mean %.1f ms, max %.1f ms", sw.Mean()/1e3, float64(sw.Max())/1e3)
 		}
 		fmt.Fprintln(w)
 	}
@@ -509,10 +525,15 @@ func printSummary(w io.Writer, sum *load.Summary, st *load.Stats, conc int) {
 	if sum.InputDiffers > 0 {
 		fmt.Fprintf(w, "blis-load: %d completed requests had a prompt of another length than input_tokens by the server's count: input_tokens holds the server's count\n", sum.InputDiffers)
 	}
-	for _, r := range sum.Reasons {
-		fmt.Fprintf(w, "blis-load: %d × %s: %s\n", r.N, r.Status, r.Reason)
+	if len(sum.Reasons) > 0 {
+		fmt.Fprintf(w, "blis-load: failed, rejected, timed out and dropped, by kind (the drop_reason column has each message):\n")
+		trace.WriteReasons(w, "  ", sum.Reasons, maxReasons)
 	}
 }
+
+// maxReasons bounds the kinds of failure listed (the rest are counted on
+// one line).
+const maxReasons = 12
 
 func sameFile(a, b string) bool {
 	if fa, err := os.Stat(a); err == nil {

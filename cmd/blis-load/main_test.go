@@ -16,6 +16,7 @@ import (
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/load"
 	"github.com/blis-sim/blis/lib/load/fakellm"
 	"github.com/blis-sim/blis/lib/measure"
 	"github.com/blis-sim/blis/lib/report"
@@ -112,6 +113,8 @@ func TestUsageErrors(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + l.Addr().String() + "/v1"
 	l.Close()
+	defer func(w time.Duration) { load.ProbeWait = w }(load.ProbeWait)
+	load.ProbeWait = 200 * time.Millisecond // a dead server is retried this long
 	out := filepath.Join(dir, "out.arrow")
 	u := srv.URL0()
 	for _, tc := range []struct {
@@ -165,7 +168,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{"18 rows: 18 llm requests to send", "model: fake-model (the only one the server lists)",
-		"warm-up: 2 of 2 requests completed", "18 rows: 18 completed, 0 failed", "sent vs due: p50"} {
+		"warm-up: 2 of 2 requests completed", "18 rows: 18 completed, 0 failed", "sent − due (how late requests went): p50", "requests sent in ",
+		"blis-load: 18/18 rows (100%), sent 18 of 18 requests ("} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

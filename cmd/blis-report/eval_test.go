@@ -129,3 +129,29 @@ func TestParetoAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// A decisions table written with --regret-sample on one replica has no
+// regret rows: the summary says why instead of telling the user to pass
+// the flag they passed (issue 32, item 2).
+func TestSummaryRegretAskedButNone(t *testing.T) {
+	dir := t.TempDir()
+	cl := filepath.Join(dir, "one.yaml")
+	os.WriteFile(cl, []byte("replicas: 1\nmodel: llama-3.1-8b\ngpu: h100\nseed: 1\n"), 0o644)
+	spec, err := fitness.Load(evolve + "fitness.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := eval.Run(eval.Options{Cluster: cl, Fitness: spec, Workload: evolve + "workload.yaml", Seeds: 1,
+		Artifacts: filepath.Join(dir, "art"), RegretSample: 0.5, Strategy: "issue_focused"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, got, stderr := runReport(t, "--summary", "--decisions", out.Artifacts["decisions"], out.Artifacts["results"])
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(got, "No routing decision was replayed, although `decisions.arrow` was written with --regret-sample 0.5: regret compares a decision's replica with the other candidates, so it needs two or more replicas") ||
+		strings.Contains(got, "run blis-sim with --decisions and --regret-sample") {
+		t.Errorf("summary:\n%s", got)
+	}
+}

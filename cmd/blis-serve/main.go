@@ -70,14 +70,6 @@ func run(c *cli.Context) error {
 	}
 	stderr := c.App.ErrWriter
 	quiet := c.Bool("quiet")
-	if !quiet {
-		for _, w := range setup.Why {
-			fmt.Fprintln(stderr, w)
-		}
-		if setup.Bundle != nil {
-			fmt.Fprintf(stderr, "blis-serve: %s\n", setup.Bundle.Describe())
-		}
-	}
 
 	// The results table is created before serving, so a bad path fails now.
 	var rw *trace.ResultWriter
@@ -117,6 +109,13 @@ func run(c *cli.Context) error {
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
 	srv.Start()
 	if !quiet {
+		// The latency model and why, once serving: a busy port is one line.
+		for _, w := range setup.Why {
+			fmt.Fprintln(stderr, w)
+		}
+		if setup.Bundle != nil {
+			fmt.Fprintf(stderr, "blis-serve: %s\n", setup.Bundle.Describe())
+		}
 		fmt.Fprintf(stderr, "blis-serve: serving %s on http://%s/v1 (speedup %g)\n", strings.Join(srv.Models(), ", "), ln.Addr(), c.Float64("speedup"))
 	}
 	sig := make(chan os.Signal, 2)

@@ -50,26 +50,34 @@ func TestDropReasons(t *testing.T) {
 		{"c", int64(2000), 30, 5, ""},
 	})
 	cases := []struct {
-		name   string
-		blocks string
-		code   int
-		want   []string
+		name string
+		args []string
+		code int
+		want []string
 	}{
-		{"some dropped", "100", 0, []string{
+		{"some dropped", []string{"--kv-blocks", "100"}, 0, []string{
 			"4 requests: 3 completed, 1 dropped, 0 rejected",
-			"       1 dropped  needs more KV blocks than a replica has (e.g. needs 1252 KV blocks (20019 tokens), an instance has 100)\n",
+			"       1 dropped   needs more KV blocks than a replica has (e.g. needs 1252 KV blocks (20019 tokens), an instance has 100)\n",
 		}},
-		{"all dropped", "2", 2, []string{
+		{"all dropped", []string{"--kv-blocks", "2"}, 2, []string{
 			"4 requests: 0 completed, 4 dropped, 0 rejected",
-			"       3 dropped  needs more KV blocks than a replica has (e.g. needs 8 KV blocks (119 tokens), an instance has 2)\n",
-			"       1 dropped  a dependency was dropped (e.g. dependency a dropped)\n",
-			"blis-sim: every request was dropped or rejected, none served: 3 dropped: needs more KV blocks than a replica has (e.g. needs 8 KV blocks (119 tokens), an instance has 2); 1 dropped: a dependency was dropped (e.g. dependency a dropped)\n",
+			"       3 dropped   needs more KV blocks than a replica has (e.g. needs 8 KV blocks (119 tokens), an instance has 2)\n",
+			"       1 dropped   a dependency was dropped (e.g. dependency a dropped)\n",
+			"blis-sim: every request was dropped, rejected or timed out, none served: 3 dropped: needs more KV blocks than a replica has (e.g. needs 8 KV blocks (119 tokens), an instance has 2); 1 dropped: a dependency was dropped (e.g. dependency a dropped)\n",
+		}},
+		// Issue 32, item 9: 0 completed, the rest timed out or dropped,
+		// exited 0.
+		{"all timed out or dropped", []string{"--kv-blocks", "100", "--client-timeout", "1us"}, 2, []string{
+			"4 requests: 0 completed, 2 dropped, 0 rejected, 2 timed out",
+			"       1 dropped   a dependency was timed_out (e.g. dependency a timed_out)\n",
+			"       2 timed_out client timeout (e.g. client timeout after 1 µs)\n",
+			"blis-sim: every request was dropped, rejected or timed out, none served: ",
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := cliutil.RunArgs(app(), []string{"blis-sim", "--kv-blocks", c.blocks, "-o", filepath.Join(dir, c.name+".arrows"), in}, &stderr)
+			code := cliutil.RunArgs(app(), append(append([]string{"blis-sim"}, c.args...), "-o", filepath.Join(dir, c.name+".arrows"), in), &stderr)
 			if code != c.code {
 				t.Errorf("exit %d, want %d\n%s", code, c.code, stderr.String())
 			}
@@ -83,7 +91,7 @@ func TestDropReasons(t *testing.T) {
 	// Quiet: no summary, but the failure still says why.
 	var stderr bytes.Buffer
 	if code := cliutil.RunArgs(app(), []string{"blis-sim", "-q", "--kv-blocks", "2", "-o", filepath.Join(dir, "q.arrows"), in}, &stderr); code != 2 ||
-		!strings.Contains(stderr.String(), "every request was dropped or rejected") || strings.Contains(stderr.String(), "4 requests:") {
+		!strings.Contains(stderr.String(), "every request was dropped, rejected or timed out") || strings.Contains(stderr.String(), "4 requests:") {
 		t.Errorf("-q: exit %d\n%s", code, stderr.String())
 	}
 }

@@ -1,6 +1,6 @@
 // Command blis-sim simulates a cluster of LLM serving replicas on a requests
-// table and writes the results table. Flags and wiring only: the simulator
-// is lib/engine.
+// table and writes the results table. Flags and wiring only: the run is
+// lib/sim's, the simulator lib/engine.
 package main
 
 import (
@@ -8,18 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/urfave/cli/v2"
 
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/internal/clusterflags"
-	"github.com/blis-sim/blis/lib/engine"
-	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
@@ -39,11 +34,12 @@ func app() *cli.App {
 		HideHelpCommand: true,
 		Flags: append(append(clusterflags.Flags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "results output (`FILE`, - for stdout)"},
-			&cli.StringFlag{Name: "policy", Usage: "policy bundle `FILE` (YAML; overrides the cluster YAML's policy key; see docs/policies.md)"},
+			clusterflags.PolicyFlag(),
 			&cli.BoolFlag{Name: "list-policies", Usage: "list every policy template with its parameters and ranges, and exit"},
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},
+			&cli.IntFlag{Name: "max-in-flight", Usage: "the client sends at most `N` requests at a time: a request whose time has come waits for one to end (0 = no cap)", DefaultText: "the table's blis.max_in_flight"},
 			&cli.StringFlag{Name: "steps", Usage: "write the per-step table to `FILE`"},
 			&cli.StringFlag{Name: "scale-events", Usage: "write the scale-events table (autoscaler decisions, replica lifecycle) to `FILE`"},
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
@@ -61,29 +57,117 @@ func run(c *cli.Context) error {
 		listPolicies(c.App.Writer)
 		return nil
 	}
-	cfg, err := clusterflags.Config(c)
+	setup, err := clusterflags.Setup(c)
 	if err != nil {
 		return err
-	}
-	pb, err := loadPolicy(c, &cfg)
-	if err != nil {
-		return err
-	}
-	models, why, err := engine.Prepare(&cfg)
-	if err != nil {
-		return cliutil.BadInput(err)
 	}
 	if c.Bool("print-config") {
-		fmt.Fprint(c.App.Writer, cfg.YAML())
+		fmt.Fprint(c.App.Writer, setup.Cfg.YAML())
 		return nil
 	}
-	stderr := c.App.ErrWriter
-	quiet := c.Bool("quiet")
-	if !quiet {
-		for _, w := range why {
-			fmt.Fprintln(stderr, w)
+	if err := checkPaths(c); err != nil {
+		return err
+	}
+	path, err := cliutil.Input(c)
+	if err != nil {
+		return err
+	}
+	in, err := sim.OpenInput(path, os.Stdin)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	stderr, quiet := c.App.ErrWriter, c.Bool("quiet")
+	seed := setup.Cfg.Seed
+	r := &sim.Run{Source: in.Source, InputMeta: in.Meta, PrefixBlockSize: in.PrefixBlockSize, MaxInFlight: in.MaxInFlight, Path: in.Path,
+		Stage:           in.Stage(trace.Stage{Tool: "blis-sim", Version: trace.Version, Args: os.Args[1:], Seed: &seed}),
+		Results:         sim.Output{Path: c.String("output"), W: c.App.Writer},
+		Steps:           sim.Output{Path: c.String("steps"), Label: "--steps"},
+		ScaleEvents:     sim.Output{Path: c.String("scale-events"), Label: "--scale-events"},
+		CheckInvariants: c.Bool("check-invariants")}
+	if c.IsSet("max-in-flight") {
+		if r.MaxInFlight = c.Int("max-in-flight"); r.MaxInFlight < 0 {
+			return cliutil.Usage("--max-in-flight: expected >= 0 (0 = no cap), found %d", r.MaxInFlight)
 		}
 	}
+	if err := traceOptions(c, setup, r); err != nil {
+		return err
+	}
+	prog := cliutil.NewProgress(stderr, "blis-sim", "requests", in.Total, c.Bool("progress"), quiet)
+	if prog != nil {
+		r.Progress = func(simUS, done int64) {
+			prog.Update(done, "simulated "+(time.Duration(simUS/1e6)*time.Second).String())
+		}
+	}
+	var start time.Time
+	r.Started = func() {
+		// Which latency model and why, once everything the run needs is
+		// open: a bad input or output path is one line, not this and then the error.
+		if !quiet {
+			if in.InMemory {
+				fmt.Fprintf(stderr, "blis-sim: %s is not marked %s=arrival: read %d rows into memory to sort them\n", in.Path, trace.MetaSorted, in.Total)
+			}
+			for _, w := range setup.Why {
+				fmt.Fprintln(stderr, w)
+			}
+		}
+		start = time.Now()
+	}
+	if p := c.String("cpuprofile"); p != "" {
+		stop, err := cliutil.CPUProfile(p)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	out, err := setup.Run(r)
+	if err != nil {
+		return runError(err)
+	}
+	prog.Finish(out.Summary.Injected)
+	wall := time.Since(start)
+	if out.Recorder != nil {
+		// Asked for regret and got none: say so even with -q, rather than
+		// leave the summary to suggest the flags just given.
+		st := out.Recorder.Stats()
+		if w := st.RegretWarning(r.Trace.Regret.Sample); w != "" {
+			fmt.Fprintf(stderr, "blis-sim: warning: %s\n", w)
+		}
+	}
+	if !quiet {
+		md := trace.NewMeta()
+		setup.Annotate(md)
+		out.WriteSummary(stderr, setup, md.RouterLabel(), wall)
+		if out.ClientWaits != nil {
+			out.ClientWaits.WriteSummary(stderr)
+		}
+		if setup.Bundle != nil {
+			fmt.Fprintf(stderr, "  %s\n", setup.Bundle.Describe())
+		}
+		if out.Recorder != nil {
+			st := out.Recorder.Stats()
+			fmt.Fprintf(stderr, "  %s\n", st.Describe())
+		}
+	}
+	return out.ServedNothing()
+}
+
+// runError maps a run's error to its exit status: a bad path or a bad row
+// is the user's (2); a failure to write is not.
+func runError(err error) error {
+	var oe *sim.OutputError
+	var re *trace.RowError
+	switch {
+	case errors.As(err, &oe) && oe.Opening:
+		return cliutil.Usage("%v", err)
+	case errors.As(err, &re):
+		return cliutil.BadInput(err)
+	}
+	return err
+}
+
+// checkPaths refuses flags after the input path and two outputs in one file.
+func checkPaths(c *cli.Context) error {
 	if c.NArg() > 1 {
 		for _, a := range c.Args().Slice()[1:] {
 			if strings.HasPrefix(a, "-") && a != "-" {
@@ -101,226 +185,7 @@ func run(c *cli.Context) error {
 			}
 		}
 	}
-	in, err := cliutil.Input(c)
-	if err != nil {
-		return err
-	}
-	src, err := trace.Open(in, os.Stdin)
-	if err != nil {
-		return cliutil.BadInput(err)
-	}
-	defer src.Close()
-	rr, err := trace.NewRequestReader(src)
-	if err != nil {
-		return cliutil.BadInput(err)
-	}
-	md := src.Meta()
-	opts := engine.Options{CheckInvariants: c.Bool("check-invariants"), Path: src.Path, NoLeap: c.Bool("no-leap")}
-	if v := md.Get(trace.MetaPrefixBlockSize); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return cliutil.Usage("%s: schema metadata %s: expected a positive integer, found %q", src.Path, trace.MetaPrefixBlockSize, v)
-		}
-		opts.PrefixBlockSize = n
-	}
-	var source engine.Source = rr
-	// The progress line's total: the rows of a file, counted from the
-	// message headers (a pipe has no total: no ETA then).
-	total, _ := trace.CountRows(in)
-	if md.Get(trace.MetaSorted) != "arrival" {
-		tab, err := trace.ReadRequestTable(src)
-		if err != nil {
-			return cliutil.BadInput(err)
-		}
-		defer tab.Release()
-		if !quiet {
-			fmt.Fprintf(stderr, "blis-sim: %s is not marked %s=arrival: read %d rows into memory to sort them\n", src.Path, trace.MetaSorted, tab.Len())
-		}
-		source = engine.TableSource(tab)
-		total = int64(tab.Len())
-	}
-
-	seed := cfg.Seed
-	stage := trace.Stage{Tool: "blis-sim", Version: trace.Version, Args: os.Args[1:], Seed: &seed}
-	if inp, err := trace.DescribeInput(in); err == nil {
-		stage.Inputs = []trace.Input{inp}
-	}
-	outMeta := md.With(stage)
-	outMeta.Delete(trace.MetaSorted) // results come in the order requests end
-	sim.Annotate(outMeta, &cfg, models)
-	// Both outputs are put into place only when the whole run succeeded: a
-	// failed run leaves no new file behind and existing ones as they were.
-	sim.AnnotatePolicy(outMeta, pb)
-	out, err := trace.Create(c.String("output"), c.App.Writer, trace.ResultsSchema(outMeta))
-	if err != nil {
-		return cliutil.Usage("%v", err)
-	}
-	rw := trace.NewResultWriter(trace.Hold(out), trace.ResultsSchema(outMeta))
-	var sw *trace.StepWriter
-	var stepsOut trace.Sink
-	if p := c.String("steps"); p != "" {
-		sm := trace.NewMeta().With(stage)
-		sim.AnnotatePolicy(sm, pb)
-		stepsOut, err = trace.Create(p, nil, trace.StepsSchema(sm))
-		if err != nil {
-			rw.Abort()
-			trace.Abort(out)
-			return cliutil.Usage("--steps: %v", err)
-		}
-		sw = trace.NewStepWriter(trace.Hold(stepsOut), trace.StepsSchema(sm))
-		opts.Steps = sw
-	}
-
-	tr, err := setupTrace(c, &cfg, stage, &opts)
-	if err != nil {
-		rw.Abort()
-		trace.Abort(out)
-		if sw != nil {
-			sw.Abort()
-			trace.Abort(stepsOut)
-		}
-		return err
-	}
-
-	// The scale-events table is created before the run (a bad path fails at
-	// once) and written whole after it: a row per decision or lifecycle change.
-	var scaleRows []trace.ScaleEvent
-	var scaleOut trace.Sink
-	var scaleSchema *arrow.Schema
-	if p := c.String("scale-events"); p != "" {
-		sm := trace.NewMeta().With(stage)
-		sim.AnnotatePolicy(sm, pb)
-		scaleSchema = trace.ScaleEventsSchema(sm)
-		if scaleOut, err = trace.Create(p, nil, scaleSchema); err != nil {
-			rw.Abort()
-			trace.Abort(out)
-			tr.abort()
-			if stepsOut != nil {
-				sw.Abort()
-				trace.Abort(stepsOut)
-			}
-			return cliutil.Usage("--scale-events: %v", err)
-		}
-		opts.ScaleEventsTo = func(rows []trace.ScaleEvent) { scaleRows = rows }
-	}
-
-	start := time.Now()
-	prog := cliutil.NewProgress(stderr, "blis-sim", "requests", total, c.Bool("progress"), quiet)
-	if prog != nil {
-		opts.Progress = func(simUS, done int64) {
-			prog.Update(done, "simulated "+(time.Duration(simUS/1e6)*time.Second).String())
-		}
-	}
-	if p := c.String("cpuprofile"); p != "" {
-		f, err := os.Create(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	drops := &trace.DropCounter{W: rw}
-	var sink engine.Sink = drops
-	if tr != nil {
-		sink = tr.rec.Sink(drops)
-	}
-	if pb != nil {
-		var err error
-		var rt *bundle.Runtime
-		if rt, err = pb.Instantiate(&cfg); err == nil {
-			opts.Policies = rt.Policies()
-			if tr != nil {
-				err = tr.checkClonable(&opts)
-			}
-		}
-		if err != nil {
-			rw.Abort()
-			trace.Abort(out)
-			if stepsOut != nil {
-				sw.Abort()
-				trace.Abort(stepsOut)
-			}
-			if scaleOut != nil {
-				trace.Abort(scaleOut)
-			}
-			tr.abort()
-			return cliutil.BadInput(err)
-		}
-	}
-	sum, runErr := engine.Run(cfg, models, source, sink, opts)
-	if runErr == nil {
-		prog.Finish(sum.Injected)
-	}
-	wall := time.Since(start)
-	var closeErr error
-	if runErr == nil {
-		closeErr = rw.Close()
-		if sw != nil {
-			if err := sw.Close(); closeErr == nil {
-				closeErr = err
-			}
-		}
-		if err := tr.finish(); closeErr == nil {
-			closeErr = err
-		}
-	} else {
-		rw.Abort()
-		if sw != nil {
-			sw.Abort()
-		}
-	}
-	if runErr == nil && closeErr == nil {
-		closeErr = out.Close()
-		if stepsOut != nil {
-			if closeErr != nil {
-				trace.Abort(stepsOut)
-			} else {
-				closeErr = stepsOut.Close()
-			}
-		}
-		if closeErr != nil {
-			tr.abort()
-		} else {
-			closeErr = tr.commit()
-		}
-	} else {
-		trace.Abort(out)
-		if stepsOut != nil {
-			trace.Abort(stepsOut)
-		}
-		tr.abort()
-	}
-	if scaleOut != nil {
-		if runErr == nil && closeErr == nil {
-			closeErr = trace.WriteScaleEvents(scaleOut, scaleSchema, scaleRows)
-		} else {
-			trace.Abort(scaleOut)
-		}
-	}
-	if runErr != nil {
-		var re *trace.RowError
-		if errors.As(runErr, &re) {
-			return cliutil.BadInput(runErr)
-		}
-		return runErr
-	}
-	if closeErr != nil {
-		return closeErr
-	}
-	if !quiet {
-		printSummary(stderr, &sum, &cfg, wall, &drops.Tally)
-		if pb != nil {
-			fmt.Fprintf(stderr, "  %s\n", pb.Describe())
-		}
-		if tr != nil {
-			st := tr.rec.Stats()
-			fmt.Fprintf(stderr, "  %s\n", st.Describe())
-		}
-	}
-	return allDropped(&sum, &drops.Tally)
+	return nil
 }
 
 func sameFile(a, b string) bool {

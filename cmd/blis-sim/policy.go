@@ -5,27 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/engine/bundle"
-	"github.com/blis-sim/blis/lib/engine/config"
-	"github.com/urfave/cli/v2"
 )
-
-// loadPolicy loads the bundle named by --policy or the cluster YAML's
-// policy key (relative to the cluster file), before anything is simulated.
-func loadPolicy(c *cli.Context, cfg *config.Cluster) (*bundle.Bundle, error) {
-	var b *bundle.Bundle
-	var err error
-	if p := c.String("policy"); p != "" {
-		b, err = bundle.Load(p, bundle.Env{})
-	} else {
-		b, err = bundle.FromConfig(cfg, bundle.Env{})
-	}
-	if err != nil {
-		return nil, cliutil.BadInput(err)
-	}
-	return b, nil
-}
 
 func listPolicies(w io.Writer) {
 	stage := ""

@@ -6,7 +6,10 @@ policy bundle (YAML: templates, decision trees, Starlark; docs/policies.md),
 or a YAML ``router:`` section (appended to the base cluster YAML).
 Configuration comes from arguments or the environment: BLIS_EVAL (the
 blis-eval binary), BLIS_CLUSTER, BLIS_FITNESS, and BLIS_REQUESTS (a
-requests table) or BLIS_WORKLOAD (a blis-synth spec).
+requests table) or BLIS_WORKLOAD (a blis-synth spec). Nothing is left in
+the temporary directory after a call unless BLIS_KEEP_ARTIFACTS=1 (then
+each call's tables stay beside its candidate, and blis-eval's JSON names
+them): a search calls this thousands of times.
 """
 
 import json
@@ -29,6 +32,7 @@ def config(**over):
         "seeds": int(os.environ.get("BLIS_SEEDS", "1")),
         "regret_sample": float(os.environ.get("BLIS_REGRET_SAMPLE", "0")),
         "strategy": os.environ.get("BLIS_SUMMARY_STRATEGY", "issue_focused"),
+        "keep_artifacts": os.environ.get("BLIS_KEEP_ARTIFACTS", "") not in ("", "0"),
     }
     c.update({k: v for k, v in over.items() if v is not None})
     return c
@@ -37,14 +41,22 @@ def config(**over):
 def run(candidate_path, cfg=None, workdir=None):
     """Evaluate the candidate; returns blis-eval's JSON object as a dict.
 
-    Raises RuntimeError when blis-eval itself fails (bad usage: exit 2):
-    that is the harness's fault, not the candidate's.
+    Raises RuntimeError when blis-eval itself fails (bad usage: exit 2),
+    or cannot be run: that is the harness's fault, not the candidate's.
+    The files written for the call go to workdir (default: a temporary
+    directory, removed unless cfg["keep_artifacts"]).
     """
     cfg = cfg or config()
-    workdir = workdir or tempfile.mkdtemp(prefix="blis-evolve-")
+    if workdir is None:
+        if cfg["keep_artifacts"]:
+            workdir = tempfile.mkdtemp(prefix="blis-evolve-")
+        else:
+            with tempfile.TemporaryDirectory(prefix="blis-evolve-") as d:
+                return run(candidate_path, cfg, d)
     args = [cfg["blis_eval"], "--fitness", cfg["fitness"], "--seeds", str(cfg["seeds"]),
-            "--artifacts", os.path.join(workdir, "artifacts"),
             "--summary-strategy", cfg["strategy"]]
+    if cfg["keep_artifacts"]:
+        args += ["--artifacts", os.path.join(workdir, "artifacts")]
     if cfg["regret_sample"] > 0:
         args += ["--regret-sample", str(cfg["regret_sample"])]
     with open(candidate_path) as f:
@@ -68,7 +80,11 @@ def run(candidate_path, cfg=None, workdir=None):
         args.append(cfg["requests"])
     else:
         args += ["--workload", cfg["workload"]]
-    p = subprocess.run(args, capture_output=True, text=True)
+    try:
+        p = subprocess.run(args, capture_output=True, text=True)
+    except OSError as e:  # not found, not executable
+        raise RuntimeError("cannot run blis-eval (%s): %s; build it with `make build` and set "
+                           "BLIS_EVAL=bin/blis-eval, or put it on PATH" % (cfg["blis_eval"], e.strerror or e)) from None
     if p.returncode != 0:
         raise RuntimeError("blis-eval failed (exit %d): %s" % (p.returncode, p.stderr.strip()))
     return json.loads(p.stdout)

@@ -45,13 +45,17 @@ class BlisAdapter:
     def evaluate(self, batch, candidate, capture_traces=False):
         outputs, scores, traj = [], [], []
         for workload in batch:
-            workdir = tempfile.mkdtemp(prefix="blis-gepa-")
             cfg = dict(self.cfg)
             if workload.endswith((".arrow", ".feather", ".parquet")):
                 cfg["requests"] = workload
             else:
                 cfg["requests"], cfg["workload"] = "", workload
-            r = blis_eval.run(self._write(candidate, workdir), cfg, workdir)
+            if cfg["keep_artifacts"]:
+                workdir = tempfile.mkdtemp(prefix="blis-gepa-")
+                r = blis_eval.run(self._write(candidate, workdir), cfg, workdir)
+            else:
+                with tempfile.TemporaryDirectory(prefix="blis-gepa-") as workdir:
+                    r = blis_eval.run(self._write(candidate, workdir), cfg, workdir)
             outputs.append(r)
             scores.append(blis_eval.score(r))
             if capture_traces:

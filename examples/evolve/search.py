@@ -1,7 +1,7 @@
 """Seeded random search over a parameterised routing template (standard
 library only): the ``weighted`` router's load, kv and prefix weights, each
 drawn uniformly from [0, 2], evaluated with blis-eval on
-examples/mixed-tenants.yaml (two workload replications each) and compared
+examples/workloads/mixed-tenants.yaml (two workload replications each) and compared
 with the template's defaults (1, 1, 1), then both checked on a workload
 realisation the search never saw. Deterministic for a given --seed.
 
@@ -35,6 +35,11 @@ def evaluate(w, cfg, workdir):
 
 
 def main():
+    with tempfile.TemporaryDirectory(prefix="blis-search-") as workdir:
+        search(workdir)
+
+
+def search(workdir):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
@@ -46,7 +51,6 @@ def main():
     a = ap.parse_args()
     cfg = blis_eval.config(cluster=a.cluster, fitness=a.fitness, workload=a.workload, requests="", seeds=a.seeds)
     rnd = random.Random(a.seed)
-    workdir = tempfile.mkdtemp(prefix="blis-search-")
     base_score, base = evaluate((1.0, 1.0, 1.0), cfg, workdir)
     best = (base_score, (1.0, 1.0, 1.0), base)
     print("trial  load   kv     prefix  primary   goodput  ttft_p99.interactive(ms)")

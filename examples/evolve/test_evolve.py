@@ -51,6 +51,21 @@ class OpenEvolveTest(unittest.TestCase):
         self.assertEqual(r["combined_score"], -1e9)
 
 
+    def test_missing_blis_eval_is_said(self):
+        # A search loop gets an invalid score and a sentence, not a
+        # FileNotFoundError traceback (issue 32, item 8).
+        old = os.environ.get("BLIS_EVAL")
+        os.environ["BLIS_EVAL"] = os.path.join(HERE, "no-such-blis-eval")
+        try:
+            r = openevolve_evaluator.evaluate(GOOD)
+        finally:
+            os.environ["BLIS_EVAL"] = old
+        self.assertEqual(r["valid"], 0.0)
+        self.assertEqual(r["combined_score"], -1e9)
+        self.assertIn("cannot run blis-eval", r["error"])
+        self.assertIn("BLIS_EVAL", r["error"])
+
+
 class GEPATest(unittest.TestCase):
     def test_evaluate_and_reflect(self):
         a = gepa_adapter.BlisAdapter()

@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/bug"
-	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 // Exit codes shared by all tools.
@@ -49,7 +51,7 @@ func RunArgs(app *cli.App, args []string, stderr io.Writer) (status int) {
 	app.ErrWriter = stderr
 	setup(app)
 	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors ourselves
-	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return badinput.Wrap(err) }
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return flagError(app, err) }
 	bug.SetHandler(func(v any, stack []byte) { os.Exit(reportBug(app.Name, v, stack, stderr)) })
 	defer func() {
 		if v := recover(); v != nil {
@@ -99,4 +101,17 @@ func Input(c *cli.Context) (string, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// CPUProfile writes a Go CPU profile to path until stop is called.
+func CPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

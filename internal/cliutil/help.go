@@ -17,6 +17,7 @@ func setup(app *cli.App) {
 	cli.HelpFlag = &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and exit", DisableDefaultText: true}
 	cli.FlagStringer = flagString
+	requireFlags(app)
 }
 
 var urfaveStringer = cli.FlagStringer

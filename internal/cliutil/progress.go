@@ -26,6 +26,20 @@ type Progress struct {
 	bar    *progressbar.ProgressBar
 	done   int64
 	detail string
+	// schedule: the run follows a schedule whose last item is due this
+	// long after the start (blis-load's table timing); 0 when it does not.
+	schedule time.Duration
+}
+
+// Schedule says the run follows a schedule whose last item is due d after
+// the start (blis-load sending on the table's timing): until then the ETA
+// of the plain lines is what is left of the schedule, which the rows done
+// so far say little about (a load that ramps up, sessions); after it, the
+// rows left at the rate so far.
+func (p *Progress) Schedule(d time.Duration) {
+	if p != nil {
+		p.schedule = d
+	}
 }
 
 // NewProgress returns the progress display for stderr: a bar when stderr
@@ -85,11 +99,23 @@ func (p *Progress) line(now time.Time) string {
 		s += ", " + p.detail
 	}
 	s += ", " + el.Round(time.Second).String() + " elapsed"
-	if p.total > 0 && p.done > 0 && p.done < p.total {
+	switch {
+	case p.total <= 0 || p.done >= p.total:
+	case p.schedule > el:
+		s += ", ETA " + (p.schedule - el).Round(time.Second).String() + " (the schedule's end)"
+	case p.done > 0:
 		eta := time.Duration(float64(el) * float64(p.total-p.done) / float64(p.done))
 		s += ", ETA " + eta.Round(time.Second).String()
 	}
 	return s
+}
+
+// Detail sets the detail of the next line without printing one (the last
+// line's, before Finish).
+func (p *Progress) Detail(detail string) {
+	if p != nil {
+		p.detail = detail
+	}
 }
 
 // Finish ends the display: the bar's line is closed; a plain display prints

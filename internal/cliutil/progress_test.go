@@ -38,3 +38,23 @@ func TestProgressPlainLines(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressETAFollowsTheSchedule: a run that sends on a schedule ends
+// when its schedule does, whatever the rows done so far say (a load that
+// ramps up made blis-load's first ETA 2 h for an 8-minute run); after the
+// schedule's end, the rows left at the rate so far (issue 32, item 5).
+func TestProgressETAFollowsTheSchedule(t *testing.T) {
+	var b bytes.Buffer
+	p := NewProgress(&b, "blis-load", "rows", 100, true, false)
+	p.start = time.Now().Add(-10 * time.Second)
+	p.Schedule(60 * time.Second)
+	p.Update(5, "sent 6")
+	p.start = time.Now().Add(-80 * time.Second)
+	p.last = time.Time{}
+	p.Update(80, "sent 100")
+	want := "blis-load: 5/100 rows (5%), sent 6, 10s elapsed, ETA 50s (the schedule's end)\n" +
+		"blis-load: 80/100 rows (80%), sent 100, 1m20s elapsed, ETA 20s\n"
+	if got := b.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -19,7 +19,7 @@ import (
 // Flags returns the shared flags, in help order.
 func Flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML (see examples/cluster.yaml)"},
+		&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML (see examples/clusters/cluster.yaml)"},
 		&cli.IntFlag{Name: "replicas", Aliases: []string{"n"}, Usage: "number of replicas", DefaultText: "1"},
 		&cli.StringFlag{Name: "model", Usage: "model name", DefaultText: "llama-3.1-8b"},
 		&cli.StringFlag{Name: "gpu", Usage: "GPU name", DefaultText: "h100"},

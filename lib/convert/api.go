@@ -75,23 +75,24 @@ func (in *input) head() []byte {
 }
 
 // Formats lists the format names accepted by --format.
-var Formats = []string{"azure", "burstgpt", "mooncake", "qwen", "weka", "vllm-bench", "llmservingsim", "vidur", "splitwise", "otel", "csv", "jsonl", "arrow"}
+var Formats = []string{"azure", "burstgpt", "mooncake", "qwen", "weka", "vllm-bench", "inference-perf", "llmservingsim", "vidur", "splitwise", "otel", "csv", "jsonl", "arrow"}
 
 type newParserFunc func(in *input, opts *Options) (parser, error)
 
 var parsers = map[string]newParserFunc{
-	"azure":         newAzure,
-	"burstgpt":      newBurstGPT,
-	"vidur":         newVidur,
-	"splitwise":     newSplitwise,
-	"csv":           newGenericCSV,
-	"mooncake":      newMooncake,
-	"qwen":          newQwen,
-	"llmservingsim": newLLMServingSim,
-	"jsonl":         newGenericJSONL,
-	"weka":          newWeka,
-	"vllm-bench":    newVLLMBench,
-	"otel":          newOTel,
+	"azure":          newAzure,
+	"burstgpt":       newBurstGPT,
+	"vidur":          newVidur,
+	"splitwise":      newSplitwise,
+	"csv":            newGenericCSV,
+	"mooncake":       newMooncake,
+	"qwen":           newQwen,
+	"llmservingsim":  newLLMServingSim,
+	"jsonl":          newGenericJSONL,
+	"weka":           newWeka,
+	"vllm-bench":     newVLLMBench,
+	"inference-perf": newInferencePerf,
+	"otel":           newOTel,
 }
 
 func isArrowPath(p string) bool {
@@ -254,11 +255,18 @@ func openTable(in *input) (*trace.Source, func(), error) {
 	tmp := filepath.Join(dir, "table"+ext)
 	if in.gz || in.path == "-" {
 		f, err := os.Create(tmp)
+		rd := &readErr{r: in.br}
 		if err == nil {
-			_, err = io.Copy(f, in.br)
+			_, err = io.Copy(f, rd)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
+		}
+		if rd.err != nil {
+			// The input's fault (a truncated .gz): bad input, named as
+			// the other tools name it.
+			cleanup()
+			return nil, noop, badinput.Errorf("%s: reading the %s table: %w (truncated or corrupt?)", in.name, ext[1:], rd.err)
 		}
 		if err != nil {
 			cleanup()
@@ -583,3 +591,18 @@ func ValidateTable(src *trace.Source) (int64, error) {
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// readErr remembers the error of the reader it wraps (io.EOF aside), to
+// tell a bad input from a failing temporary file after io.Copy.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
+}

@@ -90,6 +90,8 @@ func TestGolden(t *testing.T) {
 		{"weka_0277", Options{Inputs: []string{"testdata/weka_trace_0277.json"}}},
 		{"weka_two_files", Options{Inputs: []string{"testdata/weka_trace_0187.json", "testdata/weka_trace_0277.json"}, SessionGap: 30_000_000}},
 		{"vllm_bench", Options{Inputs: []string{"testdata/vllm_bench.handwritten.json"}}},
+		{"inference_perf_v02", Options{Inputs: []string{"testdata/inference_perf_v02.handwritten.json"}}},
+		{"inference_perf_usage", Options{Inputs: []string{"testdata/inference_perf_usage.handwritten.json"}}},
 		{"llmservingsim", Options{Inputs: []string{"testdata/llmservingsim_rtx4090_llama8b.head8.jsonl"}}},
 		{"vidur", Options{Inputs: []string{"testdata/vidur_splitwise_conv.head10.csv"}}},
 		{"splitwise", Options{Inputs: []string{"testdata/splitwise_test_trace.csv"}}},
@@ -163,6 +165,8 @@ func TestDetect(t *testing.T) {
 		"qwen_bailian.handwritten.jsonl":            "qwen",
 		"weka_trace_0187.json":                      "weka",
 		"vllm_bench.handwritten.json":               "vllm-bench",
+		"inference_perf_v02.handwritten.json":       "inference-perf",
+		"inference_perf_usage.handwritten.json":     "inference-perf",
 		"llmservingsim_rtx4090_llama8b.head8.jsonl": "llmservingsim",
 		"vidur_splitwise_conv.head10.csv":           "vidur",
 		"splitwise_test_trace.csv":                  "splitwise",
@@ -236,6 +240,9 @@ func TestBadRows(t *testing.T) {
 		{"weka trailing data", "weka", `{"id":"c","requests":[]}` + "\n" + `{"b":2}` + "\n", ": document: expected one JSON document, found more data after it at byte 26"},
 		{"otel without spans", "otel", `{"a":1}`, ": spans: expected an array of spans, found nothing"},
 		{"vllm-bench without input_lens", "vllm-bench", `{"timestamp": 0, "input_length": 5, "output_length": 1}`, ": input_lens: expected an array of prompt lengths, found nothing"},
+		{"inference-perf end before start", "inference-perf", `[{"start_time": 5, "end_time": 4, "info": {"input_tokens": 3, "output_tokens": 1}}]`, ": [0].end_time: expected seconds, not before start_time, found \"4\""},
+		{"inference-perf without info", "inference-perf", `[{"start_time": 5, "end_time": 6}]`, ": [0].info: expected the request's token counts and times, found nothing"},
+		{"inference-perf bad body", "inference-perf", `[{"start_time": 5, "end_time": 6, "request": "{", "info": {"input_tokens": 3, "output_tokens": 1}}]`, ": [0].request: expected the request body as JSON text, found unexpected end of JSON input"},
 		{"multi-line field", "burstgpt", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,\"Chat\nGPT\",472,18,490,x\n", ":2: row: expected a CSV line, found an unterminated quoted field (a field may not span lines)"},
 		{"weka tokens", "weka", `{"id":"c","block_size":64,"requests":[{"t":0,"type":"n","in":-4,"out":1}]}`, ": requests[0].in: expected a token count, found \"-4\""},
 	}
@@ -396,11 +403,19 @@ func TestFailedOutputLeavesNothing(t *testing.T) {
 	}
 }
 
-// TestSharedTraces converts every request trace under ../shared/data and
-// checks that the files that are not traces say so.
-func TestSharedTraces(t *testing.T) {
-	root := filepath.Join("..", "..", "..", "shared", "data")
+// TestSharedDataTraces converts every request trace under ../shared/data
+// (or $BLIS_SHARED_DATA) and checks that the files that are not traces say
+// so. Without the data it skips, and make test says so
+// (scripts/shared-data-tests.sh); BLIS_REQUIRE_SHARED=1 (CI) fails instead.
+func TestSharedDataTraces(t *testing.T) {
+	root := os.Getenv("BLIS_SHARED_DATA")
+	if root == "" {
+		root = filepath.Join("..", "..", "..", "shared", "data")
+	}
 	if _, err := os.Stat(root); err != nil {
+		if os.Getenv("BLIS_REQUIRE_SHARED") == "1" {
+			t.Fatalf("BLIS_REQUIRE_SHARED=1 and no shared data at %s: %v", root, err)
+		}
 		t.Skipf("shared data not present at %s: %v", root, err)
 	}
 	var files []string

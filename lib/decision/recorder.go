@@ -99,15 +99,19 @@ func (t *Thresholds) defaults() {
 
 // Stats are the run's decision-level metrics.
 type Stats struct {
-	Decisions        int64            // rows recorded (all kinds)
-	ByKind           map[string]int64 // rows per kind
-	Routed           int64            // routing decisions whose request was scheduled (shadow comparisons)
-	ShadowDivergent  int64            // of those, where the shadow model's prediction missed by at least a block
-	Anomalies        map[string]int64 // per type
-	RegretSamples    int64
-	RegretMeanUS     float64 // mean regret (chosen − best alternative TTFT) over sampled decisions
-	RegretPositive   int64   // sampled decisions where an alternative was better
-	WindowRegretMean float64
+	Decisions       int64            // rows recorded (all kinds)
+	ByKind          map[string]int64 // rows per kind
+	Routed          int64            // routing decisions whose request was scheduled (shadow comparisons)
+	ShadowDivergent int64            // of those, where the shadow model's prediction missed by at least a block
+	Anomalies       map[string]int64 // per type
+	RegretSamples   int64
+	// RegretSampled counts the routing decisions --regret-sample picked,
+	// RegretNoAlternative those of them that could not be replayed
+	// because they had one candidate replica (nothing to compare with).
+	RegretSampled, RegretNoAlternative int64
+	RegretMeanUS                       float64 // mean regret (chosen − best alternative TTFT) over sampled decisions
+	RegretPositive                     int64   // sampled decisions where an alternative was better
+	WindowRegretMean                   float64
 }
 
 // ShadowDivergenceRate is ShadowDivergent / Routed (NaN with no routing).
@@ -265,6 +269,7 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 	d.ExpectedCacheHitTokens = int32(exp)
 	sh.insert(st.Keys)
 	if sampled {
+		r.stats.RegretSampled++
 		r.counterfactual(d, st, rd.Target, cands)
 	}
 	// Hold the row until the request's result.
@@ -391,6 +396,13 @@ func (r *Recorder) KVTransfer(now int64, st *request.State, from, to string, blo
 	r.emit(d)
 }
 
+// FlowControl records a decision of the gateway's flow control.
+func (r *Recorder) FlowControl(now int64, st *request.State, action, reason string, value int64) {
+	d := r.begin(now, trace.DecisionFlow, st)
+	d.Action, d.Reason, d.Value = action, reason, value
+	r.emit(d)
+}
+
 // Anomaly records an anomaly found by a feature of the cluster.
 func (r *Recorder) Anomaly(a *trace.Anomaly) {
 	r.anomaly(a.Type, a.TimeUS, a.EndUS, a.Severity, a.Magnitude, a.ReplicaID, a.Description, a.Requests...)
@@ -488,4 +500,21 @@ func (s *Stats) Describe() string {
 		fmt.Fprintf(&b, "; regret: %d samples, mean %.1f ms, %d with a better alternative", s.RegretSamples, s.RegretMeanUS/1000, s.RegretPositive)
 	}
 	return b.String()
+}
+
+// RegretWarning says why a run asked for regret (sample > 0) replayed no
+// routing decision, or "" when some were replayed: no decision was
+// sampled, or every one sampled had a single candidate replica (one
+// replica, or one serving the request's model), so there was nothing to
+// compare it with.
+func (s *Stats) RegretWarning(sample float64) string {
+	switch {
+	case sample <= 0 || s.RegretSamples > 0:
+		return ""
+	case s.RegretSampled == 0:
+		return fmt.Sprintf("--regret-sample %g replayed no routing decision: none of the %d was sampled (raise --regret-sample)", sample, s.ByKind[trace.DecisionRouting])
+	case s.RegretNoAlternative == s.RegretSampled:
+		return fmt.Sprintf("--regret-sample %g replayed no routing decision: each of the %d sampled had no other candidate replica to compare it with (regret needs two or more replicas serving a request's model, and --top-k 2 or more)", sample, s.RegretSampled)
+	}
+	return fmt.Sprintf("--regret-sample %g replayed none of the %d routing decisions sampled (%d had no other candidate replica)", sample, s.RegretSampled, s.RegretNoAlternative)
 }

@@ -119,6 +119,7 @@ func (r *Recorder) counterfactual(d *trace.Decision, st *request.State, chosen i
 	g := &r.regret
 	idx := r.candIndex(chosen)
 	if len(idx) < 2 {
+		r.stats.RegretNoAlternative++
 		return
 	}
 	k := len(idx)

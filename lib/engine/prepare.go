@@ -8,6 +8,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/resolve"
+	"github.com/blis-sim/blis/lib/roofline"
 )
 
 // Prepare picks the latency model each deployment asks for and fills its
@@ -55,6 +56,9 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 		if err != nil {
 			return nil, "", resolveErr(cfg, i, err)
 		}
+		if err := prepareParallel(cfg, i, d, res); err != nil {
+			return nil, "", err
+		}
 	}
 	var model latency.Model
 	var why string
@@ -82,7 +86,7 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 		if res.Roofline == nil {
 			return nil, "", errors.New(cfg.Where(key("pools"), "autoscaler.weight_load: the model's weight bytes are unknown: set weight_load.time or weight_load.bytes"))
 		}
-		b := res.Roofline.WeightBytesPerRank() * float64(d.TP)
+		b := res.Roofline.WeightBytesPerRank() * float64(res.Roofline.GPUs())
 		for _, p := range d.Pools {
 			if a := p.Autoscaler; a != nil && a.WeightLoad.Time == 0 && a.WeightLoad.Bytes == 0 {
 				a.WeightLoad.Bytes = b
@@ -107,6 +111,52 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 		return nil, "", err
 	}
 	return model, why, nil
+}
+
+// prepareParallel adds a deployment's DP, EP and PP to its roofline
+// (docs/latency.md, "Data, expert and pipeline parallelism"). Fitted
+// coefficients describe TP alone: auto then takes the roofline, and an
+// explicit fitted model is an error naming the key.
+func prepareParallel(cfg *config.Cluster, i int, d *config.Deployment, res *resolve.Resolved) error {
+	p := d.Parallel.Roofline()
+	if !p.On() {
+		return nil
+	}
+	key := func(k string) string { return cfg.DeploymentKey(i, k) }
+	if res.Coeffs != nil {
+		if d.Latency.Mode == "fitted" || d.Latency.Coefficients != "" {
+			return errors.New(cfg.Where(key("parallel"), fmt.Sprintf("fitted coefficients (%s) describe TP alone: use latency.mode roofline with dp, expert_parallel or pp", res.Path)))
+		}
+		res.Model, res.Coeffs, res.Path = res.Roofline, nil, ""
+		res.Why = "latency: roofline (fitted coefficients describe TP alone; the deployment has " + describeParallel(p) + ")"
+	}
+	if err := res.Roofline.SetParallel(p); err != nil {
+		k := "parallel"
+		switch {
+		case strings.Contains(err.Error(), "all2all_backend"):
+			k = "parallel.all2all_backend"
+		case strings.Contains(err.Error(), "pipeline stages"):
+			k = "parallel.pp"
+		case strings.Contains(err.Error(), "expert"):
+			k = "parallel.expert_parallel"
+		}
+		return errors.New(cfg.Where(key(k), err.Error()))
+	}
+	if res.Coeffs == nil {
+		res.Why += "; " + describeParallel(p)
+	}
+	return nil
+}
+
+func describeParallel(p roofline.Parallel) string {
+	s := fmt.Sprintf("dp %d", max(p.DP, 1))
+	if p.EP {
+		s += ", expert parallel (" + p.All2All + ")"
+	}
+	if p.PP > 1 {
+		s += fmt.Sprintf(", pp %d", p.PP)
+	}
+	return s
 }
 
 // resolveErr points a catalogue error at the config key it is about. The

@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/blis-sim/blis/lib/cleanup"
 	"github.com/blis-sim/blis/lib/decision"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/engine/bundle"
@@ -36,13 +37,17 @@ import (
 
 // Options describe one evaluation.
 type Options struct {
-	Cluster   string // cluster YAML of the candidate (required)
-	Policy    string // policy bundle of the candidate (LoadPolicy)
-	Fitness   *fitness.Spec
-	Requests  string // requests table, or
-	Workload  string // a blis-synth workload spec, regenerated per seed
-	Seeds     int    // replications (>= 1)
-	Artifacts string // directory for the tables and the summary (created)
+	Cluster  string // cluster YAML of the candidate (required)
+	Policy   string // policy bundle of the candidate (LoadPolicy)
+	Fitness  *fitness.Spec
+	Requests string // requests table, or
+	Workload string // a blis-synth workload spec, regenerated per seed
+	Seeds    int    // replications (>= 1)
+	// Artifacts is the directory kept for the tables and the summary
+	// (created); "" writes them to a temporary directory removed before
+	// Run returns (a search loop calls blis-eval thousands of times), and
+	// Output.Artifacts is then empty.
+	Artifacts string
 	// RegretSample is the fraction of routing decisions replayed.
 	RegretSample float64
 	Strategy     string // summary strategy
@@ -80,6 +85,27 @@ func (e invalid) Error() string { return e.err.Error() }
 // Run evaluates one candidate. The error is the evaluator's own (bad usage
 // or input of the harness: exit 2); a candidate's failure is in Output.
 func Run(o Options) (*Output, error) {
+	if o.Artifacts != "" {
+		return run(o)
+	}
+	dir, err := os.MkdirTemp("", "blis-eval-")
+	if err != nil {
+		return nil, err
+	}
+	forget := cleanup.Add(dir) // removed on SIGINT/SIGTERM too
+	defer func() {
+		os.RemoveAll(dir)
+		forget()
+	}()
+	o.Artifacts = dir
+	out, err := run(o)
+	if out != nil {
+		out.Artifacts = map[string]string{} // none kept
+	}
+	return out, err
+}
+
+func run(o Options) (*Output, error) {
 	if o.Seeds < 1 {
 		return nil, fmt.Errorf("--seeds: expected >= 1, found %d", o.Seeds)
 	}
@@ -130,6 +156,9 @@ func Run(o Options) (*Output, error) {
 				return nil, fmt.Errorf("%s: %w", o.Workload, err)
 			}
 			meta, pb = trace.NewMeta(), s.PrefixBlockSize
+			if s.MaxInFlight > 0 {
+				meta.Set(trace.MetaMaxInFlight, strconv.Itoa(s.MaxInFlight))
+			}
 		}
 		m, paths, err := runSeed(&o, c, pol, rs, meta, pb, i)
 		if err != nil {
@@ -238,7 +267,11 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 		return filepath.Join(o.Artifacts, fmt.Sprintf("%s-seed%d.arrow", kind, i))
 	}
 	paths := map[string]string{"results": name("results"), "decisions": name("decisions"), "anomalies": name("anomalies")}
-	run := &sim.Run{Source: engine.SliceSource(reqs), InputMeta: md, PrefixBlockSize: prefixBlock, Path: o.Requests,
+	maxInFlight, err := md.MaxInFlight()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.Requests, err)
+	}
+	run := &sim.Run{Source: engine.SliceSource(reqs), InputMeta: md, PrefixBlockSize: prefixBlock, MaxInFlight: maxInFlight, Path: o.Requests,
 		Stage:     trace.Stage{Tool: "blis-eval", Version: trace.Version, Args: o.Args, Seed: &seed},
 		Results:   sim.Output{Path: paths["results"]},
 		Decisions: sim.Output{Path: paths["decisions"]},

@@ -3,12 +3,14 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/blis-sim/blis/lib/trace"
@@ -43,6 +45,11 @@ type ProbeResult struct {
 }
 
 const probeMaxTokens = 8
+
+// ProbeWait is how long the probe retries a server that refuses
+// connections (one that is still starting) before saying it cannot reach
+// it.
+var ProbeWait = 10 * time.Second
 
 // Probe checks, before anything of the session is sent, that target is an
 // OpenAI-compatible server that streams completions on the chosen API,
@@ -180,7 +187,18 @@ func listModels(ctx context.Context, hc *http.Client, t *Target) ([]string, erro
 	if t.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+t.APIKey)
 	}
+	// A server started just before (in the background, as in the
+	// README) may not listen yet: connection refused is retried for
+	// ProbeWait.
+	deadline := time.Now().Add(ProbeWait)
 	resp, err := hc.Do(req)
+	for err != nil && errors.Is(err, syscall.ECONNREFUSED) && time.Now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+		resp, err = hc.Do(req.Clone(cctx))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -66,6 +66,8 @@ func TestProbeErrors(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + l.Addr().String() + "/v1"
 	l.Close()
+	defer func(w time.Duration) { ProbeWait = w }(ProbeWait)
+	ProbeWait = 300 * time.Millisecond
 
 	for _, tc := range []struct {
 		name string
@@ -118,4 +120,39 @@ func TestLengthNotForced(t *testing.T) {
 		t.Errorf("differs %d, a %d/%d, b %d", sum.OutputDiffers, res["a"].OutputTokens, res["a"].GeneratedTokens, res["b"].OutputTokens)
 	}
 	_ = c
+}
+
+// A server started in the background just before blis-load (the README's
+// test server) may not listen yet: the probe waits for it instead of
+// failing at once (issue 32, items 4 and 5).
+func TestProbeWaitsForAServerStarting(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	srv := fakellm.NewUnstarted(fakellm.Config{})
+	started := make(chan bool, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			started <- false // the port was taken meanwhile: the probe fails below
+			return
+		}
+		srv.Listener.Close()
+		srv.Listener = l
+		srv.Start()
+		started <- true
+	}()
+	defer func() {
+		if <-started {
+			srv.Close()
+		}
+	}()
+	pr, err := probe(t, Target{URL: "http://" + addr + "/v1", API: Completions}, ModeAuto)
+	if err != nil || pr.Model != "fake-model" {
+		t.Fatalf("%+v, %v", pr, err)
+	}
 }

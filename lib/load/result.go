@@ -1,6 +1,10 @@
 package load
 
 import (
+	"fmt"
+	"net/http"
+	"strings"
+
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -82,8 +86,12 @@ func (s *Session) record(n *node, o *outcome) {
 			{RequestID: n.req.ID, Event: trace.EventError, TimeUS: n.due, Detail: n.status + ": " + n.reason}}
 	}
 	switch n.status {
-	case trace.StatusFailed, trace.StatusRejected, trace.StatusTimedOut:
-		s.countReason(n.status, res.DropReason)
+	case trace.StatusFailed, trace.StatusRejected, trace.StatusTimedOut, trace.StatusDropped:
+		code := 0
+		if o != nil {
+			code = o.code
+		}
+		s.reasons.AddClass(n.status, FailureKind(res.DropReason, code), res.DropReason, 1)
 	}
 	s.out <- writeItem{res: res, events: events}
 }
@@ -163,16 +171,29 @@ func chunkEvents(n *node, o *outcome) []trace.Chunk {
 	return ev
 }
 
-// countReason keeps the first kinds of failure seen, with counts.
-func (s *Session) countReason(status, reason string) {
-	k := [2]string{status, reason}
-	if i, ok := s.reasons[k]; ok {
-		s.sum.Reasons[i].N++
-		return
+// FailureStatuses are the statuses whose reasons a session counts, in the
+// order its summary lists them.
+var FailureStatuses = []string{trace.StatusFailed, trace.StatusRejected, trace.StatusTimedOut, trace.StatusDropped}
+
+// FailureKind names the kind of a failure for counting, without what makes
+// each message its own (a chunk count, a port, a request id): the HTTP
+// status of an error answer ("HTTP 503"), the class of a connection or
+// stream failure ("connection: connection refused", "stream ended without
+// [DONE]"), or the drop_reason's class (trace.ReasonClass).
+func FailureKind(reason string, httpStatus int) string {
+	switch {
+	case httpStatus != 0 && httpStatus != http.StatusOK:
+		return fmt.Sprintf("HTTP %d", httpStatus)
+	case strings.HasPrefix(reason, "stream ended without [DONE]"):
+		return "stream ended without [DONE]"
+	case strings.HasPrefix(reason, "server error in the stream"):
+		return "server error in the stream"
+	case strings.HasPrefix(reason, "the response is "):
+		return "the response is not an event stream"
+	case strings.HasPrefix(reason, "building the request"):
+		return "building the request"
+	case strings.HasPrefix(reason, "connection: "), strings.HasPrefix(reason, "stream: "), strings.HasPrefix(reason, "not sent: "):
+		return trace.NumbersToN(reason)
 	}
-	if len(s.sum.Reasons) >= 8 {
-		return
-	}
-	s.reasons[k] = len(s.sum.Reasons)
-	s.sum.Reasons = append(s.sum.Reasons, ReasonCount{Status: status, Reason: reason, N: 1})
+	return trace.ReasonClass(reason)
 }

@@ -81,6 +81,7 @@ type Options struct {
 // Progress is the session's state, for the progress line.
 type Progress struct {
 	Elapsed   time.Duration
+	Done      int64 // rows with a result (of Stats.Rows)
 	Sent      int64 // sent or about to be (armed)
 	InFlight  int
 	Completed int64
@@ -95,17 +96,22 @@ type Summary struct {
 	Elapsed                                                                        time.Duration // session start to the last result
 	LastSent                                                                       int64         // µs of the last request sent
 	Tokens                                                                         int64         // generated tokens of completed requests
-	// IssueLag is sent − due over requests sent (µs): how late the issuing
-	// machinery was; SlotWait is time spent waiting for a --concurrency
-	// slot after being due.
+	// IssueLag is sent − due over requests sent (µs), as the chunks
+	// table's due and sent events give it: how late requests went, a
+	// --concurrency slot's wait included; offline, where nothing has a due
+	// time, sent − the moment the request was armed. SlotWait is the part
+	// spent waiting for a --concurrency slot after being due (timed
+	// schedules with a cap only).
 	IssueLag, SlotWait *hdrhistogram.Histogram
 	// Usage: requests whose server reported token usage; InputDiffers and
 	// OutputDiffers count completed requests whose reported prompt or
 	// generated tokens differ from the row's input_tokens/output_tokens.
 	Usage, InputDiffers, OutputDiffers int64
-	// Reasons counts the drop reasons of failed, rejected and timed-out
-	// requests, first seen first (at most 8 kinds).
-	Reasons []ReasonCount
+	// Reasons counts the failed, rejected, timed-out and dropped rows by
+	// kind (an HTTP status, an error class: FailureKind), each with its
+	// first message as the example, most frequent first within a status:
+	// every kind, for trace.WriteReasons.
+	Reasons []trace.ReasonCount
 	// Stopped says why the session stopped before the end of the table.
 	Stopped string
 	// PeakHeld is the most rows held in memory at once (in flight, waiting,
@@ -115,12 +121,6 @@ type Summary struct {
 	Warmup   WarmupSummary
 	// Start is the wall-clock time of the session's t = 0.
 	Start time.Time
-}
-
-// ReasonCount is a distinct failure reason and how often it occurred.
-type ReasonCount struct {
-	Status, Reason string
-	N              int64
 }
 
 // WarmupSummary describes the warm-up requests.
@@ -170,7 +170,7 @@ type Session struct {
 	work           []*node
 	warmShapes     [][2]int32
 	warm           WarmupSummary
-	reasons        map[[2]string]int
+	reasons        trace.ReasonTally
 }
 
 type timer struct {
@@ -241,7 +241,6 @@ func (s *Session) Run(ctx context.Context) (Summary, error) {
 	s.done = make(chan *outcome, 1024)
 	s.out = make(chan writeItem, 4096)
 	s.werr = make(chan error, 1)
-	s.reasons = map[[2]string]int{}
 	if s.opts.Timing == TimingPoisson {
 		s.arrivals = rng.New(s.opts.Seed, "load:arrivals")
 	}
@@ -256,6 +255,7 @@ func (s *Session) Run(ctx context.Context) (Summary, error) {
 	s.sum.PeakHeld = s.g.peak
 	close(s.out)
 	wg.Wait()
+	s.sum.Reasons = s.reasons.Counts(FailureStatuses...)
 	s.sum.Elapsed = time.Duration(s.clock.Now()) * time.Microsecond
 	select {
 	case err := <-s.werr:
@@ -351,7 +351,7 @@ func (s *Session) loop(ctx context.Context) error {
 			return s.fatal(err)
 		case <-tick.C:
 			if s.opts.Progress != nil {
-				s.opts.Progress(Progress{Elapsed: time.Duration(s.clock.Now()) * time.Microsecond, Sent: s.sum.Sent + int64(s.inFlight),
+				s.opts.Progress(Progress{Elapsed: time.Duration(s.clock.Now()) * time.Microsecond, Done: s.sum.Rows, Sent: s.sum.Sent + int64(s.inFlight),
 					InFlight: s.inFlight, Completed: s.sum.Completed, Errors: s.sum.Failed + s.sum.Rejected + s.sum.TimedOut})
 			}
 		}
@@ -636,8 +636,14 @@ func (s *Session) complete(o *outcome) error {
 	if o.sent != trace.Null {
 		s.sum.Sent++
 		s.sum.LastSent = max(s.sum.LastSent, o.sent)
-		_ = s.sum.IssueLag.RecordValue(max(o.sent-max(o.due, o.granted), 0))
-		_ = s.sum.SlotWait.RecordValue(max(o.granted-o.due, 0))
+		if s.opts.Timing == TimingOffline {
+			_ = s.sum.IssueLag.RecordValue(max(o.sent-o.granted, 0))
+		} else {
+			_ = s.sum.IssueLag.RecordValue(max(o.sent-o.due, 0))
+			if s.opts.Concurrency > 0 {
+				_ = s.sum.SlotWait.RecordValue(max(o.granted-o.due, 0))
+			}
+		}
 		n.arrival = o.sent
 	} else {
 		n.arrival = n.due

@@ -334,6 +334,12 @@ func TestSchedulers(t *testing.T) {
 	lagOK := func(t *testing.T, sum Summary) {
 		t.Helper()
 		if p := sum.IssueLag.ValueAtQuantile(50); p > 1000 && !raceEnabled {
+			// sent − due counts a session loop that woke late: on a
+			// machine loaded past twice its cores that is the machine.
+			if l, ok := loadAverage(); ok && l > 2*float64(runtime.NumCPU()) {
+				t.Logf("median issue lag %d µs, machine overloaded (load average %.1f on %d cores)", p, l, runtime.NumCPU())
+				return
+			}
 			t.Errorf("median issue lag %d µs", p)
 		}
 	}
@@ -483,8 +489,18 @@ func TestFailuresAreRows(t *testing.T) {
 	if r := res["cut"]; r.GeneratedTokens != 3 || r.FirstTokenUS == trace.Null || r.SourceStatus != trace.SourceFailed {
 		t.Errorf("cut stream: %d tokens, first token %d, source_status %q: want the 3 tokens seen, and failed", r.GeneratedTokens, r.FirstTokenUS, r.SourceStatus)
 	}
-	if sum.Failed != 3 || sum.Rejected != 1 || sum.Dropped != 3 || len(sum.Reasons) != 4 {
+	if sum.Failed != 3 || sum.Rejected != 1 || sum.Dropped != 3 {
 		t.Errorf("summary %+v", sum)
+	}
+	// Every kind is counted, by HTTP status or error class (issue 32,
+	// item 14).
+	var kinds []string
+	for _, r := range sum.Reasons {
+		kinds = append(kinds, fmt.Sprintf("%d %s %s", r.N, r.Status, r.Class))
+	}
+	if got, want := strings.Join(kinds, "; "), "1 failed HTTP 500; 1 failed server error in the stream; 1 failed stream: connection reset by the server; "+
+		"1 rejected HTTP 429; 1 dropped a dependency was dropped; 1 dropped a dependency was failed; 1 dropped a dependency was source_failed"; got != want {
+		t.Errorf("reasons:\n got %s\nwant %s", got, want)
 	}
 }
 

@@ -12,9 +12,19 @@ import (
 // and the provenance chain), and the measured error of each deployment's
 // latency model (KnownErrors).
 func (rep *Report) configTables() {
-	cfg := &Table{Name: "config", Title: "Run configuration", Header: true,
-		Note:    "from the results' metadata: blis.sim.deployments, blis.sim.router and the blis-sim (or blis-load) stage of blis.provenance; latency = the step-time model (roofline, or fitted: the coefficients file)",
-		Columns: rep.runCol("deployment", "model", "gpu", "tp", "replicas", "router", "latency", "kv_blocks", "tool", "seed")}
+	// A policy column when a policy bundle made some run's decisions: two
+	// runs that differ only in their bundle must not look alike.
+	withPolicy := false
+	for _, r := range rep.runs {
+		withPolicy = withPolicy || r.meta.PolicyLabel() != ""
+	}
+	cols := []string{"deployment", "model", "gpu", "tp", "replicas", "router", "latency", "kv_blocks", "tool", "seed"}
+	note := "from the results' metadata: blis.sim.deployments, blis.sim.router and the blis-sim (or blis-load) stage of blis.provenance; latency = the step-time model (roofline, or fitted: the coefficients file)"
+	if withPolicy {
+		cols = append(cols[:6], append([]string{"policy"}, cols[6:]...)...)
+		note += "; policy = the policy bundle's id, generation and stages (blis.policy.*), and router its routing stage when it has one"
+	}
+	cfg := &Table{Name: "config", Title: "Run configuration", Header: true, Note: note, Columns: rep.runCol(cols...)}
 	known := &Table{Name: "known_error", Title: "Known error of the latency model", Header: true,
 		Note: "median absolute error of TTFT and TPOT against real runs, in %, with the median signed error (bias; negative = the simulator is too fast), " +
 			"per load regime, for the latency model and GPU family of each deployment; from " + KnownErrorSource,
@@ -22,17 +32,11 @@ func (rep *Report) configTables() {
 	for i, r := range rep.runs {
 		tool, seed := "-", "-"
 		if p := r.meta.Provenance; len(p) > 0 {
-			last := p[len(p)-1]
-			tool = last.Tool + " " + last.Version
-			// The tool that made the results, not one that copied them
-			// (blis-convert changing the format).
-			for j := len(p) - 1; j >= 0; j-- {
-				if p[j].Tool == "blis-sim" || p[j].Tool == "blis-load" {
-					last = p[j]
-					tool = last.Tool + " " + last.Version
-					break
-				}
+			last := &p[len(p)-1]
+			if pr := producer(p); pr != nil {
+				last = pr
 			}
+			tool = last.Tool + " " + last.Version
 			if last.Seed != nil {
 				seed = fmt.Sprint(*last.Seed)
 			}
@@ -44,20 +48,32 @@ func (rep *Report) configTables() {
 		if deps == nil {
 			deps = simModelDeployments(r.meta.Get("blis.sim.model"))
 		}
-		router := r.meta.Get(trace.MetaSimRouter)
+		router := r.meta.RouterLabel()
 		if router == "" {
 			router = "-"
+		}
+		// row puts the policy cell after the router's when there is a
+		// policy column.
+		row := func(c ...Cell) []Cell {
+			if withPolicy {
+				pol := r.meta.PolicyLabel()
+				if pol == "" {
+					pol = "-"
+				}
+				c = append(c[:6], append([]Cell{txt(pol)}, c[6:]...)...)
+			}
+			return rep.runCell(i, c...)
 		}
 		if len(deps) == 0 {
 			what := "not simulated, or written without blis-sim's metadata"
 			if tool != "-" {
 				what = "written by " + tool + ": no simulated cluster"
 			}
-			cfg.add(rep.runCell(i, txt("-"), txt(what), txt("-"), num(nan, 0), num(nan, 0), txt(router), txt("-"), num(nan, 0), txt(tool), txt(seed))...)
+			cfg.add(row(txt("-"), txt(what), txt("-"), num(nan, 0), num(nan, 0), txt(router), txt("-"), num(nan, 0), txt(tool), txt(seed))...)
 			continue
 		}
 		for _, d := range deps {
-			cfg.add(rep.runCell(i, txt(d.ID), txt(d.Model), txt(d.GPU), intOrNaN(int64(d.TP)), intOrNaN(int64(d.Replicas)), txt(router),
+			cfg.add(row(txt(d.ID), txt(d.Model), txt(d.GPU), intOrNaN(int64(d.TP)), intOrNaN(int64(d.Replicas)), txt(router),
 				txt(d.Latency), intOrNaN(d.KVBlocks), txt(tool), txt(seed))...)
 			ke := KnownErrorsFor(d.Latency, d.GPU)
 			if len(ke) == 0 {
@@ -79,6 +95,19 @@ func (rep *Report) configTables() {
 	if len(known.Rows) > 0 {
 		rep.Tables = append(rep.Tables, known)
 	}
+}
+
+// producer is the stage that made a run's results — simulated (blis-sim,
+// blis-serve, blis-eval) or measured (blis-load) — not a tool that copied
+// them (blis-convert changing the format); nil when none did.
+func producer(p []trace.Stage) *trace.Stage {
+	for j := len(p) - 1; j >= 0; j-- {
+		switch p[j].Tool {
+		case "blis-sim", "blis-load", "blis-serve", "blis-eval":
+			return &p[j]
+		}
+	}
+	return nil
 }
 
 var nan = func() float64 { var z float64; return z / z }()

@@ -104,7 +104,7 @@ func TestPagesInBrowser(t *testing.T) {
 }
 
 // paretoFixture is a ranking of six routers (blis-report --fitness on
-// examples/evolve/fitness.yaml over runs of examples/react.yaml's workload)
+// examples/evolve/fitness.yaml over runs of examples/workloads/react.yaml's workload)
 // and three candidates of a policy search crowded near one of them, with
 // long names, so that labels collide and some are numbered.
 func paretoFixture() *Pareto {

@@ -56,8 +56,8 @@ func (d *DecodeCost) At(ctx int64) (compute, memory, total float64) {
 }
 
 // DecodeTerms returns f with f(ctx) == Terms(&Batch{DecodeSeqs: seqs,
-// DecodeCtx: ctx}), by Terms' own code with the GEMMs costed once (the
-// reference DecodeCost is checked against).
+// DecodeCtx: ctx}) without pipeline parallelism, by Terms' own code with
+// the GEMMs costed once (the reference DecodeCost is checked against).
 func (r *Roofline) DecodeTerms(seqs int) func(ctx int64) Terms {
 	b := latency.Batch{DecodeSeqs: seqs}
 	T := float64(b.PrefillTokens) + float64(b.DecodeSeqs)
@@ -80,6 +80,13 @@ func (r *Roofline) DecodeTerms(seqs int) func(ctx int64) Terms {
 func (r *Roofline) DecodeRamp(seqs int) latency.Ramp {
 	if seqs <= 0 {
 		return nil
+	}
+	if r.par != nil && r.par.PP > 1 {
+		// A pipelined step costs micro-batches of ⌈ctx/m⌉ (parallel.go):
+		// still non-decreasing in ctx, priced by StepTime itself.
+		return func(ctx int64) int64 {
+			return r.StepTime(&latency.Batch{DecodeSeqs: seqs, DecodeCtx: ctx})
+		}
 	}
 	d := r.DecodeCost(seqs)
 	return func(ctx int64) int64 {

@@ -146,9 +146,26 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) })
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) })
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// The catch-all takes every method of the paths above too (Go's
+		// mux would answer 405 without it): a path served with another
+		// method is a 405 with Allow, as HTTP asks; others a 404.
+		if allow, ok := endpoints[r.URL.Path]; ok {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowedError", fmt.Sprintf("%s %s: method not allowed (%s only)", r.Method, r.URL.Path, allow))
+			return
+		}
 		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("%s %s: blis-serve serves POST /v1/completions, POST /v1/chat/completions, GET /v1/models and GET /health", r.Method, r.URL.Path))
 	})
 	return s, nil
+}
+
+// endpoints are the paths served and the methods each allows (GET
+// includes HEAD, as Go's mux serves it).
+var endpoints = map[string]string{
+	"/v1/completions":      "POST",
+	"/v1/chat/completions": "POST",
+	"/v1/models":           "GET, HEAD",
+	"/health":              "GET, HEAD",
 }
 
 // Handler serves the OpenAI endpoints.

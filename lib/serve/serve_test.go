@@ -400,6 +400,35 @@ func TestProtocol(t *testing.T) {
 		h.Body.Close()
 	})
 
+	// A path served with another method is a 405 naming the methods it
+	// takes (issue 32, item 18: GET /v1/completions was a 404); an unknown
+	// path is a 404.
+	t.Run("methods", func(t *testing.T) {
+		for _, tc := range []struct {
+			method, path string
+			code         int
+			allow        string
+		}{
+			{"GET", "/v1/completions", 405, "POST"},
+			{"GET", "/v1/chat/completions", 405, "POST"},
+			{"DELETE", "/v1/models", 405, "GET, HEAD"},
+			{"POST", "/health", 405, "GET, HEAD"},
+			{"GET", "/v1/embeddings", 404, ""},
+		} {
+			req, _ := http.NewRequest(tc.method, url+tc.path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e apiError
+			err = json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			if resp.StatusCode != tc.code || resp.Header.Get("Allow") != tc.allow || err != nil || e.Error.Code != tc.code {
+				t.Errorf("%s %s: HTTP %d, Allow %q, error %+v (%v); want %d and Allow %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), e, err, tc.code, tc.allow)
+			}
+		}
+	})
+
 	for _, tc := range []struct {
 		name, path, body string
 		chat             bool

@@ -22,6 +22,9 @@ func Describe(cfg *config.Cluster, models []latency.Model) []trace.SimDeployment
 		}
 		out[i] = trace.SimDeployment{ID: d.ID, Model: d.Model, GPU: d.GPU, TP: d.TP, Replicas: n, KVBlocks: d.Engine.KVBlocks,
 			Autoscaled: auto, GPUHourUSD: d.GPUHourUSD}
+		if g := d.GPUsPerReplica(); g != d.TP {
+			out[i].PP = g / d.TP
+		}
 		if i < len(models) {
 			out[i].Latency = models[i].Name()
 		}

@@ -27,6 +27,10 @@ type Run struct {
 	PrefixBlockSize int
 	// Path names the input in error messages.
 	Path string
+	// MaxInFlight caps the client's requests in flight (0: no cap; the
+	// table's blis.max_in_flight, Input.MaxInFlight): a request whose time
+	// has come waits for a slot (client_wait_us).
+	MaxInFlight int
 	// Stage is this tool's entry in the outputs' provenance.
 	Stage trace.Stage
 
@@ -41,6 +45,10 @@ type Run struct {
 	// Progress, when set, hears the simulated time and the requests done
 	// every few thousand events.
 	Progress func(simUS, done int64)
+	// Started, when set, is called once every output is open, just before
+	// the simulation starts (a tool's messages then follow a bad path's
+	// one-line error, never precede it).
+	Started func()
 }
 
 // Output is where one table goes: a file (Path; "-" is W, a stream) or,
@@ -72,11 +80,18 @@ type Outcome struct {
 	Drops trace.ReasonTally
 	// Recorder is the decision recorder (nil when nothing was traced).
 	Recorder *decision.Recorder
+	// ClientWaits counts the waits for the client's slots (nil without a
+	// cap).
+	ClientWaits *ClientWaits
 }
 
 // OutputError is a failure to create, write or put in place an output
 // table (a bad path, a full disk): the tool's, not the simulation's.
-type OutputError struct{ Err error }
+// Opening: the table could not be created (a bad path: the user's).
+type OutputError struct {
+	Err     error
+	Opening bool
+}
 
 func (e *OutputError) Error() string { return e.Err.Error() }
 func (e *OutputError) Unwrap() error { return e.Err }
@@ -111,7 +126,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 			if o.Label != "" {
 				err = fmt.Errorf("%s: %w", o.Label, err)
 			}
-			return nil, &OutputError{err}
+			return nil, &OutputError{Err: err, Opening: true}
 		}
 		return out, nil
 	}
@@ -123,7 +138,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 
 	out := &Outcome{}
 	opts := engine.Options{CheckInvariants: r.CheckInvariants, Path: r.Path, PrefixBlockSize: r.PrefixBlockSize,
-		Progress: r.Progress, Policies: s.Policies, NoLeap: s.NoLeap}
+		MaxInFlight: r.MaxInFlight, Progress: r.Progress, Policies: s.Policies, NoLeap: s.NoLeap}
 
 	// Results.
 	drops := &trace.DropCounter{W: r.Results.Sink}
@@ -156,7 +171,12 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 	}
 	// Decisions and anomalies.
 	var sink engine.Sink = drops
+	if r.MaxInFlight > 0 {
+		out.ClientWaits = &ClientWaits{W: drops, Limit: r.MaxInFlight}
+		sink = out.ClientWaits
+	}
 	if r.Trace.Level > decision.Minimal || r.Decisions.Path != "" || r.Anomalies.Path != "" || r.Trace.Regret.Sample > 0 {
+		inner := sink
 		dcfg := decision.Config{Level: r.Trace.Level, TopK: r.Trace.TopK, SLOs: r.Trace.SLOs,
 			PriorityName: s.Cfg.Router.Priority, Regret: r.Trace.Regret}
 		md := trace.NewMeta().With(r.Stage)
@@ -183,7 +203,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		}
 		out.Recorder = decision.New(dcfg)
 		out.Recorder.Attach(&opts)
-		sink = out.Recorder.Sink(drops)
+		sink = out.Recorder.Sink(inner)
 		if err := decision.CheckClonable(out.Recorder, &opts); err != nil {
 			abortAll()
 			return nil, err
@@ -202,6 +222,9 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		opts.ScaleEventsTo = func(rows []row.ScaleEvent) { scaleRows = rows }
 	}
 
+	if r.Started != nil {
+		r.Started()
+	}
 	sum, err := engine.Run(s.Cfg, s.Models, r.Source, sink, opts)
 	out.Summary, out.Drops = sum, drops.Tally
 	if err != nil {
@@ -221,7 +244,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 	}
 	if err != nil {
 		abortAll()
-		return out, &OutputError{err}
+		return out, &OutputError{Err: err}
 	}
 	for i, f := range files {
 		if err := f.out.Close(); err != nil {
@@ -231,13 +254,13 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 			if scaleOut != nil {
 				trace.Abort(scaleOut)
 			}
-			return out, &OutputError{err}
+			return out, &OutputError{Err: err}
 		}
 	}
 	if scaleOut != nil {
 		// Written whole now: a row per decision or lifecycle change.
 		if err := trace.WriteScaleEvents(scaleOut, scaleSchema, scaleRows); err != nil {
-			return out, &OutputError{err}
+			return out, &OutputError{Err: err}
 		}
 	}
 	return out, nil

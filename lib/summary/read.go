@@ -38,9 +38,10 @@ type Decisions struct {
 	WinRegret  []float64        // window_regret_us (ms)
 	Worst      []Decision       // by regret (sampled rows) or TTFT, worst first, at most 3
 	ByRegret   bool
-	Divergent  int64 // routing rows whose expected and actual cache hits differ
-	Compared   int64 // routing rows with prefix keys and both values
-	WindowUS   int64 // regret replay window (blis.regret_window_us), 0 if unknown
+	Divergent  int64   // routing rows whose expected and actual cache hits differ
+	Compared   int64   // routing rows with prefix keys and both values
+	WindowUS   int64   // regret replay window (blis.regret_window_us), 0 if unknown
+	Sample     float64 // the regret sample asked for (blis.regret_sample), 0 if none
 	worstLimit int
 }
 
@@ -127,6 +128,7 @@ func ReadDecisions(path string) (*Decisions, error) {
 	defer src.Close()
 	d := &Decisions{Path: path, ByKind: map[string]int64{}, Reasons: map[string]int64{}, Targets: map[string]int64{}, worstLimit: 3}
 	d.WindowUS, _ = strconv.ParseInt(src.Meta().Get("blis.regret_window_us"), 10, 64)
+	d.Sample, _ = strconv.ParseFloat(src.Meta().Get("blis.regret_sample"), 64)
 	var all []Decision // candidates for the worst: kept bounded
 	for {
 		rec, err := src.Next()

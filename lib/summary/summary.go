@@ -256,6 +256,12 @@ func mean(xs []float64) float64 {
 
 func (s *writer) regret(detail bool) {
 	s.p("## Counterfactual regret\n\n")
+	if s.dec != nil && len(s.dec.Regret) == 0 && s.dec.Sample > 0 {
+		// Asked for and not obtained: telling the user to ask would
+		// mislead (issue 32, item 2).
+		s.p("No routing decision was replayed, although `%s` was written with --regret-sample %g: regret compares a decision's replica with the other candidates, so it needs two or more replicas serving the request's model (or a larger sample); blis-sim's warning on stderr said which.\n\n", base(s.dec.Path), s.dec.Sample)
+		return
+	}
 	if s.dec == nil || len(s.dec.Regret) == 0 {
 		s.p("No routing decision was replayed (run blis-sim with --decisions and --regret-sample).\n\n")
 		return

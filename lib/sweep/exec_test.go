@@ -72,7 +72,7 @@ func TestDemoSweep(t *testing.T) {
 		t.Skip("45 simulations of the demo trace")
 	}
 	out := t.TempDir()
-	p := plan(t, load(t, "demo.yaml"))
+	p := plan(t, load(t, "../../../examples/sweeps/demo.yaml"))
 	if len(p.Points) != 9 || len(p.Runs) != 45 {
 		t.Fatalf("%d points, %d runs; want 9, 45", len(p.Points), len(p.Runs))
 	}

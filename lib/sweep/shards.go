@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -153,16 +155,12 @@ type K8sJob struct {
 // Indexed (the pod's index is $JOB_COMPLETION_INDEX, which blis-sweep reads
 // as its shard index), a failed index retried on its own.
 func (j *K8sJob) Manifest() string {
-	name := strings.ToLower("blis-sweep-" + j.Name)
-	name = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
-			return r
-		}
-		return '-'
-	}, name)
-	if len(name) > 52 {
-		name = strings.TrimRight(name[:52], "-")
-	}
+	// The Job's name: a DNS label short enough for the pods' names the
+	// Job controller derives from it; the label value names the sweep
+	// within the API server's 63 characters (a longer sweep name was
+	// rejected).
+	name := k8sName("blis-sweep-"+j.Name, 52)
+	label := k8sName(j.Name, 63)
 	q := strconv.Quote
 	var cmd []string
 	for _, w := range strings.Fields(j.Exec) {
@@ -204,6 +202,29 @@ spec:
         - name: work
           persistentVolumeClaim: {claimName: %s}
 `, j.Name, j.Shards, j.Shards, j.Out, j.PVC, name, j.Out, j.Spec,
-		name, q(j.Name), j.Shards, max(1, j.Parallelism), j.Shards, q(j.Name), q(j.Image), strings.Join(cmd, ", "), q(j.Mount), q(j.PVC))
+		name, q(label), j.Shards, max(1, j.Parallelism), j.Shards, q(label), q(j.Image), strings.Join(cmd, ", "), q(j.Mount), q(j.PVC))
 	return b.String()
+}
+
+// k8sName makes s a Kubernetes name of at most n characters that is both a
+// DNS label (RFC 1123: lower-case letters, digits and '-', starting and
+// ending with a letter or digit) and a valid label value. A longer s is
+// cut and ends with 8 hex digits of its SHA-256, so that two long names
+// that share a prefix stay apart.
+func k8sName(s string, n int) string {
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(s))
+	name = strings.Trim(name, "-")
+	if len(name) > n {
+		sum := sha256.Sum256([]byte(s))
+		name = strings.TrimRight(name[:n-9], "-") + "-" + hex.EncodeToString(sum[:4])
+	}
+	if name == "" {
+		name = "sweep"
+	}
+	return name
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files and examples/ copies")
+var update = flag.Bool("update", false, "rewrite golden files")
 
 // collect runs a spec and returns deep copies of its rows.
 func collect(t testing.TB, s *Spec) ([]trace.Request, Stats) {
@@ -142,24 +142,6 @@ func TestExamples(t *testing.T) {
 			}
 			checkInvariants(t, s, rows)
 		})
-	}
-}
-
-// The repository's examples/ are copies of the embedded ones.
-func TestExamplesInSync(t *testing.T) {
-	for _, n := range Examples() {
-		emb, _ := ExampleSource(n)
-		p := filepath.Join("..", "..", "examples", n+".yaml")
-		if *update {
-			if err := os.WriteFile(p, emb, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(p)
-		if err != nil || !bytes.Equal(got, emb) {
-			t.Errorf("%s differs from lib/synth/examples/%s.yaml (run go test ./lib/synth -run TestExamplesInSync -update): %v", p, n, err)
-		}
 	}
 }
 
@@ -631,5 +613,24 @@ clients:
 	}
 	if n == 0 {
 		t.Fatal("no impatient rows")
+	}
+}
+
+// max_in_flight is the client's cap, written as blis.max_in_flight.
+func TestMaxInFlight(t *testing.T) {
+	spec := "version: 1\nnum_requests: 10\naggregate_rate: 5\nmax_in_flight: 8\nclients: [{name: a, input: 100, output: 10}]\n"
+	s, err := Parse([]byte(spec), "s.yaml", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Meta(s, nil, nil).Get(trace.MetaMaxInFlight); got != "8" {
+		t.Fatalf("blis.max_in_flight %q", got)
+	}
+	if got := Meta(&Spec{PrefixBlockSize: 16}, nil, nil).Get(trace.MetaMaxInFlight); got != "" {
+		t.Fatalf("no cap written as %q", got)
+	}
+	_, err = Parse([]byte(strings.Replace(spec, "max_in_flight: 8", "max_in_flight: -2", 1)), "s.yaml", ".")
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:4: max_in_flight: expected a positive number of requests (or 0 for no cap), found -2") {
+		t.Fatalf("%v", err)
 	}
 }

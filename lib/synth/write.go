@@ -1,7 +1,6 @@
 package synth
 
 import (
-	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -11,19 +10,17 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/blis-sim/blis/examples/workloads"
 	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
-// examplesFS holds the built-in example specs; examples/*.yaml at the
-// repository root are byte-identical copies (a test keeps them in sync).
-//
-//go:embed examples/*.yaml
-var examplesFS embed.FS
+// examplesFS holds the built-in example specs: examples/workloads.
+var examplesFS = workloads.FS
 
 // Examples lists the built-in example names, sorted.
 func Examples() []string {
-	ents, _ := fs.ReadDir(examplesFS, "examples")
+	ents, _ := fs.ReadDir(examplesFS, ".")
 	var out []string
 	for _, e := range ents {
 		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
@@ -34,7 +31,7 @@ func Examples() []string {
 
 // ExampleSource returns the YAML of a built-in example.
 func ExampleSource(name string) ([]byte, error) {
-	b, err := examplesFS.ReadFile("examples/" + name + ".yaml")
+	b, err := examplesFS.ReadFile(name + ".yaml")
 	if err != nil {
 		return nil, fmt.Errorf("no built-in example %q (have: %s)", name, strings.Join(Examples(), ", "))
 	}
@@ -71,6 +68,9 @@ func Meta(s *Spec, args []string, inputs []trace.Input) trace.Meta {
 	md.Set(trace.MetaSorted, "arrival")
 	md.Set(trace.MetaPrefixBlockSize, strconv.Itoa(s.PrefixBlockSize))
 	md.Set(trace.MetaSourceFormat, "blis-synth")
+	if s.MaxInFlight > 0 {
+		md.Set(trace.MetaMaxInFlight, strconv.Itoa(s.MaxInFlight))
+	}
 	seed := s.Seed
 	return md.With(trace.Stage{Tool: "blis-synth", Version: trace.Version, Args: args, Seed: &seed, Inputs: inputs})
 }

@@ -25,13 +25,14 @@ const (
 	DecisionRouting    = "routing"
 	DecisionBatch      = "batch"
 	DecisionPreemption = "preemption"
-	DecisionScale      = "scale"       // emitted by autoscaling (issue 14)
-	DecisionKVTransfer = "kv_transfer" // emitted by prefill/decode disaggregation (issue 13)
+	DecisionScale      = "scale"        // emitted by autoscaling (issue 14)
+	DecisionKVTransfer = "kv_transfer"  // emitted by prefill/decode disaggregation (issue 13)
+	DecisionFlow       = "flow_control" // emitted by the gateway's flow control (issue 31)
 )
 
 // DecisionKinds lists every kind, in documentation order.
 var DecisionKinds = []string{DecisionAdmission, DecisionPriority, DecisionRouting, DecisionBatch,
-	DecisionPreemption, DecisionScale, DecisionKVTransfer}
+	DecisionPreemption, DecisionScale, DecisionKVTransfer, DecisionFlow}
 
 // Candidate is one of a routing decision's top-k candidates with what the
 // policy saw of it, and, for a decision sampled for counterfactual regret,

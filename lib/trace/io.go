@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/term"
 
+	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/cleanup"
 )
 
@@ -139,6 +140,12 @@ func Open(path string, stdin io.Reader) (*Source, error) {
 	if err != nil {
 		if ne := notArrow(name, path, err); ne != nil {
 			return nil, &InputError{Err: ne}
+		}
+		// An *fs.PathError already names the file: "x.arrow: no such file
+		// or directory", not "x.arrow: open x.arrow: no such file ...".
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == path {
+			return nil, &InputError{Err: fmt.Errorf("%s: %w", name, pe.Err)}
 		}
 		return nil, &InputError{Err: fmt.Errorf("%s: %w", name, err)}
 	}
@@ -391,7 +398,7 @@ func (r *fileReader) Close() error {
 func Create(path string, stdout io.Writer, schema *arrow.Schema) (Sink, error) {
 	if path == "" || path == "-" {
 		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			return nil, errors.New("refusing to write binary Arrow to a terminal: pipe it into another blis tool (e.g. | blis-report) or use -o FILE")
+			return nil, badinput.Errorf("refusing to write binary Arrow to a terminal: pipe it into another blis tool (e.g. | blis-report) or use -o FILE")
 		}
 		return writeStream(stdout, schema)
 	}

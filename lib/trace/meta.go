@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -35,33 +37,49 @@ type Input struct {
 // says nothing more precise (go test, go run).
 const BaseVersion = "0.1.0"
 
-// version and commit may be set at link time (make build sets commit):
+// version and commit may be set at link time (make build sets commit, as
+// git names it: the 12-digit revision, -dirty when the tree has changes,
+// untracked files included, as Go's own vcs.modified counts them):
 // go build -ldflags "-X github.com/blis-sim/blis/lib/trace.version=1.2.3".
 var version, commit string
 
 // Version is the toolkit version printed by --version and recorded in
-// provenance: the link-time version, else the main module's version from
-// the build info (a tag with `go install …@v1.2.3`, or the pseudo-version
-// Go stamps in a git checkout), else BaseVersion with the commit (from the
-// link time or the build info's vcs.revision; -dirty when modified).
-var Version = resolveVersion(version, commit)
+// provenance, one string per commit however the binary was built: the
+// link-time version, else a release tag from the build info (`go install
+// …@v1.2.3`), else BaseVersion with the commit: the revision Go stamps in
+// a git checkout (go build, go run) or the link-time one (make build, and
+// builds with -buildvcs=false), -dirty when the tree was modified. Go's
+// pseudo-versions (v0.0.0-2026…-abcdef012345) are not used: they would
+// give the same commit another name than make build does.
+var Version = func() string {
+	bi, _ := debug.ReadBuildInfo()
+	return resolveVersion(version, commit, bi)
+}()
 
-func resolveVersion(ldVersion, ldCommit string) string {
+// pseudoVersion matches Go's pseudo-versions (vX.Y.Z-[pre.]0.yyyymmddhhmmss-
+// revision, or vX.0.0-yyyymmddhhmmss-revision), +dirty or not.
+var pseudoVersion = regexp.MustCompile(`[-.]\d{14}-[0-9a-f]{12}(\+dirty)?$`)
+
+func resolveVersion(ldVersion, ldCommit string, bi *debug.BuildInfo) string {
 	if ldVersion != "" {
 		return ldVersion
 	}
 	rev, dirty := ldCommit, false
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v := bi.Main.Version; v != "" && v != "(devel)" {
+	if bi != nil {
+		if v := bi.Main.Version; v != "" && v != "(devel)" && !pseudoVersion.MatchString(v) && !strings.HasSuffix(v, "+dirty") {
 			return v
 		}
+		vcsRev := ""
 		for _, s := range bi.Settings {
 			switch {
-			case s.Key == "vcs.revision" && rev == "":
-				rev = s.Value
+			case s.Key == "vcs.revision":
+				vcsRev = s.Value
 			case s.Key == "vcs.modified" && s.Value == "true":
 				dirty = true
 			}
+		}
+		if vcsRev != "" {
+			rev = vcsRev
 		}
 	}
 	if rev == "" {
@@ -232,13 +250,54 @@ func extraTiers(names []string) []string {
 	return names[len(FixedTiers):]
 }
 
+// PolicyLabel names the run's policy bundle for summaries and reports: its
+// id, generation and stages ("prefix-load generation 2: routing starlark
+// prefix-load.star"); "" when no bundle made the run's decisions.
+func (m Meta) PolicyLabel() string {
+	id, stages := m.Get(MetaPolicyID), m.Get(MetaPolicyStages)
+	if id == "" && stages == "" && m.Get(MetaPolicyGeneration) == "" {
+		return ""
+	}
+	if id == "" {
+		id = "(no id)"
+	}
+	s := id
+	if g := m.Get(MetaPolicyGeneration); g != "" {
+		s += " generation " + g
+	}
+	if stages == "" {
+		stages = "no stages"
+	}
+	return s + ": " + stages
+}
+
+// RouterLabel says what routed the run's requests: the policy bundle's
+// routing stage when the bundle has one ("policy prefix-load: starlark
+// prefix-load.star"), else blis.sim.router (the built-in router); "" when
+// neither is recorded. blis-sim's summary and blis-report's Run
+// configuration both use it, so that they never disagree.
+func (m Meta) RouterLabel() string {
+	for _, st := range strings.Split(m.Get(MetaPolicyStages), PolicyStageSep) {
+		if how, ok := strings.CutPrefix(st, "routing "); ok {
+			id := m.Get(MetaPolicyID)
+			if id == "" {
+				id = "(no id)"
+			}
+			return "policy " + id + ": " + how
+		}
+	}
+	return m.Get(MetaSimRouter)
+}
+
 // SimDeployment describes one deployment of a simulated cluster.
 type SimDeployment struct {
-	ID       string `json:"id"`
-	Model    string `json:"model"`
-	GPU      string `json:"gpu"`
-	TP       int    `json:"tp"`
-	Replicas int    `json:"replicas"`
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	GPU   string `json:"gpu"`
+	TP    int    `json:"tp"`
+	// PP is the pipeline-parallel size (absent: 1): a replica has TP × PP GPUs.
+	PP       int `json:"pp,omitempty"`
+	Replicas int `json:"replicas"`
 	// Latency is the step-time model's name: roofline:MODEL/GPU/tpN,
 	// fitted:COEFFICIENTS-FILE or linear.
 	Latency  string `json:"latency"`
@@ -267,4 +326,18 @@ func (m Meta) SimDeployments() ([]SimDeployment, error) {
 		return nil, fmt.Errorf("schema metadata %s: not a JSON list of deployments: %v", MetaSimDeployments, err)
 	}
 	return d, nil
+}
+
+// MaxInFlight returns the client's cap on requests in flight
+// (MetaMaxInFlight), 0 when the table has none.
+func (m Meta) MaxInFlight() (int, error) {
+	v := m.kv[MetaMaxInFlight]
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("schema metadata %s: expected a positive integer, found %q", MetaMaxInFlight, v)
+	}
+	return n, nil
 }

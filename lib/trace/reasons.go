@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"unicode"
@@ -38,9 +40,15 @@ func ReasonClass(reason string) string {
 	if i := strings.Index(reason, ": "); i > 0 && !strings.ContainsFunc(reason[:i], unicode.IsSpace) {
 		return reason[:i]
 	}
+	return NumbersToN(reason)
+}
+
+// NumbersToN replaces each run of digits in s by N, so that messages that
+// differ only in their numbers (ports, counts, sizes) count as one kind.
+func NumbersToN(s string) string {
 	var b strings.Builder
 	digits := false
-	for _, r := range reason {
+	for _, r := range s {
 		if unicode.IsDigit(r) {
 			if !digits {
 				b.WriteByte('N')
@@ -77,7 +85,17 @@ func (t *ReasonTally) AddN(status, reason string, n int64) {
 	if reason == "" || n == 0 {
 		return
 	}
-	k := [2]string{status, ReasonClass(reason)}
+	t.AddClass(status, ReasonClass(reason), reason, n)
+}
+
+// AddClass counts n rows of a kind the caller has already named (blis-load
+// names a failure by its HTTP status or error class); example is the first
+// reason kept for the kind.
+func (t *ReasonTally) AddClass(status, class, example string, n int64) {
+	if n == 0 {
+		return
+	}
+	k := [2]string{status, class}
 	i, ok := t.idx[k]
 	if !ok {
 		if t.idx == nil {
@@ -85,7 +103,7 @@ func (t *ReasonTally) AddN(status, reason string, n int64) {
 		}
 		i = len(t.list)
 		t.idx[k] = i
-		t.list = append(t.list, ReasonCount{Status: status, Class: k[1], Example: reason})
+		t.list = append(t.list, ReasonCount{Status: status, Class: class, Example: example})
 	}
 	t.list[i].N += n
 }
@@ -129,19 +147,42 @@ func (t *ReasonTally) Total(status string) int64 {
 	return n
 }
 
+// WriteReasons writes reason counts (Counts' order) one kind a line,
+// "<indent>   12345 timed_out client timeout (e.g. client timeout after
+// 1 µs)", at most max lines (0: all): the kinds left out are one last line
+// saying how many, with their rows, so that no failure goes unmentioned.
+// blis-sim's and blis-load's summaries both write their reasons with it.
+func WriteReasons(w io.Writer, indent string, counts []ReasonCount, max int) {
+	for i, r := range counts {
+		if max > 0 && i == max && len(counts) > max {
+			var rows int64
+			for _, x := range counts[i:] {
+				rows += x.N
+			}
+			fmt.Fprintf(w, "%s%8d rows of %d more kinds (the drop_reason column has every one)\n", indent, rows, len(counts)-i)
+			return
+		}
+		ex := ""
+		if r.Example != "" && r.Example != r.Class {
+			ex = " (e.g. " + r.Example + ")"
+		}
+		fmt.Fprintf(w, "%s%8d %-9s %s%s\n", indent, r.N, r.Status, r.Class, ex)
+	}
+}
+
 // ResultSink is where a simulator writes results (*ResultWriter is one).
 type ResultSink interface{ Write(*Result) error }
 
-// DropCounter passes results on to W, counting the reasons of the dropped
-// and rejected ones: blis-sim reports them, since a reason that is only in
-// the drop_reason column goes unseen.
+// DropCounter passes results on to W, counting the reasons of the dropped,
+// rejected and timed-out ones: blis-sim reports them, since a reason that
+// is only in the drop_reason column goes unseen.
 type DropCounter struct {
 	W     ResultSink
 	Tally ReasonTally
 }
 
 func (d *DropCounter) Write(r *Result) error {
-	if r.Status == StatusDropped || r.Status == StatusRejected {
+	if r.Status == StatusDropped || r.Status == StatusRejected || r.Status == StatusTimedOut {
 		d.Tally.Add(r.Status, r.DropReason)
 	}
 	return d.W.Write(r)

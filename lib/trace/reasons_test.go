@@ -2,6 +2,7 @@ package trace
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,34 @@ func TestReasonTally(t *testing.T) {
 	}
 	if rt.Total(StatusDropped) != 3 || rt.Total(StatusRejected) != 3 {
 		t.Fatalf("totals %d %d", rt.Total(StatusDropped), rt.Total(StatusRejected))
+	}
+}
+
+// TestWriteReasons: every kind is listed, or the ones left out are counted
+// (issue 32, item 14: blis-load kept the first 8 kinds and never said more
+// were left out).
+func TestWriteReasons(t *testing.T) {
+	var tl ReasonTally
+	tl.AddClass(StatusFailed, "connection refused", "connection: connection refused", 57)
+	tl.AddClass(StatusFailed, "stream cut", "stream ended without [DONE] after 3 chunks", 9)
+	tl.AddClass(StatusRejected, "HTTP 429", "HTTP 429: too many requests", 5)
+	tl.Add(StatusTimedOut, "client timeout after 1000 µs")
+	tl.Add(StatusTimedOut, "client timeout after 2000 µs")
+	counts := tl.Counts(StatusFailed, StatusRejected, StatusTimedOut)
+	var all, capped strings.Builder
+	WriteReasons(&all, "  ", counts, 0)
+	WriteReasons(&capped, "  ", counts, 2)
+	if want := "" +
+		"        57 failed    connection refused (e.g. connection: connection refused)\n" +
+		"         9 failed    stream cut (e.g. stream ended without [DONE] after 3 chunks)\n" +
+		"         5 rejected  HTTP 429 (e.g. HTTP 429: too many requests)\n" +
+		"         2 timed_out client timeout (e.g. client timeout after 1000 µs)\n"; all.String() != want {
+		t.Errorf("all:\n%s\nwant\n%s", all.String(), want)
+	}
+	if want := "" +
+		"        57 failed    connection refused (e.g. connection: connection refused)\n" +
+		"         9 failed    stream cut (e.g. stream ended without [DONE] after 3 chunks)\n" +
+		"         7 rows of 2 more kinds (the drop_reason column has every one)\n"; capped.String() != want {
+		t.Errorf("capped:\n%s\nwant\n%s", capped.String(), want)
 	}
 }

@@ -17,6 +17,10 @@ type (
 
 const (
 	MetaSorted               = row.MetaSorted
+	MetaPolicyID             = row.MetaPolicyID
+	MetaPolicyGeneration     = row.MetaPolicyGeneration
+	MetaPolicyStages         = row.MetaPolicyStages
+	PolicyStageSep           = row.PolicyStageSep
 	Null                     = row.Null
 	ColRequestID             = row.ColRequestID
 	ColArrivalUS             = row.ColArrivalUS
@@ -42,6 +46,7 @@ const (
 	ColTimeoutUS             = row.ColTimeoutUS
 	ColRequestType           = row.ColRequestType
 	ColNumImages             = row.ColNumImages
+	ColStage                 = row.ColStage
 	TypeCompletion           = row.TypeCompletion
 	TypeChat                 = row.TypeChat
 	TypeAgentic              = row.TypeAgentic
@@ -74,6 +79,7 @@ const (
 	ColKVTransferUS          = row.ColKVTransferUS
 	ColKVTransferWaitUS      = row.ColKVTransferWaitUS
 	ColKVTransferBytes       = row.ColKVTransferBytes
+	ColClientWaitUS          = row.ColClientWaitUS
 	ColStepIndex             = row.ColStepIndex
 	ColStartUS               = row.ColStartUS
 	ColDurationUS            = row.ColDurationUS

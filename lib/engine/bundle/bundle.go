@@ -35,6 +35,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/row"
 )
 
 // Kinds of stage.
@@ -472,8 +473,10 @@ func (p *parser) stage(n, key *yaml.Node, name string, b *Bundle) (*Stage, error
 }
 
 // Provenance is what a table's metadata records of the bundle, in order:
-// blis.policy.id, .generation, .parent_id, .mutations (a JSON list), .path
-// and .sha256 (the driver writes them; lib/sim.AnnotatePolicy).
+// blis.policy.stages (what each given stage is, which summaries and reports
+// show: trace.Meta.PolicyLabel), .id, .generation, .parent_id, .mutations
+// (a JSON list), .path and .sha256 (the driver writes them:
+// lib/sim.AnnotatePolicy).
 func (b *Bundle) Provenance() [][2]string {
 	mu := b.Mutations
 	if mu == nil {
@@ -481,8 +484,9 @@ func (b *Bundle) Provenance() [][2]string {
 	}
 	j, _ := json.Marshal(mu)
 	return [][2]string{
-		{"blis.policy.id", b.ID},
-		{"blis.policy.generation", strconv.FormatInt(b.Generation, 10)},
+		{row.MetaPolicyStages, strings.Join(b.stageList(), row.PolicyStageSep)},
+		{row.MetaPolicyID, b.ID},
+		{row.MetaPolicyGeneration, strconv.FormatInt(b.Generation, 10)},
 		{"blis.policy.parent_id", b.ParentID},
 		{"blis.policy.mutations", string(j)},
 		{"blis.policy.path", b.Path},
@@ -520,6 +524,21 @@ func (e *RunError) BadInput() bool { return true }
 // Describe is a one-line account of the bundle for run summaries: its id
 // and how each stage it gives is decided.
 func (b *Bundle) Describe() string {
+	parts := b.stageList()
+	id := b.ID
+	if id == "" {
+		id = "(no id)"
+	}
+	if len(parts) == 0 {
+		parts = []string{"no stages"}
+	}
+	return fmt.Sprintf("policy %s generation %d from %s: %s (other stages built in)", id, b.Generation, b.Path, strings.Join(parts, ", "))
+}
+
+// stageList describes each stage the bundle gives, in pipeline order:
+// "routing starlark prefix-load.star", "admission queue-limit",
+// "priority decision tree".
+func (b *Bundle) stageList() []string {
 	var parts []string
 	for _, name := range StageNames {
 		st := b.stages[name]
@@ -535,12 +554,5 @@ func (b *Bundle) Describe() string {
 			parts = append(parts, name+" starlark "+filepath.Base(st.File))
 		}
 	}
-	id := b.ID
-	if id == "" {
-		id = "(no id)"
-	}
-	if len(parts) == 0 {
-		parts = []string{"no stages"}
-	}
-	return fmt.Sprintf("policy %s generation %d from %s: %s (other stages built in)", id, b.Generation, b.Path, strings.Join(parts, ", "))
+	return parts
 }

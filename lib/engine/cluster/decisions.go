@@ -27,6 +27,10 @@ type Decisions interface {
 	// scale_oscillation, pd_backpressure).
 	Scale(now int64, deployment, replicaID, action, reason string, replicas int)
 	KVTransfer(now int64, r *request.State, from, to string, blocks int64, reason string)
+	// FlowControl hears the gateway queue's decisions (action: enqueue,
+	// dispatch, reject, shed, expire; value: the band's priority, or the
+	// wait in µs for dispatch).
+	FlowControl(now int64, r *request.State, action, reason string, value int64)
 	Anomaly(a *row.Anomaly)
 }
 

@@ -126,7 +126,7 @@ func (sc *scaler) addPool(dep *Deployment, depIdx int, d *config.Deployment, pi 
 	s := c.sc
 	p := &d.Pools[pi]
 	n := int32(poolSlots(p))
-	sp := &spool{dep: dep, depIdx: int32(depIdx), idx: pi, cfg: p.Autoscaler, scfg: scfg, tp: int32(d.TP),
+	sp := &spool{dep: dep, depIdx: int32(depIdx), idx: pi, cfg: p.Autoscaler, scfg: scfg, tp: int32(d.GPUsPerReplica()),
 		price: d.GPUHourUSD, lastAction: math.MinInt64}
 	sp.min, sp.max = p.Bounds()
 	for k := int32(0); k < n; k++ {
@@ -498,7 +498,7 @@ func (sc *scaler) sample(sp *spool) {
 
 // heldLive counts g's requests held at the router.
 func (sc *scaler) heldLive(g *group) int {
-	n := 0
+	n := sc.c.fc.queuedIn(g) // and queued at the gateway (flow control)
 	for _, h := range g.held {
 		if h.r.Life == h.life && h.r.Phase == request.Arriving {
 			n++

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -122,10 +123,14 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// The tiered, P/D and autoscaling examples parse, and print back to themselves.
+// Every cluster example parses, and prints back to itself.
 func TestExampleYAMLRoundTrip(t *testing.T) {
-	for _, p := range []string{"tiered.yaml", "pd.yaml", "autoscale-cluster.yaml", "autoscale-static.yaml"} {
-		c, err := Load("../../../examples/" + p)
+	paths, err := filepath.Glob("../../../examples/clusters/*.yaml")
+	if err != nil || len(paths) < 8 {
+		t.Fatalf("cluster examples: %v %v", paths, err)
+	}
+	for _, p := range paths {
+		c, err := Load(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +142,7 @@ func TestExampleYAMLRoundTrip(t *testing.T) {
 }
 
 func TestExampleDeploymentsYAML(t *testing.T) {
-	c, err := Load("../../../examples/deployments.yaml")
+	c, err := Load("../../../examples/clusters/deployments.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +189,10 @@ func TestDeploymentsForm(t *testing.T) {
 	}
 }
 
-// examples/cluster.yaml claims "every key with its default": it must set
+// examples/clusters/cluster.yaml claims "every key with its default": it must set
 // every key of the flat form, and to its default.
 func TestExampleClusterYAMLIsEveryKeyWithItsDefault(t *testing.T) {
-	const path = "../../../examples/cluster.yaml"
+	const path = "../../../examples/clusters/cluster.yaml"
 	c, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +215,7 @@ func TestExampleClusterYAMLIsEveryKeyWithItsDefault(t *testing.T) {
 	for _, k := range yamlcheck.Keys(reflect.TypeOf(Cluster{})) {
 		sub := map[string]reflect.Type{"engine": reflect.TypeOf(Engine{}), "router": reflect.TypeOf(Router{}), "latency": reflect.TypeOf(Latency{}), "network": reflect.TypeOf(Network{})}
 		if k == "deployments" {
-			continue // the other form (examples/deployments.yaml)
+			continue // the other form (examples/clusters/deployments.yaml)
 		}
 		if _, ok := lines[k]; !ok {
 			t.Errorf("%s does not set %s", path, k)

@@ -75,9 +75,9 @@ func FuzzParseNetwork(f *testing.F) {
 	})
 }
 
-// examples/defended-cluster.yaml (docs/workload.md's defended cluster) loads.
+// examples/clusters/defended.yaml (docs/workload.md's defended cluster) loads.
 func TestDefendedClusterExample(t *testing.T) {
-	c, err := Load("../../../examples/defended-cluster.yaml")
+	c, err := Load("../../../examples/clusters/defended.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

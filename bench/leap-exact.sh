@@ -2,7 +2,8 @@
 # Leaping changes nothing but the number of events (docs/engine.md,
 # "Leaping"): runs blis-sim with and without --no-leap on a matrix of
 # clusters and workloads (routers, policy bundles, P/D, KV tiers,
-# autoscaling, snapshots, timeouts, a horizon, decision traces with
+# autoscaling, snapshots, timeouts, a horizon, the client cap, gateway flow
+# control, DP/EP, decision traces with
 # regret, sync and async scheduling, fitted and roofline models, 1,000
 # replicas) and compares every output table's data (bench/datahash: the
 # metadata, which names the flags, is left out). Prints one line per case
@@ -17,8 +18,8 @@ go build -o "$work/" ./cmd/blis-sim ./cmd/blis-synth ./bench/gen ./bench/datahas
 sim=$work/blis-sim
 "$work/gen" -n 20000 -rate 96 -seed 1 -o "$work/bench.arrows"
 "$work/gen" -n 20000 -rate 2400 -seed 2 -o "$work/fleet.arrows"
-for w in chat-multiturn mixed-tenants closed-loop react two-models autoscale-diurnal reasoning-multimodal; do
-  "$work/blis-synth" -q -o "$work/$w.arrows" "examples/$w.yaml"
+for w in chat-multiturn mixed-tenants closed-loop react two-models autoscale-diurnal reasoning-multimodal flow-control; do
+  "$work/blis-synth" -q -o "$work/$w.arrows" "examples/workloads/$w.yaml"
 done
 cat >"$work/sync.yaml" <<'EOF'
 replicas: 8
@@ -66,13 +67,18 @@ check "random, horizon 60s" "$work/bench.arrows" --replicas 8 --router random --
 check "sync scheduling" "$work/bench.arrows" --cluster "$work/sync.yaml"
 check "policy bundle (Starlark)" "$work/bench.arrows" --replicas 8 --policy examples/policies/bench.yaml
 check "policy bundle (tree)" "$work/bench.arrows" --replicas 8 --policy examples/policies/bench-tree.yaml
-check "P/D, chat" "$work/chat-multiturn.arrows" --cluster examples/pd.yaml
-check "KV tiers, chat" "$work/chat-multiturn.arrows" --cluster examples/tiered.yaml
-check "two deployments" "$work/two-models.arrows" --cluster examples/deployments.yaml
-check "autoscaled, diurnal" "$work/autoscale-diurnal.arrows" --cluster examples/autoscale-cluster.yaml --scale-events @D/scale.arrow
+check "P/D, chat" "$work/chat-multiturn.arrows" --cluster examples/clusters/pd.yaml
+check "KV tiers, chat" "$work/chat-multiturn.arrows" --cluster examples/clusters/tiered.yaml
+check "two deployments" "$work/two-models.arrows" --cluster examples/clusters/deployments.yaml
+check "autoscaled, diurnal" "$work/autoscale-diurnal.arrows" --cluster examples/clusters/autoscale.yaml --scale-events @D/scale.arrow
 check "agents (react)" "$work/react.arrows" --replicas 4 --router least-loaded
 check "multimodal" "$work/reasoning-multimodal.arrows" --replicas 4
 check "fitted, qwen3-32b TP2" "$work/closed-loop.arrows" --model qwen3-32b --gpu h100 --tp 2
 check "roofline MoE (gpt-oss-120b)" "$work/closed-loop.arrows" --model gpt-oss-120b --gpu h100 --latency roofline
+check "client cap 16, least-loaded" "$work/bench.arrows" --replicas 8 --router least-loaded --max-in-flight 16
+check "client cap 200, chat" "$work/chat-multiturn.arrows" --replicas 16 --router prefix-affinity --max-in-flight 200
+check "gateway flow control" "$work/flow-control.arrows" --cluster examples/clusters/flow-control.yaml
+check "flow control, 2x load" "$work/fleet.arrows" --cluster examples/clusters/flow-control.yaml
+check "MoE DP8 + EP" "$work/closed-loop.arrows" --cluster examples/clusters/moe-ep.yaml
 check "1,000 replicas, least-loaded" "$work/fleet.arrows" --replicas 1000 --router least-loaded
 exit $fail

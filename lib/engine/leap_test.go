@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -99,9 +100,10 @@ func leapCase(t *testing.T, c config.Cluster, models []latency.Model, reqs []row
 	return leap.sum, true
 }
 
-// FuzzLeap is FuzzRun's cluster space with more step models and the
-// features that read a replica mid-span: a horizon, router snapshots,
-// client timeouts, the router's indexes on small groups.
+// FuzzLeap is FuzzRun's cluster space (gateway flow control and DP/EP/PP
+// with it) with more step models and the features that read a replica
+// mid-span: a horizon, router snapshots, client timeouts, the client cap,
+// the router's indexes on small groups.
 func FuzzLeap(f *testing.F) {
 	f.Add([]byte("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02"), uint8(30), uint8(0), uint8(0))
 	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00"), uint8(12), uint8(1), uint8(0x21))
@@ -110,6 +112,10 @@ func FuzzLeap(f *testing.F) {
 	f.Add([]byte("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02"), uint8(0x87), uint8(2), uint8(0x94))
 	f.Add([]byte("\x04\xc8\x77\x01\x01\x01\x01\x04\xc8\x77\x05\x01\x01\x01\x04\xc8\x77\x09\x01\x01\x01"), uint8(0x3f), uint8(3), uint8(0x31))
 	f.Add([]byte("\x04\xc8\x77\x01\x01\x01\x01\x04\xc8\x77\x05\x01\x01\x01\x04\xc8\x77\x09\x01\x01\x01"), uint8(0x60), uint8(0x45), uint8(0x0a))
+	// Gateway flow control with a client cap; DP/EP/PP with a horizon.
+	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00", 4)), uint8(0x0a), uint8(0x25), uint8(0x60))
+	f.Add([]byte(strings.Repeat("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02", 4)), uint8(0x8b), uint8(0x2b), uint8(0x28))
+	f.Add([]byte(strings.Repeat("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01", 4)), uint8(0x0e), uint8(0x1c), uint8(0x48))
 	f.Fuzz(func(t *testing.T, b []byte, kv, routing, extra uint8) {
 		c, models, reqs := fuzzCase(t, b, kv, routing)
 		ms, err := leapModels()
@@ -131,6 +137,9 @@ func FuzzLeap(f *testing.F) {
 		}
 		if extra&0x20 != 0 {
 			c.ClientTimeout = config.Duration(int64(routing%13+1) * 10e6)
+		}
+		if extra&0x40 != 0 {
+			opts.MaxInFlight = 1 + int(routing>>2)%4 // the client cap
 		}
 		if extra&0x80 != 0 {
 			opts.RouterIndexes = 1

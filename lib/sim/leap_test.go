@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os"
 	"testing"
 
 	"github.com/blis-sim/blis/lib/decision"
@@ -31,6 +32,8 @@ func TestLeapWritesTheSameTables(t *testing.T) {
 		trace   decision.Level
 		regret  float64
 		steps   bool
+		cap     int // the client's requests in flight (Run.MaxInFlight)
+		rate    float64
 	}{
 		{name: "round-robin", yaml: "replicas: 6\n"},
 		{name: "least-loaded with decisions and regret", yaml: "replicas: 6\nrouter: {routing: least-loaded}\n", trace: decision.Decisions, regret: 0.05},
@@ -80,6 +83,37 @@ deployments:
           stabilization: {down: 10s}
 router: {routing: least-loaded}
 `, trace: decision.Decisions},
+		{name: "client cap", yaml: "replicas: 6\nrouter: {routing: least-loaded}\n", cap: 24, rate: 400, trace: decision.Decisions},
+		{name: "gateway flow control, utilization", yaml: `
+replicas: 4
+engine: {kv_blocks: 3000}
+router:
+  routing: least-kv
+  flow_control: {saturation: {detector: utilization, queue_depth: 2, kv_cache: 0.3}, ttl: 20s}
+`, rate: 120, trace: decision.Decisions},
+		{name: "gateway flow control, concurrency", yaml: `
+replicas: 4
+router:
+  routing: least-loaded
+  flow_control: {saturation: {detector: concurrency, max_concurrency: 12}}
+`, rate: 120, trace: decision.Decisions},
+		{name: "MoE, DP4 with EP", yaml: `
+deployments:
+  - id: moe
+    model: qwen3-30b-a3b
+    gpu: h100
+    parallel: {dp: 4, expert_parallel: true}
+    pools: [{role: monolithic, replicas: 4}]
+router: {routing: least-loaded}
+`, trace: decision.Decisions},
+		{name: "pipeline parallel", yaml: `
+deployments:
+  - id: pp
+    model: llama-3.1-8b
+    gpu: h100
+    parallel: {pp: 2}
+    pools: [{role: monolithic, replicas: 4}]
+`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Parse(tc.name+".yaml", []byte(tc.yaml))
@@ -92,7 +126,11 @@ router: {routing: least-loaded}
 					t.Fatal(err)
 				}
 			}
-			reqs := leapWorkload(1500, 40)
+			rate := 40.0
+			if tc.rate > 0 {
+				rate = tc.rate
+			}
+			reqs := leapWorkload(1500, rate)
 			var out [2]map[string][]byte
 			var sum [2]engine.Summary
 			for i, noLeap := range []bool{false, true} {
@@ -108,7 +146,7 @@ router: {routing: least-loaded}
 				}
 				r := &sim.Run{Source: engine.SliceSource(reqs), Path: "test", InputMeta: trace.NewMeta(),
 					Stage:   trace.Stage{Tool: "test"},
-					Results: o("results"), CheckInvariants: true}
+					Results: o("results"), CheckInvariants: true, MaxInFlight: tc.cap}
 				if !tc.noScale {
 					r.ScaleEvents = o("scale-events")
 				}
@@ -140,6 +178,8 @@ router: {routing: least-loaded}
 				}
 				if !bytes.Equal(out[0][k], v) {
 					t.Errorf("%s: %d bytes leaping, %d stepping, not the same", k, len(out[0][k]), len(v))
+					os.WriteFile("/tmp/leap-dbg/leap-"+k, out[0][k], 0o644)
+					os.WriteFile("/tmp/leap-dbg/step-"+k, v, 0o644)
 				}
 			}
 			t.Logf("%d steps: %d events in %d spans leaping, %d stepping", sum[1].Steps, sum[0].Events, sum[0].Spans, sum[1].Events)

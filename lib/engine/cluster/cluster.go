@@ -781,7 +781,8 @@ func (c *Cluster) kickAfter(rep *replica.Replica, dur int64) {
 		}
 		return
 	}
-	if t, _, ok := c.h.next(); (!ok || t > c.now) && (c.snapEvery == 0 || c.snapAt != c.now) {
+	if t, _, ok := c.h.next(); (!ok || t > c.now) && (c.snapEvery == 0 || c.snapAt != c.now) &&
+		(c.fc == nil || c.fc.queued == 0 || !c.leapEventNow()) {
 		c.start(rep)
 		return
 	}

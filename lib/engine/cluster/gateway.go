@@ -108,6 +108,7 @@ func (gw *gateway) saturation(g *group) float64 {
 	if s.Detector == "concurrency" {
 		return g.board.Concurrency(float64(s.MaxConcurrency))
 	}
+	g.board.Refresh(gw.c.now) // the KV use of replicas in a span (leap.go)
 	return g.board.Utilization(s.QueueDepth, s.KVCache)
 }
 

@@ -139,6 +139,24 @@ func (c *Cluster) settle(t int64) {
 	}
 }
 
+// leapEventNow reports whether a replica in a span has a step end or
+// start at this instant after the event being processed: stepping one
+// step at a time, it would be queued, and a replica kicked now would
+// queue its start rather than start at once (kickAfter) — which the
+// gateway's dispatch after the event can see (saturation with the
+// replica's step formed or not). Asked only while requests wait at the
+// gateway.
+func (c *Cluster) leapEventNow() bool {
+	for _, i := range c.leap.ids {
+		rep := c.reps[i]
+		c.syncAt(rep, c.now, c.at)
+		if rep.NextLeapEvent() == c.now {
+			return true
+		}
+	}
+	return false
+}
+
 // nextLeapEvent is the earliest step end or start in a span not applied
 // yet (math.MaxInt64: none), for a real-time driver's next wake-up.
 func (c *Cluster) nextLeapEvent() int64 {

@@ -365,6 +365,7 @@ func (sc *scaler) lifecycleEvent(ev *event) {
 		}
 		sc.scaleRow(sp, row.ScaleEvent{Action: row.ScaleServing, ReplicaID: rep.ID, Reason: "warm"})
 	case replica.Draining:
+		c.cut(rep) // a span's step may have ended before this timer
 		if rep.Busy() {
 			sc.killAtStepEnd(rep) // the GPU is released between steps
 			return

@@ -12,6 +12,7 @@ import (
 // UtilizationSaturation is llm-d's utilization detector on the view's
 // candidates (Board.Utilization).
 func UtilizationSaturation(c *ClusterView, queueDepth, kvCache float64) float64 {
+	c.current() // KV use of replicas in a span, brought up to now
 	return c.b.Utilization(queueDepth, kvCache)
 }
 
@@ -21,7 +22,7 @@ func UtilizationSaturation(c *ClusterView, queueDepth, kvCache float64) float64 
 // the replica's waiting requests plus those routed there and not yet in its
 // queue (the router knows what it sent; without them a burst arriving in
 // one instant would all pass). An empty board is saturated (nothing can
-// take work).
+// take work). It reads the statuses as reported: Refresh first.
 func (b *Board) Utilization(queueDepth, kvCache float64) float64 {
 	reps := b.reps
 	if len(reps) == 0 {

@@ -268,6 +268,13 @@ func (b *Board) SetVolatile(i int, from int64) {
 	b.volAt[i] = from
 }
 
+// Refresh reports, at now, the status of every replica whose status has
+// changed unreported (SetVolatile), for a reader of the whole board.
+func (b *Board) Refresh(now int64) {
+	v := ClusterView{b: b, now: now}
+	v.current()
+}
+
 // SetState reports replica i's lifecycle state.
 func (b *Board) SetState(i int, state string) { b.reps[i].state = state }
 

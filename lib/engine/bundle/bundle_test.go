@@ -1,12 +1,14 @@
 package bundle_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -225,8 +227,8 @@ func TestWorkedExamplesDoWhatTheySay(t *testing.T) {
 	if a, b := hits(base), hits(pl); !(b > a) {
 		t.Fatalf("prefix-load: %d cached tokens, not above least-loaded's %d", b, a)
 	}
-	// Tenant-fair: one tenant floods; it is delayed or rejected, the
-	// others are not.
+	// Tenant-fair: one tenant floods steadily; it is delayed, the others
+	// are not. When it also bursts, what gets rejected is the flood.
 	flood := workload(3000, 150)
 	for i := range flood {
 		if i%4 != 0 {
@@ -234,19 +236,55 @@ func TestWorkedExamplesDoWhatTheySay(t *testing.T) {
 		}
 	}
 	cfg = testCluster(2)
-	tf, sum, err := simulate(t, cfg, filepath.Join(examples, "tenant-fair.yaml"), flood)
+	tf, _, err := simulate(t, cfg, filepath.Join(examples, "tenant-fair.yaml"), flood)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rejected := map[string]int{}
+	delayed, rejected := map[string]int{}, map[string]int{}
 	for _, r := range tf {
+		if r.Status == row.StatusRejected {
+			rejected[r.TenantID]++
+		} else if r.AdmittedUS > r.ArrivalUS {
+			delayed[r.TenantID]++
+		}
+	}
+	if delayed["flood"] < 100 || delayed["flood"] < 20*(sumOthers(delayed)+sumOthers(rejected)) || 10*rejected["flood"] > delayed["flood"] {
+		t.Fatalf("tenant-fair, steady flood: delayed by tenant %v, rejected %v", delayed, rejected)
+	}
+	t.Logf("tenant-fair, steady flood: delayed by tenant %v, rejected %v", delayed, rejected)
+	// The same flood with a burst of 400 requests within 0.4 s at 10 s.
+	burst := append([]row.Request(nil), flood...)
+	for k := 0; k < 400; k++ {
+		r := row.NewRequest(fmt.Sprint("burst", k))
+		r.ArrivalUS, r.InputTokens, r.OutputTokens, r.TenantID = 10_000_000+int64(k)*1000, 200, 50, "flood"
+		burst = append(burst, r)
+	}
+	slices.SortStableFunc(burst, func(a, b row.Request) int { return cmp.Compare(a.ArrivalUS, b.ArrivalUS) })
+	tb, sum, err := simulate(t, cfg, filepath.Join(examples, "tenant-fair.yaml"), burst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected = map[string]int{}
+	for _, r := range tb {
 		if r.Status == row.StatusRejected {
 			rejected[r.TenantID]++
 		}
 	}
 	if rejected["flood"] == 0 || int64(rejected["flood"]) < 10*(sum.Rejected-int64(rejected["flood"])) {
-		t.Fatalf("tenant-fair: rejected by tenant %v", rejected)
+		t.Fatalf("tenant-fair, bursting flood: rejected by tenant %v", rejected)
 	}
+	t.Logf("tenant-fair, bursting flood: rejected by tenant %v", rejected)
+}
+
+// sumOthers is the count over every tenant but the flood.
+func sumOthers(m map[string]int) int {
+	n := 0
+	for k, v := range m {
+		if k != "flood" {
+			n += v
+		}
+	}
+	return n
 }
 
 func TestState(t *testing.T) {

@@ -117,7 +117,7 @@ var tenantFields = []field{
 	{name: "id", k: kString, doc: "the tenant (the request's tenant_id)", s: func(c *evalCtx) string { return c.rv.TenantID() }},
 	{name: "request_count", k: kInt, unit: "requests", doc: "arrivals of the tenant so far (not counting this one)", i: func(c *evalCtx) int64 { return c.tenant().count }},
 	{name: "active", k: kInt, unit: "requests", doc: "admitted and not finished", i: func(c *evalCtx) int64 { return c.tenant().active }},
-	{name: "recent_rate", k: kFloat, unit: "requests/s", doc: "arrivals over the last 10 s / 10", f: func(c *evalCtx) float64 { return c.tenant().rate }},
+	{name: "recent_rate", k: kFloat, unit: "requests/s", doc: "arrivals per second over the last 10 s (since the first arrival when sooner, at least 1 s)", f: func(c *evalCtx) float64 { return c.tenant().rate }},
 	{name: "burst_detected", k: kBool, doc: "arrivals in the current second >= 5 and >= 3 × recent_rate", b: func(c *evalCtx) bool { return c.tenant().burst }},
 }
 
@@ -128,8 +128,8 @@ var routerFields = []field{
 	{name: "in_flight", k: kInt, unit: "requests", doc: "admitted and not finished, all tenants", i: func(c *evalCtx) int64 { return c.global().active }},
 	{name: "request_count", k: kInt, unit: "requests", doc: "arrivals so far", i: func(c *evalCtx) int64 { return c.global().count }},
 	{name: "completed", k: kInt, unit: "requests", doc: "requests completed so far", i: func(c *evalCtx) int64 { return c.global().completed }},
-	{name: "request_rate", k: kFloat, unit: "requests/s", doc: "arrivals over the last 10 s / 10", f: func(c *evalCtx) float64 { return c.global().rate }},
-	{name: "throughput", k: kFloat, unit: "requests/s", doc: "completions over the last 10 s / 10", f: func(c *evalCtx) float64 { return c.global().throughput }},
+	{name: "request_rate", k: kFloat, unit: "requests/s", doc: "arrivals per second over the last 10 s (since the first arrival when sooner, at least 1 s)", f: func(c *evalCtx) float64 { return c.global().rate }},
+	{name: "throughput", k: kFloat, unit: "requests/s", doc: "completions per second over the last 10 s (as request_rate)", f: func(c *evalCtx) float64 { return c.global().throughput }},
 }
 
 // clusterFields are aggregates over the candidates.

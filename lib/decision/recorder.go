@@ -77,6 +77,14 @@ type Thresholds struct {
 	HOLWaitUS     int64 // queue wait that counts as blocked (100 ms)
 	HOLRatio      int32 // the blocker's prompt is at least this many times the blocked one's (8)
 	Ring          int   // recent results per replica compared for inversions and blocking (64)
+	// Cache thrashing (tiered KV): a replica whose results finishing within
+	// ThrashWindowUS (10 s) reloaded prompt tokens from lower tiers of which
+	// at least ThrashFraction (0.1, blis-report's kv_tiers rule) were
+	// thrashing (reloaded, evicted from the GPU and reloaded again within
+	// 1 s: kv.ThrashWindowUS), and at least ThrashMinTokens (256) of them.
+	ThrashWindowUS  int64
+	ThrashFraction  float64
+	ThrashMinTokens int64
 }
 
 func (t *Thresholds) defaults() {
@@ -94,6 +102,15 @@ func (t *Thresholds) defaults() {
 	}
 	if t.Ring <= 0 {
 		t.Ring = 64
+	}
+	if t.ThrashWindowUS <= 0 {
+		t.ThrashWindowUS = 10_000_000
+	}
+	if t.ThrashFraction <= 0 {
+		t.ThrashFraction = 0.1
+	}
+	if t.ThrashMinTokens <= 0 {
+		t.ThrashMinTokens = 256
 	}
 }
 
@@ -132,6 +149,8 @@ type Recorder struct {
 
 	shadow []*shadowLRU // by cluster-wide replica index
 	reps   []repState   // anomaly state by replica index
+	tiers  []string     // the run's lower KV tiers (results' CachedTokensTier order)
+	tierB  []byte       // hit_tier being built
 	anom   trace.Anomaly
 	aseq   int64
 
@@ -163,6 +182,7 @@ func (r *Recorder) Bind(c *cluster.Cluster) {
 	n := len(c.Replicas())
 	r.shadow = make([]*shadowLRU, n)
 	r.reps = make([]repState, n)
+	r.tiers = c.Summary().TierNames
 }
 
 // Err is the first write error.
@@ -419,10 +439,7 @@ func (r *Recorder) result(res *trace.Result) {
 		p.TTFTUS, p.Status = res.TTFTUS, res.Status
 		if res.FirstScheduledUS != trace.Null {
 			p.CacheHitTokens = res.CachedTokens
-			p.HitTier = "none"
-			if res.CachedTokens > 0 {
-				p.HitTier = "gpu"
-			}
+			p.HitTier = r.hitTier(res)
 			r.divergence(p, res)
 		}
 		r.emit(p)
@@ -431,7 +448,39 @@ func (r *Recorder) result(res *trace.Result) {
 	r.sloCheck(res)
 	if res.InstanceID >= 0 && res.FirstScheduledUS != trace.Null && int(res.InstanceID) < len(r.reps) {
 		r.ringCheck(res)
+		if res.CachedTokensTier != nil || res.KVThrashTokens > 0 || r.reps[res.InstanceID].thrash.n > 0 {
+			r.thrashCheck(res)
+		}
 	}
+}
+
+// hitTier names the tiers the request's cache hit came from, top down,
+// joined by "+": "gpu", "cpu", "gpu+cpu", "gpu+cpu+storage", …; "none"
+// without a hit.
+func (r *Recorder) hitTier(res *trace.Result) string {
+	if res.CachedTokens <= 0 {
+		return "none"
+	}
+	if res.CachedTokensTier == nil {
+		return "gpu" // no lower tier served it: the common case, no allocation
+	}
+	b := r.tierB[:0]
+	if res.CachedTokensGPU > 0 {
+		b = append(b, "gpu"...)
+	}
+	for i, v := range res.CachedTokensTier {
+		if v > 0 && i < len(r.tiers) {
+			if len(b) > 0 {
+				b = append(b, '+')
+			}
+			b = append(b, r.tiers[i]...)
+		}
+	}
+	r.tierB = b
+	if len(b) == 0 {
+		return "gpu"
+	}
+	return string(b)
 }
 
 // Close writes the rows still held (requests without a result: none after
@@ -448,6 +497,7 @@ func (r *Recorder) Close() error {
 	}
 	for i := range r.reps {
 		r.endStorm(i)
+		r.endThrash(i)
 	}
 	r.stats.RegretSamples = r.regret.n
 	if r.regret.n > 0 {

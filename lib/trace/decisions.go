@@ -74,7 +74,7 @@ type Decision struct {
 	// Routing outcome.
 	ExpectedCacheHitTokens int32  // the router's shadow KV model's prediction
 	CacheHitTokens         int32  // prompt tokens actually served from cache on first scheduling
-	HitTier                string // gpu, none (lower tiers come with tiered KV)
+	HitTier                string // tiers the hit came from, top down, "+"-joined (gpu, cpu, gpu+cpu, …), or none
 	TTFTUS                 int64
 	Status                 string // the request's final status
 	RegretUS               int64  // counterfactual: chosen TTFT − best alternative's (sampled rows)

@@ -23,8 +23,8 @@ type Decisions interface {
 	WantBatches() bool
 	// Scale and KVTransfer are for autoscaling and prefill/decode
 	// disaggregation to call (TraceScale, TraceKVTransfer); Anomaly for
-	// detectors that live in those features (cache_thrashing,
-	// scale_oscillation, pd_backpressure).
+	// detectors that live in those features (scale_oscillation,
+	// pd_backpressure).
 	Scale(now int64, deployment, replicaID, action, reason string, replicas int)
 	KVTransfer(now int64, r *request.State, from, to string, blocks int64, reason string)
 	Anomaly(a *row.Anomaly)

@@ -41,6 +41,7 @@ type TierStats struct {
 	Evictions  int64 // blocks dropped (or moved down) to make room
 	ThrashLoad int64 // loads that were thrashing (ThrashWindowUS)
 	LoadUS     int64 // time its link spent loading
+	OffloadUS  int64 // time its link spent copying blocks in
 }
 
 // Tier is one lower KV tier of a replica: a set of block keys with a
@@ -59,8 +60,12 @@ type Tier struct {
 	// O(1) per touch instead of a heap's O(log n) of cache misses.
 	lru        bool
 	head, tail int32
-	linkFree   int64 // the load link is busy until then
-	Stats      TierStats
+	// linkFree: the tier's link is busy until then. Copies in (offloads)
+	// and out (reloads) share it, first come first served: a burst of
+	// offloads delays the reloads queued behind it.
+	linkFree int64
+	pend     int32 // blocks copied in at the current time, not yet on the link
+	Stats    TierStats
 }
 
 type tierEnt struct {
@@ -212,6 +217,7 @@ type Tiers struct {
 	now        int64
 	prio       int64 // priority of the request whose blocks are being cached
 	seq        int64
+	pending    bool // some tier has copies in waiting for its link (flush)
 }
 
 // NewTiers returns empty tiers below gpu.
@@ -224,8 +230,31 @@ func NewTiers(specs []TierSpec, policy uint8, threshold, blockBytes float64, gpu
 }
 
 // SetNow tells the tiers the time of the scheduler call that follows, and
-// the priority of the request it concerns.
-func (ts *Tiers) SetNow(now, prio int64) { ts.now, ts.prio = now, prio }
+// the priority of the request it concerns. The blocks copied in at the
+// previous time go on their links first.
+func (ts *Tiers) SetNow(now, prio int64) {
+	if ts.pending {
+		ts.flush()
+	}
+	ts.now, ts.prio = now, prio
+}
+
+// flush puts the blocks copied into each tier at ts.now on the tier's
+// link as one transfer: latency + bytes / bandwidth, behind what the link
+// already carries.
+func (ts *Tiers) flush() {
+	ts.pending = false
+	for _, t := range ts.T {
+		if t.pend == 0 {
+			continue
+		}
+		start := max(ts.now, t.linkFree)
+		dur := t.Spec.LatencyUS + int64(math.Ceil(float64(t.pend)*ts.BlockBytes/t.Spec.BytesUS))
+		t.linkFree = start + dur
+		t.Stats.OffloadUS += dur
+		t.pend = 0
+	}
+}
 
 // Cached implements Observer: eager (or threshold above its use) copies a
 // block down as it is cached.
@@ -286,6 +315,8 @@ func (ts *Tiers) put(i int, key uint64, evicted bool) {
 		e.evicAt = ts.now
 	}
 	t.Stats.Offloads++
+	t.pend++
+	ts.pending = true
 	t.insert(e)
 }
 
@@ -311,10 +342,13 @@ func (ts *Tiers) Lookup(keys []uint64, from, max int) int {
 
 // Load starts loading keys (all found by Lookup) to the GPU at now: each
 // tier's blocks go as one transfer on its link (FIFO behind earlier
-// loads), taking latency + bytes / bandwidth. It counts the blocks per
-// tier into per (one entry per tier, zeroed first) and returns when the
-// last block arrives and how many loads were thrashing.
+// loads and offloads), taking latency + bytes / bandwidth. It counts the
+// blocks per tier into per (one entry per tier, zeroed first) and returns
+// when the last block arrives and how many loads were thrashing.
 func (ts *Tiers) Load(keys []uint64, now int64, per []int32) (ready int64, thrash int32) {
+	if ts.pending {
+		ts.flush() // copies in made before this load go first
+	}
 	clear(per)
 	ready = now
 	for _, k := range keys {

@@ -250,9 +250,12 @@ func (r *Recorder) Admitted(now int64, st *request.State, a policy.AdmitDecision
 func (r *Recorder) rows() bool { return r.cfg.Decisions != nil && r.cfg.Level >= Decisions }
 
 // Prioritized records a priority decision.
-func (r *Recorder) Prioritized(now int64, st *request.State, prio int64, v *policy.ClusterView) {
+func (r *Recorder) Prioritized(now int64, st *request.State, prio float64, v *policy.ClusterView) {
 	d := r.begin(now, trace.DecisionPriority, st)
-	d.Action, d.Value = "assign", prio
+	d.Action, d.Score = "assign", prio
+	if prio == math.Trunc(prio) && math.Abs(prio) < 1<<62 {
+		d.Value = int64(prio)
+	}
 	d.Reason = r.cfg.PriorityName
 	if r.rows() {
 		aggregate(d, v)

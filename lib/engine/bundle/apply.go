@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"go.starlark.net/starlark"
@@ -285,9 +286,13 @@ type treePriority struct {
 	ctx evalCtx
 }
 
-func (t *treePriority) Priority(r policy.RequestView, c *policy.ClusterView) int64 {
+func (t *treePriority) Priority(r policy.RequestView, c *policy.ClusterView) float64 {
 	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
-	return t.st.tree.eval(&t.ctx).prio
+	p := t.st.tree.eval(&t.ctx).score.f(&t.ctx)
+	if p != p {
+		return math.Inf(-1) // NaN (0/0): the lowest, as a NaN comparison is false
+	}
+	return p
 }
 
 type treeRouting struct {
@@ -428,7 +433,7 @@ func parseAdmit(v starlark.Value) (policy.AdmitDecision, error) {
 
 type starPriority struct{ r *starRT }
 
-func (p *starPriority) Priority(rv policy.RequestView, c *policy.ClusterView) int64 {
+func (p *starPriority) Priority(rv policy.RequestView, c *policy.ClusterView) float64 {
 	r := p.r
 	if r.rt.err != nil {
 		return 0
@@ -440,6 +445,22 @@ func (p *starPriority) Priority(rv policy.RequestView, c *policy.ClusterView) in
 		return 0
 	}
 	if d, ok := v.(*starlark.Dict); ok {
+		// {"priority": x}: hints the engine would not honour are refused,
+		// not silently dropped.
+		for _, kv := range d.Items() {
+			switch kv[0] {
+			case starlark.String("priority"):
+			case starlark.String("hints"):
+				if h, ok := kv[1].(*starlark.Dict); ok && h.Len() == 0 {
+					continue
+				}
+				r.rt.fail(r.badReturn(`"hints": %s: priority hints are not supported (the waiting queue orders by the priority score alone; return a number, or {"priority": x})`, kv[1].String()))
+				return 0
+			default:
+				r.rt.fail(r.badReturn(`a dict with key %s, expected {"priority": x}`, kv[0].String()))
+				return 0
+			}
+		}
 		x, found, _ := d.Get(starlark.String("priority"))
 		if !found {
 			r.rt.fail(r.badReturn(`a dict without "priority"`))
@@ -447,13 +468,21 @@ func (p *starPriority) Priority(rv policy.RequestView, c *policy.ClusterView) in
 		}
 		v = x
 	}
-	i, ok := v.(starlark.Int)
-	n, ok2 := i.Int64()
-	if !ok || !ok2 {
-		r.rt.fail(r.badReturn(`%s, expected an integer (larger runs first) or {"priority": n, "hints": {...}}`, v.String()))
+	var f float64
+	switch x := v.(type) {
+	case starlark.Int:
+		f, _ = starlark.AsFloat(x)
+	case starlark.Float:
+		f = float64(x)
+	default:
+		r.rt.fail(r.badReturn(`%s, expected a number (a score: larger runs first) or {"priority": x}`, v.String()))
 		return 0
 	}
-	return n
+	if math.IsNaN(f) {
+		r.rt.fail(r.badReturn(`nan, expected a number (a score: larger runs first)`))
+		return 0
+	}
+	return f
 }
 
 type starRouting struct{ r *starRT }

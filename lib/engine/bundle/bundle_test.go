@@ -610,3 +610,42 @@ func TestProvenance(t *testing.T) {
 }
 
 var _ = math.Inf
+
+// TestPriorityScores: a priority stage returns a score, float or int, in
+// Starlark and in a tree (an expression); both order the waiting queue the
+// same way, and the run is the same as the built-in `request` priority
+// when the score is the priority column. Hints are refused, naming the
+// line, not silently dropped.
+func TestPriorityScores(t *testing.T) {
+	reqs := workload(600, 120)
+	for i := range reqs {
+		reqs[i].Priority = int32(i % 5)
+	}
+	cfg := testCluster(2)
+	cfg.Engine.SchedulingPolicy = "priority"
+	cfg.Router.Priority = "request"
+	builtin, _, err := simulate(t, cfg, "", reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Router.Priority = "fcfs"
+	for name, files := range map[string]map[string]string{
+		"starlark float":  {"b.yaml": "priority: {kind: starlark, file: p.star}\n", "p.star": "def priority(request, cluster):\n    return request.priority / 4.0\n"},
+		"starlark dict":   {"b.yaml": "priority: {kind: starlark, file: p.star}\n", "p.star": "def priority(request, cluster):\n    return {\"priority\": request.priority, \"hints\": {}}\n"},
+		"tree expression": {"b.yaml": "priority:\n  kind: decision_tree\n  tree: {priority: \"request.priority * 0.5 - 3\"}\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, _, err := simulate(t, cfg, writeBundle(t, files), reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same(t, name+" vs the request template", builtin, got)
+		})
+	}
+	p := writeBundle(t, map[string]string{"b.yaml": "priority: {kind: starlark, file: p.star}\n",
+		"p.star": "def priority(request, cluster):\n    return {\"priority\": 1, \"hints\": {\"preemptible\": False}}\n"})
+	_, _, err = simulate(t, cfg, p, reqs)
+	if err == nil || !strings.Contains(err.Error(), `p.star:1: priority policy, request r0: priority returned "hints": {"preemptible": False}: priority hints are not supported`) {
+		t.Fatalf("hints: got %v", err)
+	}
+}

@@ -13,7 +13,7 @@ import (
 // are only valid during the call.
 type Decisions interface {
 	Admitted(now int64, r *request.State, d policy.AdmitDecision, v *policy.ClusterView)
-	Prioritized(now int64, r *request.State, prio int64, v *policy.ClusterView)
+	Prioritized(now int64, r *request.State, prio float64, v *policy.ClusterView)
 	// Routed: cands maps the view's candidate indices to cluster-wide
 	// replica indices; r.Keys are derived.
 	Routed(now int64, r *request.State, d policy.RouteDecision, v *policy.ClusterView, cands []int32)

@@ -215,7 +215,7 @@ type Tiers struct {
 	BlockBytes float64
 	gpu        Store
 	now        int64
-	prio       int64 // priority of the request whose blocks are being cached
+	prio       float64 // priority of the request whose blocks are being cached
 	seq        int64
 	pending    bool // some tier has copies in waiting for its link (flush)
 }
@@ -232,7 +232,7 @@ func NewTiers(specs []TierSpec, policy uint8, threshold, blockBytes float64, gpu
 // SetNow tells the tiers the time of the scheduler call that follows, and
 // the priority of the request it concerns. The blocks copied in at the
 // previous time go on their links first.
-func (ts *Tiers) SetNow(now, prio int64) {
+func (ts *Tiers) SetNow(now int64, prio float64) {
 	if ts.pending {
 		ts.flush()
 	}
@@ -309,7 +309,7 @@ func (ts *Tiers) put(i int, key uint64, evicted bool) {
 	case EvictLFU:
 		e.a = 1
 	case EvictPriority:
-		e.a = ts.prio
+		e.a = prioKey(ts.prio)
 	}
 	if evicted {
 		e.evicAt = ts.now
@@ -439,4 +439,14 @@ func (ts *Tiers) Clone(gpu Store) *Tiers {
 		d.T[i] = &x
 	}
 	return &d
+}
+
+// prioKey maps a priority score to an int64 in the same order (the
+// eviction heap's keys are integers): IEEE 754 bits, negatives flipped.
+func prioKey(p float64) int64 {
+	b := int64(math.Float64bits(p))
+	if b < 0 {
+		b ^= math.MaxInt64
+	}
+	return b
 }

@@ -111,13 +111,13 @@ type fcfs struct{}
 
 func (fcfs) Blind() {}
 
-func (fcfs) Priority(RequestView, *ClusterView) int64 { return 0 }
+func (fcfs) Priority(RequestView, *ClusterView) float64 { return 0 }
 
 type requestPriority struct{}
 
 func (requestPriority) Blind() {}
 
-func (requestPriority) Priority(r RequestView, _ *ClusterView) int64 { return int64(r.Priority()) }
+func (requestPriority) Priority(r RequestView, _ *ClusterView) float64 { return float64(r.Priority()) }
 
 type roundRobin struct{ next int }
 

@@ -39,10 +39,11 @@ type Admission interface {
 	Admit(r RequestView, c *ClusterView) AdmitDecision
 }
 
-// Priority gives a request's priority in the replicas' waiting queues
-// (larger runs first) when engine.scheduling_policy is priority.
+// Priority gives a request's priority in the replicas' waiting queues, a
+// score (larger runs first, and is preempted last) used when
+// engine.scheduling_policy is priority. It must not be NaN.
 type Priority interface {
-	Priority(r RequestView, c *ClusterView) int64
+	Priority(r RequestView, c *ClusterView) float64
 }
 
 // Routing picks the replica for an admitted request among the candidates.

@@ -275,6 +275,9 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 		d.KVUtil = rep.KVUtilization()
 		d.CachedBlocks = int32(v.CachedBlocks(rd.Target))
 		r.topK(d, v, rd.Target)
+		for _, f := range v.Filtered() {
+			d.Filtered = append(d.Filtered, trace.Filtered{ReplicaID: v.Replica(f.Index).ID(), Reason: f.Reason})
+		}
 	}
 	d.PromptBlocks = int32(len(st.Keys))
 	// The shadow model's prediction, then its update from this decision.
@@ -292,9 +295,10 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 	}
 	// Hold the row until the request's result.
 	p := r.alloc()
-	cs := p.Candidates
+	cs, fs := p.Candidates, p.Filtered
 	*p = *d
 	p.Candidates = append(cs[:0], d.Candidates...)
+	p.Filtered = append(fs[:0], d.Filtered...)
 	r.pend[st.Req.ID] = p
 }
 

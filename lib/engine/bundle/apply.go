@@ -528,6 +528,18 @@ func (p *starRouting) Route(rv policy.RequestView, c *policy.ClusterView) policy
 				c.Score(i, f)
 			}
 		}
+		if f, found, _ := d.Get(starlark.String("filtered")); found {
+			if err := starFiltered(f, bv, c, target); err != nil {
+				r.rt.fail(r.badReturn(`"filtered": %v`, err))
+				return policy.RouteDecision{}
+			}
+		}
+		for _, kv := range d.Items() {
+			if k, _ := kv[0].(starlark.String); k != "target" && k != "scores" && k != "filtered" {
+				r.rt.fail(r.badReturn(`a dict with key %s, expected {"target": id, "scores": {...}, "filtered": {...}}`, kv[0].String()))
+				return policy.RouteDecision{}
+			}
+		}
 	}
 	id, ok := target.(starlark.String)
 	if !ok {
@@ -540,6 +552,54 @@ func (p *starRouting) Route(rv policy.RequestView, c *policy.ClusterView) policy
 		return policy.RouteDecision{}
 	}
 	return policy.RouteDecision{Target: i, Reason: "starlark route"}
+}
+
+// starFiltered records a route's "filtered" candidates: a dict {id: reason}
+// or a list of ids. The target may not be among them.
+func starFiltered(f starlark.Value, bv *boardVals, c *policy.ClusterView, target starlark.Value) error {
+	add := func(k, why starlark.Value) error {
+		id, ok := k.(starlark.String)
+		i, found := bv.ids[string(id)]
+		if !ok || !found {
+			return fmt.Errorf("%s is not a candidate replica id", k.String())
+		}
+		if k == target {
+			return fmt.Errorf("%s is the target: a filtered candidate cannot be chosen", k.String())
+		}
+		reason := "filtered"
+		if why != nil {
+			s, ok := why.(starlark.String)
+			if !ok {
+				return fmt.Errorf("%s: a %s, expected a reason string", k.String(), why.Type())
+			}
+			reason = string(s)
+		}
+		c.Filter(i, reason)
+		return nil
+	}
+	switch f := f.(type) {
+	case *starlark.Dict:
+		for _, kv := range f.Items() {
+			if err := add(kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+	case *starlark.List:
+		for i := 0; i < f.Len(); i++ {
+			if err := add(f.Index(i), nil); err != nil {
+				return err
+			}
+		}
+	case starlark.Tuple:
+		for _, x := range f {
+			if err := add(x, nil); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("a %s, expected {replica id: reason} or a list of replica ids", f.Type())
+	}
+	return nil
 }
 
 type starOrder struct {

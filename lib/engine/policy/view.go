@@ -85,11 +85,19 @@ type PrefixOracle interface {
 // candidate replicas for the request (those of the deployments serving its
 // model), refreshed live or every snapshot interval.
 type ClusterView struct {
-	b      *Board
-	now    int64
-	prefix PrefixOracle
-	scores []float64
-	scored bool
+	b        *Board
+	now      int64
+	prefix   PrefixOracle
+	scores   []float64
+	scored   bool
+	filtered []Filtered
+}
+
+// Filtered is a candidate a routing policy ruled out before choosing, and
+// why (kept for decision traces).
+type Filtered struct {
+	Index  int
+	Reason string
 }
 
 func (c *ClusterView) NowUS() int64 { return c.now }
@@ -150,6 +158,20 @@ func (c *ClusterView) Score(i int, s float64) {
 	c.scores[i] = s
 	c.scored = true
 }
+
+// Filter records that candidate i was filtered out of the decision being
+// made (it cannot be the target), with the reason: kept only when a caller
+// asks for scores (decision traces), otherwise free.
+func (c *ClusterView) Filter(i int, reason string) {
+	if c.scores == nil {
+		return
+	}
+	c.filtered = append(c.filtered, Filtered{Index: i, Reason: reason})
+}
+
+// Filtered returns the candidates filtered out in the last decision (nil
+// when none, or when nothing is kept).
+func (c *ClusterView) Filtered() []Filtered { return c.filtered }
 
 // Board is the router's knowledge of one candidate group: the cluster
 // writes it, policies read it through a ClusterView.
@@ -236,6 +258,7 @@ func (b *Board) View(now int64, prefix PrefixOracle, keepScores bool) *ClusterVi
 	v := &b.view
 	v.now, v.prefix, v.scored = now, prefix, false
 	v.scores = nil
+	v.filtered = v.filtered[:0]
 	if keepScores {
 		if len(b.scoreBuf) < len(b.reps) {
 			b.scoreBuf = make([]float64, len(b.reps))

@@ -208,7 +208,7 @@ func Fields() []FieldDoc {
 		name string
 		fs   []field
 	}{{"request", requestFields}, {"request (scheduler, preemption)", schedRequestFields}, {"replica", replicaFields},
-		{"tenant", tenantFields}, {"router", routerFields}, {"cluster", clusterFields}} {
+		{"tenant", tenantFields}, {"router", routerFields}, {"cluster", clusterFields}, {"pool", poolFields}} {
 		for _, f := range v.fs {
 			out = append(out, FieldDoc{View: v.name, Name: f.name, Type: f.k.String(), Unit: f.unit, Doc: f.doc})
 		}

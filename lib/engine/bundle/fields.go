@@ -31,6 +31,7 @@ type evalCtx struct {
 	rep  *policy.ReplicaView
 	pool *PoolView // autoscaler
 	ml   int       // max load over the candidates, 0 until computed
+	tier *policy.TierStatus
 }
 
 // field is one view field: its name, type, unit and getter (one of i, f, s,
@@ -108,6 +109,48 @@ var replicaFields = []field{
 	{name: "recent_ttft_us", k: kFloat, unit: "µs", doc: "recent time to first token (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().ttft }},
 	{name: "recent_tpot_us", k: kFloat, unit: "µs", doc: "recent time per output token (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().tpot }},
 	{name: "estimated_wait_us", k: kFloat, unit: "µs", doc: "recent wait in its queue, enqueued → first scheduled (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().wait }},
+	{name: "kv_lower_used_blocks", k: kInt, unit: "blocks", doc: "blocks held in its lower KV tiers, all tiers (0 without tiers); per tier in Starlark: r.kv_tiers", i: func(c *evalCtx) int64 { return lower(c).used }},
+	{name: "kv_lower_total_blocks", k: kInt, unit: "blocks", doc: "capacity of its lower KV tiers, all tiers (0 without tiers)", i: func(c *evalCtx) int64 { return lower(c).total }},
+	{name: "kv_lower_utilization", k: kFloat, unit: "fraction", doc: "kv_lower_used_blocks / kv_lower_total_blocks (0 without tiers)", f: func(c *evalCtx) float64 { return lower(c).util() }},
+	{name: "kv_offload_rate", k: kFloat, unit: "blocks/s", doc: "blocks copied into its lower tiers per second, all tiers, over the last window of at least 1 s", f: func(c *evalCtx) float64 { return lower(c).off }},
+	{name: "kv_reload_rate", k: kFloat, unit: "blocks/s", doc: "blocks loaded from its lower tiers to the GPU per second, all tiers, over the last window of at least 1 s", f: func(c *evalCtx) float64 { return lower(c).rel }},
+}
+
+// lowerSum sums a replica's lower KV tiers.
+type lowerSum struct {
+	used, total int64
+	off, rel    float64
+}
+
+func (l lowerSum) util() float64 {
+	if l.total <= 0 {
+		return 0
+	}
+	return float64(l.used) / float64(l.total)
+}
+
+func lower(c *evalCtx) lowerSum {
+	var l lowerSum
+	for _, t := range c.replica().Tiers() {
+		l.used, l.total, l.off, l.rel = l.used+t.Used, l.total+t.Total, l.off+t.OffloadRate, l.rel+t.ReloadRate
+	}
+	return l
+}
+
+// tierFields are one lower KV tier of a replica (Starlark: r.kv_tiers,
+// top down).
+var tierFields = []field{
+	{name: "name", k: kString, doc: "the tier's name (cpu, storage, …)", s: func(c *evalCtx) string { return c.tier.Name }},
+	{name: "used_blocks", k: kInt, unit: "blocks", doc: "blocks it holds", i: func(c *evalCtx) int64 { return c.tier.Used }},
+	{name: "total_blocks", k: kInt, unit: "blocks", doc: "its capacity", i: func(c *evalCtx) int64 { return c.tier.Total }},
+	{name: "utilization", k: kFloat, unit: "fraction", doc: "used_blocks / total_blocks", f: func(c *evalCtx) float64 {
+		if c.tier.Total <= 0 {
+			return 0
+		}
+		return float64(c.tier.Used) / float64(c.tier.Total)
+	}},
+	{name: "offload_rate", k: kFloat, unit: "blocks/s", doc: "blocks copied in per second over the last window of at least 1 s", f: func(c *evalCtx) float64 { return c.tier.OffloadRate }},
+	{name: "reload_rate", k: kFloat, unit: "blocks/s", doc: "blocks loaded to the GPU per second over the last window of at least 1 s", f: func(c *evalCtx) float64 { return c.tier.ReloadRate }},
 }
 
 func (c *evalCtx) tenant() *tenantStats { return c.tr.tenant(c.rv.TenantID(), c.rv.NowUS()) }
@@ -196,6 +239,7 @@ var (
 	tenantTable       = table(tenantFields)
 	routerTable       = table(routerFields)
 	clusterTable      = table(clusterFields)
+	tierTable         = table(tierFields)
 )
 
 // FieldDoc describes one view field for docs and --list-policies.
@@ -208,7 +252,8 @@ func Fields() []FieldDoc {
 		name string
 		fs   []field
 	}{{"request", requestFields}, {"request (scheduler, preemption)", schedRequestFields}, {"replica", replicaFields},
-		{"tenant", tenantFields}, {"router", routerFields}, {"cluster", clusterFields}, {"pool", poolFields}} {
+		{"tenant", tenantFields}, {"router", routerFields}, {"cluster", clusterFields}, {"pool", poolFields},
+		{"replica tier (Starlark r.kv_tiers)", tierFields}} {
 		for _, f := range v.fs {
 			out = append(out, FieldDoc{View: v.name, Name: f.name, Type: f.k.String(), Unit: f.unit, Doc: f.doc})
 		}

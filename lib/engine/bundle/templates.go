@@ -125,14 +125,14 @@ type PoolView struct {
 	KVUtilization            float64 // mean over its serving replicas
 	NowUS                    int64
 	// Over the pool's metrics window (the autoscaler's window):
-	WindowUS                   int64
-	RequestRate                float64 // arrivals for the pool's model per second
-	SLOAttainment              float64 // met / finished in the window; NaN: none finished, or no slo
-	Utilization                float64 // step time / ready replica time
-	QueuePerReplica            float64 // (waiting + in flight) per ready replica, averaged
-	TTFTP50US, TTFTP99US       int64   // of the requests completed in the window (0 when none)
-	E2EP50US, E2EP99US         int64
-	SinceLastScaleUS           int64 // since the pool's last scale action; -1 before any
+	WindowUS             int64
+	RequestRate          float64 // arrivals for the pool's model per second
+	SLOAttainment        float64 // met / finished in the window; NaN: none finished, or no slo
+	Utilization          float64 // step time / ready replica time
+	QueuePerReplica      float64 // (waiting + in flight) per ready replica, averaged
+	TTFTP50US, TTFTP99US int64   // of the requests completed in the window (0 when none)
+	E2EP50US, E2EP99US   int64
+	SinceLastScaleUS     int64 // since the pool's last scale action; -1 before any
 }
 
 // Load is waiting + running + in flight.

@@ -111,7 +111,9 @@ func (v *replicaValue) Type() string   { return "replica" }
 func (v *replicaValue) Hash() (uint32, error) {
 	return 0, errors.New("unhashable: replica (use replica.id)")
 }
-func (v *replicaValue) AttrNames() []string { return replicaTable.names() }
+func (v *replicaValue) AttrNames() []string {
+	return append(replicaTable.names(), "kv_tiers")
+}
 
 func (v *replicaValue) Attr(name string) (starlark.Value, error) {
 	if v.r.ctx.cv != v.bv.cv {
@@ -130,6 +132,15 @@ func (v *replicaValue) Attr(name string) (starlark.Value, error) {
 			})
 		}
 		return v.cb, nil
+	}
+	if name == "kv_tiers" {
+		ts := v.bv.cv.Replica(v.i).Tiers()
+		out := make(starlark.Tuple, len(ts))
+		for k := range ts {
+			t := ts[k] // a copy: the value outlives nothing, but the board may change after the call
+			out[k] = &viewValue{r: v.r, typ: "tier", t: tierTable, c: &evalCtx{tier: &t}}
+		}
+		return out, nil
 	}
 	f := replicaTable[name]
 	if f == nil {

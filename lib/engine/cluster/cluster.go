@@ -234,9 +234,11 @@ type Cluster struct {
 	preloaded bool
 
 	// Tiered KV and P/D (nil when no deployment uses them).
-	wakeAt []int64  // per replica: wake-up queued for a KV load
-	pd     *disagg  // P/D hand-offs (nil without P/D pools)
-	rgroup []*group // per replica: the group whose board shows it
+	wakeAt []int64 // per replica: wake-up queued for a KV load
+	// tierStat is scratch for the lower tiers' statuses (reportTiers).
+	tierStat []policy.TierStatus
+	pd       *disagg  // P/D hand-offs (nil without P/D pools)
+	rgroup   []*group // per replica: the group whose board shows it
 
 	ids     map[string]*request.State
 	retired retireHeap
@@ -477,7 +479,7 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 			}
 		}
 		for j := range g.members {
-			g.board.Set(j, c.status(g.members[j]))
+			c.report(g.board, j, g.members[j])
 		}
 		if c.sc.dynamic(g) {
 			g.all = g.members
@@ -722,6 +724,15 @@ func (c *Cluster) status(i int32) policy.ReplicaStatus {
 		KVUsed: int64(l.KVUsed), KVTotal: int64(l.KVTotal)}
 }
 
+// report puts replica i's status on board b at position j (and, with
+// lower KV tiers, theirs: tierwake.go).
+func (c *Cluster) report(b *policy.Board, j int, i int32) {
+	b.Set(j, c.status(i))
+	if c.wakeAt != nil {
+		c.reportTiers(b, j, i)
+	}
+}
+
 // policyFailed stops the run if a policy failed.
 func (c *Cluster) policyFailed() bool {
 	if err := c.opts.Policies.Err(); err != nil {
@@ -745,7 +756,7 @@ func (c *Cluster) refreshDirty() {
 	for _, i := range c.dirty {
 		c.isDirty[i] = false
 		if p := c.gpos[i]; p >= 0 { // -1: not routable (autoscaling)
-			c.rgroup[i].board.Set(int(p), c.status(i))
+			c.report(c.rgroup[i].board, int(p), i)
 		}
 	}
 	c.dirty = c.dirty[:0]
@@ -754,7 +765,7 @@ func (c *Cluster) refreshDirty() {
 func (c *Cluster) refreshAll() {
 	for _, g := range c.grps {
 		for j, m := range g.members {
-			g.board.Set(j, c.status(m))
+			c.report(g.board, j, m)
 		}
 	}
 }

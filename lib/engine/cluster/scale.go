@@ -234,7 +234,7 @@ func (sc *scaler) rebuildBoard(g *group) {
 	g.members, g.slotOf = ms, slotOf
 	g.board = policy.NewBoard(ids, deps, roles, c.opts.RouterIndexes)
 	for i, m := range ms {
-		g.board.Set(i, c.status(m))
+		c.report(g.board, i, m)
 		if c.reps[m].State == replica.Warming {
 			g.board.SetState(i, "warming")
 		}

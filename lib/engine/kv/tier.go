@@ -66,6 +66,34 @@ type Tier struct {
 	linkFree int64
 	pend     int32 // blocks copied in at the current time, not yet on the link
 	Stats    TierStats
+	rates    rateWin
+}
+
+// rateWin measures a tier's offload and reload rates over windows of at
+// least RateWindowUS, each divided by the time it actually spanned.
+type rateWin struct {
+	start, off0, load0 int64
+	off, load          float64
+	started            bool
+}
+
+// RateWindowUS is the shortest window a tier's rates are measured over.
+const RateWindowUS = 1_000_000
+
+// Rates are the blocks per second copied into the tier and loaded out of
+// it over the last window of at least RateWindowUS ended by now (0 until
+// one has ended): what a replica's metrics endpoint would report.
+func (t *Tier) Rates(now int64) (offload, reload float64) {
+	w := &t.rates
+	if !w.started {
+		w.start, w.off0, w.load0, w.started = now, t.Stats.Offloads, t.Stats.Loads, true
+	}
+	if el := now - w.start; el >= RateWindowUS {
+		sec := float64(el) / 1e6
+		w.off, w.load = float64(t.Stats.Offloads-w.off0)/sec, float64(t.Stats.Loads-w.load0)/sec
+		w.start, w.off0, w.load0 = now, t.Stats.Offloads, t.Stats.Loads
+	}
+	return w.off, w.load
 }
 
 type tierEnt struct {

@@ -44,10 +44,19 @@ type ReplicaStatus struct {
 	KVTotal  int64
 }
 
+// TierStatus is what a replica reports of one of its lower KV tiers.
+type TierStatus struct {
+	Name        string
+	Used, Total int64   // blocks held, capacity
+	OffloadRate float64 // blocks copied in per second (recent window)
+	ReloadRate  float64 // blocks loaded to the GPU per second (recent window)
+}
+
 // ReplicaView is the router's read-only view of one candidate replica.
 type ReplicaView struct {
 	id, deployment, role, state string
 	s                           ReplicaStatus
+	tiers                       []TierStatus // lower KV tiers, top down; nil without
 }
 
 func (v *ReplicaView) ID() string         { return v.id }
@@ -59,6 +68,10 @@ func (v *ReplicaView) Running() int       { return v.s.Running }
 func (v *ReplicaView) InFlight() int      { return v.s.InFlight }
 func (v *ReplicaView) KVUsed() int64      { return v.s.KVUsed }
 func (v *ReplicaView) KVTotal() int64     { return v.s.KVTotal }
+
+// Tiers is the replica's lower KV tiers as last reported, top down (nil
+// without tiers). Read-only.
+func (v *ReplicaView) Tiers() []TierStatus { return v.tiers }
 
 // Load is waiting + running + in flight: what least-loaded routing uses.
 func (v *ReplicaView) Load() int { return v.s.Waiting + v.s.Running + v.s.InFlight }
@@ -242,6 +255,15 @@ func (b *Board) Set(i int, s ReplicaStatus) {
 	}
 }
 
+// SetTiers reports replica i's lower KV tiers (copied).
+func (b *Board) SetTiers(i int, ts []TierStatus) {
+	r := &b.reps[i]
+	if len(r.tiers) != len(ts) {
+		r.tiers = make([]TierStatus, len(ts))
+	}
+	copy(r.tiers, ts)
+}
+
 // SetState reports replica i's lifecycle state.
 func (b *Board) SetState(i int, state string) { b.reps[i].state = state }
 
@@ -280,6 +302,11 @@ func (c *ClusterView) Scores() []float64 {
 // Clone copies the board.
 func (b *Board) Clone() *Board {
 	d := &Board{reps: append([]ReplicaView(nil), b.reps...)}
+	for i := range d.reps {
+		if t := d.reps[i].tiers; t != nil {
+			d.reps[i].tiers = append([]TierStatus(nil), t...)
+		}
+	}
 	if b.tree != nil {
 		d.tree = append([]uint64(nil), b.tree...)
 	}

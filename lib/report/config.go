@@ -48,6 +48,13 @@ func (rep *Report) configTables() {
 		if router == "" {
 			router = "-"
 		}
+		// A policy bundle that read the true output lengths (oracle: true;
+		// lib/engine/bundle.MetaOracle) learned what no real router knows.
+		if r.meta.Get("blis.policy.oracle") == "true" {
+			router += " (oracle)"
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: ORACLE: policy bundle %q read the true output lengths (oracle: true); a real router has predictions at best, so this run overstates what its policy achieves deployed",
+				r.path, r.meta.Get("blis.policy.id")))
+		}
 		if len(deps) == 0 {
 			what := "not simulated, or written without blis-sim's metadata"
 			if tool != "-" {

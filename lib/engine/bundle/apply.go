@@ -11,6 +11,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
 )
 
@@ -19,6 +20,7 @@ import (
 type Runtime struct {
 	b      *Bundle
 	tr     *Tracker
+	ob     *observer
 	err    error
 	scaler Scaler
 	stars  map[string]*starRT
@@ -59,7 +61,7 @@ func (rt *Runtime) Scaler() Scaler { return rt.scaler }
 // Policies.OnResult, forks of the cluster get their own copy of everything
 // through Policies.Fork, and Policies.Err stops the run at a policy failure.
 func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
-	rt := &Runtime{b: b, stars: map[string]*starRT{}}
+	rt := &Runtime{b: b, stars: map[string]*starRT{}, ob: newObserver(b, cfg.Seed)}
 	env := policy.Env{Seed: cfg.Seed}
 	needTracker := false
 	for _, name := range []string{StageAdmission, StagePriority, StageRouting} {
@@ -100,7 +102,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 			}
 			p.Admission = a.(policy.Admission)
 		case KindTree:
-			p.Admission = &treeAdmission{st: st, tr: rt.tr}
+			p.Admission = &treeAdmission{st: st, tr: rt.tr, ob: rt.ob}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
@@ -128,7 +130,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 			}
 			p.Priority = pr.(policy.Priority)
 		case KindTree:
-			p.Priority = &treePriority{st: st, tr: rt.tr}
+			p.Priority = &treePriority{st: st, tr: rt.tr, ob: rt.ob}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
@@ -146,7 +148,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 			}
 			p.Routing = ro.(policy.Routing)
 		case KindTree:
-			tr := &treeRouting{st: st, tr: rt.tr}
+			tr := &treeRouting{st: st, tr: rt.tr, ob: rt.ob}
 			for _, leaf := range st.info.routes {
 				l, err := policy.NewRouting(leaf.route, leaf.params, env)
 				if err != nil {
@@ -170,7 +172,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 		case KindParameterized:
 			order, _ = schedTemplate(st)
 		case KindTree:
-			order = &treeOrder{st: st}
+			order = &treeOrder{st: st, ob: rt.ob}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
@@ -184,7 +186,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 		case KindParameterized:
 			_, victim = schedTemplate(st)
 		case KindTree:
-			victim = &treeVictim{st: st}
+			victim = &treeVictim{st: st, ob: rt.ob}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
@@ -213,12 +215,25 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 		p.Autoscale = rt.autoscalePolicies
 	}
 	p.Err = rt.Err
-	if rt.tr != nil {
-		p.OnResult = rt.tr.finished
-	}
+	p.OnResult = rt.onResult()
 	rt.order, rt.victim = order, victim
 	p.Fork = rt.Fork
 	return rt, nil
+}
+
+// onResult is what hears the run's results: the router state and the
+// class predictor, when there are.
+func (rt *Runtime) onResult() func(*row.Result) {
+	tr, ob := rt.tr, rt.ob
+	switch {
+	case tr != nil && ob.learns():
+		return func(r *row.Result) { tr.finished(r); ob.finished(r) }
+	case tr != nil:
+		return tr.finished
+	case ob.learns():
+		return ob.finished
+	}
+	return nil
 }
 
 // Policies are the run's policies, for cluster.Options.Policies.
@@ -271,11 +286,12 @@ func (a *trackedAdmission) Admit(r policy.RequestView, c *policy.ClusterView) po
 type treeAdmission struct {
 	st  *Stage
 	tr  *Tracker
+	ob  *observer
 	ctx evalCtx
 }
 
 func (t *treeAdmission) Admit(r policy.RequestView, c *policy.ClusterView) policy.AdmitDecision {
-	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr, ob: t.ob}
 	n := t.st.tree.eval(&t.ctx)
 	return policy.AdmitDecision{Verdict: n.verdict, Reason: n.reason, DelayUS: n.delayUS}
 }
@@ -283,11 +299,12 @@ func (t *treeAdmission) Admit(r policy.RequestView, c *policy.ClusterView) polic
 type treePriority struct {
 	st  *Stage
 	tr  *Tracker
+	ob  *observer
 	ctx evalCtx
 }
 
 func (t *treePriority) Priority(r policy.RequestView, c *policy.ClusterView) float64 {
-	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr, ob: t.ob}
 	p := t.st.tree.eval(&t.ctx).score.f(&t.ctx)
 	if p != p {
 		return math.Inf(-1) // NaN (0/0): the lowest, as a NaN comparison is false
@@ -298,12 +315,13 @@ func (t *treePriority) Priority(r policy.RequestView, c *policy.ClusterView) flo
 type treeRouting struct {
 	st     *Stage
 	tr     *Tracker
+	ob     *observer
 	leaves []policy.Routing
 	ctx    evalCtx
 }
 
 func (t *treeRouting) Route(r policy.RequestView, c *policy.ClusterView) policy.RouteDecision {
-	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr, ob: t.ob}
 	ctx := &t.ctx
 	if !t.st.info.perCandidate {
 		n := t.st.tree.eval(ctx)
@@ -334,6 +352,7 @@ func (t *treeRouting) Clone() any {
 // vLLM's order among equals.
 type treeOrder struct {
 	st  *Stage
+	ob  *observer
 	buf []scored
 	ctx evalCtx
 }
@@ -347,7 +366,7 @@ func (t *treeOrder) Sort(now int64, w []*request.State) {
 	t.buf = t.buf[:0]
 	c := &t.ctx
 	for _, r := range w {
-		*c = evalCtx{rv: policy.NewRequestView(&r.Req, now, nil), st: r}
+		*c = evalCtx{rv: policy.NewRequestView(&r.Req, now, nil), st: r, ob: t.ob}
 		t.buf = append(t.buf, scored{r, t.st.tree.eval(c).score.f(c)})
 	}
 	sortScored(t.buf)
@@ -360,6 +379,7 @@ func (t *treeOrder) Sort(now int64, w []*request.State) {
 // newest among equals.
 type treeVictim struct {
 	st  *Stage
+	ob  *observer
 	ctx evalCtx
 }
 
@@ -369,7 +389,7 @@ func (t *treeVictim) Choose(running []*request.State) *request.State {
 	c := &t.ctx
 	for i := len(running) - 1; i >= 0; i-- {
 		r := running[i]
-		*c = evalCtx{rv: policy.NewRequestView(&r.Req, 0, nil), st: r}
+		*c = evalCtx{rv: policy.NewRequestView(&r.Req, 0, nil), st: r, ob: t.ob}
 		s := t.st.tree.eval(c).score.f(c)
 		if best == nil || s > bs {
 			best, bs = r, s
@@ -387,7 +407,7 @@ func (a *starAdmission) Admit(rv policy.RequestView, c *policy.ClusterView) poli
 	if r.rt.err != nil {
 		return policy.AdmitDecision{Verdict: policy.Reject, Reason: "policy failed"}
 	}
-	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr}
+	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(&r.reqv, &r.clv, rv.ID())
 	if err != nil {
 		r.rt.fail(err)
@@ -438,7 +458,7 @@ func (p *starPriority) Priority(rv policy.RequestView, c *policy.ClusterView) fl
 	if r.rt.err != nil {
 		return 0
 	}
-	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr}
+	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(&r.reqv, &r.clv, rv.ID())
 	if err != nil {
 		r.rt.fail(err)
@@ -492,7 +512,7 @@ func (p *starRouting) Route(rv policy.RequestView, c *policy.ClusterView) policy
 	if r.rt.err != nil {
 		return policy.RouteDecision{}
 	}
-	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr}
+	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(&r.reqv, &r.clv, rv.ID())
 	if err != nil {
 		r.rt.fail(err)
@@ -625,7 +645,7 @@ func (o *starOrder) Sort(now int64, w []*request.State) {
 	}
 	rep := &attrsValue{typ: "replica", names: []string{"index", "queue_depth", "now_us"},
 		vals: []starlark.Value{starlark.MakeInt(int(o.idx)), starlark.MakeInt(len(w)), starlark.MakeInt64(now)}}
-	r.ctx = evalCtx{tr: r.ctx.tr}
+	r.ctx = evalCtx{tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(queue, rep, "")
 	if err != nil {
 		r.rt.fail(err)
@@ -698,7 +718,7 @@ func (p *starVictim) Choose(running []*request.State) *request.State {
 	}
 	rep := &attrsValue{typ: "replica", names: []string{"index", "batch_size"},
 		vals: []starlark.Value{starlark.MakeInt(int(p.idx)), starlark.MakeInt(len(running))}}
-	r.ctx = evalCtx{tr: r.ctx.tr}
+	r.ctx = evalCtx{tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(list, rep, "")
 	if err != nil {
 		r.rt.fail(err)

@@ -32,6 +32,7 @@ type evalCtx struct {
 	pool *PoolView // autoscaler
 	ml   int       // max load over the candidates, 0 until computed
 	tier *policy.TierStatus
+	ob   *observer // what the run's policies know of output lengths
 }
 
 // field is one view field: its name, type, unit and getter (one of i, f, s,
@@ -61,7 +62,7 @@ var requestFields = []field{
 	{name: "session_id", k: kString, doc: "session (\"\" if none)", s: func(c *evalCtx) string { return c.rv.SessionID() }},
 	{name: "priority", k: kInt, doc: "the request's priority column", i: func(c *evalCtx) int64 { return int64(c.rv.Priority()) }},
 	{name: "input_tokens", k: kInt, unit: "tokens", doc: "prompt length", i: func(c *evalCtx) int64 { return int64(c.rv.InputTokens()) }},
-	{name: "output_tokens", k: kInt, unit: "tokens", doc: "the most output tokens it asks for", i: func(c *evalCtx) int64 { return int64(c.rv.OutputTokens()) }},
+	{name: "output_tokens", k: kInt, unit: "tokens", doc: "the output length as a router can know it: the bundle's predictor's (predictor:), the true length only with oracle: true; None in Starlark when unknown (no predictor), and a tree may then not read it", i: outputField},
 	{name: "arrival_us", k: kInt, unit: "µs", doc: "arrival time", i: func(c *evalCtx) int64 { return c.rv.ArrivalUS() }},
 	{name: "prefix_blocks", k: kInt, unit: "blocks", doc: "prompt blocks carrying a prefix-cache key", i: func(c *evalCtx) int64 { return int64(c.rv.PrefixBlocks()) }},
 	{name: "now_us", k: kInt, unit: "µs", doc: "time of the decision", i: func(c *evalCtx) int64 { return c.rv.NowUS() }},

@@ -243,7 +243,7 @@ func hasDirectKey(n *yaml.Node, k string) bool {
 }
 
 func (p *parser) expr(n *yaml.Node, path, src, stage string, info *treeInfo) (*expr, error) {
-	c := &exprCompiler{roots: stageRoots(stage, info.perCandidate), used: info.used}
+	c := &exprCompiler{roots: stageRoots(stage, info.perCandidate), used: info.used, noOutput: p.noOutput}
 	e, err := c.compile(src)
 	if err != nil {
 		msg := err.Error()

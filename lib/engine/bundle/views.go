@@ -64,14 +64,29 @@ func (v *reqValue) Attr(name string) (starlark.Value, error) {
 		if f == nil {
 			return nil, nil
 		}
+		if name == "output_tokens" {
+			return outputValue(&v.r.ctx), nil
+		}
 		return fieldValue(f, &v.r.ctx), nil
 	}
 	f := schedRequestTable[name]
 	if f == nil {
 		return nil, nil
 	}
-	c := evalCtx{rv: policy.NewRequestView(&v.st.Req, v.now, nil), st: v.st}
+	c := evalCtx{rv: policy.NewRequestView(&v.st.Req, v.now, nil), st: v.st, ob: v.r.rt.ob}
+	if name == "output_tokens" {
+		return outputValue(&c), nil
+	}
 	return fieldValue(f, &c), nil
+}
+
+// outputValue is request.output_tokens in Starlark: the prediction (or, with
+// oracle: true, the true length), None when unknown.
+func outputValue(c *evalCtx) starlark.Value {
+	if n, ok := c.ob.output(c.rv); ok {
+		return starlark.MakeInt64(n)
+	}
+	return starlark.None
 }
 
 // boardVals are the replica views of one candidate group.

@@ -15,16 +15,20 @@ func NewRequestView(r *row.Request, now int64, promptBlocks func() int) RequestV
 	return RequestView{r: r, now: now, pb: promptBlocks}
 }
 
-func (v RequestView) ID() string          { return v.r.ID }
-func (v RequestView) TenantID() string    { return v.r.TenantID }
-func (v RequestView) SLOClass() string    { return v.r.SLOClass }
-func (v RequestView) Model() string       { return v.r.Model }
-func (v RequestView) SessionID() string   { return v.r.SessionID }
-func (v RequestView) Priority() int32     { return v.r.Priority }
-func (v RequestView) InputTokens() int32  { return v.r.InputTokens }
-func (v RequestView) OutputTokens() int32 { return v.r.OutputTokens } // the most it asks for
-func (v RequestView) ArrivalUS() int64    { return v.r.ArrivalUS }
-func (v RequestView) NowUS() int64        { return v.now }
+func (v RequestView) ID() string         { return v.r.ID }
+func (v RequestView) TenantID() string   { return v.r.TenantID }
+func (v RequestView) SLOClass() string   { return v.r.SLOClass }
+func (v RequestView) Model() string      { return v.r.Model }
+func (v RequestView) SessionID() string  { return v.r.SessionID }
+func (v RequestView) Priority() int32    { return v.r.Priority }
+func (v RequestView) InputTokens() int32 { return v.r.InputTokens }
+
+// TrueOutputTokens is the output length the request will generate: an
+// oracle (no real router knows it before the answer ends). Policy bundles
+// see a prediction instead unless they declare oracle: true.
+func (v RequestView) TrueOutputTokens() int32 { return v.r.OutputTokens }
+func (v RequestView) ArrivalUS() int64        { return v.r.ArrivalUS }
+func (v RequestView) NowUS() int64            { return v.now }
 
 // PrefixBlocks is the number of the prompt's engine blocks that carry a
 // prefix-cache key (0 without prefix hashes or with caching off).

@@ -1,6 +1,7 @@
 // Package decision records what the router and the schedulers decided
-// (the decisions table), keeps the router's shadow model of the prefix
-// caches, detects anomalies (the anomalies table) and measures the
+// (the decisions table), compares the router's view of the prefix caches
+// (the shadow KV, fed by late KV events) with the hits requests got,
+// detects anomalies (the anomalies table) and measures the
 // counterfactual regret of sampled routing decisions by forking the
 // cluster. It plugs into the engine through cluster.Options.Decisions,
 // the cluster's forks (Cluster.ForkReplica, Cluster.Fork) and a wrapper around the results sink; with
@@ -147,12 +148,11 @@ type Recorder struct {
 	cbuf  []int
 	stats Stats
 
-	shadow []*shadowLRU // by cluster-wide replica index
-	reps   []repState   // anomaly state by replica index
-	tiers  []string     // the run's lower KV tiers (results' CachedTokensTier order)
-	tierB  []byte       // hit_tier being built
-	anom   trace.Anomaly
-	aseq   int64
+	reps  []repState // anomaly state by replica index
+	tiers []string   // the run's lower KV tiers (results' CachedTokensTier order)
+	tierB []byte     // hit_tier being built
+	anom  trace.Anomaly
+	aseq  int64
 
 	regret regretState
 }
@@ -180,7 +180,6 @@ func (r *Recorder) Attach(opts *cluster.Options) {
 func (r *Recorder) Bind(c *cluster.Cluster) {
 	r.c = c
 	n := len(c.Replicas())
-	r.shadow = make([]*shadowLRU, n)
 	r.reps = make([]repState, n)
 	r.tiers = c.Summary().TierNames
 }
@@ -280,16 +279,15 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 		}
 	}
 	d.PromptBlocks = int32(len(st.Keys))
-	// The shadow model's prediction, then its update from this decision.
+	// The shadow KV's prediction: the router's prefix index, built from
+	// the replicas' KV events as late as it hears them (kv_event_delay).
 	gi := cands[rd.Target]
 	B := r.c.CandidateBlockSize(gi)
-	sh := r.shadowOf(gi, rep.KVTotal())
-	exp := int64(sh.lead(st.Keys)) * int64(B)
+	exp := int64(v.CachedBlocks(rd.Target)) * int64(B)
 	if lim := int64(st.Req.InputTokens) - 1; exp > lim {
 		exp = max(lim, 0)
 	}
 	d.ExpectedCacheHitTokens = int32(exp)
-	sh.insert(st.Keys)
 	if sampled {
 		r.counterfactual(d, st, rd.Target, cands)
 	}

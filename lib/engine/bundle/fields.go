@@ -105,7 +105,7 @@ var replicaFields = []field{
 	{name: "kv_free_blocks", k: kInt, unit: "blocks", doc: "KV blocks not in use", i: func(c *evalCtx) int64 { r := c.replica(); return r.KVTotal() - r.KVUsed() }},
 	{name: "kv_used_blocks", k: kInt, unit: "blocks", doc: "KV blocks in use", i: func(c *evalCtx) int64 { return c.replica().KVUsed() }},
 	{name: "kv_total_blocks", k: kInt, unit: "blocks", doc: "KV blocks of the replica", i: func(c *evalCtx) int64 { return c.replica().KVTotal() }},
-	{name: "cached_blocks", k: kInt, unit: "blocks", doc: "leading prompt blocks of the request this replica holds (live); in Starlark the method cached_blocks(request)", i: func(c *evalCtx) int64 { return int64(c.cv.CachedBlocks(c.i)) }},
+	{name: "cached_blocks", k: kInt, unit: "blocks", doc: "leading prompt blocks of the request this replica holds, as the router has heard (kv_event_delay); in Starlark the method cached_blocks(request)", i: func(c *evalCtx) int64 { return int64(c.cv.CachedBlocks(c.i)) }},
 	{name: "cache_hit_rate", k: kFloat, unit: "fraction", doc: "recent prompt tokens served from cache / prompt tokens (EWMA over its finished requests, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().hit }},
 	{name: "recent_ttft_us", k: kFloat, unit: "µs", doc: "recent time to first token (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().ttft }},
 	{name: "recent_tpot_us", k: kFloat, unit: "µs", doc: "recent time per output token (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().tpot }},

@@ -214,6 +214,7 @@ type Cluster struct {
 	liveView    bool     // the router's view is refreshed before each decision (no snapshot interval, and a policy reads it)
 	snapEvery   int64
 	snapAt      int64
+	kvDelay     int64 // µs the router hears KV events late (config kv_event_delay)
 	dirty       []int32
 	isDirty     []bool
 	timeout     int64 // config client_timeout, µs
@@ -267,7 +268,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	c := &Cluster{cfg: cfg, sink: sink, opts: opts, checks: opts.CheckInvariants,
 		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
-		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US()}
+		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US(), kvDelay: cfg.KVEventDelay.US()}
 	c.flat = cfg.IsFlat()
 	c.tierNames = cfg.TierNames()
 	c.sum.TierNames = c.tierNames
@@ -472,8 +473,17 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 		} else if c.opts.RouterIndexes < 0 {
 			useIndex = false
 		}
+		if c.kvDelay > 0 && (c.prefixOn || c.opts.Decisions != nil) && sameBlockSize(g.deps) {
+			// KV events heard late: the router's view of the caches is the
+			// index they feed, whatever the group's size (probing the
+			// caches would be live). Decision traces read it too (the
+			// shadow KV), so it is kept for them even when routing is
+			// blind to it.
+			useIndex = true
+		}
 		if useIndex {
 			g.index = newPrefixIndex(len(g.members))
+			g.index.delay, g.index.clock = c.kvDelay, &c.now
 			for j, m := range g.members {
 				c.reps[m].Sched.KV().SetObserver(g.index.observer(int32(j)))
 			}

@@ -126,8 +126,9 @@ func (c *ClusterView) Len() int { return len(c.b.reps) }
 func (c *ClusterView) Replica(i int) *ReplicaView { return &c.b.reps[i] }
 
 // CachedBlocks is the number of leading prompt blocks of the request being
-// decided that candidate i holds in its prefix cache (a live view, as a
-// KV-event-fed prefix index gives a real router).
+// decided that candidate i holds in its prefix cache, as a router fed by
+// the replicas' KV-cache events knows it (as late as it hears them:
+// config kv_event_delay).
 func (c *ClusterView) CachedBlocks(i int) int {
 	if c.prefix == nil {
 		return 0

@@ -18,6 +18,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -47,6 +50,12 @@ type Options struct {
 	RegretSample float64
 	Strategy     string // summary strategy
 	Args         []string
+	// Timeout bounds the whole evaluation's wall-clock time (0: none): past
+	// it the run in progress stops at once and the candidate is invalid.
+	Timeout time.Duration
+	// MaxRunSteps caps the Starlark steps of each replication's run, all
+	// stages together (0: the bundle's sandbox.max_run_steps, if any).
+	MaxRunSteps uint64
 }
 
 // Output is blis-eval's JSON object.
@@ -108,6 +117,15 @@ func Run(o Options) (*Output, error) {
 			return nil, err
 		}
 	}
+	// The wall-clock budget runs from here: everything the candidate
+	// costs (loading its files, simulating, scoring).
+	var stop interrupter
+	if o.Timeout > 0 {
+		t := time.AfterFunc(o.Timeout, func() {
+			stop.stop(fmt.Errorf("timeout: the evaluation ran past --timeout %s (wall clock); the run was stopped", o.Timeout))
+		})
+		defer t.Stop()
+	}
 	cfg, err := config.Load(o.Cluster)
 	if err != nil {
 		return out.fail(err), nil
@@ -118,6 +136,9 @@ func Run(o Options) (*Output, error) {
 	}
 	var perSeed []map[string]float64
 	for i := 0; i < o.Seeds; i++ {
+		if err := stop.err(); err != nil {
+			return out.fail(err), nil
+		}
 		seed := cfg.Seed + uint64(i)
 		c := cfg
 		c.Seed = seed
@@ -131,8 +152,11 @@ func Run(o Options) (*Output, error) {
 			}
 			meta, pb = trace.NewMeta(), s.PrefixBlockSize
 		}
-		m, paths, err := runSeed(&o, c, pol, rs, meta, pb, i)
+		m, paths, err := runSeed(&o, c, pol, rs, meta, pb, i, &stop)
 		if err != nil {
+			if e := stop.err(); e != nil {
+				return out.fail(e), nil // whatever the run said when it was stopped
+			}
 			var inv invalid
 			if errors.As(err, &inv) {
 				return out.fail(inv.err), nil
@@ -225,10 +249,26 @@ func LoadRequests(path string) ([]trace.Request, trace.Meta, int, error) {
 
 // runSeed simulates one replication with decisions and anomalies written
 // to the artifacts directory, and returns its metrics.
-func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Request, md trace.Meta, prefixBlock, i int) (map[string]float64, map[string]string, error) {
+func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Request, md trace.Meta, prefixBlock, i int, stop *interrupter) (map[string]float64, map[string]string, error) {
 	setup, err := sim.New(cfg, pol)
 	if err != nil {
 		return nil, nil, invalid{err}
+	}
+	if rt := setup.Runtime; rt != nil {
+		rt.LimitRunSteps(o.MaxRunSteps)
+		stop.add(rt) // its Starlark calls are cancelled at the timeout
+	}
+	// The engine asks Policies.Err after each decision and step: the
+	// timeout stops runs without Starlark as fast.
+	prev := setup.Policies.Err
+	setup.Policies.Err = func() error {
+		if e := stop.err(); e != nil {
+			return e
+		}
+		if prev != nil {
+			return prev()
+		}
+		return nil
 	}
 	seed := cfg.Seed
 	name := func(kind string) string {
@@ -343,5 +383,41 @@ func (o *Output) aggregate(per []map[string]float64) {
 			h := t * sd / math.Sqrt(float64(len(xs)))
 			o.CI95[k] = [2]fitness.Float{fitness.Float(mean - h), fitness.Float(mean + h)}
 		}
+	}
+}
+
+// interrupter stops an evaluation's runs from the timeout's goroutine.
+type interrupter struct {
+	stopped atomic.Pointer[error]
+	mu      sync.Mutex
+	rts     []*bundle.Runtime
+}
+
+func (s *interrupter) err() error {
+	if e := s.stopped.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// add registers a run's policy runtime (interrupted at once if the
+// evaluation already was).
+func (s *interrupter) add(rt *bundle.Runtime) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rts = append(s.rts, rt)
+	if e := s.err(); e != nil {
+		rt.Interrupt(e)
+	}
+}
+
+func (s *interrupter) stop(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopped.CompareAndSwap(nil, &err) {
+		return
+	}
+	for _, rt := range s.rts {
+		rt.Interrupt(err)
 	}
 }

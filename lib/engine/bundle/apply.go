@@ -19,6 +19,7 @@ import (
 // streams and router state.
 type Runtime struct {
 	b      *Bundle
+	g      *guard // the run's budgets, shared with its forks
 	tr     *Tracker
 	ob     *observer
 	err    error
@@ -41,8 +42,16 @@ func (rt *Runtime) State(stage string) string {
 	return ""
 }
 
-// Err is the first policy failure of the run (a *RunError), or nil.
-func (rt *Runtime) Err() error { return rt.err }
+// Err is the first policy failure of the run (a *RunError), or its
+// interruption (Interrupt), or nil.
+func (rt *Runtime) Err() error {
+	if rt.err == nil {
+		if e := rt.g.err(); e != nil {
+			rt.err = e
+		}
+	}
+	return rt.err
+}
 
 func (rt *Runtime) fail(err error) {
 	if rt.err == nil {
@@ -61,7 +70,7 @@ func (rt *Runtime) Scaler() Scaler { return rt.scaler }
 // Policies.OnResult, forks of the cluster get their own copy of everything
 // through Policies.Fork, and Policies.Err stops the run at a policy failure.
 func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
-	rt := &Runtime{b: b, stars: map[string]*starRT{}, ob: newObserver(b, cfg.Seed)}
+	rt := &Runtime{b: b, g: newGuard(b.Sandbox.MaxRunSteps), stars: map[string]*starRT{}, ob: newObserver(b, cfg.Seed)}
 	env := policy.Env{Seed: cfg.Seed}
 	needTracker := false
 	for _, name := range []string{StageAdmission, StagePriority, StageRouting} {

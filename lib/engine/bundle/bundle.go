@@ -67,6 +67,9 @@ type Sandbox struct {
 	// MaxState bounds the values held in the state dict, counted through
 	// nested containers (checked every 1024 calls and at the end).
 	MaxState int
+	// MaxRunSteps bounds the Starlark steps of the whole run, all stages
+	// and counterfactual forks together (0: no bound).
+	MaxRunSteps uint64
 }
 
 // DefaultSandbox is the default bounds: far above what a routing decision
@@ -308,7 +311,7 @@ func (p *parser) bundle(root *yaml.Node, b *Bundle) error {
 		}
 	}
 	if v := vals["sandbox"]; v != nil {
-		sv, _, err := p.mapping(v, "sandbox", []string{"max_steps", "max_len", "max_state"})
+		sv, _, err := p.mapping(v, "sandbox", []string{"max_steps", "max_len", "max_state", "max_run_steps"})
 		if err != nil {
 			return err
 		}
@@ -318,6 +321,13 @@ func (p *parser) bundle(root *yaml.Node, b *Bundle) error {
 				return err
 			}
 			b.Sandbox.MaxSteps = uint64(x)
+		}
+		if n := sv["max_run_steps"]; n != nil {
+			x, err := p.integer(n, "sandbox.max_run_steps", 1, 1<<50)
+			if err != nil {
+				return err
+			}
+			b.Sandbox.MaxRunSteps = uint64(x)
 		}
 		if n := sv["max_len"]; n != nil {
 			x, err := p.integer(n, "sandbox.max_len", 1, 1<<28)

@@ -679,3 +679,44 @@ func TestPriorityScores(t *testing.T) {
 		t.Fatalf("hints: got %v", err)
 	}
 }
+
+// TestRunStepBudget: sandbox.max_run_steps bounds the Starlark steps of the
+// whole run, every stage's calls together (each call alone is legal); a
+// caller's LimitRunSteps can only lower it; Interrupt stops the run with
+// its reason.
+func TestRunStepBudget(t *testing.T) {
+	reqs := workload(300, 50)
+	src := "def route(request, cluster):\n    n = 0\n    for i in range(1000):\n        n += i\n    return cluster.replicas[0].id\n"
+	run := func(head string, limit uint64, interrupt bool) error {
+		p := writeBundle(t, map[string]string{"b.yaml": head + "routing: {kind: starlark, file: r.star}\n", "r.star": src})
+		b, err := bundle.Load(p, bundle.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := testCluster(2)
+		models, _, _ := engine.Prepare(&cfg)
+		rt, err := b.Instantiate(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.LimitRunSteps(limit)
+		if interrupt {
+			rt.Interrupt(errors.New("stopped by the test"))
+		}
+		_, err = engine.Run(cfg, models, engine.SliceSource(reqs), &memSink{}, engine.Options{Policies: rt.Policies()})
+		return err
+	}
+	// About 4,000 steps a call: 300 calls need about 1.2 M.
+	if err := run("sandbox: {max_run_steps: 100000}\n", 0, false); err == nil || !strings.Contains(err.Error(), "whole-run step budget exceeded: more than 100000 Starlark steps") {
+		t.Fatalf("bundle budget: %v", err)
+	}
+	if err := run("sandbox: {max_run_steps: 100000000}\n", 0, false); err != nil {
+		t.Fatalf("within the budget: %v", err)
+	}
+	if err := run("sandbox: {max_run_steps: 100000000}\n", 50000, false); err == nil || !strings.Contains(err.Error(), "more than 50000 Starlark steps") {
+		t.Fatalf("the caller's lower cap: %v", err)
+	}
+	if err := run("", 0, true); err == nil || err.Error() != "stopped by the test" {
+		t.Fatalf("interrupted: %v", err)
+	}
+}

@@ -18,7 +18,7 @@ import (
 // Compiled programs, frozen globals and tree stages' definitions are
 // shared: nothing in them changes. The fork's failures are its own.
 func (rt *Runtime) Fork() cluster.Policies {
-	n := &Runtime{b: rt.b, err: rt.err, stars: map[string]*starRT{}, ob: rt.ob.clone()}
+	n := &Runtime{b: rt.b, g: rt.g, err: rt.err, stars: map[string]*starRT{}, ob: rt.ob.clone()}
 	if rt.tr != nil {
 		n.tr = rt.tr.clone()
 	}

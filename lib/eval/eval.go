@@ -303,15 +303,18 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 		return nil, nil, invalid{err}
 	}
 	rec := res.Recorder
-	m, err := collect(o.Fitness, paths["results"], paths["scale_events"])
+	m, err := collect(o.Fitness, paths["results"], paths["scale_events"], paths["anomalies"])
 	if err != nil {
 		return nil, nil, err
 	}
 	st := rec.Stats()
 	m["shadow_divergence_rate"] = st.ShadowDivergenceRate()
+	var all int64
 	for _, t := range trace.AnomalyTypes {
 		m["anomalies."+t] = float64(st.Anomalies[t])
+		all += st.Anomalies[t]
 	}
+	m["anomalies"] = float64(all)
 	if o.RegretSample > 0 {
 		m["regret_mean_ms"] = math.NaN()
 		if st.RegretSamples > 0 {
@@ -323,10 +326,11 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 
 // standard metrics reported besides the spec's own.
 var standard = []string{"throughput", "output_throughput", "completed_fraction", "ttft_p50", "ttft_p99", "tpot_p99", "e2e_p99",
-	"cache_hit_rate", "preemption_rate", "goodput", "slo_attainment", "jain_fairness", "gpu_hours", "cost_usd"}
+	"cache_hit_rate", "preemption_rate", "goodput", "slo_attainment", "jain_fairness", "gpu_hours", "cost_usd",
+	"rejection_rate", "scale_ups", "scale_downs", "scale_oscillations", "cache_hit_rate_gpu", "cache_hit_rate_cpu", "cache_hit_rate_storage"}
 
-func collect(spec *fitness.Spec, results, scaleEvents string) (map[string]float64, error) {
-	ms, err := fitness.Collect([]string{results}, spec, scaleEvents)
+func collect(spec *fitness.Spec, results, scaleEvents, anomalies string) (map[string]float64, error) {
+	ms, err := fitness.Collect([]string{results}, spec, fitness.Side{ScaleEvents: scaleEvents, Anomalies: anomalies})
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func Write(w io.Writer, o Options) error {
 	s := &writer{rep: rep, dec: dec, an: an, o: o, slos: slos}
 	var fr *fitness.Result
 	if o.Fitness != nil {
-		ms, err := fitness.Collect([]string{o.Results}, o.Fitness, o.ScaleEvents)
+		ms, err := fitness.Collect([]string{o.Results}, o.Fitness, fitness.Side{ScaleEvents: o.ScaleEvents, Anomalies: o.Anomalies})
 		if err != nil {
 			return err
 		}

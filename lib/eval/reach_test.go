@@ -1,0 +1,120 @@
+package eval
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/fitness"
+)
+
+func write(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestFitnessReach: every anomaly count, the rejection rate, scale-up and
+// -down counts and oscillations, per-tier hit rates and cost are metrics a
+// fitness spec can use as objectives and constraints, with the values the
+// run's tables give.
+func TestFitnessReach(t *testing.T) {
+	dir := t.TempDir()
+	const evolve = "../../examples/evolve/"
+	// A tiered static cluster behind a queue limit (some rejections).
+	cl := write(t, dir, "tiered.yaml", `
+deployments:
+  - id: d
+    model: llama-3.1-8b
+    gpu: h100
+    gpu_hour_usd: 2.5
+    engine: {kv_blocks: 600}
+    pools: [{role: monolithic, replicas: 2}]
+    kv: {offload: lazy, tiers: [{name: cpu, capacity_blocks: 4000}]}
+router: {admission: queue-limit, queue_limit: 40, routing: prefix-affinity}
+`)
+	spec, err := fitness.Parse([]byte(`
+slo: ["interactive:ttft=300ms"]
+objectives:
+  - {metric: anomalies, direction: minimize, scale: 100}
+  - {metric: cache_hit_rate_cpu, direction: maximize}
+  - {metric: cost_usd, direction: minimize}
+constraints:
+  - "anomalies.slo_violation <= 100000"
+  - "rejection_rate <= 0.9"
+  - "scale_ups <= 0"
+  - "scale_oscillations <= 0"
+  - "cache_hit_rate_gpu >= 0"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(Options{Cluster: cl, Fitness: spec, Workload: evolve + "workload.yaml", Seeds: 1, Artifacts: filepath.Join(dir, "a1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Valid {
+		t.Fatalf("invalid: %s", out.Error)
+	}
+	m := out.Metrics
+	counts, err := fitness.CountAnomalies(out.Artifacts["anomalies"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if float64(m["anomalies"]) != float64(counts[""]) || float64(m["anomalies.slo_violation"]) != float64(counts["slo_violation"]) || counts["slo_violation"] == 0 {
+		t.Fatalf("anomaly metrics %v, %v against the table's %v", m["anomalies"], m["anomalies.slo_violation"], counts)
+	}
+	if r := float64(m["rejection_rate"]); !(r > 0 && r < 0.9) {
+		t.Fatalf("rejection_rate %v: want some rejections", r)
+	}
+	gpu, cpu, sto, all := float64(m["cache_hit_rate_gpu"]), float64(m["cache_hit_rate_cpu"]), float64(m["cache_hit_rate_storage"]), float64(m["cache_hit_rate"])
+	if !(cpu > 0) || math.Abs(gpu+cpu+sto-all) > 1e-9 {
+		t.Fatalf("tier hit rates gpu %v + cpu %v + storage %v != %v", gpu, cpu, sto, all)
+	}
+	if m["scale_ups"] != 0 || m["scale_downs"] != 0 || m["scale_oscillations"] != 0 || !(m["cost_usd"] > 0) {
+		t.Fatalf("static cluster: scale %v/%v/%v, cost %v", m["scale_ups"], m["scale_downs"], m["scale_oscillations"], m["cost_usd"])
+	}
+	for _, o := range out.Fitness.Objectives {
+		if o.Metric == "anomalies" && float64(o.Value) != float64(counts[""]) {
+			t.Fatalf("objective %+v", o)
+		}
+	}
+
+	// An autoscaled pool that a bundle scales up, down and up again within
+	// ten minutes: two scale-ups, a scale-down, one oscillation.
+	as := write(t, dir, "scaled.yaml", `
+deployments:
+  - id: d
+    model: llama-3.1-8b
+    gpu: h100
+    gpu_hour_usd: 2.5
+    engine: {kv_blocks: 2000}
+    pools:
+      - {role: monolithic, replicas: 1, min_replicas: 1, max_replicas: 3,
+         autoscaler: {target: 4, interval: 1s, stabilization: {up: 0s, down: 0s}}}
+`)
+	b := write(t, dir, "b.yaml", `
+autoscaler:
+  kind: starlark
+  source: |
+    def scale(pool, cluster):
+        t = pool.now_us // 1000000
+        if t == 1 or t == 3:
+            return pool.replicas + 1
+        if t == 2:
+            return pool.replicas - 1
+        return pool.replicas
+`)
+	spec2, _ := fitness.Parse([]byte("objectives: [{metric: scale_oscillations, direction: minimize}]\nconstraints: [\"scale_ups >= 1\", \"scale_downs >= 1\"]\n"))
+	out, err = Run(Options{Cluster: as, Policy: b, Fitness: spec2, Workload: evolve + "workload.yaml", Seeds: 1, Artifacts: filepath.Join(dir, "a2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Valid || out.Metrics["scale_ups"] != 2 || out.Metrics["scale_downs"] != 1 || out.Metrics["scale_oscillations"] != 1 {
+		t.Fatalf("autoscaled: valid %v (%s), ups %v downs %v oscillations %v", out.Valid, out.Error, out.Metrics["scale_ups"], out.Metrics["scale_downs"], out.Metrics["scale_oscillations"])
+	}
+}

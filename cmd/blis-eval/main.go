@@ -25,7 +25,7 @@ func app() *cli.App {
 		Name:      "blis-eval",
 		Usage:     "evaluate a policy candidate: simulate, score with a fitness spec, print one JSON object",
 		UsageText: "blis-eval --cluster c.yaml [--policy bundle.yaml] --fitness f.yaml [--seeds N] requests.arrow\n   blis-eval --cluster c.yaml --fitness f.yaml --workload spec.yaml [--seeds N]",
-		Description: "Prints {valid, error?, fitness, primary, metrics, ci95?, seeds, summary, artifacts}. A candidate that\n" +
+		Description: "Prints {valid, error?, fitness, primary, metrics, ci95?, seeds, notes?, summary, artifacts}. A candidate that\n" +
 			"fails (its config does not load, the run fails, a constraint is violated, it runs past --timeout or\n" +
 			"--max-run-steps) gives valid: false and exit 0; bad usage of blis-eval itself exits 2.",
 		HideHelpCommand: true,

@@ -60,15 +60,18 @@ type Options struct {
 
 // Output is blis-eval's JSON object.
 type Output struct {
-	Valid     bool                        `json:"valid"`
-	Error     string                      `json:"error,omitempty"`
-	Fitness   *fitness.Result             `json:"fitness,omitempty"`
-	Primary   fitness.Float               `json:"primary"`
-	Metrics   map[string]fitness.Float    `json:"metrics"`
-	CI95      map[string][2]fitness.Float `json:"ci95,omitempty"`
-	Seeds     []uint64                    `json:"seeds"`
-	Summary   string                      `json:"summary"`
-	Artifacts map[string]string           `json:"artifacts"`
+	Valid   bool                        `json:"valid"`
+	Error   string                      `json:"error,omitempty"`
+	Fitness *fitness.Result             `json:"fitness,omitempty"`
+	Primary fitness.Float               `json:"primary"`
+	Metrics map[string]fitness.Float    `json:"metrics"`
+	CI95    map[string][2]fitness.Float `json:"ci95,omitempty"`
+	Seeds   []uint64                    `json:"seeds"`
+	// Notes are warnings about how to read the numbers (replications that
+	// could not vary, …).
+	Notes     []string          `json:"notes,omitempty"`
+	Summary   string            `json:"summary"`
+	Artifacts map[string]string `json:"artifacts"`
 }
 
 // LoadPolicy loads the candidate's policy bundle: the file given
@@ -170,6 +173,13 @@ func Run(o Options) (*Output, error) {
 		}
 	}
 	out.aggregate(perSeed)
+	if len(perSeed) > 1 && identical(perSeed) {
+		why := "the workload (--workload SPEC) was regenerated per replication, yet nothing in it or the cluster changed a metric"
+		if spec == nil {
+			why = "the requests table is fixed and nothing in the cluster or the policy draws from the seed (no random or power-of-two router, no Starlark random: true, no noisy predictor, no random provisioning delay)"
+		}
+		out.Notes = append(out.Notes, fmt.Sprintf("the %d replications gave identical metrics, so every ci95 has zero width and says nothing about uncertainty: %s; give --workload SPEC to draw a new workload per replication", len(perSeed), why))
+	}
 	// The fitness of the means.
 	ms := fitness.Metrics{}
 	for k, v := range out.Metrics {
@@ -424,4 +434,18 @@ func (s *interrupter) stop(err error) {
 	for _, rt := range s.rts {
 		rt.Interrupt(err)
 	}
+}
+
+// identical reports whether every replication gave the same value of every
+// metric (NaNs count as equal).
+func identical(per []map[string]float64) bool {
+	for k, v := range per[0] {
+		for _, m := range per[1:] {
+			w, ok := m[k]
+			if !ok || (w != v && !(math.IsNaN(w) && math.IsNaN(v))) {
+				return false
+			}
+		}
+	}
+	return true
 }

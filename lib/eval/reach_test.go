@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/blis-sim/blis/lib/fitness"
@@ -116,5 +117,42 @@ autoscaler:
 	}
 	if !out.Valid || out.Metrics["scale_ups"] != 2 || out.Metrics["scale_downs"] != 1 || out.Metrics["scale_oscillations"] != 1 {
 		t.Fatalf("autoscaled: valid %v (%s), ups %v downs %v oscillations %v", out.Valid, out.Error, out.Metrics["scale_ups"], out.Metrics["scale_downs"], out.Metrics["scale_oscillations"])
+	}
+}
+
+// TestNotesFixedReplications: replications of a fixed requests table on a
+// deterministic cluster cannot vary: the JSON says so (zero-width CIs);
+// regenerated workloads vary and get no note.
+func TestNotesFixedReplications(t *testing.T) {
+	dir := t.TempDir()
+	const evolve = "../../examples/evolve/"
+	spec, _ := fitness.Load(evolve + "fitness.yaml")
+	cl := write(t, dir, "c.yaml", "replicas: 2\nmodel: llama-3.1-8b\ngpu: h100\nrouter: {routing: least-loaded}\n")
+	out, err := Run(Options{Cluster: cl, Fitness: spec, Workload: evolve + "workload.yaml", Seeds: 2, Artifacts: filepath.Join(dir, "w")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Notes) != 0 {
+		t.Fatalf("regenerated workloads: notes %q", out.Notes)
+	}
+	table := filepath.Join(dir, "w", "results-seed0.arrow") // a requests table: results start with the requests' columns
+	out, err = Run(Options{Cluster: cl, Fitness: spec, Requests: table, Seeds: 3, Artifacts: filepath.Join(dir, "t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "the 3 replications gave identical metrics") || !strings.Contains(out.Notes[0], "the requests table is fixed") {
+		t.Fatalf("fixed table: notes %q", out.Notes)
+	}
+	if ci := out.CI95["goodput"]; ci[0] != ci[1] {
+		t.Fatalf("ci95 %v", ci)
+	}
+	// A random router on the same table varies: no note.
+	cr := write(t, dir, "r.yaml", "replicas: 2\nmodel: llama-3.1-8b\ngpu: h100\nrouter: {routing: random}\n")
+	out, err = Run(Options{Cluster: cr, Fitness: spec, Requests: table, Seeds: 3, Artifacts: filepath.Join(dir, "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Notes) != 0 {
+		t.Fatalf("random router: notes %q", out.Notes)
 	}
 }

@@ -77,10 +77,13 @@ func TestSummary(t *testing.T) {
 	if err != nil || string(want) != got {
 		t.Errorf("summary differs from %s (go test -update to rewrite):\n%s", golden, got)
 	}
-	for _, s := range []string{"decision_audit", "counterfactual"} {
+	for _, s := range []string{"decision_audit", "counterfactual", "pattern_mining"} {
 		code, out, stderr := runReport(t, append([]string{"--summary-strategy", s}, args...)...)
 		if code != 0 || !strings.Contains(out, "# Run summary ("+s+")") {
 			t.Errorf("%s: exit %d %s\n%s", s, code, stderr, out)
+		}
+		if s == "pattern_mining" && !strings.Contains(out, "## Recurring patterns behind the worst decisions\n\nThe worst 40 of 400 routing decisions") {
+			t.Errorf("pattern_mining:\n%s", out)
 		}
 	}
 }

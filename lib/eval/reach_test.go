@@ -156,3 +156,42 @@ func TestNotesFixedReplications(t *testing.T) {
 		t.Fatalf("random router: notes %q", out.Notes)
 	}
 }
+
+// TestAdviceDoesNotContradictTheBundle: a bundle that already schedules by
+// priority (scheduling_policy: priority, its own priority stage) is not
+// told to "use scheduling_policy: priority" when the requests' priority
+// column is inverted by its stage; it is told what it does. (Under fcfs the
+// queues keep their order and the detector finds no inversion; the advice
+// for that case is lib/summary's TestAdviceFollowsTheRun.)
+func TestAdviceDoesNotContradictTheBundle(t *testing.T) {
+	dir := t.TempDir()
+	wl := write(t, dir, "w.yaml", `
+version: 1
+seed: 3
+num_requests: 600
+aggregate_rate: 120
+clients:
+  - {name: hi, rate_fraction: 0.5, priority: 5, input: {dist: constant, value: 900}, output: {dist: constant, value: 200}, arrival: {process: poisson}}
+  - {name: lo, rate_fraction: 0.5, priority: 0, input: {dist: constant, value: 900}, output: {dist: constant, value: 200}, arrival: {process: poisson}}
+`)
+	spec, _ := fitness.Parse([]byte("objectives: [{metric: ttft_p99, direction: minimize}]\n"))
+	bundle := write(t, dir, "b.yaml", "id: inverted\npriority:\n  kind: decision_tree\n  tree: {priority: \"0 - request.priority\"}\n")
+	for _, tc := range []struct {
+		name, sched, policy, want, notWant string
+	}{
+		{"priority by the bundle", "priority", bundle, "the bundle's priority stage (decision_tree)", "set scheduling_policy"},
+	} {
+		cl := write(t, dir, tc.sched+".yaml", "replicas: 1\nmodel: llama-3.1-8b\ngpu: h100\nrouter: {priority: request}\nengine: {scheduling_policy: "+tc.sched+", max_num_seqs: 8, kv_blocks: 2000}\n")
+		out, err := Run(Options{Cluster: cl, Policy: tc.policy, Fitness: spec, Workload: wl, Seeds: 1, Artifacts: filepath.Join(dir, tc.sched)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Metrics["anomalies.priority_inversion"] == 0 {
+			t.Fatalf("%s: no priority inversion to advise on (anomalies %v)", tc.name, out.Metrics["anomalies"])
+		}
+		focus := out.Summary[strings.Index(out.Summary, "## Suggested focus"):]
+		if !strings.Contains(focus, tc.want) || strings.Contains(focus, tc.notWant) {
+			t.Fatalf("%s: %s\nwant %q, not %q", tc.name, focus, tc.want, tc.notWant)
+		}
+	}
+}

@@ -78,6 +78,24 @@ func (s *Setup) LatencyNames() []string {
 func (s *Setup) Annotate(md trace.Meta) {
 	Annotate(md, &s.Cfg, s.Models)
 	md.Set(trace.MetaSimRouter, s.Router())
+	adm, pri, rout, err := s.Cfg.Router.Policies(s.Cfg.Seed)
+	if err == nil { // a validated config: cannot fail
+		p := s.Policies
+		if p.Admission != nil {
+			adm = p.Admission
+		}
+		if p.Priority != nil {
+			pri = p.Priority
+		}
+		if p.Routing != nil {
+			rout = p.Routing
+		}
+		md.Set(trace.MetaSimAdmission, policy.NameOf(adm))
+		md.Set(trace.MetaSimPriority, policy.NameOf(pri))
+		if sig, ok := policy.SignalsOf(rout); ok {
+			md.Set(trace.MetaSimRouterSignals, sig.String())
+		}
+	}
 	AnnotatePolicy(md, s.Bundle)
 }
 

@@ -566,7 +566,24 @@ func (b *Bundle) Provenance() [][2]string {
 		{"blis.policy.sha256", b.SHA256},
 		{MetaOracle, strconv.FormatBool(b.Oracle)},
 		{MetaPredictor, b.Predictor.String()},
+		{MetaStages, b.stageKinds()},
 	}
+}
+
+// stageKinds is a JSON object of the stages the bundle gives and their
+// kinds ({"routing": "starlark", "priority": "decision_tree"}): what the
+// summary's advice must not contradict.
+func (b *Bundle) stageKinds() string {
+	m := map[string]string{}
+	for name, st := range b.stages {
+		k := st.Kind
+		if k == KindParameterized {
+			k += " " + st.Template
+		}
+		m[name] = k
+	}
+	j, _ := json.Marshal(m) // sorted keys
+	return string(j)
 }
 
 // Metadata keys of what the bundle's policies could see of output
@@ -574,6 +591,7 @@ func (b *Bundle) Provenance() [][2]string {
 const (
 	MetaOracle    = "blis.policy.oracle"
 	MetaPredictor = "blis.policy.predictor"
+	MetaStages    = "blis.policy.stages"
 )
 
 // RunError is a policy failure while simulating: which policy file and

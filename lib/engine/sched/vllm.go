@@ -384,8 +384,9 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 			if !s.reserve(r, need) {
 				break
 			}
-			if s.prefilling[i] != r {
-				// A Victim policy preempted an older prefill: r moved up.
+			if i >= len(s.prefilling) || s.prefilling[i] != r {
+				// A Victim policy, or a lower priority, preempted an
+				// older prefill: r moved up.
 				i = indexOf(s.prefilling, r)
 			}
 			s.kv.Alloc(&r.KV, need, r.IDBlocks(need))

@@ -1,5 +1,7 @@
 package cluster
 
+import "math/bits"
+
 // prefixIndex is a group's global prefix index: which replicas hold each
 // prefix-cache key, kept up to date from the replicas' cache and evict
 // events (as a real router's KV-event-fed index is). Routing asks it once
@@ -11,7 +13,9 @@ package cluster
 // becomes known and applied, in order, before the next question, and as
 // later events arrive (so the queue holds one delay's worth of events).
 type prefixIndex struct {
-	byKey map[uint64][]int32 // key -> group positions holding it
+	byKey map[uint64][]int32 // key -> group positions holding it (groups of more than 64)
+	small bool               // at most 64 positions: masks instead of byKey
+	masks maskTable          // key -> bit mask of the positions holding it
 	delay int64              // µs; 0: events apply at once
 	clock *int64             // the cluster's now (when an event happened)
 	q     []kvEvent          // events not yet heard, by the time they are (q[qh:])
@@ -26,7 +30,7 @@ type prefixIndex struct {
 }
 
 func newPrefixIndex(n int) *prefixIndex {
-	return &prefixIndex{byKey: map[uint64][]int32{}, stamp: make([]uint32, n), hits: make([]int32, n)}
+	return &prefixIndex{byKey: map[uint64][]int32{}, small: n <= 64, stamp: make([]uint32, n), hits: make([]int32, n)}
 }
 
 // kvEvent is a cache or evict event on its way to the router.
@@ -60,10 +64,18 @@ func (o indexObserver) Evicted(key uint64) {
 }
 
 func (x *prefixIndex) cache(key uint64, pos int32) {
+	if x.small {
+		x.masks.set(key, 1<<uint(pos))
+		return
+	}
 	x.byKey[key] = append(x.byKey[key], pos)
 }
 
 func (x *prefixIndex) evict(key uint64, pos int32) {
+	if x.small {
+		x.masks.clear(key, 1<<uint(pos))
+		return
+	}
 	hs := x.byKey[key]
 	for i, p := range hs {
 		if p == pos {
@@ -155,6 +167,10 @@ func (x *prefixIndex) compute(c *Cluster) {
 // extends the run of the replicas that held keys 0..j-1.
 func (x *prefixIndex) walk(keys []uint64) {
 	x.touched = x.touched[:0]
+	if x.small {
+		x.walkMasks(keys)
+		return
+	}
 	for j, k := range keys {
 		n := 0
 		for _, p := range x.byKey[k] {
@@ -175,10 +191,35 @@ func (x *prefixIndex) walk(keys []uint64) {
 }
 
 // clone copies the index for a clone of the cluster whose clock is clock.
+// walkMasks is walk over the masks: the run of key j is the positions
+// holding keys 0..j, an AND of masks.
+func (x *prefixIndex) walkMasks(keys []uint64) {
+	var run uint64
+	for j, k := range keys {
+		m := x.masks.get(k)
+		if j == 0 {
+			run = m
+			for b := m; b != 0; b &= b - 1 {
+				p := int32(bits.TrailingZeros64(b))
+				x.stamp[p], x.hits[p] = x.cur, 1
+				x.touched = append(x.touched, p)
+			}
+		} else {
+			run &= m
+			for b := run; b != 0; b &= b - 1 {
+				x.hits[bits.TrailingZeros64(b)]++
+			}
+		}
+		if run == 0 {
+			return
+		}
+	}
+}
+
 func (x *prefixIndex) clone(clock *int64) *prefixIndex {
 	d := &prefixIndex{byKey: make(map[uint64][]int32, len(x.byKey)), stamp: append([]uint32(nil), x.stamp...),
 		hits: append([]int32(nil), x.hits...), cur: x.cur, delay: x.delay, clock: clock,
-		q: append([]kvEvent(nil), x.q[x.qh:]...)}
+		q: append([]kvEvent(nil), x.q[x.qh:]...), small: x.small, masks: x.masks.clone()}
 	for k, v := range x.byKey {
 		d.byKey[k] = append([]int32(nil), v...)
 	}

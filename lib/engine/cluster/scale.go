@@ -1024,6 +1024,9 @@ func (c *Cluster) ScaleEvents() []row.ScaleEvent {
 // restarted replica has a cold cache). The map is walked in Go's order,
 // but each key's list is edited alone, so the result does not depend on it.
 func (x *prefixIndex) purge(slot int32) {
+	if x.small {
+		x.masks.clearAll(1 << uint(slot))
+	}
 	// Events of the replica not yet heard are dropped with it.
 	k := x.qh
 	for _, e := range x.q[x.qh:] {

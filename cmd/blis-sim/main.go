@@ -146,9 +146,19 @@ func run(c *cli.Context) error {
 	if inp, err := trace.DescribeInput(in); err == nil {
 		stage.Inputs = []trace.Input{inp}
 	}
+	// The bundle's policies for this run (made before the outputs, whose
+	// metadata names them).
+	var rt *bundle.Runtime
+	if pb != nil {
+		if rt, err = pb.Instantiate(&cfg); err != nil {
+			return cliutil.BadInput(err)
+		}
+		opts.Policies = rt.Policies()
+	}
 	outMeta := md.With(stage)
 	outMeta.Delete(trace.MetaSorted) // results come in the order requests end
 	sim.Annotate(outMeta, &cfg, models)
+	sim.AnnotateRouter(outMeta, &cfg, opts.Policies)
 	// Both outputs are put into place only when the whole run succeeded: a
 	// failed run leaves no new file behind and existing ones as they were.
 	sim.AnnotatePolicy(outMeta, pb)
@@ -230,12 +240,8 @@ func run(c *cli.Context) error {
 	}
 	if pb != nil {
 		var err error
-		var rt *bundle.Runtime
-		if rt, err = pb.Instantiate(&cfg); err == nil {
-			opts.Policies = rt.Policies()
-			if tr != nil {
-				err = tr.checkClonable(&opts)
-			}
+		if tr != nil {
+			err = tr.checkClonable(&opts)
 		}
 		if err != nil {
 			rw.Abort()

@@ -73,12 +73,18 @@ func workload(seed uint64, n int) []trace.Request {
 
 func simulate(t *testing.T, c config.Cluster, reqs []trace.Request, dc *Config) (*results, *Recorder) {
 	t.Helper()
+	return simulateWith(t, c, reqs, dc, cluster.Policies{})
+}
+
+// simulateWith is simulate with the run's policies.
+func simulateWith(t *testing.T, c config.Cluster, reqs []trace.Request, dc *Config, pol cluster.Policies) (*results, *Recorder) {
+	t.Helper()
 	models, _, err := engine.Prepare(&c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := &results{}
-	opts := engine.Options{CheckInvariants: true}
+	opts := engine.Options{CheckInvariants: true, Policies: pol}
 	var sink engine.Sink = res
 	var rec *Recorder
 	if dc != nil {

@@ -36,24 +36,7 @@ func TestFilteredCandidates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		models, _, _ := engine.Prepare(&c)
-		res := &results{}
-		opts := engine.Options{Policies: rt.Policies()}
-		var sink engine.Sink = res
-		var rec *Recorder
-		if dc != nil {
-			rec = New(*dc)
-			rec.Attach(&opts)
-			sink = rec.Sink(res)
-		}
-		if _, err := engine.Run(c, models, engine.SliceSource(reqs), sink, opts); err != nil {
-			t.Fatal(err)
-		}
-		if rec != nil {
-			if err := rec.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		res, _ := simulateWith(t, c, reqs, dc, rt.Policies())
 		return res
 	}
 	ds := &decisions{}

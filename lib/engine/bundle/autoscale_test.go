@@ -94,10 +94,6 @@ func TestPoolViewFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Deployments[0].Pools[0].Autoscaler.SLO.TTFT = config.Duration(1e9) // 1 s: every request meets it
-	models, _, err := engine.Prepare(&cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	star := `
 def scale(pool, cluster):
     state.setdefault("seen", []).append([pool.now_us, pool.request_rate, pool.slo_attainment, pool.ttft_p50_us,
@@ -107,18 +103,7 @@ def scale(pool, cluster):
         return 2
     return pool.replicas
 `
-	b, err := bundle.Load(writeBundle(t, map[string]string{"b.yaml": "autoscaler: {kind: starlark, file: s.star}\n", "s.star": star}), bundle.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Instantiate(&cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := engine.Run(cfg, models, engine.SliceSource(reqs), &memSink{}, engine.Options{CheckInvariants: true, Policies: rt.Policies()}); err != nil {
-		t.Fatal(err)
-	}
-	st := rt.State("autoscaler")
+	st := runStar(t, cfg, reqs, "autoscaler", star)
 	// At 10 s: 10 req/s over the 10 s window, every request met the 1 s
 	// TTFT, none scaled before; the scale-up to 2 then provisions for the
 	// 1 s weight load, so at 20 s the new replica is serving and the last

@@ -35,10 +35,6 @@ func TestReplicaTierViews(t *testing.T) {
 		}
 		reqs = append(reqs, r)
 	}
-	models, _, err := engine.Prepare(&c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	star := `
 def route(request, cluster):
     r = cluster.replicas[0]
@@ -52,18 +48,7 @@ def route(request, cluster):
     s["max_rel"] = max(s["max_rel"], t.reload_rate)
     return r.id
 `
-	b, err := bundle.Load(writeBundle(t, map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star}\n", "r.star": star}), bundle.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := b.Instantiate(&c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := engine.Run(c, models, engine.SliceSource(reqs), &memSink{}, engine.Options{CheckInvariants: true, Policies: rt.Policies()}); err != nil {
-		t.Fatal(err)
-	}
-	st := rt.State("routing")
+	st := runStar(t, c, reqs, "routing", star)
 	if !strings.Contains(st, `"name": "cpu", "total": 100,`) {
 		t.Fatalf("state %s: tier name or capacity", st)
 	}
@@ -81,4 +66,26 @@ def route(request, cluster):
 	if _, _, err := simulate(t, c, writeBundle(t, map[string]string{"b.yaml": tree}), reqs); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runStar runs reqs on cfg with one Starlark stage and returns the stage's
+// state dict at the end.
+func runStar(t *testing.T, cfg config.Cluster, reqs []row.Request, stage, src string) string {
+	t.Helper()
+	b, err := bundle.Load(writeBundle(t, map[string]string{"b.yaml": stage + ": {kind: starlark, file: s.star}\n", "s.star": src}), bundle.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, _, err := engine.Prepare(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.Instantiate(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Run(cfg, models, engine.SliceSource(reqs), &memSink{}, engine.Options{CheckInvariants: true, Policies: rt.Policies()}); err != nil {
+		t.Fatal(err)
+	}
+	return rt.State(stage)
 }

@@ -3,7 +3,7 @@
 # "Leaping"): runs blis-sim with and without --no-leap on a matrix of
 # clusters and workloads (routers, policy bundles, P/D, KV tiers,
 # autoscaling, snapshots, timeouts, a horizon, the client cap, gateway flow
-# control, DP/EP, decision traces with
+# control, KV events heard late (50 ms by default, 5 ms, live), DP/EP, decision traces with
 # regret, sync and async scheduling, fitted and roofline models, 1,000
 # replicas) and compares every output table's data (bench/datahash: the
 # metadata, which names the flags, is left out). Prints one line per case
@@ -75,6 +75,8 @@ check "agents (react)" "$work/react.arrows" --replicas 4 --router least-loaded
 check "multimodal" "$work/reasoning-multimodal.arrows" --replicas 4
 check "fitted, qwen3-32b TP2" "$work/closed-loop.arrows" --model qwen3-32b --gpu h100 --tp 2
 check "roofline MoE (gpt-oss-120b)" "$work/closed-loop.arrows" --model gpt-oss-120b --gpu h100 --latency roofline
+check "prefix-affinity, live KV events" "$work/chat-multiturn.arrows" --replicas 16 --router prefix-affinity --kv-event-delay 0
+check "weighted, KV events 5ms late" "$work/mixed-tenants.arrows" --replicas 16 --router weighted --kv-event-delay 5ms
 check "client cap 16, least-loaded" "$work/bench.arrows" --replicas 8 --router least-loaded --max-in-flight 16
 check "client cap 200, chat" "$work/chat-multiturn.arrows" --replicas 16 --router prefix-affinity --max-in-flight 200
 check "gateway flow control" "$work/flow-control.arrows" --cluster examples/clusters/flow-control.yaml

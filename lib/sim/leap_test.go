@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/blis-sim/blis/lib/decision"
@@ -26,14 +25,16 @@ func TestLeapWritesTheSameTables(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		yaml string
-		// a policy bundle file over the config (optional)
-		policy  string
-		noScale bool // no scale-events table (P/D pools cannot report them)
-		trace   decision.Level
-		regret  float64
-		steps   bool
-		cap     int // the client's requests in flight (Run.MaxInFlight)
-		rate    float64
+		// a policy bundle file over the config (optional), or its text
+		policy     string
+		policyYAML string
+		noScale    bool // no scale-events table (P/D pools cannot report them)
+		trace      decision.Level
+		regret     float64
+		steps      bool
+		held       bool // its replicas are held (replica.Hold): stepped either way
+		cap        int  // the client's requests in flight (Run.MaxInFlight)
+		rate       float64
 	}{
 		{name: "round-robin", yaml: "replicas: 6\n"},
 		{name: "least-loaded with decisions and regret", yaml: "replicas: 6\nrouter: {routing: least-loaded}\n", trace: decision.Decisions, regret: 0.05},
@@ -83,6 +84,24 @@ deployments:
           stabilization: {down: 10s}
 router: {routing: least-loaded}
 `, trace: decision.Decisions},
+		{name: "KV tiers, a tree reading offload and reload rates", yaml: `
+deployments:
+  - id: t
+    model: llama-3.1-8b
+    gpu: h100
+    engine: {kv_blocks: 500}
+    pools: [{role: monolithic, replicas: 4}]
+    kv: {offload: eager, tiers: [{name: cpu, capacity_blocks: 1500}]}
+`, policyYAML: `
+id: tier-rates
+generation: 0
+routing:
+  kind: decision_tree
+  tree:
+    score: "0.5 * replica.kv_lower_utilization - 0.001 * replica.kv_offload_rate - 0.002 * replica.kv_reload_rate - 0.01 * replica.outstanding + 0.3 * replica.cached_blocks / (request.prefix_blocks + 1)"
+`, rate: 60, trace: decision.Decisions, held: true},
+		{name: "prefix-affinity, KV events 50 ms late", yaml: "replicas: 20\nengine: {kv_blocks: 600}\nkv_event_delay: 50ms\nrouter: {routing: prefix-affinity}\n", trace: decision.Decisions, regret: 0.05},
+		{name: "weighted, KV events 5 ms late, snapshots", yaml: "replicas: 8\nkv_event_delay: 5ms\nsnapshot_interval: 10ms\nrouter: {routing: weighted}\n", trace: decision.Decisions},
 		{name: "client cap", yaml: "replicas: 6\nrouter: {routing: least-loaded}\n", cap: 24, rate: 400, trace: decision.Decisions},
 		{name: "gateway flow control, utilization", yaml: `
 replicas: 4
@@ -123,6 +142,11 @@ deployments:
 			var b *bundle.Bundle
 			if tc.policy != "" {
 				if b, err = bundle.Load("../../examples/policies/"+tc.policy, bundle.Env{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.policyYAML != "" {
+				if b, err = bundle.Parse(tc.name, []byte(tc.policyYAML), bundle.Env{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -178,15 +202,16 @@ deployments:
 				}
 				if !bytes.Equal(out[0][k], v) {
 					t.Errorf("%s: %d bytes leaping, %d stepping, not the same", k, len(out[0][k]), len(v))
-					os.WriteFile("/tmp/leap-dbg/leap-"+k, out[0][k], 0o644)
-					os.WriteFile("/tmp/leap-dbg/step-"+k, v, 0o644)
 				}
 			}
 			t.Logf("%d steps: %d events in %d spans leaping, %d stepping", sum[1].Steps, sum[0].Events, sum[0].Spans, sum[1].Events)
 			if sum[0].Steps != sum[1].Steps || sum[0].Completed != sum[1].Completed {
 				t.Errorf("steps %d/%d, completed %d/%d leaping/stepping", sum[0].Steps, sum[1].Steps, sum[0].Completed, sum[1].Completed)
 			}
-			if !tc.steps && (sum[0].Spans == 0 || sum[0].Events >= sum[1].Events) {
+			if tc.held && sum[0].Spans != 0 {
+				t.Errorf("%d spans on held replicas", sum[0].Spans)
+			}
+			if !tc.steps && !tc.held && (sum[0].Spans == 0 || sum[0].Events >= sum[1].Events) {
 				t.Errorf("%d spans, %d events leaping against %d stepping: the run did not leap", sum[0].Spans, sum[0].Events, sum[1].Events)
 			}
 		})

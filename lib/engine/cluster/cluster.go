@@ -95,6 +95,12 @@ type Policies struct {
 	// above that keep state: Clone calls it once and installs the answer
 	// (nil fields keep the cloned built-in or Cloner policy).
 	Fork func() Policies
+	// ReadsTiers says a policy may read the replicas' lower KV tiers
+	// (a bundle's decision tree or Starlark): their offload and reload
+	// rates are taken over windows that roll as the router's board is
+	// refreshed, so replicas with lower tiers then take every step one at
+	// a time (replica.HoldTierRates).
+	ReadsTiers bool
 }
 
 // Deployment is one model on one kind of GPU: its replicas share an engine
@@ -242,6 +248,7 @@ type Cluster struct {
 	liveView    bool     // the router's view is refreshed before each decision (no snapshot interval, and a policy reads it)
 	snapEvery   int64
 	snapAt      int64
+	kvDelay     int64 // µs the router hears KV events late (config kv_event_delay)
 	dirty       []int32
 	isDirty     []bool
 	timeout     int64       // config client_timeout, µs
@@ -263,9 +270,11 @@ type Cluster struct {
 	preloaded bool
 
 	// Tiered KV and P/D (nil when no deployment uses them).
-	wakeAt []int64  // per replica: wake-up queued for a KV load
-	pd     *disagg  // P/D hand-offs (nil without P/D pools)
-	rgroup []*group // per replica: the group whose board shows it
+	wakeAt []int64 // per replica: wake-up queued for a KV load
+	// tierStat is scratch for the lower tiers' statuses (reportTiers).
+	tierStat []policy.TierStatus
+	pd       *disagg  // P/D hand-offs (nil without P/D pools)
+	rgroup   []*group // per replica: the group whose board shows it
 
 	ids     map[string]*request.State
 	retired retireHeap
@@ -303,7 +312,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	c := &Cluster{cfg: cfg, sink: sink, opts: opts, checks: opts.CheckInvariants,
 		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
-		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US(), client: newClientGate(opts.MaxInFlight)}
+		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US(), client: newClientGate(opts.MaxInFlight), kvDelay: cfg.KVEventDelay.US()}
 	c.flat = cfg.IsFlat()
 	c.tierNames = cfg.TierNames()
 	c.sum.TierNames = c.tierNames
@@ -516,14 +525,23 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 		} else if c.opts.RouterIndexes < 0 {
 			useIndex = false
 		}
+		if c.kvDelay > 0 && (c.prefixOn || c.opts.Decisions != nil) && sameBlockSize(g.deps) {
+			// KV events heard late: the router's view of the caches is the
+			// index they feed, whatever the group's size (probing the
+			// caches would be live). Decision traces read it too (the
+			// shadow KV), so it is kept for them even when routing is
+			// blind to it.
+			useIndex = true
+		}
 		if useIndex {
 			g.index = newPrefixIndex(len(g.members))
+			g.index.delay, g.index.clock = c.kvDelay, &c.now
 			for j, m := range g.members {
 				c.reps[m].Sched.KV().SetObserver(g.index.observer(int32(j)))
 			}
 		}
 		for j := range g.members {
-			g.board.Set(j, c.status(g.members[j]))
+			c.report(g.board, j, g.members[j])
 		}
 		if c.sc.dynamic(g) {
 			g.all = g.members
@@ -676,7 +694,7 @@ func (c *Cluster) process(ev *event) {
 
 // start forms and launches a step on rep at now.
 func (c *Cluster) start(rep *replica.Replica) {
-	mayLeap := rep.Ramps != nil && (c.pd == nil || len(c.pd.incoming[rep.Index]) == 0)
+	mayLeap := rep.Leapable() && (c.pd == nil || len(c.pd.incoming[rep.Index]) == 0)
 	end, last, ok := rep.Start(c.now, mayLeap)
 	c.markDirty(rep.Index)
 	if c.pd != nil && rep.Role == replica.Prefill {
@@ -818,6 +836,23 @@ func (c *Cluster) status(i int32) policy.ReplicaStatus {
 		KVUsed: int64(l.KVUsed), KVTotal: int64(l.KVTotal)}
 }
 
+// report puts replica i's status on board b at position j (and, with
+// lower KV tiers, theirs: tierwake.go).
+// A replica in a span is first brought up to the event being processed;
+// as its steps go on it uses KV blocks unseen, so a policy reading its
+// status from KVChangeAt on gets it afresh (readBoard).
+func (c *Cluster) report(b *policy.Board, j int, i int32) {
+	rep := c.reps[i]
+	c.sync(rep)
+	b.Set(j, c.status(i))
+	if c.wakeAt != nil {
+		c.reportTiers(b, j, i)
+	}
+	if c.liveView {
+		b.SetVolatile(j, rep.KVChangeAt())
+	}
+}
+
 // policyFailed stops the run if a policy failed.
 func (c *Cluster) policyFailed() bool {
 	if err := c.opts.Policies.Err(); err != nil {
@@ -841,13 +876,7 @@ func (c *Cluster) refreshDirty() {
 	for _, i := range c.dirty {
 		c.isDirty[i] = false
 		if p := c.gpos[i]; p >= 0 { // -1: not routable (autoscaling)
-			rep := c.reps[i]
-			c.sync(rep)
-			b := c.rgroup[i].board
-			b.Set(int(p), c.status(i))
-			// A replica in a span uses KV blocks as its steps go, unseen:
-			// a policy reading its status gets it afresh (readBoard).
-			b.SetVolatile(int(p), rep.KVChangeAt())
+			c.report(c.rgroup[i].board, int(p), i)
 		}
 	}
 	c.dirty = c.dirty[:0]
@@ -856,17 +885,13 @@ func (c *Cluster) refreshDirty() {
 // readBoard refreshes position p of g's board as a policy reads it: a
 // replica in a span, brought up to the event being processed.
 func (c *Cluster) readBoard(g *group, p int) {
-	m := g.members[p]
-	rep := c.reps[m]
-	c.sync(rep)
-	g.board.Set(p, c.status(m))
-	g.board.SetVolatile(p, rep.KVChangeAt())
+	c.report(g.board, p, g.members[p])
 }
 
 func (c *Cluster) refreshAll() {
 	for _, g := range c.grps {
 		for j, m := range g.members {
-			g.board.Set(j, c.status(m))
+			c.report(g.board, j, m)
 		}
 	}
 }

@@ -36,9 +36,10 @@ func (s *leapSet) remove(i int32) {
 	s.pos[i] = -1
 }
 
-// initLeap gives every replica that may leap its deployment's ramps:
-// steps rows (each step's own row) and prefill replicas (their steps are
-// prefills) are stepped.
+// initLeap gives every replica its deployment's ramps, and holds those
+// whose steps must be taken one at a time: steps rows (each step's own
+// row), prefill replicas (their steps are prefills), lower KV tiers whose
+// rates a policy may read.
 func (c *Cluster) initLeap() {
 	if c.opts.NoLeap {
 		return
@@ -50,8 +51,16 @@ func (c *Cluster) initLeap() {
 	for _, d := range c.deps {
 		d.ramps = replica.NewRamps(d.stepModel)
 		for _, m := range d.Replicas {
-			if rep := c.reps[m]; !rep.WantSteps && rep.Role != replica.Prefill {
-				rep.Ramps = d.ramps
+			rep := c.reps[m]
+			rep.Ramps = d.ramps
+			if rep.WantSteps {
+				rep.HoldLeap(replica.HoldSteps)
+			}
+			if rep.Role == replica.Prefill {
+				rep.HoldLeap(replica.HoldPrefill)
+			}
+			if c.opts.Policies.ReadsTiers && rep.Sched.Tiers() != nil {
+				rep.HoldLeap(replica.HoldTierRates)
 			}
 		}
 	}

@@ -13,6 +13,42 @@ import (
 // in between are applied when someone looks (CatchUp) or when the span
 // ends or is cut short, exactly as they would have been one at a time.
 
+// Hold is a reason a replica takes every step one at a time although its
+// model could leap them (Replica.HoldLeap). A feature whose steps are not
+// the plain decode steps a ramp prices — speculative decoding, LoRA
+// adapter swaps, anything that changes a step's time or tokens between
+// the events that change the batch — adds its own bit and holds the
+// replicas it is on (docs/engine.md, "Leaping: what a replica must
+// promise").
+type Hold uint16
+
+const (
+	// HoldSteps: each step's row is written (a steps table, decisions at
+	// level full).
+	HoldSteps Hold = 1 << iota
+	// HoldPrefill: a P/D prefill replica (its steps are prefills).
+	HoldPrefill
+	// HoldTierRates: a policy may read the offload and reload rates of
+	// the replica's lower KV tiers, whose windows roll when the router's
+	// board is refreshed — after every step, stepping.
+	HoldTierRates
+)
+
+// HoldLeap adds reason h for stepping the replica one step at a time
+// from its next step on. A span in progress is not ended by it: the
+// cluster cuts one first (as every batch change does).
+func (p *Replica) HoldLeap(h Hold) { p.holds |= h }
+
+// ReleaseLeap withdraws reason h.
+func (p *Replica) ReleaseLeap(h Hold) { p.holds &^= h }
+
+// Leapable reports whether the replica's next decode-only steps may be
+// run as a span: its model can price them (Ramps, the deployment's model
+// and no wrapper of it) and nothing holds it.
+func (p *Replica) Leapable() bool {
+	return p.holds == 0 && p.Ramps != nil && p.Model == p.Ramps.Model
+}
+
 // Ramps caches a deployment's step-time ramps by batch size (shared by its
 // replicas; a ramp is built once per size).
 type Ramps struct {

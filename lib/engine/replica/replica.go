@@ -76,6 +76,7 @@ type Replica struct {
 	// is taken one at a time.
 	Ramps *Ramps
 
+	holds        Hold // reasons to step one at a time (HoldLeap)
 	busy         bool
 	startPending bool
 	stepStart    int64
@@ -125,7 +126,7 @@ func (p *Replica) Start(now int64, mayLeap bool) (end, last int64, ok bool) {
 	if !p.Sched.Form(now, &p.batch) {
 		return 0, 0, false
 	}
-	if mayLeap && p.batch.PrefillSeqs == 0 && p.Ramps != nil && p.Model == p.Ramps.Model {
+	if mayLeap && p.batch.PrefillSeqs == 0 && p.Leapable() {
 		if end, last, ok := p.leap(now); ok {
 			p.busy = true
 			p.stepStart = now

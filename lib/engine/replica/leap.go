@@ -196,7 +196,27 @@ func (s *span) price() {
 		}
 		lo, step := i, int64(1) // at(lo) == v
 		hi := n                 // at(hi) > v, or hi == n
-		for lo+step < n {
+		found := false
+		// A ramp close to linear in the context (the roofline's, memory
+		// bound) gives runs of nearly equal length: guess that this one
+		// is as long as the one before and check both sides of the guess
+		// (two calls), else search from what they showed.
+		if len(s.runs) >= 2 {
+			if rem := s.runs[len(s.runs)-2].n - r.n; rem >= 2 && i+rem-1 < n {
+				x := i + rem - 1
+				if at(x) == v {
+					lo = x
+					if x+1 >= n {
+						found = true
+					} else if at(x+1) != v {
+						hi, found = x+1, true
+					}
+				} else {
+					hi, found = x, true
+				}
+			}
+		}
+		for !found && lo+step < n {
 			if at(lo+step) != v {
 				hi = lo + step
 				break

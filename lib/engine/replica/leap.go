@@ -172,8 +172,12 @@ func (p *Replica) Extend() (end, last int64) {
 }
 
 // price prices steps from s.priced on, with about s.budget ramp calls.
-// Step times are non-decreasing (latency.Leaper): a run of equal ones is
-// found by galloping, then bisecting.
+// Step times are non-decreasing (latency.Leaper), so equal ones come in
+// runs. A ramp close to linear in the context (the roofline's, memory
+// bound) gives runs of nearly equal length: a run is first guessed as
+// long as the one before and the steps around the guess's end checked
+// (two or three calls, the last the next run's first step); a guess off
+// by more, or no run to go by, is searched by galloping, then bisecting.
 func (s *span) price() {
 	n, calls := s.n, 0
 	at := func(i int64) int64 {
@@ -181,61 +185,80 @@ func (s *span) price() {
 		return max(s.ramp(s.ctx0+i*s.seqs), 1)
 	}
 	i, end := s.priced, s.end
+	next := int64(-1) // at(i) when already known
 	for i < n && calls < s.budget {
-		v := at(i)
+		v := next
+		if v < 0 {
+			v = at(i)
+		}
+		next = -1
 		if end > maxLeapEnd-v {
 			n = i
 			break
 		}
 		r := &s.runs[len(s.runs)-1]
 		if v != r.dur {
-			s.runs = append(s.runs, leapRun{v, 1})
-			end += v
-			i++
-			continue
+			s.runs = append(s.runs, leapRun{v, 0})
+			r = &s.runs[len(s.runs)-1]
 		}
-		lo, step := i, int64(1) // at(lo) == v
-		hi := n                 // at(hi) > v, or hi == n
+		lo, hi := i, n // at(lo) == v; at(hi) > v, or hi == n
+		seen, seenV := int64(-1), int64(0)
+		differs := func(x int64) bool {
+			if w := at(x); w != v {
+				seen, seenV = x, w
+				return true
+			}
+			return false
+		}
 		found := false
-		// A ramp close to linear in the context (the roofline's, memory
-		// bound) gives runs of nearly equal length: guess that this one
-		// is as long as the one before and check both sides of the guess
-		// (two calls), else search from what they showed.
 		if len(s.runs) >= 2 {
-			if rem := s.runs[len(s.runs)-2].n - r.n; rem >= 2 && i+rem-1 < n {
+			// Runs of a linear ramp are L or L+1 steps long: look at the
+			// guess's last step and a step or two either side.
+			if rem := s.runs[len(s.runs)-2].n - r.n; rem >= 3 && i+rem-1 < n {
 				x := i + rem - 1
-				if at(x) == v {
+				if !differs(x) {
 					lo = x
-					if x+1 >= n {
-						found = true
-					} else if at(x+1) != v {
-						hi, found = x+1, true
+					for y := x + 1; y <= x+2; y++ {
+						if y >= n {
+							found = true
+							break
+						}
+						if differs(y) {
+							hi, found = y, true
+							break
+						}
+						lo = y
 					}
+				} else if hi = x; !differs(x - 1) {
+					lo, found = x-1, true
 				} else {
-					hi, found = x, true
+					hi = x - 1
 				}
 			}
 		}
-		for !found && lo+step < n {
-			if at(lo+step) != v {
+		for step := int64(1); !found && lo+step < n; step *= 2 {
+			if differs(lo + step) {
 				hi = lo + step
 				break
 			}
 			lo += step
-			step *= 2
 		}
 		for hi-lo > 1 {
 			mid := lo + (hi-lo)/2
-			if at(mid) == v {
-				lo = mid
-			} else {
+			if differs(mid) {
 				hi = mid
+			} else {
+				lo = mid
 			}
+		}
+		if hi == seen {
+			next = seenV
 		}
 		k := lo - i + 1
 		if v > 0 && (maxLeapEnd-end)/v < k {
 			k = (maxLeapEnd - end) / v
 			n = i + k
+			next = -1
 		}
 		r.n += k
 		end += k * v

@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/replica"
+	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/latency"
 )
@@ -52,12 +55,17 @@ func leapCase(t *testing.T, c config.Cluster, models []latency.Model, reqs []row
 		sink  memSink
 		sum   Summary
 		scale []row.ScaleEvent
+		trace *traceLog
 		err   error
 	}
 	runOnce := func(noLeap bool) *outcome {
 		o := &outcome{}
 		op := opts
 		op.NoLeap = noLeap
+		if opts.Decisions != nil { // a fresh trace for each run
+			o.trace = &traceLog{}
+			op.Decisions = o.trace
+		}
 		op.CheckInvariants = true
 		op.ScaleEventsTo = func(rs []row.ScaleEvent) { o.scale = rs }
 		o.sum, o.err = Run(c, models, SliceSource(reqs), &o.sink, op)
@@ -97,13 +105,66 @@ func leapCase(t *testing.T, c config.Cluster, models []latency.Model, reqs []row
 	if fmt.Sprint(leap.scale) != fmt.Sprint(step.scale) { // NaN metrics: compared as printed
 		t.Fatalf("scale events differ:\n leaping %+v\nstepping %+v", leap.scale, step.scale)
 	}
+	if leap.trace != nil {
+		l, s := leap.trace.lines, step.trace.lines
+		for i := range min(len(l), len(s)) {
+			if l[i] != s[i] {
+				t.Fatalf("decision %d differs:\n leaping %s\nstepping %s", i, l[i], s[i])
+			}
+		}
+		if len(l) != len(s) {
+			t.Fatalf("%d decisions leaping, %d stepping", len(l), len(s))
+		}
+	}
 	return leap.sum, true
 }
+
+// traceLog is a decision trace as text: every decision with the view it
+// was taken on (each candidate's status, as the decisions table has it,
+// read through the view as the recorder reads it).
+type traceLog struct{ lines []string }
+
+func (l *traceLog) view(v *policy.ClusterView) string {
+	var b strings.Builder
+	for i := range v.Len() {
+		r := v.Replica(i)
+		fmt.Fprintf(&b, " [%s %s w%d r%d f%d kv%d/%d c%d]", r.ID(), r.State(), r.Waiting(), r.Running(), r.InFlight(), r.KVUsed(), r.KVTotal(), v.CachedBlocks(i))
+	}
+	return b.String()
+}
+
+func (l *traceLog) add(format string, a ...any) { l.lines = append(l.lines, fmt.Sprintf(format, a...)) }
+
+func (l *traceLog) Admitted(now int64, r *request.State, d policy.AdmitDecision, v *policy.ClusterView) {
+	l.add("%d admit %s %+v%s", now, r.Req.ID, d, l.view(v))
+}
+func (l *traceLog) Prioritized(now int64, r *request.State, prio float64, v *policy.ClusterView) {
+	l.add("%d priority %s %v%s", now, r.Req.ID, prio, l.view(v))
+}
+func (l *traceLog) Routed(now int64, r *request.State, d policy.RouteDecision, v *policy.ClusterView, cands []int32) {
+	l.add("%d route %s %+v %v%s", now, r.Req.ID, d, cands, l.view(v))
+}
+func (l *traceLog) Preempted(now int64, rep *replica.Replica, victim *request.State) {
+	l.add("%d preempt %s %s", now, rep.ID, victim.Req.ID)
+}
+func (l *traceLog) Batch(*row.Step)   {}
+func (l *traceLog) WantBatches() bool { return false }
+func (l *traceLog) Scale(now int64, deployment, replicaID, action, reason string, replicas int) {
+	l.add("%d scale %s %s %s %s %d", now, deployment, replicaID, action, reason, replicas)
+}
+func (l *traceLog) KVTransfer(now int64, r *request.State, from, to string, blocks int64, reason string) {
+	l.add("%d kv-transfer %s %s %s %d %s", now, r.Req.ID, from, to, blocks, reason)
+}
+func (l *traceLog) FlowControl(now int64, r *request.State, action, reason string, value int64) {
+	l.add("%d flow %s %s %s %d", now, r.Req.ID, action, reason, value)
+}
+func (l *traceLog) Anomaly(a *row.Anomaly) { l.add("anomaly %+v", *a) }
 
 // FuzzLeap is FuzzRun's cluster space (gateway flow control and DP/EP/PP
 // with it) with more step models and the features that read a replica
 // mid-span: a horizon, router snapshots, client timeouts, the client cap,
-// the router's indexes on small groups.
+// the router's indexes on small groups; for inputs of even length, every
+// decision with the view it was taken on is compared too.
 func FuzzLeap(f *testing.F) {
 	f.Add([]byte("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02"), uint8(30), uint8(0), uint8(0))
 	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00"), uint8(12), uint8(1), uint8(0x21))
@@ -143,6 +204,9 @@ func FuzzLeap(f *testing.F) {
 		}
 		if extra&0x80 != 0 {
 			opts.RouterIndexes = 1
+		}
+		if len(b)%2 == 0 {
+			opts.Decisions = &traceLog{} // every decision and its view compared too
 		}
 		if err := c.Validate(); err != nil {
 			t.Fatalf("the generated config is invalid: %v", err)

@@ -142,12 +142,14 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 			p.Priority = pr.(policy.Priority)
 		case KindTree:
 			p.Priority = &treePriority{st: st, tr: rt.tr, ob: rt.ob}
+			p.ReadsTiers = true
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
 				return nil, err
 			}
 			p.Priority = &starPriority{r: r}
+			p.ReadsTiers = true
 		}
 	}
 	if st := b.stages[StageRouting]; st != nil {

@@ -9,7 +9,8 @@
 # metadata, which names the flags, is left out). Prints one line per case
 # with the events each mode took; exits 1 on the first difference.
 #
-#   bench/leap-exact.sh          # about a minute on 2 busy cores
+#   bench/leap-exact.sh              # several minutes on 2 busy cores
+#   ONLY=flow bench/leap-exact.sh    # the cases whose name contains "flow"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -21,6 +22,7 @@ sim=$work/blis-sim
 for w in chat-multiturn mixed-tenants closed-loop react two-models autoscale-diurnal reasoning-multimodal flow-control; do
   "$work/blis-synth" -q -o "$work/$w.arrows" "examples/workloads/$w.yaml"
 done
+"$work/blis-synth" -q -o "$work/moe.arrows" bench/moe/chat.yaml
 cat >"$work/sync.yaml" <<'EOF'
 replicas: 8
 engine: {async_scheduling: false}
@@ -36,6 +38,7 @@ fail=0
 check() { # name input args...
   local name=$1 in=$2
   shift 2
+  case "$name" in *"${ONLY:-}"*) ;; *) return 0 ;; esac
   local out=() sums=()
   for mode in leap step; do
     local d="$work/$mode"
@@ -80,7 +83,7 @@ check "weighted, KV events 5ms late" "$work/mixed-tenants.arrows" --replicas 16 
 check "client cap 16, least-loaded" "$work/bench.arrows" --replicas 8 --router least-loaded --max-in-flight 16
 check "client cap 200, chat" "$work/chat-multiturn.arrows" --replicas 16 --router prefix-affinity --max-in-flight 200
 check "gateway flow control" "$work/flow-control.arrows" --cluster examples/clusters/flow-control.yaml
-check "flow control, 2x load" "$work/fleet.arrows" --cluster examples/clusters/flow-control.yaml
-check "MoE DP8 + EP" "$work/closed-loop.arrows" --cluster examples/clusters/moe-ep.yaml
+check "flow control, chat" "$work/chat-multiturn.arrows" --cluster examples/clusters/flow-control.yaml
+check "MoE DP8 + EP" "$work/moe.arrows" --cluster examples/clusters/moe-ep.yaml
 check "1,000 replicas, least-loaded" "$work/fleet.arrows" --replicas 1000 --router least-loaded
 exit $fail

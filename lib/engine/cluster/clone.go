@@ -83,7 +83,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 			x.deps = append(x.deps, depMap[dep])
 		}
 		if g.index != nil {
-			x.index = g.index.clone()
+			x.index = g.index.clone(&d.now)
 			slots := g.members
 			if g.all != nil {
 				slots = g.all

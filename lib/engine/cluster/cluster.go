@@ -117,6 +117,7 @@ type Deployment struct {
 	// added), ramps its leaping prices (leap.go; nil with NoLeap).
 	stepModel latency.Model
 	ramps     *replica.Ramps
+	spec      bool     // speculative decoding: its replicas are stepped (replica.HoldSpeculative)
 	pd        *pdState // nil unless it has prefill and decode pools
 	// tiers builds a replica's lower KV tiers over its store (nil: none);
 	// the autoscaler calls it for the fresh store of a restarted replica.
@@ -361,11 +362,12 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		alpha := models[i].Alpha()
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
-			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap}
+			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative)}
 		// The step model with the engine's CPU work, added to the GPU step
 		// or overlapped with it as the scheduler does (latency.WithHost).
 		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
 		dep.stepModel = stepModel
+		dep.spec = d.Speculative != nil
 		n := 0
 		for pi, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)

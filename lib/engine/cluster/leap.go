@@ -39,7 +39,7 @@ func (s *leapSet) remove(i int32) {
 // initLeap gives every replica its deployment's ramps, and holds those
 // whose steps must be taken one at a time: steps rows (each step's own
 // row), prefill replicas (their steps are prefills), lower KV tiers whose
-// rates a policy may read.
+// rates a policy may read, speculative decoding (tokens per step not one).
 func (c *Cluster) initLeap() {
 	if c.opts.NoLeap {
 		return
@@ -61,6 +61,9 @@ func (c *Cluster) initLeap() {
 			}
 			if c.opts.Policies.ReadsTiers && rep.Sched.Tiers() != nil {
 				rep.HoldLeap(replica.HoldTierRates)
+			}
+			if d.spec {
+				rep.HoldLeap(replica.HoldSpeculative)
 			}
 		}
 	}

@@ -32,6 +32,10 @@ const (
 	// the replica's lower KV tiers, whose windows roll when the router's
 	// board is refreshed — after every step, stepping.
 	HoldTierRates
+	// HoldSpeculative: speculative decoding (a step decodes 1 to k+1
+	// tokens per request, and drafts): a span's steps are not decodes of
+	// one token.
+	HoldSpeculative
 )
 
 // HoldLeap adds reason h for stepping the replica one step at a time

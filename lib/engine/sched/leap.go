@@ -23,7 +23,9 @@ type Span struct {
 // Span implements Scheduler, right after Form formed a step.
 func (s *VLLM) Span() (Span, bool) {
 	if s.nDecode == 0 || len(s.sched) > 0 || len(s.prefilling) > 0 || s.pendHead < len(s.pending) ||
-		len(s.loading) > 0 || s.err != nil {
+		len(s.loading) > 0 || s.err != nil || s.spec != nil {
+		// (speculative decoding: the steps below assume one token per
+		// decoding request; the cluster holds such replicas anyway)
 		return Span{}, false
 	}
 	// Allocations that evict a cached block change what others see (a

@@ -93,6 +93,7 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 			}
 		}
 	}
+	kvFromMemory := d.Engine.KVBlocks == 0
 	if d.Engine.KVBlocks == 0 {
 		tokens, err := res.KVCapacityTokens(d.Engine.GPUMemoryUtilization)
 		if err != nil {
@@ -106,6 +107,13 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 			d.Engine.KVBlocks = 1<<31 - 1
 		}
 		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g)", d.Engine.KVBlocks, d.Engine.BlockSize, d.Engine.GPUMemoryUtilization)
+	}
+	if d.Speculative != nil {
+		m, w, err := prepareSpec(cfg, i, d, res, model, kvFromMemory)
+		if err != nil {
+			return nil, "", err
+		}
+		model, why = m, why+w
 	}
 	if err := prepareKV(cfg, i, d, res); err != nil {
 		return nil, "", err

@@ -103,6 +103,7 @@ routing:
 		{name: "prefix-affinity, KV events 50 ms late", yaml: "replicas: 20\nengine: {kv_blocks: 600}\nkv_event_delay: 50ms\nrouter: {routing: prefix-affinity}\n", trace: decision.Decisions, regret: 0.05},
 		{name: "weighted, KV events 5 ms late, snapshots", yaml: "replicas: 8\nkv_event_delay: 5ms\nsnapshot_interval: 10ms\nrouter: {routing: weighted}\n", trace: decision.Decisions},
 		{name: "speculative decoding (held: stepped either way)", yaml: "replicas: 4\nspeculative: {method: ngram, num_speculative_tokens: 3, acceptance_rate: 0.6}\n", trace: decision.Decisions, held: true},
+		{name: "a routing policy holding requests at the router", yaml: "replicas: 4\n", policy: "hold.yaml", rate: 120, trace: decision.Decisions},
 		{name: "client cap", yaml: "replicas: 6\nrouter: {routing: least-loaded}\n", cap: 24, rate: 400, trace: decision.Decisions},
 		{name: "gateway flow control, utilization", yaml: `
 replicas: 4

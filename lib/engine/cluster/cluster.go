@@ -109,6 +109,8 @@ type Deployment struct {
 	tiers func(kv.Store) *kv.Tiers
 	// tierCol maps the deployment's tier i to the run's (Summary.TierNames).
 	tierCol []int
+	// lora is the scheduler's view of its adapters (nil: none).
+	lora *sched.LoRA
 }
 
 // group is the set of deployments a request's model selects: routing
@@ -338,7 +340,8 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		alpha := models[i].Alpha()
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
-			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative)}
+			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative), LoRA: loraConfig(d.LoRA)}
+		dep.lora = scfg.LoRA
 		// The step model with the engine's CPU work, added to the GPU step
 		// or overlapped with it as the scheduler does (latency.WithHost).
 		stepModel := latency.WithHost(models[i], e.AsyncScheduling)

@@ -27,6 +27,12 @@ type LoRA struct {
 	// TargetModules is the modules of an adapter that names none (PEFT's
 	// default for Llama-family models: q_proj, v_proj).
 	TargetModules []string `yaml:"target_modules,omitempty"`
+
+	// Filled by the engine's Prepare from the catalogues: the host link
+	// (GPU host_link_gb_s × tp, the CPU KV tier's) and local storage
+	// (the storage KV tier's) bandwidths per replica, in 10^9 B/s.
+	HostGBps    float64 `yaml:"-"`
+	StorageGBps float64 `yaml:"-"`
 }
 
 // Adapter is one LoRA adapter: its rank and the modules it adapts (its size
@@ -38,6 +44,11 @@ type Adapter struct {
 	// SizeBytes, when > 0, is the adapter's weights in bytes (all TP
 	// ranks), in place of the size derived from rank and modules.
 	SizeBytes int64 `yaml:"size_bytes,omitempty"`
+
+	// Filled by the engine's Prepare: the weights in bytes (all ranks) and
+	// the shrink/expand FLOPs per adapted token.
+	Bytes int64 `yaml:"-"`
+	FLOPs int64 `yaml:"-"`
 }
 
 // LoRAModules are the projections an adapter may target, in layer order.

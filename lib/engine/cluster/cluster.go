@@ -258,6 +258,10 @@ type Cluster struct {
 
 	// Tiered KV and P/D (nil when no deployment uses them).
 	wakeAt []int64 // per replica: wake-up queued for a KV load
+	// hasLoRA: some deployment has LoRA adapters (lora.go); loraBuf is
+	// scratch for reportLoRAs.
+	hasLoRA bool
+	loraBuf []string
 	// tierStat is scratch for the lower tiers' statuses (reportTiers).
 	tierStat []policy.TierStatus
 	pd       *disagg  // P/D hand-offs (nil without P/D pools)
@@ -342,6 +346,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
 			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative), LoRA: loraConfig(d.LoRA)}
 		dep.lora = scfg.LoRA
+		c.hasLoRA = c.hasLoRA || dep.lora != nil
 		// The step model with the engine's CPU work, added to the GPU step
 		// or overlapped with it as the scheduler does (latency.WithHost).
 		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
@@ -778,6 +783,9 @@ func (c *Cluster) report(b *policy.Board, j int, i int32) {
 	b.Set(j, c.status(i))
 	if c.wakeAt != nil {
 		c.reportTiers(b, j, i)
+	}
+	if c.hasLoRA {
+		c.reportLoRAs(b, j, i)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
@@ -43,4 +44,14 @@ func (c *Cluster) loraKnown(g *group, r *request.State) bool {
 		}
 	}
 	return true
+}
+
+// reportLoRAs puts replica i's resident adapters on board b at position j.
+func (c *Cluster) reportLoRAs(b *policy.Board, j int, i int32) {
+	s, ok := c.reps[i].Sched.(interface{ ResidentLoRAs([]string) []string })
+	if !ok {
+		return
+	}
+	c.loraBuf = s.ResidentLoRAs(c.loraBuf[:0])
+	b.SetLoRAs(j, c.loraBuf)
 }

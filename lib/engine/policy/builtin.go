@@ -59,6 +59,10 @@ var templates = []*Template{
 			return nil
 		},
 		build: func(p Params, _ Env) any { return weighted{load: p["load"], kv: p["kv"], prefix: p["prefix"]} }},
+	{Stage: StageRouting, Name: "lora-affinity",
+		Doc:    "a replica with the request's LoRA adapter resident unless it has more than slack requests over the least loaded, else the least loaded: highest −load + (slack + ½ if resident)",
+		Params: []Param{{Name: "slack", Default: 8, Min: 0, Max: inf, Integer: true, Doc: "requests a replica holding the adapter may have over the least loaded and still be chosen"}},
+		build:  func(p Params, _ Env) any { return loraAffinity{slack: p["slack"]} }},
 	{Stage: StageRouting, Name: "random", Doc: "a candidate drawn uniformly (seeded stream policy:routing)",
 		build: func(_ Params, env Env) any { return &random{src: *rng.PCG(env.Seed, "policy:routing")} }},
 	{Stage: StageRouting, Name: "power-of-two", Doc: "the less loaded of two distinct candidates drawn uniformly (seeded stream policy:routing)",
@@ -78,6 +82,7 @@ func (leastLoaded) Name() string     { return "least-loaded" }
 func (leastKV) Name() string         { return "least-kv" }
 func (prefixAffinity) Name() string  { return "prefix-affinity" }
 func (weighted) Name() string        { return "weighted" }
+func (loraAffinity) Name() string    { return "lora-affinity" }
 func (*random) Name() string         { return "random" }
 func (*powerOfTwo) Name() string     { return "power-of-two" }
 
@@ -88,6 +93,7 @@ func (leastLoaded) Signals() Signal    { return SignalLoad }
 func (leastKV) Signals() Signal        { return SignalKV | SignalLoad }
 func (prefixAffinity) Signals() Signal { return SignalPrefix | SignalLoad }
 func (*random) Signals() Signal        { return 0 }
+func (loraAffinity) Signals() Signal   { return SignalLoad }
 func (*powerOfTwo) Signals() Signal    { return SignalLoad }
 func (p weighted) Signals() Signal {
 	var s Signal
@@ -109,6 +115,7 @@ func (leastKV) ReadsPrefix() bool        { return false }
 func (prefixAffinity) ReadsPrefix() bool { return true }
 func (p weighted) ReadsPrefix() bool     { return p.prefix != 0 }
 func (*random) ReadsPrefix() bool        { return false }
+func (loraAffinity) ReadsPrefix() bool   { return false }
 func (*powerOfTwo) ReadsPrefix() bool    { return false }
 
 type admitAll struct{}
@@ -266,6 +273,41 @@ func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
 		}
 	}
 	return RouteDecision{Target: best, Reason: "weighted: highest score"}
+}
+
+// loraAffinity routes a request to a replica that has its LoRA adapter in
+// a GPU slot (no cold load, no wait for a slot) unless that replica is
+// more than slack requests busier than the least loaded: the highest
+// −load + (slack + ½ if resident), lowest index on ties. A request without
+// an adapter goes to the least loaded.
+type loraAffinity struct{ slack float64 }
+
+func (p loraAffinity) Route(r RequestView, c *ClusterView) RouteDecision {
+	name := r.LoRA()
+	if name == "" && !c.KeepsScores() {
+		return RouteDecision{Target: c.LeastLoaded(), Reason: "lora-affinity: no adapter, least loaded"}
+	}
+	reps := c.b.reps
+	best, bs, res := 0, 0.0, false
+	for i := range reps {
+		v := &reps[i]
+		sc := -float64(v.Load())
+		h := v.HasLoRA(name)
+		if h {
+			sc += p.slack + 0.5
+		}
+		c.Score(i, sc)
+		if i == 0 || sc > bs {
+			best, bs, res = i, sc, h
+		}
+	}
+	switch {
+	case name == "":
+		return RouteDecision{Target: best, Reason: "lora-affinity: no adapter, least loaded"}
+	case res:
+		return RouteDecision{Target: best, Reason: "lora-affinity: adapter resident"}
+	}
+	return RouteDecision{Target: best, Reason: "lora-affinity: adapter not resident within slack, least loaded"}
 }
 
 // random draws from its own PCG, held by value so that a clone continues

@@ -90,11 +90,12 @@ func (s *VLLM) loraTake(r *request.State) {
 				l.ncpu--
 			}
 			l.ncpu++
+			l.cpu[a] = l.clock
 			l.loadUS += l.cfg.FetchUS[a-1]
 		}
 	}
 	l.gpu[a] = l.clock
-	if l.cfg.MaxCPU > 0 {
+	if l.cpu[a] != 0 {
 		l.cpu[a] = l.clock
 	}
 	l.ref[a]++

@@ -112,6 +112,7 @@ var replicaFields = []field{
 	{name: "recent_tpot_us", k: kFloat, unit: "µs", doc: "recent time per output token (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().tpot }},
 	{name: "estimated_wait_us", k: kFloat, unit: "µs", doc: "recent wait in its queue, enqueued → first scheduled (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().wait }},
 	{name: "lora_resident", k: kBool, doc: "the request's LoRA adapter is in one of its GPU slots, as last reported (false for the base model)", b: func(c *evalCtx) bool { return c.replica().HasLoRA(c.rv.LoRA()) }},
+	{name: "lora_free_slots", k: kInt, unit: "adapters", doc: "adapter slots not held by an adapter its running requests use (max_loras − running adapters; 0 without LoRA)", i: func(c *evalCtx) int64 { return int64(c.replica().LoRAFreeSlots()) }},
 	{name: "lora_count", k: kInt, unit: "adapters", doc: "LoRA adapters in its GPU slots (0 without LoRA)", i: func(c *evalCtx) int64 { return int64(len(c.replica().LoRAs())) }},
 	{name: "kv_lower_used_blocks", k: kInt, unit: "blocks", doc: "blocks held in its lower KV tiers, all tiers (0 without tiers); per tier in Starlark: r.kv_tiers", i: func(c *evalCtx) int64 { return lower(c).used }},
 	{name: "kv_lower_total_blocks", k: kInt, unit: "blocks", doc: "capacity of its lower KV tiers, all tiers (0 without tiers)", i: func(c *evalCtx) int64 { return lower(c).total }},

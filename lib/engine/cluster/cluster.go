@@ -145,6 +145,7 @@ type Summary struct {
 	Preemptions  int64   // recompute preemptions
 	Evictions    int64   // prefix-cache blocks evicted for reuse
 	CachedTokens int64   // prompt tokens served from the prefix cache (completed requests)
+	LoRALoads    int64   // LoRA adapters loaded into GPU slots, all replicas
 	BusyUS       []int64 // per replica: time spent in steps
 	// PeakHeld is the most requests held in memory at once (in flight, or
 	// finished but still nameable by a later row): what memory grows with.

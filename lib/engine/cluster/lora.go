@@ -48,10 +48,14 @@ func (c *Cluster) loraKnown(g *group, r *request.State) bool {
 
 // reportLoRAs puts replica i's resident adapters on board b at position j.
 func (c *Cluster) reportLoRAs(b *policy.Board, j int, i int32) {
-	s, ok := c.reps[i].Sched.(interface{ ResidentLoRAs([]string) []string })
+	s, ok := c.reps[i].Sched.(interface {
+		ResidentLoRAs([]string) []string
+		LoRASlots() (int, int)
+	})
 	if !ok {
 		return
 	}
 	c.loraBuf = s.ResidentLoRAs(c.loraBuf[:0])
-	b.SetLoRAs(j, c.loraBuf)
+	active, slots := s.LoRASlots()
+	b.SetLoRAs(j, c.loraBuf, slots-active)
 }

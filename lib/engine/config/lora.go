@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -57,8 +58,8 @@ var LoRAModules = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", 
 // DefaultLoRAModules is PEFT's default target_modules for Llama-family models.
 var DefaultLoRAModules = []string{"q_proj", "v_proj"}
 
-// MaxLoRARank bounds ranks (vLLM's largest supported max_lora_rank).
-const MaxLoRARank = 512
+// LoRARanks are vLLM's max_lora_rank choices (vllm/config/lora.py).
+var LoRARanks = []int{1, 8, 16, 32, 64, 128, 256, 320, 512}
 
 // UnmarshalYAML fills absent keys with vLLM's defaults.
 func (l *LoRA) UnmarshalYAML(n *yaml.Node) error {
@@ -97,8 +98,8 @@ func (c *Cluster) validateLoRA(i int, d *Deployment) error {
 	switch {
 	case l.MaxLoras < 1 || l.MaxLoras > 1024:
 		return errors.New(c.Where(key("max_loras"), fmt.Sprintf("expected 1 to 1024 resident adapters, found %d", l.MaxLoras)))
-	case l.MaxLoraRank < 1 || l.MaxLoraRank > MaxLoRARank:
-		return errors.New(c.Where(key("max_lora_rank"), fmt.Sprintf("expected 1 to %d, found %d", MaxLoRARank, l.MaxLoraRank)))
+	case !slices.Contains(LoRARanks, l.MaxLoraRank):
+		return errors.New(c.Where(key("max_lora_rank"), fmt.Sprintf("expected one of vLLM's max_lora_rank choices %v, found %d", LoRARanks, l.MaxLoraRank)))
 	case l.MaxCPULoras != 0 && l.MaxCPULoras < l.MaxLoras:
 		return errors.New(c.Where(key("max_cpu_loras"), fmt.Sprintf("expected 0 (every adapter in host memory) or at least max_loras (%d), found %d", l.MaxLoras, l.MaxCPULoras)))
 	case len(l.Adapters) == 0:

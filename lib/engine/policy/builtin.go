@@ -60,7 +60,8 @@ var templates = []*Template{
 		},
 		build: func(p Params, _ Env) any { return weighted{load: p["load"], kv: p["kv"], prefix: p["prefix"]} }},
 	{Stage: StageRouting, Name: "lora-affinity",
-		Doc:    "a replica with the request's LoRA adapter resident unless it has more than slack requests over the least loaded, else the least loaded: highest −load + (slack + ½ if resident)",
+		Doc: "highest −load + (slack + ½ if the request's LoRA adapter is resident; −(slack + ½) if not and every slot holds an adapter in use): the adapter's replicas unless more than slack requests busier than the least loaded, never one where it would wait for a slot if another has one",
+
 		Params: []Param{{Name: "slack", Default: 8, Min: 0, Max: inf, Integer: true, Doc: "requests a replica holding the adapter may have over the least loaded and still be chosen"}},
 		build:  func(p Params, _ Env) any { return loraAffinity{slack: p["slack"]} }},
 	{Stage: StageRouting, Name: "random", Doc: "a candidate drawn uniformly (seeded stream policy:routing)",
@@ -277,8 +278,11 @@ func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
 
 // loraAffinity routes a request to a replica that has its LoRA adapter in
 // a GPU slot (no cold load, no wait for a slot) unless that replica is
-// more than slack requests busier than the least loaded: the highest
-// −load + (slack + ½ if resident), lowest index on ties. A request without
+// more than slack requests busier than the least loaded, and away from
+// replicas where it would wait for a slot (every slot held by an adapter
+// running requests use; llm-d's LoRA affinity scorer ranks them last
+// too): the highest −load + bonus, bonus slack + ½ if resident, −(slack +
+// ½) if no slot is free, else 0; lowest index on ties. A request without
 // an adapter goes to the least loaded.
 type loraAffinity struct{ slack float64 }
 
@@ -295,6 +299,8 @@ func (p loraAffinity) Route(r RequestView, c *ClusterView) RouteDecision {
 		h := v.HasLoRA(name)
 		if h {
 			sc += p.slack + 0.5
+		} else if name != "" && v.LoRAFreeSlots() <= 0 {
+			sc -= p.slack + 0.5
 		}
 		c.Score(i, sc)
 		if i == 0 || sc > bs {

@@ -65,6 +65,7 @@ type ReplicaView struct {
 	s                           ReplicaStatus
 	tiers                       []TierStatus // lower KV tiers, top down; nil without
 	loras                       []string     // LoRA adapters in its GPU slots, as last reported
+	loraFree                    int          // slots not held by an adapter of a running request
 }
 
 func (v *ReplicaView) ID() string         { return v.id }
@@ -85,6 +86,11 @@ func (v *ReplicaView) Tiers() []TierStatus { return v.tiers }
 // reported (vLLM's vllm:lora_requests_info gauge lists those running and
 // waiting), in registry order; nil without LoRA. Read-only.
 func (v *ReplicaView) LoRAs() []string { return v.loras }
+
+// LoRAFreeSlots is the adapter slots not held by an adapter that running
+// requests use (max_loras − running adapters): a request whose adapter is
+// not resident waits for a slot where this is 0.
+func (v *ReplicaView) LoRAFreeSlots() int { return v.loraFree }
 
 // HasLoRA reports whether adapter name is resident on the replica.
 func (v *ReplicaView) HasLoRA(name string) bool {
@@ -291,10 +297,12 @@ func (b *Board) SetTiers(i int, ts []TierStatus) {
 	copy(r.tiers, ts)
 }
 
-// SetLoRAs reports replica i's resident LoRA adapters (copied).
-func (b *Board) SetLoRAs(i int, names []string) {
+// SetLoRAs reports replica i's resident LoRA adapters (copied) and its
+// free slots.
+func (b *Board) SetLoRAs(i int, names []string, free int) {
 	r := &b.reps[i]
 	r.loras = append(r.loras[:0], names...)
+	r.loraFree = free
 }
 
 // SetState reports replica i's lifecycle state.

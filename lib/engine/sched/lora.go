@@ -169,6 +169,16 @@ func (s *VLLM) ResidentLoRAs(dst []string) []string {
 	return dst
 }
 
+// LoRASlots is the adapters in use by running requests and the slots
+// (vLLM's vllm:lora_requests_info reports running_lora_adapters and
+// max_lora); 0, 0 without LoRA.
+func (s *VLLM) LoRASlots() (active, slots int) {
+	if s.lora == nil {
+		return 0, 0
+	}
+	return s.lora.nact, s.lora.cfg.MaxLoras
+}
+
 // HasLoRA reports whether adapter name is in a GPU slot here.
 func (s *VLLM) HasLoRA(name string) bool {
 	if s.lora == nil || name == "" {

@@ -115,6 +115,13 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 		}
 		model, why = m, why+w
 	}
+	if d.LoRA != nil {
+		m, w, err := prepareLoRA(cfg, i, d, res, model, kvFromMemory)
+		if err != nil {
+			return nil, "", err
+		}
+		model, why = m, why+w
+	}
 	if err := prepareKV(cfg, i, d, res); err != nil {
 		return nil, "", err
 	}

@@ -124,6 +124,8 @@ type Deployment struct {
 	tiers func(kv.Store) *kv.Tiers
 	// tierCol maps the deployment's tier i to the run's (Summary.TierNames).
 	tierCol []int
+	// lora is the scheduler's view of its adapters (nil: none).
+	lora *sched.LoRA
 }
 
 // group is the set of deployments a request's model selects: routing
@@ -159,6 +161,7 @@ type Summary struct {
 	Preemptions  int64   // recompute preemptions
 	Evictions    int64   // prefix-cache blocks evicted for reuse
 	CachedTokens int64   // prompt tokens served from the prefix cache (completed requests)
+	LoRALoads    int64   // LoRA adapters loaded into GPU slots, all replicas
 	BusyUS       []int64 // per replica: time spent in steps
 	// PeakHeld is the most requests held in memory at once (in flight, or
 	// finished but still nameable by a later row): what memory grows with.
@@ -276,6 +279,10 @@ type Cluster struct {
 
 	// Tiered KV and P/D (nil when no deployment uses them).
 	wakeAt []int64 // per replica: wake-up queued for a KV load
+	// hasLoRA: some deployment has LoRA adapters (lora.go); loraBuf is
+	// scratch for reportLoRAs.
+	hasLoRA bool
+	loraBuf []string
 	// tierStat is scratch for the lower tiers' statuses (reportTiers).
 	tierStat []policy.TierStatus
 	pd       *disagg  // P/D hand-offs (nil without P/D pools)
@@ -369,7 +376,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		alpha := models[i].Alpha()
 		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
-			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative)}
+			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative), LoRA: loraConfig(d.LoRA)}
+		dep.lora = scfg.LoRA
+		c.hasLoRA = c.hasLoRA || dep.lora != nil
 		// The step model with the engine's CPU work, added to the GPU step
 		// or overlapped with it as the scheduler does (latency.WithHost).
 		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
@@ -858,6 +867,9 @@ func (c *Cluster) report(b *policy.Board, j int, i int32) {
 	b.Set(j, c.status(i))
 	if c.wakeAt != nil {
 		c.reportTiers(b, j, i)
+	}
+	if c.hasLoRA {
+		c.reportLoRAs(b, j, i)
 	}
 	if c.liveView {
 		b.SetVolatile(j, rep.KVChangeAt())

@@ -39,7 +39,8 @@ func (s *leapSet) remove(i int32) {
 // initLeap gives every replica its deployment's ramps, and holds those
 // whose steps must be taken one at a time: steps rows (each step's own
 // row), prefill replicas (their steps are prefills), lower KV tiers whose
-// rates a policy may read, speculative decoding (tokens per step not one).
+// rates a policy may read, speculative decoding (tokens per step not one),
+// LoRA adapters.
 func (c *Cluster) initLeap() {
 	if c.opts.NoLeap {
 		return
@@ -64,6 +65,9 @@ func (c *Cluster) initLeap() {
 			}
 			if d.spec {
 				rep.HoldLeap(replica.HoldSpeculative)
+			}
+			if d.lora != nil {
+				rep.HoldLeap(replica.HoldLoRA)
 			}
 		}
 	}

@@ -36,6 +36,9 @@ const (
 	// tokens per request, and drafts): a span's steps are not decodes of
 	// one token.
 	HoldSpeculative
+	// HoldLoRA: the deployment serves LoRA adapters (adapter loads and
+	// slots change a step's time and who may run between batch changes).
+	HoldLoRA
 )
 
 // HoldLeap adds reason h for stepping the replica one step at a time

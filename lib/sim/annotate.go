@@ -22,6 +22,16 @@ func Describe(cfg *config.Cluster, models []latency.Model) []trace.SimDeployment
 		}
 		out[i] = trace.SimDeployment{ID: d.ID, Model: d.Model, GPU: d.GPU, TP: d.TP, Replicas: n, KVBlocks: d.Engine.KVBlocks,
 			Autoscaled: auto, GPUHourUSD: d.GPUHourUSD}
+		for _, p := range d.Pools {
+			if p.OwnHardware() {
+				for k := range d.Pools {
+					hw := d.ForPool(k)
+					out[i].Pools = append(out[i].Pools, trace.SimPool{Role: d.Pools[k].Role, GPU: hw.GPU, TP: hw.TP,
+						Replicas: d.Pools[k].Replicas, GPUHourUSD: hw.GPUHourUSD})
+				}
+				break
+			}
+		}
 		if i < len(models) {
 			out[i].Latency = models[i].Name()
 		}

@@ -304,6 +304,18 @@ type SimDeployment struct {
 	Autoscaled bool `json:"autoscaled,omitempty"`
 	// GPUHourUSD is the deployment's price per GPU-hour (0: not priced).
 	GPUHourUSD float64 `json:"gpu_hour_usd,omitempty"`
+	// Pools describe each pool when some pool runs on hardware of its own
+	// (heterogeneous P/D): GPU-hours and cost are then summed per pool.
+	Pools []SimPool `json:"pools,omitempty"`
+}
+
+// SimPool is one pool of a deployment whose pools differ in hardware.
+type SimPool struct {
+	Role       string  `json:"role"`
+	GPU        string  `json:"gpu"`
+	TP         int     `json:"tp"`
+	Replicas   int     `json:"replicas"`
+	GPUHourUSD float64 `json:"gpu_hour_usd,omitempty"`
 }
 
 // SetSimDeployments records the deployments of a run.

@@ -106,6 +106,30 @@ type Deployment struct {
 	tiers func(kv.Store) *kv.Tiers
 	// tierCol maps the deployment's tier i to the run's (Summary.TierNames).
 	tierCol []int
+	// pools are the deployment's pools, in config order: each one's
+	// replicas, latency model and engine (its own with heterogeneous P/D,
+	// else the deployment's).
+	pools []dpool
+}
+
+// dpool is one pool of a deployment.
+type dpool struct {
+	role        replica.Role
+	first, n    int32 // its replicas: cluster-wide indices [first, first+n)
+	model       latency.Model
+	engine      config.Engine
+	linkBytesUS float64 // its network bandwidth for KV and embedding transfers, bytes per µs (0: unused)
+	cfg         *config.Pool
+}
+
+// poolOf returns the pool of replica m (one of the deployment's).
+func (d *Deployment) poolOf(m int32) *dpool {
+	for i := range d.pools {
+		if p := &d.pools[i]; m >= p.first && m < p.first+p.n {
+			return p
+		}
+	}
+	return nil
 }
 
 // group is the set of deployments a request's model selects: routing
@@ -265,12 +289,22 @@ type Cluster struct {
 }
 
 // New builds a cluster for cfg; models holds each resolved deployment's
-// latency model (config.Cluster.Resolved order), whose KV blocks must be
-// set.
+// latency model (config.Cluster.Resolved order), then each pool's with
+// hardware of its own (config.Cluster.OwnPools order), as engine.Prepare
+// returns them; KV blocks must be set.
 func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (*Cluster, error) {
 	dcfg := cfg.Resolved()
-	if len(models) != len(dcfg) {
-		return nil, fmt.Errorf("%d latency models for %d deployments", len(models), len(dcfg))
+	own := cfg.OwnPools()
+	if len(models) != len(dcfg)+len(own) {
+		return nil, fmt.Errorf("%d latency models for %d deployments and %d pools with hardware of their own", len(models), len(dcfg), len(own))
+	}
+	poolModel := func(i, j int) latency.Model {
+		for k, o := range own {
+			if o.Dep == i && o.Pool == j {
+				return models[len(dcfg)+k]
+			}
+		}
+		return models[i]
 	}
 	c := &Cluster{cfg: cfg, sink: sink, opts: opts, checks: opts.CheckInvariants,
 		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
@@ -317,17 +351,26 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				dep.tierCol = append(dep.tierCol, slices.Index(c.tierNames, t.Name))
 			}
 		}
-		alpha := models[i].Alpha()
-		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
-			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
-			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap}
-		// The step model with the engine's CPU work, added to the GPU step
-		// or overlapped with it as the scheduler does (latency.WithHost).
-		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
 		n := 0
 		for pi, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)
 			first := int32(len(c.reps))
+			e, m := d.Engine, poolModel(i, pi)
+			if p.Engine != nil {
+				e = *p.Engine
+				if e.KVBlocks <= 0 {
+					return nil, fmt.Errorf("%s is 0: set it, or compute it from GPU memory (engine.Prepare does)", cfg.DeploymentKey(i, fmt.Sprintf("pools[%d].engine.kv_blocks", pi)))
+				}
+			}
+			alpha := m.Alpha()
+			scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
+				LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
+				Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap}
+			// The step model with the engine's CPU work, added to the GPU step
+			// or overlapped with it as the scheduler does (latency.WithHost).
+			stepModel := latency.WithHost(m, e.AsyncScheduling)
+			dep.pools = append(dep.pools, dpool{role: role, first: first, n: int32(poolSlots(&p)), model: m, engine: e,
+				linkBytesUS: p.LinkGBs * 1e3, cfg: &d.Pools[pi]})
 			for k := 0; k < poolSlots(&p); k++ {
 				idx := int32(len(c.reps))
 				store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
@@ -364,7 +407,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	c.liveView = c.snapEvery == 0 && (opts.Decisions != nil || !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing)))
 	for _, rep := range c.reps {
 		rep.WantSteps = opts.Steps != nil || opts.Decisions != nil && opts.Decisions.WantBatches()
-		rep.ImageEncodeUS = dcfg[rep.Deployment].Latency.ImageEncodeUS
+		rep.ImageEncodeUS = c.deps[rep.Deployment].imageEncodeUS(rep, &dcfg[rep.Deployment])
 	}
 	if opts.Decisions != nil {
 		c.hookPreemptions(true)

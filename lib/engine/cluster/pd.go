@@ -100,13 +100,30 @@ func newTiers(cfg *config.Cluster, i int, d *config.Deployment, store kv.Store) 
 // the defaults).
 func newPD(cfg *config.Cluster, i int, d *config.Deployment) (*pdState, error) {
 	x := d.KVTransfer
-	if x == nil || x.BandwidthGBs == nil || d.KV == nil || d.KV.BytesPerToken <= 0 {
+	// A transfer runs at the slower of the two pools' links (each pool's
+	// own with heterogeneous P/D; engine.Prepare fills them), else at the
+	// deployment's bandwidth.
+	bw := math.Inf(1)
+	for _, p := range d.Pools {
+		if p.Role != "prefill" && p.Role != "decode" {
+			continue
+		}
+		switch {
+		case p.LinkGBs > 0:
+			bw = min(bw, p.LinkGBs)
+		case x != nil && x.BandwidthGBs != nil:
+			bw = min(bw, *x.BandwidthGBs)
+		default:
+			bw = math.NaN()
+		}
+	}
+	if x == nil || !(bw > 0) || math.IsInf(bw, 1) || d.KV == nil || d.KV.BytesPerToken <= 0 {
 		return nil, fmt.Errorf("%s: the KV transfer's bandwidth and the KV bytes per token are unset (engine.Prepare fills them)", cfg.DeploymentKey(i, "kv_transfer"))
 	}
 	if x.NeedsLayers() && x.Layers <= 0 {
 		return nil, fmt.Errorf("%s: the model's layer count is unset (engine.Prepare fills it)", cfg.DeploymentKey(i, "kv_transfer.layers"))
 	}
-	return &pdState{bytesUS: *x.BandwidthGBs * 1e3, latUS: x.Latency.US(), maxQueue: int32(x.MaxQueue),
+	return &pdState{bytesUS: bw * 1e3, latUS: x.Latency.US(), maxQueue: int32(x.MaxQueue),
 		decodeFirst: x.Routing == "decode-first", bytesPerToken: d.KV.BytesPerToken,
 		overlap: x.Granularity != "block", stream: x.Granularity == "stream", pipelined: x.Pipelined,
 		layers: int64(max(1, x.Layers))}, nil
@@ -345,7 +362,7 @@ func (dg *disagg) pipelinedReady(r *request.State, dep *Deployment) int64 {
 func (dg *disagg) decodeStepEstimate(r *request.State, dep *Deployment) int64 {
 	ctx := int64(r.Req.InputTokens - 1)
 	b := latency.Batch{PrefillSeqs: 1, PrefillTokens: 1, PrefillCtx: ctx, PrefillAttn: ctx + 1}
-	return max(0, dep.Latency.StepTime(&b))
+	return max(0, dep.poolOf(r.PD.DReplica).model.StepTime(&b))
 }
 
 // xferDone ends r's KV transfer: the prefill replica frees its blocks (one
@@ -513,4 +530,19 @@ func (dg *disagg) traceTransfer(r *request.State, p, d *replica.Replica, blocks 
 	c.ReportAnomaly(&row.Anomaly{Type: row.AnomalyPDBackpressure, TimeUS: r.PD.XferRes - wait, EndUS: r.PD.XferRes, Severity: sev,
 		Magnitude: float64(wait), ReplicaID: d.ID, Requests: []string{r.Req.ID},
 		Description: fmt.Sprintf("%s waited %d µs after its prefill on %s for %d KV blocks on decode replica %s", r.Req.ID, wait, p.ID, blocks, d.ID)})
+}
+
+// imageEncodeUS is the vision encoder's time per image on rep: its pool's
+// latency.image_encode_us (or the deployment's); 0 on every replica but
+// the encode pool's when the deployment has one (they receive embeddings).
+func (d *Deployment) imageEncodeUS(rep *replica.Replica, cfg *config.Deployment) float64 {
+	p := d.poolOf(rep.Index)
+	us := cfg.Latency.ImageEncodeUS
+	if p != nil && p.cfg.Latency != nil {
+		us = p.cfg.Latency.ImageEncodeUS
+	}
+	if cfg.HasEncode() && (p == nil || p.role != replica.Encode) {
+		return 0
+	}
+	return us
 }

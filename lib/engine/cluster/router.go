@@ -197,7 +197,7 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 	}
 	c.markDirty(rep.Index)
 	r.Phase = request.Routed
-	c.h.push(c.now+dep.Latency.Alpha().QueueDelay(r.Req.InputTokens), evEnqueue, rep.Index, r)
+	c.h.push(c.now+rep.Model.Alpha().QueueDelay(r.Req.InputTokens), evEnqueue, rep.Index, r)
 }
 
 // promptBlocks answers RequestView.PrefixBlocks for the decision in

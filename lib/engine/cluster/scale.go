@@ -61,6 +61,7 @@ type spool struct {
 	slots  []int32 // replica indices
 	g      *group
 	scfg   sched.Config
+	engine config.Engine // its replicas' (a restarted one gets a fresh store of its size)
 	ctrl   *autoscale.Controller
 	delay  *autoscale.Delay
 	loadUS int64
@@ -126,8 +127,9 @@ func (sc *scaler) addPool(dep *Deployment, depIdx int, d *config.Deployment, pi 
 	s := c.sc
 	p := &d.Pools[pi]
 	n := int32(poolSlots(p))
-	sp := &spool{dep: dep, depIdx: int32(depIdx), idx: pi, cfg: p.Autoscaler, scfg: scfg, tp: int32(d.TP),
-		price: d.GPUHourUSD, lastAction: math.MinInt64}
+	hw := d.ForPool(pi) // the pool's own GPU, TP and price, else the deployment's
+	sp := &spool{dep: dep, depIdx: int32(depIdx), idx: pi, cfg: p.Autoscaler, scfg: scfg, tp: int32(hw.TP),
+		price: hw.GPUHourUSD, engine: hw.Engine, lastAction: math.MinInt64}
 	sp.min, sp.max = p.Bounds()
 	for k := int32(0); k < n; k++ {
 		sp.slots = append(sp.slots, first+k)
@@ -912,7 +914,7 @@ func (sc *scaler) stop(sp *spool, rep *replica.Replica, reason string) {
 			c.sc.thrash += t.Stats.ThrashLoad
 		}
 	}
-	e := sp.dep.Engine
+	e := sp.engine
 	store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
 	var order sched.Order
 	var victim sched.Victim

@@ -81,6 +81,9 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 		for _, dep := range g.deps {
 			x.deps = append(x.deps, depMap[dep])
 		}
+		if g.sel != nil {
+			x.sel = depMap[g.sel]
+		}
 		if g.index != nil {
 			x.index = g.index.clone()
 			slots := g.members

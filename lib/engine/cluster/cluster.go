@@ -148,6 +148,9 @@ type group struct {
 	posOfSlot []int32
 	held      []heldReq
 	hbuf      []int32
+	// sel is the group's P/D deployment when its decider chooses per
+	// request (selective disaggregation, pd.go); nil otherwise.
+	sel *Deployment
 }
 
 // Summary counts what happened. Injected = Completed + Dropped + Rejected +
@@ -476,6 +479,9 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 			// Requests are routed to the prefill pool; the decode pool is
 			// its own candidate group (pickDecode).
 			d.pd.decode = &group{deps: []*Deployment{d}}
+			if d.pd.selective {
+				g.sel = d
+			}
 			for _, m := range d.Replicas {
 				if c.reps[m].Role == replica.Decode {
 					d.pd.decode.members = append(d.pd.decode.members, m)
@@ -648,7 +654,7 @@ func (c *Cluster) process(ev *event) {
 	case evStepEnd:
 		c.end(c.reps[ev.inst()])
 	case evXferDone:
-		c.pd.xferDone(ev.r)
+		c.pd.event(ev)
 	case evWake:
 		c.wake(c.reps[ev.inst()])
 	case evToolDone:

@@ -22,17 +22,37 @@ type disagg struct {
 	outQ     []int32            // per prefill replica: hand-offs not yet transferred
 	linkFree []int64            // per prefill replica: its outgoing link is busy until
 	incoming [][]*request.State // per decode replica: hand-offs waiting for its blocks
+	links    *links             // fair sharing (pdlink.go); nil when every link is fifo
 }
 
 func newDisagg(c *Cluster) *disagg {
 	n := len(c.reps)
-	return &disagg{c: c, outQ: make([]int32, n), linkFree: make([]int64, n), incoming: make([][]*request.State, n)}
+	dg := &disagg{c: c, outQ: make([]int32, n), linkFree: make([]int64, n), incoming: make([][]*request.State, n)}
+	for _, d := range c.deps {
+		if d.pd != nil && d.pd.fair && dg.links == nil {
+			dg.links = newLinks(c)
+		}
+	}
+	return dg
+}
+
+// event runs a P/D event: a request's transfer (or pipelined start) at
+// its time, or the end of the next fair-shared flow (no request).
+func (dg *disagg) event(ev *event) {
+	if ev.r == nil {
+		dg.linkEvent(ev.life())
+		return
+	}
+	dg.xferDone(ev.r)
 }
 
 // clone copies the part for d, a clone of its cluster (m maps requests).
 func (dg *disagg) clone(d *Cluster, m *request.Clone) *disagg {
 	x := &disagg{c: d, outQ: append([]int32(nil), dg.outQ...), linkFree: append([]int64(nil), dg.linkFree...),
 		incoming: make([][]*request.State, len(dg.incoming))}
+	if dg.links != nil {
+		x.links = dg.links.clone(m)
+	}
 	for i, q := range dg.incoming {
 		if len(q) > 0 {
 			x.incoming[i] = make([]*request.State, len(q))
@@ -56,6 +76,7 @@ type pdState struct {
 	// the prefill runs (stream: layer by layer within each chunk's step).
 	overlap, stream bool
 	pipelined       bool
+	fair            bool // sharing: fair (pdlink.go)
 	layers          int64
 	bytesPerToken   float64
 	decode          *group // the decode pool's candidates
@@ -63,7 +84,23 @@ type pdState struct {
 	// at the start, so that a stateful policy (round-robin's turn, random's
 	// stream) keeps one state per pool instead of alternating between them.
 	route policy.Routing
+	// The decider (config.PD): selective is false for always (every
+	// request with output tokens is disaggregated, nothing is decided per
+	// request); threshold is the uncached prompt tokens from which a
+	// request is disaggregated (never: beyond any prompt); maxPQ the
+	// prefill pool's queue per replica above which a request stays local
+	// (0: no limit).
+	selective bool
+	threshold int64
+	maxPQ     int
 }
+
+// Decision kinds of disaggregated serving (the decisions table's kind).
+const (
+	decisionPD     = "pd"
+	decisionDecode = "decode_routing"
+	decisionEncode = "encode_routing"
+)
 
 // newTiers builds one replica's lower KV tiers from its deployment's kv
 // section (nil when it has none).
@@ -123,10 +160,17 @@ func newPD(cfg *config.Cluster, i int, d *config.Deployment) (*pdState, error) {
 	if x.NeedsLayers() && x.Layers <= 0 {
 		return nil, fmt.Errorf("%s: the model's layer count is unset (engine.Prepare fills it)", cfg.DeploymentKey(i, "kv_transfer.layers"))
 	}
-	return &pdState{bytesUS: bw * 1e3, latUS: x.Latency.US(), maxQueue: int32(x.MaxQueue),
+	pd := &pdState{bytesUS: bw * 1e3, latUS: x.Latency.US(), maxQueue: int32(x.MaxQueue),
 		decodeFirst: x.Routing == "decode-first", bytesPerToken: d.KV.BytesPerToken,
 		overlap: x.Granularity != "block", stream: x.Granularity == "stream", pipelined: x.Pipelined,
-		layers: int64(max(1, x.Layers))}, nil
+		layers: int64(max(1, x.Layers)), fair: x.Sharing == "fair"}
+	if p := d.PD; p != nil && p.Decider != "always" {
+		pd.selective, pd.threshold, pd.maxPQ = true, int64(p.Threshold), p.MaxPrefillQueue
+		if p.Decider == "never" {
+			pd.threshold = math.MaxInt64
+		}
+	}
+	return pd, nil
 }
 
 // pickDecode runs the routing policy over the decode pool of r's
@@ -150,6 +194,115 @@ func (dg *disagg) pickDecode(r *request.State, dep *Deployment) {
 		return
 	}
 	r.PD.DReplica = g.members[rd.Target]
+	if dec := c.opts.Decisions; dec != nil {
+		dep.keys.Ensure(r)
+		dec.Disagg(c.now, r, decisionDecode, view, rd.Target, "route", rd.Reason, int64(view.CachedBlocks(rd.Target)))
+	}
+}
+
+// placed sets up a request the router placed on replica rep of P/D
+// deployment dep: on a prefill replica it prefills only and is handed off
+// (its decode replica chosen now with decode-first, or already by the
+// decider); on a decode replica (kept local by the decider) it is an
+// ordinary request. False: the run failed (c.err).
+func (dg *disagg) placed(r *request.State, dep *Deployment, rep *replica.Replica) bool {
+	if rep.Role == replica.Decode {
+		r.PrefillOnly = false
+		return true
+	}
+	d := int32(-1)
+	if dep.pd.selective {
+		d = r.PD.DReplica // chosen by the decider
+	}
+	r.PrefillOnly = r.Req.OutputTokens > 0
+	h := r.NewHandoff()
+	h.PReplica, h.DReplica = rep.Index, d
+	if dep.pd.decodeFirst && r.PrefillOnly && d < 0 {
+		dg.pickDecode(r, dep)
+		if r.PD.DReplica < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// decide is the decider of a selective P/D deployment dep for r, admitted
+// and prioritised over its prefill pool g. As llm-d's P/D profile handler
+// and NVIDIA Dynamo's conditional disaggregation do, the decode replica is
+// chosen first (the routing policy over the decode pool); then r goes to
+// the prefill pool when the prompt tokens that replica does not hold in
+// its prefix cache number at least the threshold (and, with
+// max_prefill_queue, while the prefill pool's queue per replica is at most
+// that), else it prefills on its decode replica, which serves both roles.
+// It reports whether r was placed (kept local) or the run failed; false:
+// r goes on to the prefill pool's routing, its decode replica chosen.
+func (dg *disagg) decide(r *request.State, dep *Deployment, g *group) bool {
+	c := dg.c
+	pd := dep.pd
+	r.NewHandoff()
+	if r.Req.OutputTokens == 0 {
+		return false // a prefill-only request: nothing to decode
+	}
+	dg.pickDecode(r, dep)
+	if r.PD.DReplica < 0 {
+		return true // c.err
+	}
+	d := c.reps[r.PD.DReplica]
+	dep.keys.Ensure(r)
+	st := d.Sched.KV()
+	hit := int64(st.Lookup(r.Keys, len(r.Keys))) * int64(st.BlockSize())
+	uncached := max(0, int64(r.Req.InputTokens)-hit)
+	remote := uncached >= pd.threshold
+	var reason string
+	switch {
+	case pd.threshold == math.MaxInt64:
+		reason = "decider never"
+	case remote:
+		reason = fmt.Sprintf("%d uncached prompt tokens on %s >= threshold %d", uncached, d.ID, pd.threshold)
+	default:
+		reason = fmt.Sprintf("%d uncached prompt tokens on %s < threshold %d", uncached, d.ID, pd.threshold)
+	}
+	if remote && pd.maxPQ > 0 {
+		q := 0
+		for _, m := range g.members {
+			q += c.reps[m].Sched.Load().Waiting + c.reps[m].InFlight
+		}
+		if n := len(g.members); n == 0 || q > pd.maxPQ*n {
+			remote = false
+			reason += fmt.Sprintf("; prefill queue %d over %d replicas > max_prefill_queue %d per replica", q, n, pd.maxPQ)
+		}
+	}
+	dg.traceDecision(r, dep, remote, reason, uncached)
+	if remote {
+		// Back to the prefill pool's decision: its candidates and oracle.
+		c.cur, c.curG = r, g
+		c.oracleFor(g)
+		return false
+	}
+	dec := c.opts.Decisions
+	pos := int(c.gpos[d.Index])
+	if dec != nil {
+		view := pd.decode.board.View(c.now, c.oracleFor(pd.decode), true)
+		dec.Routed(c.now, r, policy.RouteDecision{Target: pos, Reason: reason}, view, pd.decode.members)
+	}
+	c.place(r, pd.decode, pos)
+	return true
+}
+
+// traceDecision records the decider's choice (decision traces only).
+func (dg *disagg) traceDecision(r *request.State, dep *Deployment, remote bool, reason string, uncached int64) {
+	c := dg.c
+	dec := c.opts.Decisions
+	if dec == nil {
+		return
+	}
+	action := "local"
+	if remote {
+		action = "disaggregate"
+	}
+	g := dep.pd.decode
+	view := g.board.View(c.now, c.oracleFor(g), false)
+	dec.Disagg(c.now, r, decisionPD, view, int(c.gpos[r.PD.DReplica]), action, reason, uncached)
 }
 
 // handoff takes a request whose prefill ended on p: its blocks there stay
@@ -257,6 +410,15 @@ func (dg *disagg) send(r *request.State, pd *pdState, to int32, s, d int64) {
 	from := r.PD.XferTok
 	r.PD.XferTok = to
 	bytes := int64(math.Ceil(float64(to)*pd.bytesPerToken)) - int64(math.Ceil(float64(from)*pd.bytesPerToken))
+	r.PD.XferBytes += bytes
+	if pd.fair {
+		// A flow sharing the links from now (block and chunk: all of it
+		// is ready at s = now).
+		if bytes > 0 {
+			dg.startFlow(r, bytes, r.PD.PReplica, r.PD.DReplica)
+		}
+		return
+	}
 	x := float64(bytes) / pd.bytesUS
 	L := pd.layers
 	a := max(dg.linkFree[r.PD.PReplica], r.PD.XferRes, s+(d+L-1)/L)
@@ -265,7 +427,6 @@ func (dg *disagg) send(r *request.State, pd *pdState, to int32, s, d int64) {
 		end = max(end, s+d+int64(math.Ceil(x/float64(L))))
 	}
 	dg.linkFree[r.PD.PReplica] = end
-	r.PD.XferBytes += bytes
 	r.PD.XferSendAt, r.PD.XferFirst, r.PD.XferEnd = a, a+int64(math.Ceil(x/float64(L))), end
 }
 
@@ -321,6 +482,21 @@ func (dg *disagg) sendRest(r *request.State, dep *Deployment, d *replica.Replica
 	if in := r.Req.InputTokens; r.PD.XferTok < in {
 		dg.send(r, dep.pd, in, c.now, 0)
 	}
+	if dep.pd.fair {
+		r.PD.XferLast = true
+		if r.PD.Flows > 0 {
+			return // in place latency after its last flow ends (flowsDone)
+		}
+		r.PD.XferEnd = max(r.PD.XferEnd, c.now)
+	}
+	dg.transferEnds(r, dep, d)
+}
+
+// transferEnds schedules the arrival of r's KV, whose last byte left at
+// XferEnd: at XferDone = XferEnd + latency (and, pipelined, the decode
+// replica may take it at XferReady).
+func (dg *disagg) transferEnds(r *request.State, dep *Deployment, d *replica.Replica) {
+	c := dg.c
 	r.PD.XferDone = r.PD.XferEnd + dep.pd.latUS
 	r.PD.XferWaitUS = max(0, r.PD.XferSendAt-r.PD.XferStart)
 	r.PD.XferReady = r.PD.XferDone
@@ -435,6 +611,7 @@ func (dg *disagg) dropTransfer(r *request.State) {
 		dg.unreserve(r)
 		return
 	}
+	dg.dropFlows(r)
 	if r.PD.XferKV.Blocks() > 0 {
 		if c.checks && r.Status != row.StatusTimedOut && c.now < r.PD.XferEnd {
 			c.fail(fmt.Errorf("invariant violated: request %s finished at %d, before the last byte of its KV left its prefill replica (%d)", r.Req.ID, c.now, r.PD.XferEnd))
@@ -451,6 +628,7 @@ func (dg *disagg) unreserve(r *request.State) {
 		return
 	}
 	d := c.reps[r.PD.DReplica]
+	dg.dropFlows(r)
 	if r.PD.XferKV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.PD.XferKV)
 	} else {
@@ -479,6 +657,7 @@ func (dg *disagg) unqueue(r *request.State, d *replica.Replica) {
 func (dg *disagg) cancelTransfer(r *request.State) {
 	c := dg.c
 	d := c.reps[r.PD.DReplica]
+	dg.dropFlows(r)
 	if r.KV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.KV) // reserved, in flight
 	} else {

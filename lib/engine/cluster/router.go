@@ -125,6 +125,11 @@ func (c *Cluster) arrive(r *request.State) {
 	r.Prio = c.priority.Priority(rv, view)
 	if dec != nil {
 		dec.Prioritized(c.now, r, r.Prio, view)
+	}
+	if g.sel != nil && c.pd.decide(r, g.sel, g) {
+		return // kept on its decode replica (pd.go), or c.err
+	}
+	if dec != nil {
 		view = g.board.View(c.now, c.oracleFor(g), true) // fresh scores for routing
 	}
 	rd := c.routing.Route(rv, view)
@@ -181,15 +186,8 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 		c.terminal(r)
 		return
 	}
-	if dep.pd != nil {
-		r.PrefillOnly = r.Req.OutputTokens > 0
-		r.NewHandoff().PReplica = rep.Index
-		if dep.pd.decodeFirst && r.PrefillOnly {
-			c.pd.pickDecode(r, dep)
-			if r.PD.DReplica < 0 {
-				return // c.err
-			}
-		}
+	if dep.pd != nil && !c.pd.placed(r, dep, rep) {
+		return // c.err
 	}
 	rep.InFlight++
 	if g != nil {

@@ -335,6 +335,12 @@ func (h *harness) Anomaly(*row.Anomaly) {}
 // Scale decisions are logged from the scale-events rows (scaleRows).
 func (h *harness) Scale(int64, string, string, string, string, int) {}
 
+func (h *harness) Disagg(now int64, r *request.State, kind string, v *policy.ClusterView, target int, action, reason string, value int64) {
+	if h.show["route"] {
+		h.log.Printf("t=%d %s %s -> %s: %s (%s)", now, kind, r.Req.ID, v.Replica(target).ID(), action, reason)
+	}
+}
+
 func (h *harness) KVTransfer(now int64, r *request.State, from, to string, blocks int64, reason string) {
 	if h.show["transfer"] {
 		h.log.Printf("t=%d transfer %s %s -> %s: %d blocks, %s", now, r.Req.ID, from, to, blocks, reason)

@@ -185,6 +185,10 @@ type Handoff struct {
 	XferDone   int64 // the last byte arrived
 	XferBytes  int64
 	XferWaitUS int64 // prefill end to the last piece's start (decode blocks, link queue), >= 0
+	// Fair link sharing: the request's flows in progress, and whether the
+	// whole prompt is on the links (its transfer ends with its last flow).
+	Flows    int32
+	XferLast bool
 }
 
 func (t *Handoff) reset() {

@@ -172,3 +172,46 @@ func TestKnownErrorMatchesDocs(t *testing.T) {
 		t.Errorf("docs has %d pooled rows, knownerror.json %d", rows, len(latency.KnownErrors()))
 	}
 }
+
+// The leave-one-model-out fold fits α0 by the parabola through the best
+// grid point and its neighbours, and the load-response and goal cells are
+// medians of per-stage errors.
+func TestOpenLoopCells(t *testing.T) {
+	xs := []float64{0, 1000, 2000, 3000}
+	ys := make([]float64, len(xs))
+	for i, x := range xs {
+		ys[i] = (x - 1730) * (x - 1730) // a parabola with its vertex at 1730
+	}
+	if got := gridMin(xs, ys, 2); got != 1730 {
+		t.Errorf("vertex %g, want 1730", got)
+	}
+	if got := gridMin(xs, ys, 0); got != 0 {
+		t.Errorf("at the grid's end: %g", got)
+	}
+	if got := cellOf([]float64{-0.1, 0.3, -0.05}); got != "10.0% (-5.0%)" {
+		t.Errorf("cell %q", got)
+	}
+	if got := cellOf(nil); got != "–" {
+		t.Errorf("empty cell %q", got)
+	}
+}
+
+// The derived table regenerates byte for byte from a checkout (skipped
+// without one: the repository is not vendored).
+func TestDeriveOpenLoop(t *testing.T) {
+	dir := os.Getenv("BLIS_TRAINING_CHECKOUT")
+	if dir == "" {
+		t.Skip("set BLIS_TRAINING_CHECKOUT to a checkout of inference-sim/training at ed5c1d26")
+	}
+	var b bytes.Buffer
+	if err := deriveOpenLoop(dir, "ed5c1d26900e6909758d5e1641a18edaf56a1caf", &b); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("..", "..", openLoopTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Fatalf("%s differs from what the checkout derives", openLoopTable)
+	}
+}

@@ -37,14 +37,47 @@ func main() {
 	jsonOut := flag.String("json", "", "write the pooled error table to this JSON `file`")
 	workers := flag.Int("workers", 2, "goroutines simulating serving points")
 	quiet := flag.Bool("q", false, "no progress on stderr")
+	flag.Float64Var(&alpha0Override, "alpha0", -1, "replace the roofline's α0 with this many µs everywhere (how the tables move with the first-token path; the default is the model's own)")
+	openLoop := flag.String("open-loop", openLoopTable, "the open-loop stage table (inference-perf runs)")
+	only := flag.String("only", "", "print one section only: open-loop, or open-loop-before-after (the roofline with α0 = 0 against the shipped default)")
+	async := flag.String("open-loop-async", "", "open-loop runs: async scheduling on or off (default: the vLLM version's)")
+	derive := flag.String("derive-open-loop", "", "write the open-loop stage table derived from this checkout of inference-sim/training to stdout, and exit")
+	commit := flag.String("source-commit", "", "with -derive-open-loop: the checkout's commit, named in the table")
 	flag.Parse()
-	if err := run(*data, strings.Split(*latencies, ","), *update, *points, *jsonOut, *workers, *quiet); err != nil {
+	if *derive != "" {
+		if err := writeDerived(*derive, *commit); err != nil {
+			fmt.Fprintln(os.Stderr, "fidelity:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *only != "" && *only != "open-loop" && *only != "open-loop-before-after" {
+		fmt.Fprintf(os.Stderr, "fidelity: -only: expected open-loop or open-loop-before-after, found %q\n", *only)
+		os.Exit(2)
+	}
+	if *only == "open-loop-before-after" {
+		var w strings.Builder
+		if err := writeOpenLoopBeforeAfter(&w, *openLoop, *workers); err != nil {
+			fmt.Fprintln(os.Stderr, "fidelity:", err)
+			os.Exit(1)
+		}
+		fmt.Print(w.String())
+		return
+	}
+	if *only == "open-loop" {
+		if err := runOpenLoopOnly(*openLoop, strings.Split(*latencies, ","), *async, *workers, *quiet); err != nil {
+			fmt.Fprintln(os.Stderr, "fidelity:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*data, *openLoop, strings.Split(*latencies, ","), *update, *points, *jsonOut, *workers, *quiet); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
 		os.Exit(1)
 	}
 }
 
-func run(data string, modes []string, update, points, jsonOut string, workers int, quiet bool) error {
+func run(data, openLoop string, modes []string, update, points, jsonOut string, workers int, quiet bool) error {
 	var progress io.Writer
 	if !quiet {
 		progress = os.Stderr
@@ -72,6 +105,9 @@ func run(data string, modes []string, update, points, jsonOut string, workers in
 		cw = csv
 	}
 	writeServing(&w, groups, skipped, modes, acc, cw)
+	if err := openLoopSection(&w, openLoop, modes, "", workers, progress, acc); err != nil {
+		return err
+	}
 	if err := writeSteps(&w, data, modes); err != nil {
 		return err
 	}

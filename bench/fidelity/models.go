@@ -20,9 +20,26 @@ import (
 // for the deployment (auto: a shipped coefficients file when one matches,
 // the roofline otherwise; no engine or version narrowing, as blis-sim).
 func resolveFor(mode string, dep fit.Deployment) (*resolve.Resolved, error) {
-	return resolve.Resolve(resolve.Spec{Mode: mode, Model: dep.Model, GPU: dep.GPU, TP: dep.TP,
-		WeightDtype: dep.WeightDtype, KVDtype: dep.KVDtype})
+	r, err := resolve.Resolve(resolve.Spec{Mode: mode, Model: dep.Model, GPU: dep.GPU, TP: dep.TP,
+		WeightDtype: dep.WeightDtype, KVDtype: dep.KVDtype, Engine: stackOf(dep)})
+	if err == nil && r.Coeffs == nil && alpha0Override >= 0 {
+		r.Model = alphaModel(r.Model, alpha0Override)
+	}
+	return r, err
 }
+
+// stackOf narrows auto to another stack's fits where a section measures
+// that stack (Splitwise's steps); "" is vLLM, the engine simulated.
+func stackOf(dep fit.Deployment) string {
+	if dep.Engine == "splitwise" {
+		return dep.Engine
+	}
+	return ""
+}
+
+// alpha0Override (µs), when >= 0, replaces the roofline's α0 in every
+// section (-alpha0: how the tables move with the first-token path).
+var alpha0Override = -1.0
 
 // label names the model a mode resolved to: "roofline", or "fitted" for a
 // coefficients file.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/blis-sim/blis/lib/fit"
 	"github.com/blis-sim/blis/lib/latency"
-	"github.com/blis-sim/blis/lib/latency/resolve"
 	"github.com/blis-sim/blis/lib/measure"
 	"github.com/blis-sim/blis/lib/roofline"
 )
@@ -111,7 +110,7 @@ func evalServing(data string, modes []string, workers int, progress io.Writer) (
 			}
 			spec := res
 			newModel := func() latency.Model {
-				r, err := resolve.Resolve(resolve.Spec{Mode: mode, Model: g.setup.Dep.Model, GPU: g.setup.Dep.GPU, TP: g.setup.Dep.TP, WeightDtype: g.setup.Dep.WeightDtype})
+				r, err := resolveFor(mode, fit.Deployment{Model: g.setup.Dep.Model, GPU: g.setup.Dep.GPU, TP: g.setup.Dep.TP, WeightDtype: g.setup.Dep.WeightDtype})
 				if err != nil {
 					return spec.Model
 				}

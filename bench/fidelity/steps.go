@@ -46,7 +46,9 @@ func writeSteps(w *strings.Builder, data string, modes []string) error {
 			}
 			fmt.Fprintf(w, "| %s | %d | %d |", gpu, tp, len(ss))
 			for _, mode := range modes {
-				res, err := resolveFor(mode, fit.Deployment{Model: "llama-2-70b", GPU: gpu, TP: tp})
+				// auto: the Splitwise fits of these very steps (another
+				// stack's, so blis-sim's auto would not pick them).
+				res, err := resolveFor(mode, fit.Deployment{Model: "llama-2-70b", GPU: gpu, TP: tp, Engine: "splitwise"})
 				if err != nil {
 					fmt.Fprint(w, " error | error |")
 					continue

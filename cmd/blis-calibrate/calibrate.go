@@ -21,7 +21,10 @@ import (
 
 // calibration is one blis-calibrate invocation, filled from the flags.
 type calibration struct {
-	StepTimes, Requests, ServingPoints string // exactly one input
+	StepTimes, Requests, ServingPoints string // exactly one input (or OpenLoop)
+	OpenLoop                           string // open-loop stages: an inference-perf run dir, a dir of runs, or the stage CSV
+	AlphaTerms                         int    // α terms fitted (fit.AlphaQueueBase | ...)
+	HoldTerms                          bool   // fit the α terms only
 	EngineConfig                       string // llmservingsim meta.json for --requests
 	Test, TestEngineConfig             string // explicit test data (same kind as the input)
 	TestModel, TestGPU                 string // deployment of a --requests test run, if it differs
@@ -52,13 +55,13 @@ type calibration struct {
 // Run executes the command. Input errors are *measure.InputError or *fit.TooFewError.
 func (c *calibration) Run(stdout, stderr io.Writer) error {
 	n := 0
-	for _, s := range []string{c.StepTimes, c.Requests, c.ServingPoints} {
+	for _, s := range []string{c.StepTimes, c.Requests, c.ServingPoints, c.OpenLoop} {
 		if s != "" {
 			n++
 		}
 	}
 	if n != 1 {
-		return usageErr("expected exactly one of --step-times, --requests, --serving-points, found %d", n)
+		return usageErr("expected exactly one of --step-times, --requests, --serving-points, --open-loop, found %d", n)
 	}
 	if c.Holdout < 0 || c.Holdout >= 1 {
 		return usageErr("--holdout: expected a fraction in [0, 1), found %g", c.Holdout)
@@ -86,6 +89,8 @@ func (c *calibration) Run(stdout, stderr io.Writer) error {
 		resNames = []string{"step"}
 	case c.ServingPoints != "":
 		rep, coef, resNames, err = c.runServing(progress)
+	case c.OpenLoop != "":
+		rep, coef, resNames, err = c.runOpenLoop(progress)
 	default:
 		rep, coef, resNames, err = c.runRequests(progress)
 	}
@@ -355,7 +360,7 @@ func (c *calibration) runServing(progress io.Writer) (*fit.Report, *fitted.Coeff
 	in, out := fit.MaxLengths(pts)
 	job := &fit.SimFitJob{Setup: setup, Names: names, Train: setup.ServingTargets(train), Test: setup.ServingTargets(test),
 		MaxIn: in, MaxOut: out, Method: "nelder-mead-sim", TargetID: "mean_ttft_tpot",
-		Options: fit.SimFitOptions{MaxEvals: c.MaxEvals, FitAlpha: true, Progress: progress, Workers: c.Workers, Label: "fit"}}
+		Options: fit.SimFitOptions{MaxEvals: c.MaxEvals, Alpha: c.AlphaTerms, HoldTerms: c.HoldTerms, Progress: progress, Workers: c.Workers, Label: "fit"}}
 	t0 := time.Now()
 	res, err := job.Run()
 	if err != nil {
@@ -483,7 +488,7 @@ func (c *calibration) runRequests(progress io.Writer) (*fit.Report, *fitted.Coef
 	}
 	job := &fit.SimFitJob{Setup: tr.setup, Names: names, Train: []fit.Target{trainT}, MaxIn: maxIn, MaxOut: maxOut,
 		Method: "nelder-mead-sim", TargetID: "run_ttft_tpot_e2e",
-		Options: fit.SimFitOptions{MaxEvals: c.MaxEvals, FitAlpha: true, Progress: progress, Workers: 1, Label: "fit"}}
+		Options: fit.SimFitOptions{MaxEvals: c.MaxEvals, Alpha: c.AlphaTerms, HoldTerms: c.HoldTerms, Progress: progress, Workers: 1, Label: "fit"}}
 	t0 := time.Now()
 	res, err := job.Run()
 	if err != nil {

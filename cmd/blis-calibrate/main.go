@@ -20,6 +20,7 @@ func app() *cli.App {
 		Name:  "blis-calibrate",
 		Usage: "fit latency-model coefficients to real measurements, or evaluate a latency model on them",
 		UsageText: "blis-calibrate --serving-points silicon_sample.csv --model M --gpu G --tp N [--holdout 0.2] [-o FILE]\n" +
+			"   blis-calibrate --open-loop RUN_DIR --gpu h100 [--fit-alpha a0,a1,a2] [--test OTHER_RUN_DIR]\n" +
 			"   blis-calibrate --step-times perf_model.csv --model M --gpu G --tp N [--kfold 5]\n" +
 			"   blis-calibrate --requests requests.jsonl --engine-config meta.json [--test other.jsonl --test-engine-config meta2.json]\n" +
 			"   blis-calibrate --evaluate --latency roofline|fitted|auto --serving-points silicon_sample.csv --gpu h100 --engine vllm",
@@ -29,6 +30,10 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "step-times", Usage: "step-level timings `FILE` (Splitwise perf_model.csv or a step CSV)"},
 			&cli.StringFlag{Name: "requests", Usage: "replayed real run `FILE` (llmservingsim requests.jsonl or a requests table with recorded_*)"},
 			&cli.StringFlag{Name: "serving-points", Usage: "closed-loop serving points `FILE` (aiconfigurator silicon_sample.csv)"},
+			&cli.StringFlag{Name: "open-loop", Usage: "open-loop benchmark stages: an inference-perf run `DIR` (exp-config.yaml, results/), a directory of such runs, or the stage table CSV (lib/measure/testdata/inference_perf_h100.csv)"},
+			&cli.StringFlag{Name: "fit-alpha", Value: "a0", Usage: "α terms fitted with the coefficients: a comma list of a0 (µs per request before queueing), a1 (µs per prompt token), a2 (µs per streamed token), or none"},
+			&cli.BoolFlag{Name: "hold-terms", Usage: "keep the step model at its roofline warm start and fit the --fit-alpha terms only (the API server's time on top of the roofline)"},
+			&cli.StringFlag{Name: "async-scheduling", Usage: "the engine's async scheduling, on or off (default: the engine version's; a recorded run's own)"},
 			&cli.StringFlag{Name: "engine-config", Usage: "engine config of the --requests run (llmservingsim meta.json)"},
 			&cli.StringFlag{Name: "test", Usage: "explicit test data `FILE`, same kind as the input"},
 			&cli.StringFlag{Name: "test-engine-config", Usage: "meta.json of the --test run"},
@@ -67,17 +72,28 @@ func app() *cli.App {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return cliutil.Usage("unexpected arguments %v: inputs are given with --step-times, --requests or --serving-points", c.Args().Slice())
+				return cliutil.Usage("unexpected arguments %v: inputs are given with --step-times, --requests, --serving-points or --open-loop", c.Args().Slice())
+			}
+			terms, err := fit.ParseAlphaTerms(c.String("fit-alpha"))
+			if err != nil {
+				return cliutil.Usage("--fit-alpha: %v", err)
+			}
+			switch c.String("async-scheduling") {
+			case "", "on", "off":
+			default:
+				return cliutil.Usage("--async-scheduling: expected on or off, found %q", c.String("async-scheduling"))
 			}
 			cmd := &calibration{
 				StepTimes: c.String("step-times"), Requests: c.String("requests"), ServingPoints: c.String("serving-points"),
+				OpenLoop: c.String("open-loop"), AlphaTerms: terms, HoldTerms: c.Bool("hold-terms"),
 				EngineConfig: c.String("engine-config"), Test: c.String("test"), TestEngineConfig: c.String("test-engine-config"),
 				TestModel: c.String("test-model"), TestGPU: c.String("test-gpu"), TestTP: c.Int("test-tp"),
 				Dep: fit.Deployment{Model: c.String("model"), GPU: c.String("gpu"), TP: c.Int("tp"),
 					WeightDtype: c.String("weight-dtype"), KVDtype: c.String("kv-dtype"),
 					Engine: c.String("engine"), Version: c.String("engine-version"),
 					MaxNumSeqs: c.Int("max-num-seqs"), MaxNumBatchedTokens: c.Int("max-num-batched-tokens"),
-					KVBlocks: c.Int64("kv-blocks"), BlockSize: c.Int("block-size"), GPUMemUtil: c.Float64("gpu-memory-utilization")},
+					KVBlocks: c.Int64("kv-blocks"), BlockSize: c.Int("block-size"), GPUMemUtil: c.Float64("gpu-memory-utilization"),
+					AsyncScheduling: c.String("async-scheduling")},
 				Precision: c.String("precision"), Features: c.String("features"),
 				Holdout: c.Float64("holdout"), KFold: c.Int("kfold"), Seed: c.Uint64("seed"), PerChain: c.Int("chain-length"),
 				MaxEvals: c.Int("max-evals"), Workers: c.Int("workers"),

@@ -215,6 +215,14 @@ func run(c *cli.Context) error {
 	if tab.PrefixBlockSize > 0 {
 		s.opts.Prompts.BlockSize = tab.PrefixBlockSize
 	}
+	// The table's client cap (blis.max_in_flight, as blis-synth writes it
+	// for a benchmark's workers): its requests go at their times, at most N
+	// in flight, as blis-sim replays them. --concurrency wins.
+	if n, err := tab.Meta.MaxInFlight(); err != nil {
+		return cliutil.BadInput(fmt.Errorf("%s: %w", tab.Path, err))
+	} else if n > 0 && !c.IsSet("concurrency") && s.opts.Timing == load.TimingTrace {
+		s.opts.Concurrency = n
+	}
 	st, err := tab.Check(s.opts.Limit, s.opts.Warmup)
 	if err != nil {
 		return cliutil.BadInput(err)

@@ -39,6 +39,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},
+			&cli.IntFlag{Name: "max-in-flight", Usage: "the client sends at most `N` requests at a time: a request whose time has come waits for one to end (0 = no cap)", DefaultText: "the table's blis.max_in_flight"},
 			&cli.StringFlag{Name: "steps", Usage: "write the per-step table to `FILE`"},
 			&cli.StringFlag{Name: "scale-events", Usage: "write the scale-events table (autoscaler decisions, replica lifecycle) to `FILE`"},
 			&cli.BoolFlag{Name: "check-invariants", Usage: "assert the simulator's invariants while running"},
@@ -78,12 +79,17 @@ func run(c *cli.Context) error {
 	defer in.Close()
 	stderr, quiet := c.App.ErrWriter, c.Bool("quiet")
 	seed := setup.Cfg.Seed
-	r := &sim.Run{Source: in.Source, InputMeta: in.Meta, PrefixBlockSize: in.PrefixBlockSize, Path: in.Path,
+	r := &sim.Run{Source: in.Source, InputMeta: in.Meta, PrefixBlockSize: in.PrefixBlockSize, MaxInFlight: in.MaxInFlight, Path: in.Path,
 		Stage:           in.Stage(trace.Stage{Tool: "blis-sim", Version: trace.Version, Args: os.Args[1:], Seed: &seed}),
 		Results:         sim.Output{Path: c.String("output"), W: c.App.Writer},
 		Steps:           sim.Output{Path: c.String("steps"), Label: "--steps"},
 		ScaleEvents:     sim.Output{Path: c.String("scale-events"), Label: "--scale-events"},
 		CheckInvariants: c.Bool("check-invariants")}
+	if c.IsSet("max-in-flight") {
+		if r.MaxInFlight = c.Int("max-in-flight"); r.MaxInFlight < 0 {
+			return cliutil.Usage("--max-in-flight: expected >= 0 (0 = no cap), found %d", r.MaxInFlight)
+		}
+	}
 	if err := traceOptions(c, setup, r); err != nil {
 		return err
 	}
@@ -132,6 +138,9 @@ func run(c *cli.Context) error {
 		md := trace.NewMeta()
 		setup.Annotate(md)
 		out.WriteSummary(stderr, setup, md.RouterLabel(), wall)
+		if out.ClientWaits != nil {
+			out.ClientWaits.WriteSummary(stderr)
+		}
 		if setup.Bundle != nil {
 			fmt.Fprintf(stderr, "  %s\n", setup.Bundle.Describe())
 		}

@@ -110,8 +110,8 @@ func dumpresults(ts *testscript.TestScript, neg bool, args []string) {
 		return strconv.FormatInt(v, 10)
 	}
 	for _, r := range rs {
-		fmt.Fprintf(ts.Stdout(), "%s %s inst=%d arrival=%s enq=%s first=%s fin=%s ttft=%s e2e=%s gen=%d %q\n", r.ID, r.Status, r.InstanceID,
-			n(r.ArrivalUS), n(r.EnqueuedUS), n(r.FirstTokenUS), n(r.FinishedUS), n(r.TTFTUS), n(r.E2EUS), r.GeneratedTokens, r.DropReason)
+		fmt.Fprintf(ts.Stdout(), "%s %s inst=%d arrival=%s enq=%s first=%s fin=%s ttft=%s e2e=%s gen=%d %q wait=%s\n", r.ID, r.Status, r.InstanceID,
+			n(r.ArrivalUS), n(r.EnqueuedUS), n(r.FirstTokenUS), n(r.FinishedUS), n(r.TTFTUS), n(r.E2EUS), r.GeneratedTokens, r.DropReason, n(r.ClientWaitUS))
 	}
 }
 

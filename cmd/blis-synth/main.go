@@ -11,6 +11,7 @@ import (
 
 	"github.com/blis-sim/blis/internal/cliutil"
 	"github.com/blis-sim/blis/lib/synth"
+	"github.com/blis-sim/blis/lib/synth/infperf"
 	"github.com/blis-sim/blis/lib/trace"
 	_ "github.com/blis-sim/blis/lib/trace/parquetio"
 )
@@ -36,6 +37,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "check", Usage: "validate the spec and exit without writing"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not print the summary line on stderr"},
 			&cli.StringFlag{Name: "fit", Usage: "propose a spec fitted to the requests table `TRACE` (a converted real trace): YAML to -o (default stdout), the trace's statistics beside the regenerated spec's on stderr"},
+			&cli.Float64Flag{Name: "input-scale", Usage: "inference-perf configs: multiply every prompt length by `X` (older inference-perf versions' prompts re-tokenised a few percent longer than configured: the run's measured prompt_len over the configured one)", DefaultText: "1"},
 		},
 		Action: run,
 	}
@@ -80,6 +82,12 @@ func run(c *cli.Context) error {
 			return cliutil.Usage("expected one spec file (or --example NAME; --list-examples shows them)")
 		}
 		path := c.Args().First()
+		if b, rerr := os.ReadFile(path); rerr == nil && infperf.Looks(b) {
+			return inferencePerf(c, path, b)
+		}
+		if c.IsSet("input-scale") {
+			return cliutil.Usage("--input-scale applies to inference-perf configs only (%s is a BLIS workload spec)", path)
+		}
 		spec, err = synth.Load(path)
 		if err == nil {
 			var in trace.Input
@@ -156,6 +164,62 @@ func fit(c *cli.Context, path string) error {
 			return err
 		}
 		fmt.Fprintf(c.App.ErrWriter, "blis-synth: fitted %d requests of %s; the trace beside the fitted spec regenerated:\n%s", len(rows), path, table)
+	}
+	return nil
+}
+
+// inferencePerf writes the requests an inference-perf config sends
+// (docs/workload.md, "inference-perf configs").
+func inferencePerf(c *cli.Context, path string, b []byte) error {
+	if c.IsSet("num-requests") {
+		return cliutil.Usage("--num-requests does not apply to inference-perf configs (their stages set the requests)")
+	}
+	cfg, err := infperf.Parse(b, path)
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	opts := infperf.Options{Seed: c.Uint64("seed"), InputScale: 1}
+	if c.IsSet("input-scale") {
+		if opts.InputScale = c.Float64("input-scale"); !(opts.InputScale > 0) {
+			return cliutil.Usage("--input-scale: expected a positive factor, found %g", opts.InputScale)
+		}
+	}
+	t, err := cfg.Generate(opts)
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	if !c.Bool("quiet") {
+		for _, n := range t.Notes {
+			fmt.Fprintf(c.App.ErrWriter, "blis-synth: note: %s\n", n)
+		}
+	}
+	if c.Bool("check") {
+		fmt.Fprintf(c.App.ErrWriter, "blis-synth: inference-perf config is valid: %s\n", t.Summary())
+		return nil
+	}
+	in, err := trace.DescribeInput(path)
+	if err != nil {
+		return cliutil.BadInput(err)
+	}
+	seed := opts.Seed
+	md := t.Meta(trace.NewMeta()).With(trace.Stage{Tool: "blis-synth", Version: trace.Version, Args: os.Args[1:], Seed: &seed, Inputs: []trace.Input{in}})
+	schema := trace.RequestsSchema(md)
+	sink, err := trace.Create(c.String("output"), c.App.Writer, schema)
+	if err != nil {
+		return cliutil.Usage("%v", err)
+	}
+	w := trace.NewRequestWriter(sink, schema)
+	for i := range t.Requests {
+		if err := w.Write(&t.Requests[i]); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if !c.Bool("quiet") {
+		fmt.Fprintf(c.App.ErrWriter, "blis-synth: inference-perf config: %s\n", t.Summary())
 	}
 	return nil
 }

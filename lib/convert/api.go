@@ -75,23 +75,24 @@ func (in *input) head() []byte {
 }
 
 // Formats lists the format names accepted by --format.
-var Formats = []string{"azure", "burstgpt", "mooncake", "qwen", "weka", "vllm-bench", "llmservingsim", "vidur", "splitwise", "otel", "csv", "jsonl", "arrow"}
+var Formats = []string{"azure", "burstgpt", "mooncake", "qwen", "weka", "vllm-bench", "inference-perf", "llmservingsim", "vidur", "splitwise", "otel", "csv", "jsonl", "arrow"}
 
 type newParserFunc func(in *input, opts *Options) (parser, error)
 
 var parsers = map[string]newParserFunc{
-	"azure":         newAzure,
-	"burstgpt":      newBurstGPT,
-	"vidur":         newVidur,
-	"splitwise":     newSplitwise,
-	"csv":           newGenericCSV,
-	"mooncake":      newMooncake,
-	"qwen":          newQwen,
-	"llmservingsim": newLLMServingSim,
-	"jsonl":         newGenericJSONL,
-	"weka":          newWeka,
-	"vllm-bench":    newVLLMBench,
-	"otel":          newOTel,
+	"azure":          newAzure,
+	"burstgpt":       newBurstGPT,
+	"vidur":          newVidur,
+	"splitwise":      newSplitwise,
+	"csv":            newGenericCSV,
+	"mooncake":       newMooncake,
+	"qwen":           newQwen,
+	"llmservingsim":  newLLMServingSim,
+	"jsonl":          newGenericJSONL,
+	"weka":           newWeka,
+	"vllm-bench":     newVLLMBench,
+	"inference-perf": newInferencePerf,
+	"otel":           newOTel,
 }
 
 func isArrowPath(p string) bool {

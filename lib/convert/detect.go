@@ -30,6 +30,9 @@ func Detect(name string, head []byte, o *Options) (string, error) {
 	if what := compression(head); what != "" {
 		return "", usageErr("%s: %s-compressed input: decompress it first (only gzip is read directly)", name, what)
 	}
+	if trimmed[0] == '[' && isInferencePerf(trimmed) {
+		return "inference-perf", nil
+	}
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		return detectJSON(name, trimmed)
 	}

@@ -55,6 +55,9 @@ func FuzzWeka(f *testing.F) {
 func FuzzVLLMBench(f *testing.F) {
 	fuzzFormat(f, "vllm-bench", []string{"vllm_bench.handwritten.json"}, Options{})
 }
+func FuzzInferencePerf(f *testing.F) {
+	fuzzFormat(f, "inference-perf", []string{"inference_perf_v02.handwritten.json", "inference_perf_usage.handwritten.json"}, Options{})
+}
 func FuzzLLMServingSim(f *testing.F) {
 	fuzzFormat(f, "llmservingsim", []string{"llmservingsim_rtx4090_llama8b.head8.jsonl"}, Options{})
 }

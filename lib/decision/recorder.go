@@ -412,6 +412,13 @@ func (r *Recorder) Disagg(now int64, st *request.State, kind string, v *policy.C
 	r.emit(d)
 }
 
+// FlowControl records a decision of the gateway's flow control.
+func (r *Recorder) FlowControl(now int64, st *request.State, action, reason string, value int64) {
+	d := r.begin(now, trace.DecisionFlow, st)
+	d.Action, d.Reason, d.Value = action, reason, value
+	r.emit(d)
+}
+
 // Anomaly records an anomaly found by a feature of the cluster.
 func (r *Recorder) Anomaly(a *trace.Anomaly) {
 	r.anomaly(a.Type, a.TimeUS, a.EndUS, a.Severity, a.Magnitude, a.ReplicaID, a.Description, a.Requests...)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine/bundle"
@@ -25,18 +26,33 @@ func TestCloneContinuesIdentically(t *testing.T) {
 			reqs[i].TimeoutUS = 400_000
 		}
 	}
-	for _, routing := range []string{"prefix-affinity", "random", "least-loaded"} {
+	for _, routing := range []string{"prefix-affinity", "random", "least-loaded", "least-loaded/max-in-flight"} {
 		for _, index := range []int{-1, 1} {
 			t.Run(fmt.Sprintf("%s/index%d", routing, index), func(t *testing.T) {
+				maxInFlight := 0
+				if r, ok := strings.CutSuffix(routing, "/max-in-flight"); ok {
+					routing, maxInFlight = r, 6 // the client holds requests back: its queue is cloned too
+				}
 				c := testConfig()
 				c.Replicas = 3
 				c.Engine.KVBlocks = 150
 				c.Engine.MaxNumBatchedTokens = 512
 				c.Router.Routing = routing
-				opts := Options{CheckInvariants: true, RouterIndexes: index}
+				opts := Options{CheckInvariants: true, RouterIndexes: index, MaxInFlight: maxInFlight}
 				straight := &memSink{}
 				if _, err := Run(c, testModel(c), SliceSource(reqs), straight, opts); err != nil {
 					t.Fatal(err)
+				}
+				if maxInFlight > 0 {
+					waited := 0
+					for _, r := range straight.rs {
+						if r.ClientWaitUS > 0 {
+							waited++
+						}
+					}
+					if waited == 0 {
+						t.Fatal("no request waited for the client: the case tests nothing")
+					}
 				}
 				for _, at := range []int64{0, 500_000, 2_000_000, 4_000_000} {
 					orig := &memSink{}

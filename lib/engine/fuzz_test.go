@@ -3,11 +3,14 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/row"
+	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/roofline"
 )
 
 // fuzzRequests decodes bytes into a small workload: 7 bytes per request
@@ -61,6 +64,13 @@ func FuzzRun(f *testing.F) {
 	f.Add([]byte("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02\x30\xff\x70\x01\x02\x00\x01\x40\x90\x60\x01\x02\x03\x00"), uint8(0x80), uint8(1))
 	f.Add([]byte("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x30\x90\x60\x01\x02\x03\x00\x20\x90\x60\x01\x02\x03\x00"), uint8(0x85), uint8(0x82))
 	f.Add([]byte("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02"), uint8(0x87), uint8(2))
+	// Gateway flow control (kv&0x08, routing&0x20): alone, with P/D, autoscaled.
+	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00", 4)), uint8(0x0a), uint8(0x25))
+	f.Add([]byte(strings.Repeat("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02", 4)), uint8(0x49), uint8(0x66))
+	f.Add([]byte(strings.Repeat("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02", 4)), uint8(0x8b), uint8(0x2b))
+	// DP/EP/PP on a roofline (kv&0x84 == 0x04, routing&0xd0 == 0x10).
+	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x05), uint8(0x15))
+	f.Add([]byte(strings.Repeat("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01", 4)), uint8(0x0e), uint8(0x1c))
 	f.Fuzz(func(t *testing.T, b []byte, kv uint8, routing uint8) {
 		reqs := fuzzRequests(b)
 		c := testConfig()
@@ -122,6 +132,12 @@ func FuzzRun(f *testing.F) {
 			// Tiered KV and/or P/D on one deployment.
 			c = fuzzTiered(c, kv, routing)
 		}
+		if kv&0x08 != 0 && routing&0x20 != 0 {
+			c = fuzzGateway(c, reqs, kv, routing)
+		}
+		if kv&0x84 == 0x04 && routing&0xd0 == 0x10 {
+			c, models = fuzzParallel(t, c, kv, routing)
+		}
 		// The engine runs configs validated where they were read.
 		if err := c.Validate(); err != nil {
 			t.Fatalf("the generated config is invalid: %v", err)
@@ -141,7 +157,71 @@ func FuzzRun(f *testing.F) {
 		if sum.Unfinished != 0 {
 			t.Fatalf("no horizon but %d unfinished", sum.Unfinished)
 		}
+		if c.Router.FlowControl != nil {
+		}
 	})
+}
+
+// fuzzParallel serves the fuzz workload from a MoE (or dense) model's
+// roofline with data, expert and pipeline parallelism: dp 1, 2 or 4 ranks
+// of tp 1 or 2, EP on or off, pp 1 or 2, any all-to-all backend.
+func fuzzParallel(t *testing.T, c config.Cluster, kv, routing uint8) (config.Cluster, []latency.Model) {
+	d := c.Resolved()[0]
+	d.ID = "moe"
+	d.Model = []string{"qwen3-30b-a3b", "deepseek-v2-lite", "mixtral-8x7b", "llama-3.1-8b"}[int(kv>>3)%4]
+	d.GPU, d.TP = "h100", 1<<(routing%2)
+	p := config.DefaultParallel()
+	p.DP = 1 << (int(kv) % 3)
+	p.ExpertParallel = d.Model != "llama-3.1-8b" && routing&0x04 != 0
+	p.PP = 1 + int(routing>>3)%2
+	p.All2AllBackend = roofline.All2AllBackends[int(routing>>5)%3]
+	p.GPUsPerNode = 1 + int(kv>>5)%4
+	d.Parallel = &p
+	d.Latency = config.Latency{Mode: "roofline", Alpha: d.Latency.Alpha}
+	d.Pools = []config.Pool{{Role: "monolithic", Replicas: p.DP}}
+	c.Deployments = []config.Deployment{d}
+	models, _, err := Prepare(&c)
+	if err != nil {
+		t.Fatalf("parallel config %+v: %v", p, err)
+	}
+	return c, models
+}
+
+// fuzzGateway puts flow control in front of the fuzz config (and, now and
+// then, a gateway admission template): any detector, ordering and fairness,
+// TTLs, tiny queues and bands, live or snapshot views; requests get
+// tenants, SLO classes and negative (sheddable) priorities.
+func fuzzGateway(c config.Cluster, reqs []row.Request, kv, routing uint8) config.Cluster {
+	fc := config.DefaultFlowControl()
+	fc.Saturation.Detector = config.FlowDetectors[int(kv>>1)%2]
+	fc.Saturation.QueueDepth = float64(kv%3) + 0.5
+	fc.Saturation.KVCache = []float64{0.3, 0.8, 1}[int(routing)%3]
+	fc.Saturation.MaxConcurrency = int(routing%2) + 1
+	fc.Ordering = config.FlowOrderings[int(routing>>2)%3]
+	if fc.Ordering == "slo-deadline" {
+		fc.SLOTTFT = map[string]config.Duration{"a": config.Duration(2e6), "b": config.Duration(20e6)}
+	}
+	fc.Fairness = config.FlowFairness[int(kv>>2)%2]
+	fc.TTL = config.Duration(int64(routing%5) * 2e6)
+	fc.MaxRequests = int(kv % 5)
+	fc.MaxTokens = int64(kv%3) * 200
+	fc.Bands = []config.Band{{Priority: -1, MaxRequests: int(routing % 2)}, {Priority: 2, MaxTokens: 300}}
+	c.Router.FlowControl = &fc
+	if routing&0x02 != 0 {
+		c.SnapshotInterval = config.Duration(int64(1+kv%3) * 1e6) // the detector sees a snapshot
+	}
+	switch kv % 7 {
+	case 1:
+		c.Router.Admission, c.Router.AdmissionParams = "token-bucket", map[string]float64{"rate": 2000, "burst": 3, "delay": float64(kv>>4) - float64(kv>>5)*2}
+	case 2:
+		c.Router.Admission, c.Router.AdmissionParams = "tier-shed", map[string]float64{"queue_depth": 2, "step": 0.5}
+	}
+	for i := range reqs {
+		reqs[i].Priority -= int32(i % 2)
+		reqs[i].TenantID = []string{"", "t1", "t2"}[i%3]
+		reqs[i].SLOClass = []string{"a", "b", ""}[i%3]
+	}
+	return c
 }
 
 // fuzzTiered turns the fuzz config into one deployment with lower KV tiers

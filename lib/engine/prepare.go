@@ -129,6 +129,9 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 		if err != nil {
 			return nil, "", nil, resolveErr(cfg, key, err)
 		}
+		if err := prepareParallel(cfg, key, d, res); err != nil {
+			return nil, "", nil, err
+		}
 	}
 	var model latency.Model
 	var why string
@@ -156,7 +159,7 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 		if res.Roofline == nil {
 			return nil, "", nil, errors.New(cfg.Where(key("pools"), "autoscaler.weight_load: the model's weight bytes are unknown: set weight_load.time or weight_load.bytes"))
 		}
-		b := res.Roofline.WeightBytesPerRank() * float64(d.TP)
+		b := res.Roofline.WeightBytesPerRank() * float64(res.Roofline.GPUs())
 		for _, p := range d.Pools {
 			// A pool with hardware of its own was filled first, by its own
 			// view (preparePool); a deployment's view skips none left.
@@ -180,6 +183,51 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g)", d.Engine.KVBlocks, d.Engine.BlockSize, d.Engine.GPUMemoryUtilization)
 	}
 	return model, why, res, nil
+}
+
+// prepareParallel adds a deployment's DP, EP and PP to its roofline
+// (docs/latency.md, "Data, expert and pipeline parallelism"). Fitted
+// coefficients describe TP alone: auto then takes the roofline, and an
+// explicit fitted model is an error naming the key.
+func prepareParallel(cfg *config.Cluster, key func(string) string, d *config.Deployment, res *resolve.Resolved) error {
+	p := d.Parallel.Roofline()
+	if !p.On() {
+		return nil
+	}
+	if res.Coeffs != nil {
+		if d.Latency.Mode == "fitted" || d.Latency.Coefficients != "" {
+			return errors.New(cfg.Where(key("parallel"), fmt.Sprintf("fitted coefficients (%s) describe TP alone: use latency.mode roofline with dp, expert_parallel or pp", res.Path)))
+		}
+		res.Model, res.Coeffs, res.Path = res.Roofline, nil, ""
+		res.Why = "latency: roofline (fitted coefficients describe TP alone; the deployment has " + describeParallel(p) + ")"
+	}
+	if err := res.Roofline.SetParallel(p); err != nil {
+		k := "parallel"
+		switch {
+		case strings.Contains(err.Error(), "all2all_backend"):
+			k = "parallel.all2all_backend"
+		case strings.Contains(err.Error(), "pipeline stages"):
+			k = "parallel.pp"
+		case strings.Contains(err.Error(), "expert"):
+			k = "parallel.expert_parallel"
+		}
+		return errors.New(cfg.Where(key(k), err.Error()))
+	}
+	if res.Coeffs == nil {
+		res.Why += "; " + describeParallel(p)
+	}
+	return nil
+}
+
+func describeParallel(p roofline.Parallel) string {
+	s := fmt.Sprintf("dp %d", max(p.DP, 1))
+	if p.EP {
+		s += ", expert parallel (" + p.All2All + ")"
+	}
+	if p.PP > 1 {
+		s += fmt.Sprintf(", pp %d", p.PP)
+	}
+	return s
 }
 
 // resolveErr points a catalogue error at the config key it is about. The

@@ -44,7 +44,7 @@ func prepareKV(cfg *config.Cluster, i int, d *config.Deployment, res *resolve.Re
 	if res != nil && res.Roofline != nil {
 		gpu = &res.Roofline.G
 		if d.KV.BytesPerToken == 0 {
-			d.KV.BytesPerToken = res.Roofline.KVBytesPerToken() * float64(d.TP)
+			d.KV.BytesPerToken = res.Roofline.KVBytesPerTokenReplica()
 		}
 	}
 	if d.KV.BytesPerToken <= 0 {

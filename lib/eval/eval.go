@@ -156,6 +156,9 @@ func run(o Options) (*Output, error) {
 				return nil, fmt.Errorf("%s: %w", o.Workload, err)
 			}
 			meta, pb = trace.NewMeta(), s.PrefixBlockSize
+			if s.MaxInFlight > 0 {
+				meta.Set(trace.MetaMaxInFlight, strconv.Itoa(s.MaxInFlight))
+			}
 		}
 		m, paths, err := runSeed(&o, c, pol, rs, meta, pb, i)
 		if err != nil {
@@ -264,7 +267,11 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 		return filepath.Join(o.Artifacts, fmt.Sprintf("%s-seed%d.arrow", kind, i))
 	}
 	paths := map[string]string{"results": name("results"), "decisions": name("decisions"), "anomalies": name("anomalies")}
-	run := &sim.Run{Source: engine.SliceSource(reqs), InputMeta: md, PrefixBlockSize: prefixBlock, Path: o.Requests,
+	maxInFlight, err := md.MaxInFlight()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.Requests, err)
+	}
+	run := &sim.Run{Source: engine.SliceSource(reqs), InputMeta: md, PrefixBlockSize: prefixBlock, MaxInFlight: maxInFlight, Path: o.Requests,
 		Stage:     trace.Stage{Tool: "blis-eval", Version: trace.Version, Args: o.Args, Seed: &seed},
 		Results:   sim.Output{Path: paths["results"]},
 		Decisions: sim.Output{Path: paths["decisions"]},

@@ -80,7 +80,7 @@ func TestFitSimRecovers(t *testing.T) {
 		pts = append(pts, sp)
 	}
 	job := &SimFitJob{Setup: s, Names: PlainFeatures.Names, Train: s.ServingTargets(pts), MaxIn: 2048, MaxOut: 128,
-		Options: SimFitOptions{MaxEvals: 600, FitAlpha: true, Workers: 2}}
+		Options: SimFitOptions{MaxEvals: 600, Alpha: AlphaQueueBase, Workers: 2}}
 	res, err := job.Run()
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestFitSimDeterministic(t *testing.T) {
 		{InputTokens: 2048, OutputTokens: 32, Concurrency: 8, TTFTus: 300000, TPOTus: 15000}}
 	fitOnce := func() []float64 {
 		job := &SimFitJob{Setup: s, Names: PlainFeatures.Names, Train: s.ServingTargets(pts), MaxIn: 2048, MaxOut: 32,
-			Options: SimFitOptions{MaxEvals: 60, FitAlpha: false, Workers: 2}}
+			Options: SimFitOptions{MaxEvals: 60, Alpha: 0, Workers: 2}}
 		res, err := job.Run()
 		if err != nil {
 			t.Fatal(err)
@@ -164,7 +164,7 @@ func BenchmarkFitRun300(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		job := &SimFitJob{Setup: s, Names: names, Train: []Target{target}, MaxIn: 8192, MaxOut: 2048,
-			Options: SimFitOptions{MaxEvals: 300, FitAlpha: true, Workers: 1}}
+			Options: SimFitOptions{MaxEvals: 300, Alpha: AlphaQueueBase, Workers: 1}}
 		res, err := job.Run()
 		if err != nil {
 			b.Fatal(err)

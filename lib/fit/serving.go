@@ -57,16 +57,19 @@ func ResidualRows(pairs [][]Pair) []Residual {
 
 // SimFitJob is a simulator-in-the-loop fit with its validation data.
 type SimFitJob struct {
-	Setup    *Setup
-	Names    []string // features
-	Train    []Target
-	Test     []Target // may be empty
-	MaxIn    int      // longest prompt in the data (for the roofline prior grid)
-	MaxOut   int
-	Options  SimFitOptions
-	Start    []float64 // warm start; nil → the roofline prior
-	Method   string    // recorded in the file
-	TargetID string    // recorded in the file: what was matched
+	Setup   *Setup
+	Names   []string // features
+	Train   []Target
+	Test    []Target // may be empty
+	MaxIn   int      // longest prompt in the data (for the roofline prior grid)
+	MaxOut  int
+	Options SimFitOptions
+	Start   []float64 // warm start; nil → the roofline prior
+	// Alpha is the α the fit starts from and keeps for the terms it does
+	// not fit (Options.Alpha); zero → the engine's default (latency.DefaultAlpha).
+	Alpha    *latency.Alpha
+	Method   string // recorded in the file
+	TargetID string // recorded in the file: what was matched
 }
 
 // SimFitResult is a finished fit with its file and report.
@@ -93,9 +96,15 @@ func (j *SimFitJob) Run() (*SimFitResult, error) {
 			return nil, fmt.Errorf("roofline warm start: %w", err)
 		}
 	}
-	start = FloorStart(fs, start, PriorBatches(PriorShape{MaxBatchedTokens: j.Setup.Engine.Engine.MaxNumBatchedTokens,
-		MaxSeqs: j.Setup.Engine.Engine.MaxNumSeqs, MaxInput: j.MaxIn, MaxOutput: j.MaxOut}))
-	f, err := FitSim(fs, start, latency.Alpha{}, j.Train, j.Options)
+	if !j.Options.HoldTerms {
+		start = FloorStart(fs, start, PriorBatches(PriorShape{MaxBatchedTokens: j.Setup.Engine.Engine.MaxNumBatchedTokens,
+			MaxSeqs: j.Setup.Engine.Engine.MaxNumSeqs, MaxInput: j.MaxIn, MaxOutput: j.MaxOut}))
+	}
+	base := latency.DefaultAlpha()
+	if j.Alpha != nil {
+		base = *j.Alpha
+	}
+	f, err := FitSim(fs, start, base, j.Train, j.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +139,9 @@ func (j *SimFitJob) Run() (*SimFitResult, error) {
 	c.Fit = fitted.FitInfo{Method: j.Method, Target: j.TargetID, TrainRows: len(j.Train), TestRows: len(j.Test),
 		TrainMAPE: Round2(MeanMAPE(train)), TestMAPE: Round2(MeanMAPE(test))}
 	c.Notes = StatNote("train", train) + StatNote("test", test) + fmt.Sprintf("Nelder–Mead: %d simulations of the training set, final loss %.5f (mean squared log error).", f.Evals, f.Loss)
+	if f.Starts != "" {
+		c.Notes += " " + f.Starts + "."
+	}
 	res.Coeffs = c
 	rep := &Report{Title: fmt.Sprintf("blis-calibrate: %s on %s tp%d (%s %s), %s", c.Model, c.GPU, c.TP, c.Engine, c.Version, j.Method),
 		Train: train, Test: test, Warnings: f.Warnings}
@@ -140,7 +152,19 @@ func (j *SimFitJob) Run() (*SimFitResult, error) {
 		}
 		rep.Coef = append(rep.Coef, CoefRow{Name: n, Value: f.Values[jdx], Unit: Unit(n), Note: note})
 	}
-	rep.Coef = append(rep.Coef, CoefRow{Name: "alpha.queue_base", Value: f.Alpha.QueueBase, Unit: "µs/request"})
+	for _, a := range []struct {
+		term       int
+		name, unit string
+		v          float64
+	}{{AlphaQueueBase, "alpha.queue_base", "µs/request", f.Alpha.QueueBase},
+		{AlphaPerInputToken, "alpha.queue_per_input_token", "µs/prompt token", f.Alpha.QueuePerInputToken},
+		{AlphaPerOutputToken, "alpha.per_output_token", "µs/output token", f.Alpha.PerOutputToken}} {
+		note := "fitted"
+		if j.Options.Alpha&a.term == 0 {
+			note = "held (not fitted)"
+		}
+		rep.Coef = append(rep.Coef, CoefRow{Name: a.name, Value: a.v, Unit: a.unit, Note: note})
+	}
 	if len(j.Test) > 0 {
 		rep.Residuals = ResidualRows(res.TestPairs)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,10 +24,56 @@ type Target interface {
 	Predict(m latency.Model) ([]float64, error)
 }
 
+// Alpha terms a fit can move (SimFitOptions.Alpha).
+const (
+	AlphaQueueBase      = 1 << iota // α0, µs per request before queueing
+	AlphaPerInputToken              // α1, µs per prompt token before queueing
+	AlphaPerOutputToken             // α2, µs per streamed token
+)
+
+// ParseAlphaTerms reads a --fit-alpha list ("a0,a1,a2", "none").
+func ParseAlphaTerms(s string) (int, error) {
+	if s == "" || s == "none" {
+		return 0, nil
+	}
+	m := 0
+	for _, t := range strings.Split(s, ",") {
+		switch strings.TrimSpace(t) {
+		case "a0", "α0", "queue_base_us":
+			m |= AlphaQueueBase
+		case "a1", "α1", "queue_per_input_token_us":
+			m |= AlphaPerInputToken
+		case "a2", "α2", "per_output_token_us":
+			m |= AlphaPerOutputToken
+		default:
+			return 0, fmt.Errorf("expected a comma list of a0, a1, a2 (or none), found %q", t)
+		}
+	}
+	return m, nil
+}
+
+// alphaStart is where a fitted α term starts (it must be > 0: the fit
+// moves it in log space): the engine's default α0, and for the per-token
+// terms about what vLLM's API server spends (tokenisation ~2 µs per prompt
+// token; detokenising and streaming ~1 µs per token).
+func alphaStart(a latency.Alpha) latency.Alpha {
+	if !(a.QueueBase > 0) {
+		a.QueueBase = latency.DefaultAlpha().QueueBase
+	}
+	if !(a.QueuePerInputToken > 0) {
+		a.QueuePerInputToken = 2
+	}
+	if !(a.PerOutputToken > 0) {
+		a.PerOutputToken = 1
+	}
+	return a
+}
+
 // SimFitOptions control a simulator-in-the-loop fit.
 type SimFitOptions struct {
 	MaxEvals  int       // loss evaluations (each simulates every target); 0 → 200
-	FitAlpha  bool      // fit α0 (per-request overhead before queueing) too
+	Alpha     int       // α terms fitted too (AlphaQueueBase | ...); the others stay as given
+	HoldTerms bool      // keep the coefficients at their warm start: fit the α terms only
 	Progress  io.Writer // nil: silent
 	Workers   int       // goroutines simulating targets; ≤ 2 on a shared machine
 	Label     string
@@ -40,6 +87,7 @@ type SimFit struct {
 	Alpha    latency.Alpha
 	Loss     float64
 	Evals    int
+	Starts   string // "" (one start), or which of α0's two starts won
 	Warnings []string
 }
 
@@ -53,14 +101,17 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 	}
 	var free []int
 	for j, v := range start {
-		if v > 0 {
+		if v > 0 && !opt.HoldTerms {
 			free = append(free, j)
 		}
 	}
-	nparam := len(free)
-	if opt.FitAlpha {
-		nparam++
+	var aterms []int
+	for _, t := range []int{AlphaQueueBase, AlphaPerInputToken, AlphaPerOutputToken} {
+		if opt.Alpha&t != 0 {
+			aterms = append(aterms, t)
+		}
 	}
+	nparam := len(free) + len(aterms)
 	nstat := 0
 	for _, t := range targets {
 		nstat += len(t.Measured())
@@ -79,19 +130,33 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 	for k, j := range free {
 		x0[k] = math.Log(start[j])
 	}
-	if opt.FitAlpha {
-		x0[nparam-1] = math.Log(math.Max(alpha.QueueBase, 100))
+	// A fitted α term starts where the engine's own would be, not near 0:
+	// from 0.1 ms a log-space simplex could not reach milliseconds.
+	as := alphaStart(alpha)
+	for k, t := range aterms {
+		x0[len(free)+k] = math.Log(*alphaField(&as, t))
 	}
 	decode := func(x []float64) ([]float64, latency.Alpha) {
-		vals := make([]float64, len(start))
+		vals := append([]float64(nil), start...) // held terms keep their start (0 unless HoldTerms)
 		for k, j := range free {
 			vals[j] = math.Exp(x[k])
 		}
 		a := alpha
-		if opt.FitAlpha {
-			a.QueueBase = math.Exp(x[nparam-1])
+		for k, t := range aterms {
+			*alphaField(&a, t) = math.Exp(x[len(free)+k])
 		}
 		return vals, a
+	}
+	// α0 and the per-step constant trade off under closed-loop data (both
+	// add to every request's TTFT): the simplex settles in whichever corner
+	// it starts near. When α0 moves with free step terms, a second descent
+	// starts α0 near 0 (0.1 ms, where the fit began before α0 had an engine
+	// default) and the lower training loss wins. Each start has the budget.
+	k0 := alphaIndex(aterms, AlphaQueueBase)
+	twoStarts := k0 >= 0 && len(free) > 0 && x0[len(free)+k0] > math.Log(lowAlphaStartUS)
+	budget := opt.MaxEvals
+	if twoStarts {
+		budget *= 2
 	}
 	var simErr error
 	var mu sync.Mutex
@@ -115,9 +180,9 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 		}
 		if opt.Progress != nil && (evals%10 == 0 || evals == 1) {
 			el := time.Since(began)
-			left := time.Duration(float64(el) / float64(evals) * float64(opt.MaxEvals-evals))
+			left := time.Duration(float64(el) / float64(evals) * float64(budget-evals))
 			fmt.Fprintf(opt.Progress, "%s: eval %d/%d  loss %.5f  best %.5f  elapsed %s  at most %s left\n",
-				opt.Label, evals, opt.MaxEvals, loss, bestLoss, el.Round(time.Second), left.Round(time.Second))
+				opt.Label, evals, budget, loss, bestLoss, el.Round(time.Second), left.Round(time.Second))
 		}
 		return loss
 	}
@@ -138,8 +203,24 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 	if err != nil && res == nil {
 		return SimFit{}, fmt.Errorf("fit: Nelder–Mead: %w", err)
 	}
+	starts := ""
+	if twoStarts {
+		x1 := append([]float64(nil), x0...)
+		x1[len(free)+k0] = math.Log(lowAlphaStartUS)
+		res1, err1 := optimize.Minimize(prob, x1, settings, &optimize.NelderMead{SimplexSize: 0.4})
+		if simErr != nil {
+			return SimFit{}, simErr
+		}
+		hi := fmt.Sprintf("%.3g ms", math.Exp(x0[len(free)+k0])/1000)
+		if res1 != nil && res1.F < res.F {
+			res, err = res1, err1
+			starts = fmt.Sprintf("α0 started at %s and at 0.1 ms; the 0.1 ms start won", hi)
+		} else {
+			starts = fmt.Sprintf("α0 started at %s and at 0.1 ms; the %s start won", hi, hi)
+		}
+	}
 	vals, a := decode(res.X)
-	out := SimFit{Names: fs.Names, Values: vals, Alpha: a, Loss: res.F, Evals: evals}
+	out := SimFit{Names: fs.Names, Values: vals, Alpha: a, Loss: res.F, Evals: evals, Starts: starts}
 	if err != nil && !errors.Is(err, optimize.ErrLinesearcherFailure) {
 		out.Warnings = append(out.Warnings, "optimiser stopped: "+err.Error())
 	}
@@ -147,7 +228,7 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 		out.Warnings = append(out.Warnings, fmt.Sprintf("optimiser used its whole budget of %d evaluations without converging: raise --max-evals", opt.MaxEvals))
 	}
 	for j, v := range start {
-		if v == 0 {
+		if v == 0 && !opt.HoldTerms {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("coefficient %s held at its lower bound 0 (the warm start gave it no weight)", fs.Names[j]))
 		}
 	}
@@ -159,6 +240,28 @@ func FitSim(fs FeatureSet, start []float64, alpha latency.Alpha, targets []Targe
 		}
 	}
 	return out, nil
+}
+
+// lowAlphaStartUS is the second start of a fitted α0 (FitSim), µs.
+const lowAlphaStartUS = 100
+
+func alphaIndex(terms []int, t int) int {
+	for k, u := range terms {
+		if u == t {
+			return k
+		}
+	}
+	return -1
+}
+
+func alphaField(a *latency.Alpha, t int) *float64 {
+	switch t {
+	case AlphaQueueBase:
+		return &a.QueueBase
+	case AlphaPerInputToken:
+		return &a.QueuePerInputToken
+	}
+	return &a.PerOutputToken
 }
 
 // Loss is the mean of squared log errors over targets and statistics.

@@ -46,11 +46,11 @@ var GroupColumns = map[string]string{
 	"instance": trace.ColInstanceID, "tenant": trace.ColTenantID, "slo_class": trace.ColSLOClass,
 	"model": trace.ColModel, "session": trace.ColSessionID, "step_id": trace.ColStepID,
 	"deployment": trace.ColDeployment, "replica": trace.ColReplicaID,
-	"request_type": trace.ColRequestType,
+	"request_type": trace.ColRequestType, "stage": trace.ColStage,
 }
 
 // GroupNames lists the --by values in help order.
-var GroupNames = []string{"instance", "replica", "deployment", "tenant", "slo_class", "model", "session", "step_id", "request_type"}
+var GroupNames = []string{"instance", "replica", "deployment", "tenant", "slo_class", "model", "session", "step_id", "request_type", "stage"}
 
 // summaryColumns are needed by the default tables.
 var summaryColumns = []string{trace.ColStatus, trace.ColArrivalUS, trace.ColInputTokens, trace.ColGeneratedTokens,

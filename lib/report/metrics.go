@@ -199,10 +199,10 @@ func (rep *Report) billed(i int, name string) (float64, error) {
 		}
 		pools := d.Pools
 		if len(pools) == 0 {
-			pools = []trace.SimPool{{TP: d.TP, Replicas: d.Replicas, GPUHourUSD: d.GPUHourUSD}}
+			pools = []trace.SimPool{{TP: d.TP, PP: d.PP, Replicas: d.Replicas, GPUHourUSD: d.GPUHourUSD}}
 		}
 		for _, p := range pools {
-			g := float64(p.TP*p.Replicas) * hours
+			g := float64(p.TP*max(p.PP, 1)*p.Replicas) * hours
 			if cost {
 				if p.GPUHourUSD <= 0 {
 					return 0, fmt.Errorf("%s: cost_usd: deployment %s has no price: set gpu_hour_usd on it (or on each of its pools) in the cluster config", r.path, d.ID)

@@ -42,6 +42,7 @@ type Roofline struct {
 	elemDense      float64 // elementwise elements read+written per token in a dense layer (norms, rope, SiLU·mul)
 	elemMoE        float64 // same for a MoE layer
 	name           string
+	par            *par // DP, EP, PP (parallel.go); nil: TP only
 }
 
 // New builds the roofline for an architecture on a GPU with TP ranks. Its
@@ -170,8 +171,14 @@ func (r *Roofline) gemmCost(t *Terms, m float64, g gemm, count, weightCopies flo
 // kernel (MoEKernel): rows token-expert rows over touched experts. The
 // weight stream counts as the memory term, the fixed cost as overhead.
 func (r *Roofline) moeKernelCost(t *Terms, rows, touched, count float64) {
+	r.moeKernelCostOf(t, r.expGemms, rows, touched, count)
+}
+
+// moeKernelCostOf is moeKernelCost for the expert GEMMs gs (EP holds whole
+// experts: parallel.go).
+func (r *Roofline) moeKernelCostOf(t *Terms, gs []gemm, rows, touched, count float64) {
 	var w, by float64 // weights per expert per rank; bytes of one layer
-	for _, g := range r.expGemms {
+	for _, g := range gs {
 		w += g.n * g.k
 		by += rows*(g.n+g.k)*r.ab + g.n*g.k*g.wb*touched
 	}
@@ -262,38 +269,50 @@ func ExpectedExperts(experts, k int, tokens float64) float64 {
 // Terms computes the cost of a batch.
 func (r *Roofline) Terms(b *latency.Batch) Terms {
 	var t Terms
+	if r.par != nil && r.par.PP > 1 {
+		r.pipelined(&t, b) // parallel.go
+	} else {
+		r.terms(&t, b)
+	}
+	return t
+}
+
+// terms fills t (zero) with the cost of b on every layer.
+func (r *Roofline) terms(t *Terms, b *latency.Batch) {
 	a := r.A
 	T := float64(b.PrefillTokens) + float64(b.DecodeSeqs)
 	if T <= 0 {
-		return t
+		return
 	}
 	L := float64(a.Layers)
 	for _, g := range r.attnGemms {
-		r.gemmCost(&t, T, g, L, 1)
+		r.gemmCost(t, T, g, L, 1)
 	}
 	for _, g := range r.mlpGemms {
-		r.gemmCost(&t, T, g, float64(a.DenseLayers()), 1)
+		r.gemmCost(t, T, g, float64(a.DenseLayers()), 1)
 	}
 	if a.MoE() {
 		lm := float64(a.MoELayers)
 		for _, g := range r.shGemms {
-			r.gemmCost(&t, T, g, lm, 1)
+			r.gemmCost(t, T, g, lm, 1)
 		}
 		// Routed experts as one grouped GEMM: all T·k token-expert rows, the
 		// weights of the distinct experts touched.
 		touched := ExpectedExperts(a.Experts, a.ExpertsPerTok, T)
 		rows := T * float64(a.ExpertsPerTok)
-		if r.moe.on() {
-			r.moeKernelCost(&t, rows, touched, lm)
+		if r.par != nil && r.routedExperts(t, T) {
+			// DP and EP (parallel.go)
+		} else if r.moe.on() {
+			r.moeKernelCost(t, rows, touched, lm)
 		} else {
 			for _, g := range r.expGemms {
-				r.gemmCost(&t, rows, g, lm, touched)
+				r.gemmCost(t, rows, g, lm, touched)
 			}
 		}
 	}
 	// LM head: logits for one position per sequence (last prefill chunk token or decode token).
 	if s := float64(b.PrefillSeqs + b.DecodeSeqs); s > 0 {
-		r.gemmCost(&t, s, r.head, 1, 1)
+		r.gemmCost(t, s, r.head, 1, 1)
 	}
 
 	// Attention: one kernel per layer covering prefill chunks and decodes.
@@ -320,12 +339,14 @@ func (r *Roofline) Terms(b *latency.Batch) Terms {
 		t.CommBytes = ar * msg * 2 * (n - 1) / n
 		t.CommUS = ar * r.G.AllReduceUS(msg, r.TP)
 	}
+	if r.par != nil {
+		r.a2aUS(t, T) // dispatch and combine between DP ranks (parallel.go)
+	}
 	t.OverheadUS += t.Kernels*r.G.Eff.KernelUS + L*(r.G.Eff.AttnUS+r.G.Eff.LayerUS) + r.G.Eff.StepUS
 	if r.TP > 1 {
 		t.OverheadUS += r.G.Eff.TPStepUS
 	}
 	t.TotalUS = t.RoofUS + t.CommUS + t.OverheadUS
-	return t
 }
 
 // MaxStepUS caps a step (latency.MaxStepUS): an absurd GPU file must not
@@ -365,20 +386,48 @@ func (r *Roofline) HostTimed() bool {
 	return r.G.Eff.SeqStepUS > 0 || (r.TP > 1 && r.G.Eff.TPHostUS > 0)
 }
 
-// Alpha implements latency.Model: the API server's tokenisation before a
-// request is queued (α1); α0 and α2 are not modelled (docs/latency.md).
+// Alpha implements latency.Model: the engine's request path outside the
+// GPU step, vLLM's default α0 (latency.DefaultAlpha), and the API server's
+// tokenisation before a request is queued (α1, the profile's tokenize_us).
 func (r *Roofline) Alpha() latency.Alpha {
-	return latency.Alpha{QueuePerInputToken: r.G.Eff.TokenizeUS}
+	a := latency.DefaultAlpha()
+	a.QueuePerInputToken = r.G.Eff.TokenizeUS
+	return a
 }
 
 // Name implements latency.Model.
 func (r *Roofline) Name() string { return r.name }
 
-// KVBytesPerToken is the KV cache bytes one token takes on one rank.
-func (r *Roofline) KVBytesPerToken() float64 { return r.A.KVBytesPerTokenRank(r.TP) }
+// KVBytesPerToken is the KV cache bytes one token takes on one rank (with
+// PP, on a GPU of the largest stage).
+func (r *Roofline) KVBytesPerToken() float64 {
+	if r.par != nil && r.par.PP > 1 {
+		return r.A.KVBytesPerTokenRank(r.TP) * r.stageLayers() / float64(r.A.Layers)
+	}
+	return r.A.KVBytesPerTokenRank(r.TP)
+}
+
+// KVBytesPerTokenReplica is the KV cache bytes one token takes on a whole
+// replica (all its GPUs: what a P/D hand-off moves).
+func (r *Roofline) KVBytesPerTokenReplica() float64 {
+	return r.A.KVBytesPerTokenRank(r.TP) * float64(r.TP)
+}
 
 // WeightBytesPerRank is the weight bytes each rank holds.
-func (r *Roofline) WeightBytesPerRank() float64 { return r.A.WeightBytesRank(r.TP) }
+func (r *Roofline) WeightBytesPerRank() float64 {
+	if r.par != nil {
+		return r.parWeightBytesRank()
+	}
+	return r.A.WeightBytesRank(r.TP)
+}
+
+// GPUs is the GPUs of one replica: TP × PP.
+func (r *Roofline) GPUs() int {
+	if r.par != nil && r.par.PP > 1 {
+		return r.TP * r.par.PP
+	}
+	return r.TP
+}
 
 // KVCapacityTokens is how many tokens of KV cache one replica holds when
 // the engine may use util of each GPU's memory: (util·memory − weights −

@@ -26,11 +26,17 @@ func Describe(cfg *config.Cluster, models []latency.Model) []trace.SimDeployment
 			if p.OwnHardware() {
 				for k := range d.Pools {
 					hw := d.ForPool(k)
-					out[i].Pools = append(out[i].Pools, trace.SimPool{Role: d.Pools[k].Role, GPU: hw.GPU, TP: hw.TP,
-						Replicas: d.Pools[k].Replicas, GPUHourUSD: hw.GPUHourUSD})
+					sp := trace.SimPool{Role: d.Pools[k].Role, GPU: hw.GPU, TP: hw.TP, Replicas: d.Pools[k].Replicas, GPUHourUSD: hw.GPUHourUSD}
+					if g := hw.GPUsPerReplica(); g != hw.TP {
+						sp.PP = g / hw.TP
+					}
+					out[i].Pools = append(out[i].Pools, sp)
 				}
 				break
 			}
+		}
+		if g := d.GPUsPerReplica(); g != d.TP {
+			out[i].PP = g / d.TP
 		}
 		if i < len(models) {
 			out[i].Latency = models[i].Name()

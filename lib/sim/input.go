@@ -20,6 +20,9 @@ type Input struct {
 	// blis.prefix_block_size (0: each deployment's block size).
 	Path            string
 	PrefixBlockSize int
+	// MaxInFlight is the client's cap on requests in flight the table
+	// records (blis.max_in_flight; 0: none).
+	MaxInFlight int
 	// Total is its rows when known without reading it (a file's message
 	// headers or footer, or a table read into memory), else 0.
 	Total int64
@@ -52,6 +55,9 @@ func OpenInput(path string, stdin io.Reader) (*Input, error) {
 			return fail(fmt.Errorf("%s: schema metadata %s: expected a positive integer, found %q", src.Path, trace.MetaPrefixBlockSize, v))
 		}
 		in.PrefixBlockSize = n
+	}
+	if in.MaxInFlight, err = in.Meta.MaxInFlight(); err != nil {
+		return fail(fmt.Errorf("%s: %w", src.Path, err))
 	}
 	in.Source = rr
 	in.Total, _ = trace.CountRows(path)

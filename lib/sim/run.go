@@ -27,6 +27,10 @@ type Run struct {
 	PrefixBlockSize int
 	// Path names the input in error messages.
 	Path string
+	// MaxInFlight caps the client's requests in flight (0: no cap; the
+	// table's blis.max_in_flight, Input.MaxInFlight): a request whose time
+	// has come waits for a slot (client_wait_us).
+	MaxInFlight int
 	// Stage is this tool's entry in the outputs' provenance.
 	Stage trace.Stage
 
@@ -76,6 +80,9 @@ type Outcome struct {
 	Drops trace.ReasonTally
 	// Recorder is the decision recorder (nil when nothing was traced).
 	Recorder *decision.Recorder
+	// ClientWaits counts the waits for the client's slots (nil without a
+	// cap).
+	ClientWaits *ClientWaits
 }
 
 // OutputError is a failure to create, write or put in place an output
@@ -131,7 +138,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 
 	out := &Outcome{}
 	opts := engine.Options{CheckInvariants: r.CheckInvariants, Path: r.Path, PrefixBlockSize: r.PrefixBlockSize,
-		Progress: r.Progress, Policies: s.Policies}
+		MaxInFlight: r.MaxInFlight, Progress: r.Progress, Policies: s.Policies}
 
 	// Results.
 	drops := &trace.DropCounter{W: r.Results.Sink}
@@ -164,7 +171,12 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 	}
 	// Decisions and anomalies.
 	var sink engine.Sink = drops
+	if r.MaxInFlight > 0 {
+		out.ClientWaits = &ClientWaits{W: drops, Limit: r.MaxInFlight}
+		sink = out.ClientWaits
+	}
 	if r.Trace.Level > decision.Minimal || r.Decisions.Path != "" || r.Anomalies.Path != "" || r.Trace.Regret.Sample > 0 {
+		inner := sink
 		dcfg := decision.Config{Level: r.Trace.Level, TopK: r.Trace.TopK, SLOs: r.Trace.SLOs,
 			PriorityName: s.Cfg.Router.Priority, Regret: r.Trace.Regret}
 		md := trace.NewMeta().With(r.Stage)
@@ -191,7 +203,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		}
 		out.Recorder = decision.New(dcfg)
 		out.Recorder.Attach(&opts)
-		sink = out.Recorder.Sink(drops)
+		sink = out.Recorder.Sink(inner)
 		if err := decision.CheckClonable(out.Recorder, &opts); err != nil {
 			abortAll()
 			return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -49,7 +50,7 @@ func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall ti
 		// Replicas come and go: busy time over the replica-time paid for.
 		replicaUS := 0.0
 		for i, g := range s.GPUHours {
-			replicaUS += g * 3.6e9 / float64(deps[i].TP)
+			replicaUS += g * 3.6e9 / float64(deps[i].GPUsPerReplica())
 		}
 		util = float64(busy) / max(replicaUS, 1)
 	}
@@ -73,6 +74,14 @@ func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall ti
 		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
 	if tiers := tierSummary(s); tiers != "" {
 		fmt.Fprintf(w, "  KV tiers: %s; %d thrashing reloads\n", tiers, s.ThrashLoads)
+	}
+	if cfg.Router.FlowControl != nil {
+		mean := 0.0
+		if s.GatewayQueued > 0 {
+			mean = float64(s.GatewayWaitUS) / float64(s.GatewayQueued) / 1e3
+		}
+		fmt.Fprintf(w, "  flow control: %d requests waited at the gateway (mean %.1f ms); %d rejected by a full queue or band, %d shed, %d at the TTL\n",
+			s.GatewayQueued, mean, s.GatewayFull, s.GatewayShed, s.GatewayExpired)
 	}
 	if s.Transfers > 0 {
 		fmt.Fprintf(w, "  P/D: %d KV transfers, %.3f GB; %d waited for the decode replica's blocks (backpressure)\n",
@@ -138,4 +147,35 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// ClientWaits counts the requests that waited for one of the client's
+// in-flight slots (client_wait_us), for the summary.
+type ClientWaits struct {
+	W            engine.Sink
+	Limit        int
+	sent, waited int64
+	sum, max     int64
+}
+
+func (c *ClientWaits) Write(r *row.Result) error {
+	if r.ClientWaitUS != row.Null {
+		c.sent++
+		if w := r.ClientWaitUS; w > 0 {
+			c.waited++
+			c.sum += w
+			c.max = max(c.max, w)
+		}
+	}
+	return c.W.Write(r)
+}
+
+// WriteSummary is the summary's client line.
+func (c *ClientWaits) WriteSummary(w io.Writer) {
+	if c.waited == 0 {
+		fmt.Fprintf(w, "  client: at most %d requests in flight; none waited for a slot\n", c.Limit)
+		return
+	}
+	fmt.Fprintf(w, "  client: at most %d requests in flight; %d of %d waited for a slot (mean %s, max %s; client_wait_us)\n", c.Limit, c.waited, c.sent,
+		(time.Duration(c.sum/c.waited) * time.Microsecond).Round(time.Millisecond), (time.Duration(c.max) * time.Microsecond).Round(time.Millisecond))
 }

@@ -43,7 +43,7 @@ func BenchmarkBareRun(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := r.cluster.simulate(sliceSource(reqs.rows, reqs.sorted), discard{}, reqs.prefixBlock, ""); err != nil {
+		if _, err := r.cluster.simulate(sliceSource(reqs.rows, reqs.sorted), discard{}, 0, reqs.prefixBlock, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

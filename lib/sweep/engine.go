@@ -83,14 +83,15 @@ func gpuNames(m map[string]int) []string {
 }
 
 // simulate runs the cluster on src, writing every result to sink.
-// prefixBlock is the table's blis.prefix_block_size (0 = the engine's).
+// prefixBlock is the table's blis.prefix_block_size (0 = the engine's),
+// maxInFlight its client's cap on requests in flight (0 = none).
 // A cluster file's policy bundle (docs/policies.md) applies to every point.
-func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock int, path string) (latencyModel string, err error) {
+func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock, maxInFlight int, path string) (latencyModel string, err error) {
 	setup, err := sim.New(c.cfg, nil)
 	if err != nil {
 		return "", err
 	}
-	_, err = setup.Run(&sim.Run{Source: src, PrefixBlockSize: prefixBlock, Path: path, Results: sim.Output{Sink: sink}})
+	_, err = setup.Run(&sim.Run{Source: src, PrefixBlockSize: prefixBlock, MaxInFlight: maxInFlight, Path: path, Results: sim.Output{Sink: sink}})
 	return strings.Join(setup.LatencyNames(), " "), err
 }
 

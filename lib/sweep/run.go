@@ -112,6 +112,7 @@ func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
 	var (
 		src         engine.Source
 		prefixBlock int
+		maxInFlight int
 		path        string
 	)
 	switch r.workload.kind {
@@ -121,7 +122,7 @@ func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
 			return "", err
 		}
 		defer release()
-		src, prefixBlock, path = sliceSource(reqs.rows, reqs.sorted), reqs.prefixBlock, reqs.path
+		src, prefixBlock, maxInFlight, path = sliceSource(reqs.rows, reqs.sorted), reqs.prefixBlock, reqs.maxInFlight, reqs.path
 	case "synth":
 		sp, err := synth.Parse(r.workload.spec, r.workload.name, r.workload.dir)
 		if err != nil {
@@ -129,7 +130,7 @@ func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
 		}
 		ss := newSynthSource(sp)
 		defer ss.close()
-		src, prefixBlock, path = ss, sp.PrefixBlockSize, r.workload.name
+		src, prefixBlock, maxInFlight, path = ss, sp.PrefixBlockSize, sp.MaxInFlight, r.workload.name
 	}
 	md := trace.NewMeta()
 	schema := trace.ResultsSchema(md)
@@ -138,7 +139,7 @@ func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
 		return "", err
 	}
 	rw := trace.NewResultWriter(sink, schema)
-	model, runErr := r.cluster.simulate(src, rw, prefixBlock, path)
+	model, runErr := r.cluster.simulate(src, rw, prefixBlock, maxInFlight, path)
 	if runErr != nil {
 		rw.Abort()
 		if badinput.Is(runErr) || model == "" {

@@ -55,7 +55,7 @@ func TestSpecErrors(t *testing.T) {
 		want       []string
 	}{
 		{"unknown cluster key", traceWL + "axes:\n  router.routng: [round-robin]\n",
-			[]string{"sweep.yaml:3:", "router.routng", "unknown key routng in router (did you mean routing?)", "valid keys: admission, priority, queue_limit, routing, weights"}},
+			[]string{"sweep.yaml:3:", "router.routng", "unknown key routng in router (did you mean routing?)", "valid keys: admission, admission_params, flow_control, priority, queue_limit, routing, weights"}},
 		{"unknown top cluster key", traceWL + "axes:\n  replica: [1, 2]\n",
 			[]string{"sweep.yaml:3:", "unknown key replica in the cluster config", "replicas"}},
 		{"unknown workload key", traceWL + "axes:\n  workload.speedpu: [1, 2]\n",

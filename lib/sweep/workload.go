@@ -257,6 +257,7 @@ type requests struct {
 	rows        []trace.Request
 	sorted      bool
 	prefixBlock int
+	maxInFlight int // blis.max_in_flight
 	path        string
 }
 
@@ -285,6 +286,9 @@ func loadTrace(o traceOptions) (*requests, error) {
 			return nil, fmt.Errorf("%s: %s: expected a positive integer, found %q", o.Trace, trace.MetaPrefixBlockSize, v)
 		}
 		r.prefixBlock = n
+	}
+	if r.maxInFlight, err = md.MaxInFlight(); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Trace, err)
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%s: no requests left after the workload options", o.Trace)

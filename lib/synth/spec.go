@@ -30,6 +30,7 @@ type Spec struct {
 	AggregateRate   float64          `yaml:"aggregate_rate"`
 	Mode            string           `yaml:"mode"`
 	Concurrency     int              `yaml:"concurrency"`
+	MaxInFlight     int              `yaml:"max_in_flight"`
 	ThinkTime       *Dist            `yaml:"think_time"`
 	PrefixBlockSize int              `yaml:"prefix_block_size"`
 	PrefixGroups    []PrefixGroup    `yaml:"prefix_groups"`

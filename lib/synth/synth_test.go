@@ -615,3 +615,22 @@ clients:
 		t.Fatal("no impatient rows")
 	}
 }
+
+// max_in_flight is the client's cap, written as blis.max_in_flight.
+func TestMaxInFlight(t *testing.T) {
+	spec := "version: 1\nnum_requests: 10\naggregate_rate: 5\nmax_in_flight: 8\nclients: [{name: a, input: 100, output: 10}]\n"
+	s, err := Parse([]byte(spec), "s.yaml", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Meta(s, nil, nil).Get(trace.MetaMaxInFlight); got != "8" {
+		t.Fatalf("blis.max_in_flight %q", got)
+	}
+	if got := Meta(&Spec{PrefixBlockSize: 16}, nil, nil).Get(trace.MetaMaxInFlight); got != "" {
+		t.Fatalf("no cap written as %q", got)
+	}
+	_, err = Parse([]byte(strings.Replace(spec, "max_in_flight: 8", "max_in_flight: -2", 1)), "s.yaml", ".")
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:4: max_in_flight: expected a positive number of requests (or 0 for no cap), found -2") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -55,6 +55,9 @@ func (s *Spec) compile() error {
 	if s.NumRequests < 0 {
 		return s.errAt(path{"num_requests"}, "num_requests: expected > 0, found %d", s.NumRequests)
 	}
+	if s.MaxInFlight < 0 {
+		return s.errAt(path{"max_in_flight"}, "max_in_flight: expected a positive number of requests (or 0 for no cap), found %d", s.MaxInFlight)
+	}
 	if s.Horizon < 0 {
 		return s.errAt(path{"horizon"}, "horizon: expected > 0, found %v", s.Horizon)
 	}

@@ -68,6 +68,9 @@ func Meta(s *Spec, args []string, inputs []trace.Input) trace.Meta {
 	md.Set(trace.MetaSorted, "arrival")
 	md.Set(trace.MetaPrefixBlockSize, strconv.Itoa(s.PrefixBlockSize))
 	md.Set(trace.MetaSourceFormat, "blis-synth")
+	if s.MaxInFlight > 0 {
+		md.Set(trace.MetaMaxInFlight, strconv.Itoa(s.MaxInFlight))
+	}
 	seed := s.Seed
 	return md.With(trace.Stage{Tool: "blis-synth", Version: trace.Version, Args: args, Seed: &seed, Inputs: inputs})
 }

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -290,11 +291,13 @@ func (m Meta) RouterLabel() string {
 
 // SimDeployment describes one deployment of a simulated cluster.
 type SimDeployment struct {
-	ID       string `json:"id"`
-	Model    string `json:"model"`
-	GPU      string `json:"gpu"`
-	TP       int    `json:"tp"`
-	Replicas int    `json:"replicas"`
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	GPU   string `json:"gpu"`
+	TP    int    `json:"tp"`
+	// PP is the pipeline-parallel size (absent: 1): a replica has TP × PP GPUs.
+	PP       int `json:"pp,omitempty"`
+	Replicas int `json:"replicas"`
 	// Latency is the step-time model's name: roofline:MODEL/GPU/tpN,
 	// fitted:COEFFICIENTS-FILE or linear.
 	Latency  string `json:"latency"`
@@ -314,6 +317,7 @@ type SimPool struct {
 	Role       string  `json:"role"`
 	GPU        string  `json:"gpu"`
 	TP         int     `json:"tp"`
+	PP         int     `json:"pp,omitempty"` // absent: 1
 	Replicas   int     `json:"replicas"`
 	GPUHourUSD float64 `json:"gpu_hour_usd,omitempty"`
 }
@@ -335,4 +339,18 @@ func (m Meta) SimDeployments() ([]SimDeployment, error) {
 		return nil, fmt.Errorf("schema metadata %s: not a JSON list of deployments: %v", MetaSimDeployments, err)
 	}
 	return d, nil
+}
+
+// MaxInFlight returns the client's cap on requests in flight
+// (MetaMaxInFlight), 0 when the table has none.
+func (m Meta) MaxInFlight() (int, error) {
+	v := m.kv[MetaMaxInFlight]
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("schema metadata %s: expected a positive integer, found %q", MetaMaxInFlight, v)
+	}
+	return n, nil
 }

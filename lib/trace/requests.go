@@ -37,6 +37,7 @@ type requestBuilder struct {
 	timeout   *array.Int64Builder
 	rtype     *dictCol
 	images    *array.Int32Builder
+	stage     *dictCol
 }
 
 func newRequestBuilder(w *batchWriter) requestBuilder {
@@ -54,7 +55,7 @@ func newRequestBuilder(w *batchWriter) requestBuilder {
 		srcStatus: w.dicts[16], rTTFT: f(17).(*array.Int64Builder),
 		rE2E: f(18).(*array.Int64Builder), rITL: f(19).(*array.Int64Builder),
 		srcRow: f(20).(*array.Int64Builder), timeout: f(21).(*array.Int64Builder),
-		rtype: w.dicts[22], images: f(23).(*array.Int32Builder),
+		rtype: w.dicts[22], images: f(23).(*array.Int32Builder), stage: w.dicts[24],
 	}
 	rb.depsV = rb.deps.ValueBuilder().(*array.StringBuilder)
 	rb.hashesV = rb.hashes.ValueBuilder().(*array.Uint64Builder)
@@ -114,6 +115,7 @@ func (b *requestBuilder) append(r *Request) {
 	}
 	b.rtype.append(r.RequestType)
 	b.images.Append(r.NumImages)
+	b.stage.append(r.Stage)
 }
 
 // RequestWriter writes Request rows in batches.
@@ -149,7 +151,7 @@ func (w *RequestWriter) Abort() { w.abort() }
 // requestCols decodes request columns of a batch.
 type requestCols struct {
 	id, kind, session, tenant, slo, model, step, srcStatus strCol
-	rtype                                                  strCol
+	rtype, stage                                           strCol
 	arrival, delay, in, out, prio, loop, rTTFT, rE2E       intCol
 	rITL, srcRow, timeout, images                          intCol
 	stream                                                 boolCol
@@ -167,7 +169,7 @@ func checkRequestSchema(s *arrow.Schema) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("not a requests table: missing column(s) %v", missing)
 	}
-	for _, c := range []string{ColRequestID, ColKind, ColSessionID, ColTenantID, ColSLOClass, ColModel, ColStepID, ColSourceStatus, ColRequestType} {
+	for _, c := range []string{ColRequestID, ColKind, ColSessionID, ColTenantID, ColSLOClass, ColModel, ColStepID, ColSourceStatus, ColRequestType, ColStage} {
 		if err := checkString(s, c); err != nil {
 			return err
 		}
@@ -208,6 +210,7 @@ func (c *requestCols) bind(rec arrow.RecordBatch) {
 	c.timeout.bind(rec, ColTimeoutUS)
 	c.rtype.bind(rec, ColRequestType)
 	c.images.bind(rec, ColNumImages)
+	c.stage.bind(rec, ColStage)
 	c.stream.bind(rec, ColStreaming)
 	c.deps.bind(rec, ColDependsOn)
 	c.hashes.bind(rec, ColPrefixHashes)
@@ -234,6 +237,7 @@ func (c *requestCols) decode(i int, r *Request) error {
 		ID: c.id.get(i), Kind: c.kind.get(i), SessionID: c.session.get(i),
 		TenantID: c.tenant.get(i), SLOClass: c.slo.get(i), Model: c.model.get(i),
 		StepID: c.step.get(i), SourceStatus: c.srcStatus.get(i), RequestType: c.rtype.get(i),
+		Stage:     c.stage.get(i),
 		ArrivalUS: nullable(&c.arrival, i), RecordedTTFTUS: nullable(&c.rTTFT, i),
 		RecordedE2EUS: nullable(&c.rE2E, i), RecordedITLUS: nullable(&c.rITL, i),
 		Streaming: c.stream.get(i, true), DependsOn: c.deps.get(i), PrefixHashes: c.hashes.get(i),

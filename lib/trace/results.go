@@ -19,6 +19,7 @@ type ResultWriter struct {
 	tierTok                                              [4]*array.Int32Builder // gpu, cpu, storage, thrash
 	extra                                                []*array.Int32Builder  // lower tiers beyond cpu and storage
 	reload, xfer, xferWait, xferBytes                    *array.Int64Builder
+	clientWait                                           *array.Int64Builder
 	pre, dec                                             *dictCol
 	// Rows whose tiered-KV and P/D columns hold their defaults (no tiers,
 	// no P/D: every row of most runs) are appended in bulk when the batch
@@ -45,6 +46,7 @@ func NewResultWriter(sink Sink, schema *arrow.Schema) *ResultWriter {
 		tierTok: [4]*array.Int32Builder{f(17).(*array.Int32Builder), f(18).(*array.Int32Builder), f(19).(*array.Int32Builder), f(21).(*array.Int32Builder)},
 		reload:  f(20).(*array.Int64Builder), pre: bw.dicts[n+22], dec: bw.dicts[n+23],
 		xfer: f(24).(*array.Int64Builder), xferWait: f(25).(*array.Int64Builder), xferBytes: f(26).(*array.Int64Builder),
+		clientWait: f(27).(*array.Int64Builder),
 	}
 	w.rb = newRequestBuilder(&w.batchWriter)
 	if md, err := MetaFromSchema(schema); err == nil {
@@ -84,7 +86,7 @@ func (w *ResultWriter) Write(r *Result) error {
 	w.deployment.append(r.Deployment)
 	w.replica.append(r.ReplicaID)
 	if allZero(r.CachedTokensTier) && r.KVReloadUS == 0 && r.KVThrashTokens == 0 &&
-		r.PrefillReplica == "" && r.DecodeReplica == "" && r.KVTransferUS == Null && r.KVTransferWaitUS == Null && r.KVTransferBytes == 0 {
+		r.PrefillReplica == "" && r.DecodeReplica == "" && r.KVTransferUS == Null && r.KVTransferWaitUS == Null && r.KVTransferBytes == 0 && r.ClientWaitUS == Null {
 		w.pendGPU = append(w.pendGPU, r.CachedTokensGPU)
 		if w.n+1 >= BatchRows {
 			w.fillPending()
@@ -105,6 +107,7 @@ func (w *ResultWriter) Write(r *Result) error {
 	appendNullable64(w.xfer, r.KVTransferUS)
 	appendNullable64(w.xferWait, r.KVTransferWaitUS)
 	w.xferBytes.Append(r.KVTransferBytes)
+	appendNullable64(w.clientWait, r.ClientWaitUS)
 	return w.added()
 }
 
@@ -125,6 +128,7 @@ func (w *ResultWriter) fillPending() {
 	w.xferBytes.AppendEmptyValues(n)
 	w.xfer.AppendNulls(n)
 	w.xferWait.AppendNulls(n)
+	w.clientWait.AppendNulls(n)
 	w.pre.appendNulls(n)
 	w.dec.appendNulls(n)
 	w.pendGPU = w.pendGPU[:0]
@@ -173,6 +177,7 @@ type resultCols struct {
 	extra                                                []intCol // lower tiers beyond cpu and storage
 	extraNames                                           []string // their columns
 	reload, xfer, xferWait, xferBytes                    intCol
+	clientWait                                           intCol
 }
 
 func (c *resultCols) bind(rec arrow.RecordBatch) {
@@ -188,7 +193,7 @@ func (c *resultCols) bind(rec arrow.RecordBatch) {
 		name string
 	}{{&c.tierTok[0], ColCachedTokensGPU}, {&c.tierTok[1], ColCachedTokensCPU}, {&c.tierTok[2], ColCachedTokensStorage},
 		{&c.tierTok[3], ColKVThrashTokens}, {&c.reload, ColKVReloadUS}, {&c.xfer, ColKVTransferUS},
-		{&c.xferWait, ColKVTransferWaitUS}, {&c.xferBytes, ColKVTransferBytes}} {
+		{&c.xferWait, ColKVTransferWaitUS}, {&c.xferBytes, ColKVTransferBytes}, {&c.clientWait, ColClientWaitUS}} {
 		x.c.bind(rec, x.name)
 	}
 	for i := range c.extra {
@@ -293,6 +298,7 @@ func (r *ResultReader) Next(buf []Result) ([]Result, error) {
 		x.KVReloadUS, _ = r.cols.reload.get(i)
 		x.KVTransferUS, x.KVTransferWaitUS = nullable(&r.cols.xfer, i), nullable(&r.cols.xferWait, i)
 		x.KVTransferBytes, _ = r.cols.xferBytes.get(i)
+		x.ClientWaitUS = nullable(&r.cols.clientWait, i)
 	}
 	return buf, nil
 }

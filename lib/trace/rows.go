@@ -46,6 +46,7 @@ const (
 	ColTimeoutUS             = row.ColTimeoutUS
 	ColRequestType           = row.ColRequestType
 	ColNumImages             = row.ColNumImages
+	ColStage                 = row.ColStage
 	TypeCompletion           = row.TypeCompletion
 	TypeChat                 = row.TypeChat
 	TypeAgentic              = row.TypeAgentic
@@ -78,6 +79,7 @@ const (
 	ColKVTransferUS          = row.ColKVTransferUS
 	ColKVTransferWaitUS      = row.ColKVTransferWaitUS
 	ColKVTransferBytes       = row.ColKVTransferBytes
+	ColClientWaitUS          = row.ColClientWaitUS
 	ColStepIndex             = row.ColStepIndex
 	ColStartUS               = row.ColStartUS
 	ColDurationUS            = row.ColDurationUS

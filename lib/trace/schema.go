@@ -28,6 +28,11 @@ const (
 	MetaStartTime       = "blis.start_time"        // RFC 3339 absolute time of arrival_us = 0
 	MetaSourceFormat    = "blis.source_format"     // converter that produced the table
 	MetaTimeScale       = "blis.time_scale"        // arrival times were divided by this (--speedup)
+	// MetaMaxInFlight is the client's cap on requests in flight (a
+	// benchmark client's --max-concurrency, inference-perf's workers ×
+	// worker_max_concurrency): a request whose time has come waits for a
+	// free slot. Absent: no cap.
+	MetaMaxInFlight = "blis.max_in_flight"
 )
 
 var (
@@ -67,6 +72,7 @@ var requestFields = []arrow.Field{
 	field(ColTimeoutUS, arrow.PrimitiveTypes.Int64, true),
 	field(ColRequestType, dictString, true),
 	field(ColNumImages, arrow.PrimitiveTypes.Int32, false),
+	field(ColStage, dictString, true),
 }
 
 var resultOnlyFields = []arrow.Field{
@@ -97,6 +103,7 @@ var resultOnlyFields = []arrow.Field{
 	field(ColKVTransferUS, arrow.PrimitiveTypes.Int64, true),
 	field(ColKVTransferWaitUS, arrow.PrimitiveTypes.Int64, true),
 	field(ColKVTransferBytes, arrow.PrimitiveTypes.Int64, false),
+	field(ColClientWaitUS, arrow.PrimitiveTypes.Int64, true),
 }
 
 var stepFields = []arrow.Field{

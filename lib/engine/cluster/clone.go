@@ -44,6 +44,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 		d.h.S[i] = e
 	}
 	d.stashed.r = m.Map(c.stashed.r)
+	d.client = c.client.clone(m)
 	d.awaiting = m.Map(c.awaiting)
 	d.deps = make([]*Deployment, len(c.deps))
 	depMap := map[*Deployment]*Deployment{}
@@ -116,6 +117,9 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	d.byModel = make(map[string]*group, len(c.byModel))
 	for k, g := range c.byModel {
 		d.byModel[k] = grpMap[g]
+	}
+	if c.fc != nil {
+		d.fc = c.fc.clone(m, &d, grpMap)
 	}
 	if c.sc != nil {
 		d.sc = c.sc.clone(m, &d, depMap, grpMap)

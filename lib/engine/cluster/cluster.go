@@ -39,6 +39,9 @@ type Options struct {
 	// PrefixBlockSize is the tokens per prefix_hashes entry (the table's
 	// blis.prefix_block_size); 0 means each deployment's block size.
 	PrefixBlockSize int
+	// MaxInFlight caps the client's llm requests in flight (the table's
+	// blis.max_in_flight, blis-sim --max-in-flight); 0 = no cap.
+	MaxInFlight int
 	// Path names the input in error messages.
 	Path string
 	// Streamed says rows arrive in the sorted-table order (a dependency
@@ -151,6 +154,9 @@ type group struct {
 	// sel is the group's P/D deployment when its decider chooses per
 	// request (selective disaggregation, pd.go); nil otherwise.
 	sel *Deployment
+	// gate is the group's gateway queue (flow control; gateway.go), nil
+	// until a request waits there.
+	gate *gqueue
 }
 
 // Summary counts what happened. Injected = Completed + Dropped + Rejected +
@@ -189,6 +195,10 @@ type Summary struct {
 	// Disaggregated serving: KV transfers started, their bytes, and those
 	// that waited for the decode replica's blocks.
 	Transfers, TransferBytes, PDBackpressure int64
+	// Gateway flow control: requests that waited in the gateway queue
+	// (GatewayQueued, with GatewayWaitUS µs of waiting in all), rejected
+	// by a full queue or band, shed to make room, and rejected at the TTL.
+	GatewayQueued, GatewayWaitUS, GatewayFull, GatewayShed, GatewayExpired int64
 }
 
 // ServedNothing reports a run in which no request completed because every
@@ -252,7 +262,8 @@ type Cluster struct {
 	snapAt      int64
 	dirty       []int32
 	isDirty     []bool
-	timeout     int64 // config client_timeout, µs
+	timeout     int64       // config client_timeout, µs
+	client      *clientGate // the client's in-flight cap; nil without one (client.go)
 
 	// decision in progress (for the view callbacks)
 	cur    *request.State
@@ -288,7 +299,8 @@ type Cluster struct {
 	sum     Summary
 	err     error
 
-	sc *scaler // autoscaling; nil without
+	sc *scaler  // autoscaling; nil without
+	fc *gateway // gateway flow control; nil without
 }
 
 // New builds a cluster for cfg; models holds each resolved deployment's
@@ -311,7 +323,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	c := &Cluster{cfg: cfg, sink: sink, opts: opts, checks: opts.CheckInvariants,
 		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
-		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US()}
+		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US(), client: newClientGate(opts.MaxInFlight)}
 	c.flat = cfg.IsFlat()
 	c.tierNames = cfg.TierNames()
 	c.sum.TierNames = c.tierNames
@@ -325,6 +337,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	if scaleOn(dcfg, &opts) {
 		c.sc = &scaler{c: c, policy: opts.Policies.Autoscale}
+	}
+	if f := cfg.Router.FlowControl; f != nil {
+		c.fc = newGateway(c, f)
 	}
 	for i, d := range dcfg {
 		e := d.Engine
@@ -407,7 +422,8 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	// Decision traces record what the router's view shows, so it is kept
 	// live for them even when every stage is blind to it.
-	c.liveView = c.snapEvery == 0 && (opts.Decisions != nil || !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing)))
+	// So is it for the gateway's saturation detector.
+	c.liveView = c.snapEvery == 0 && (opts.Decisions != nil || c.fc != nil || !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing)))
 	for _, rep := range c.reps {
 		rep.WantSteps = opts.Steps != nil || opts.Decisions != nil && opts.Decisions.WantBatches()
 		rep.ImageEncodeUS = c.deps[rep.Deployment].imageEncodeUS(rep, &dcfg[rep.Deployment])
@@ -664,8 +680,18 @@ func (c *Cluster) process(ev *event) {
 		c.terminal(r)
 	case evTimeout:
 		c.expire(ev.r)
-	default: // evLifecycle, evScale: autoscaling (scale.go); a default keeps the common cases' dispatch as it was
-		c.sc.scaleEvent(ev)
+	default: // evLifecycle, evScale: autoscaling (scale.go); evGateTTL, evGateWake: flow control (gateway.go); a default keeps the common cases' dispatch as it was
+		switch ev.kind() {
+		case evGateTTL:
+			c.fc.expire(ev.r)
+		case evGateWake:
+			// nothing: the dispatch below looks at the snapshot just taken
+		default:
+			c.sc.scaleEvent(ev)
+		}
+	}
+	if c.fc != nil && c.fc.queued > 0 {
+		c.fc.dispatch() // the event may have unsaturated a pool (gateway.go)
 	}
 
 	if c.opts.Progress != nil && c.sum.Events&0x3fff == 0 {

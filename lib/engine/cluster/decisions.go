@@ -32,6 +32,10 @@ type Decisions interface {
 	// row.DecisionDecodeRouting or row.DecisionEncodeRouting (a pick);
 	// target is the replica it is about, a position in v.
 	Disagg(now int64, r *request.State, kind string, v *policy.ClusterView, target int, action, reason string, value int64)
+	// FlowControl hears the gateway queue's decisions (action: enqueue,
+	// dispatch, reject, shed, expire; value: the band's priority, or the
+	// wait in µs for dispatch).
+	FlowControl(now int64, r *request.State, action, reason string, value int64)
 	Anomaly(a *row.Anomaly)
 }
 

@@ -15,9 +15,11 @@ const (
 	evXferDone       // a P/D KV transfer ends: the prefill replica frees its blocks
 	evToolDone
 	evTimeout
+	evGateTTL   // a request's TTL in the gateway queue (flow control)
 	evLifecycle // a replica's lifecycle timer (autoscaling): ready, warm, drain timeout
 	evScale     // the autoscaler's sampling tick
 	evSnapshot  // not an event: the rank at which a periodic router snapshot is taken
+	evGateWake  // the gateway's next look at a snapshot view (flow control with snapshot_interval)
 	evArrival
 	evEnqueue
 	evWake // an idle replica's KV load from a lower tier ends

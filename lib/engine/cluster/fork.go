@@ -34,7 +34,7 @@ import (
 // autoscaling (it starts, drains and stops replicas, holds requests at the
 // router and re-routes drained ones). With neither, the cluster is
 // separable.
-func (c *Cluster) Separable() bool { return c.sc == nil && c.pd == nil }
+func (c *Cluster) Separable() bool { return c.sc == nil && c.pd == nil && c.fc == nil }
 
 // StopArrivals makes the cluster's router take no more requests: later
 // arrivals (rows read ahead, requests delayed by admission or in network

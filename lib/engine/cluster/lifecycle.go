@@ -39,6 +39,9 @@ func (c *Cluster) terminal(r *request.State) {
 	}
 	r.Phase = request.Done
 	c.liveRemove(r)
+	if r.ClientSlot {
+		c.clientFree(r)
+	}
 	if c.sc != nil {
 		c.sc.lastReal = c.now
 		if r.Replica >= 0 {
@@ -106,7 +109,8 @@ func (c *Cluster) writeResult(r *request.State) {
 		AdmittedUS: r.Admitted, RoutedUS: r.Routed, EnqueuedUS: r.Enqueued, FirstScheduledUS: r.FirstSched,
 		FirstTokenUS: r.FirstTok, FinishedUS: r.Finished, TTFTUS: row.Null, E2EUS: row.Null, TPOTUS: row.Null,
 		Preemptions: r.Preemptions, CachedTokens: r.CachedTok, GeneratedTokens: r.Generated,
-		CachedTokensGPU: r.CachedTok, KVTransferUS: row.Null, KVTransferWaitUS: row.Null}
+		CachedTokensGPU: r.CachedTok, KVTransferUS: row.Null, KVTransferWaitUS: row.Null,
+		ClientWaitUS: c.clientWait(r)}
 	if c.tierNames != nil {
 		c.tierResult(r, res)
 	}
@@ -185,6 +189,9 @@ func (c *Cluster) tierResult(r *request.State, res *row.Result) {
 func (c *Cluster) expire(r *request.State) {
 	switch r.Phase {
 	case request.Arriving:
+		if c.fc != nil {
+			c.fc.cancel(r) // it may wait at the gateway
+		}
 	case request.Routed:
 		rep := c.reps[r.Replica]
 		rep.InFlight--

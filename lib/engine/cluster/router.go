@@ -62,6 +62,9 @@ func (c *Cluster) arrive(r *request.State) {
 		c.h.push(c.now+r.Req.DelayUS, evToolDone, -1, r)
 		return
 	}
+	if c.client != nil && !c.clientSend(r) {
+		return // waits for one of the client's slots
+	}
 	if r.Deadline == row.Null {
 		// The client's clock starts at its first arrival (an admission
 		// delay does not reset it).
@@ -126,12 +129,21 @@ func (c *Cluster) arrive(r *request.State) {
 	if dec != nil {
 		dec.Prioritized(c.now, r, r.Prio, view)
 	}
+	if c.fc != nil && c.fc.gate(r, g) {
+		return // waits at the gateway, or was rejected by it (gateway.go)
+	}
 	if g.sel != nil && c.pd.decide(r, g.sel, g) {
 		return // kept on its decode replica (pd.go), or c.err
 	}
 	if dec != nil {
 		view = g.board.View(c.now, c.oracleFor(g), true) // fresh scores for routing
 	}
+	c.route(r, g, rv, view)
+}
+
+// route runs the routing stage for r over its group's view and places it.
+func (c *Cluster) route(r *request.State, g *group, rv policy.RequestView, view *policy.ClusterView) {
+	dec := c.opts.Decisions
 	rd := c.routing.Route(rv, view)
 	if c.opts.Policies.Err != nil && c.policyFailed() {
 		return

@@ -128,7 +128,7 @@ func (sc *scaler) addPool(dep *Deployment, depIdx int, d *config.Deployment, pi 
 	p := &d.Pools[pi]
 	n := int32(poolSlots(p))
 	hw := d.ForPool(pi) // the pool's own GPU, TP and price, else the deployment's
-	sp := &spool{dep: dep, depIdx: int32(depIdx), idx: pi, cfg: p.Autoscaler, scfg: scfg, tp: int32(hw.TP),
+	sp := &spool{dep: dep, depIdx: int32(depIdx), idx: pi, cfg: p.Autoscaler, scfg: scfg, tp: int32(hw.GPUsPerReplica()),
 		price: hw.GPUHourUSD, engine: hw.Engine, lastAction: math.MinInt64}
 	sp.min, sp.max = p.Bounds()
 	for k := int32(0); k < n; k++ {
@@ -494,7 +494,7 @@ func (sc *scaler) sample(sp *spool) {
 
 // heldLive counts g's requests held at the router.
 func (sc *scaler) heldLive(g *group) int {
-	n := 0
+	n := sc.c.fc.queuedIn(g) // and queued at the gateway (flow control)
 	for _, h := range g.held {
 		if h.r.Life == h.life && h.r.Phase == request.Arriving {
 			n++

@@ -52,7 +52,7 @@ type harness struct {
 	scales int   // scale-event rows logged
 }
 
-var kinds = []string{"route", "step", "result", "preempt", "transfer", "scale"}
+var kinds = []string{"route", "step", "result", "preempt", "transfer", "scale", "gateway"}
 
 func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 	a := scenario.Of(t, td)
@@ -338,6 +338,12 @@ func (h *harness) Scale(int64, string, string, string, string, int) {}
 func (h *harness) Disagg(now int64, r *request.State, kind string, v *policy.ClusterView, target int, action, reason string, value int64) {
 	if h.show["route"] {
 		h.log.Printf("t=%d %s %s -> %s: %s (%s)", now, kind, r.Req.ID, v.Replica(target).ID(), action, reason)
+	}
+}
+
+func (h *harness) FlowControl(now int64, r *request.State, action, reason string, value int64) {
+	if h.show["gateway"] {
+		h.log.Printf("t=%d gateway %s %s: %s", now, action, r.Req.ID, reason)
 	}
 }
 

@@ -27,6 +27,8 @@ type Cluster struct {
 	Replicas    int     `yaml:"replicas,omitempty"`
 	Engine      Engine  `yaml:"engine,omitempty"`
 	Latency     Latency `yaml:"latency,omitempty"`
+	// Parallel adds DP, EP and PP (parallel.go); nil: TP only.
+	Parallel *Parallel `yaml:"parallel,omitempty"`
 
 	Deployments []Deployment `yaml:"deployments,omitempty"`
 
@@ -54,16 +56,18 @@ type Cluster struct {
 
 // Deployment is one model served on one kind of GPU by pools of replicas.
 type Deployment struct {
-	ID          string   `yaml:"id"`
-	Model       string   `yaml:"model"`
-	Aliases     []string `yaml:"aliases,omitempty"` // more request model names this deployment serves
-	GPU         string   `yaml:"gpu"`
-	TP          int      `yaml:"tp"`
-	WeightDtype string   `yaml:"weight_dtype,omitempty"`
-	KVDtype     string   `yaml:"kv_dtype,omitempty"`
-	Engine      Engine   `yaml:"engine"`
-	Latency     Latency  `yaml:"latency"`
-	Pools       []Pool   `yaml:"pools"`
+	ID      string   `yaml:"id"`
+	Model   string   `yaml:"model"`
+	Aliases []string `yaml:"aliases,omitempty"` // more request model names this deployment serves
+	GPU     string   `yaml:"gpu"`
+	TP      int      `yaml:"tp"`
+	// Parallel adds DP, EP and PP (parallel.go); nil: TP only.
+	Parallel    *Parallel `yaml:"parallel,omitempty"`
+	WeightDtype string    `yaml:"weight_dtype,omitempty"`
+	KVDtype     string    `yaml:"kv_dtype,omitempty"`
+	Engine      Engine    `yaml:"engine"`
+	Latency     Latency   `yaml:"latency"`
+	Pools       []Pool    `yaml:"pools"`
 	// KV adds lower KV tiers (CPU, storage); nil = GPU only.
 	KV *KV `yaml:"kv,omitempty"`
 	// KVTransfer is the prefill→decode KV link of a P/D deployment; nil =
@@ -129,13 +133,19 @@ type Engine struct {
 
 // Router selects the router pipeline's built-in policies by name.
 type Router struct {
-	Admission string `yaml:"admission"` // always | queue-limit
+	Admission string `yaml:"admission"` // always | queue-limit | token-bucket | tier-shed
 	// QueueLimit is queue-limit admission's Σ (waiting + in flight) limit.
 	QueueLimit int    `yaml:"queue_limit"`
 	Priority   string `yaml:"priority"` // fcfs | request
 	Routing    string `yaml:"routing"`  // round-robin | least-loaded | least-kv | prefix-affinity | weighted | random | power-of-two
 	// Weights of the weighted router's scorers (load, kv, prefix).
 	Weights map[string]float64 `yaml:"weights"`
+	// AdmissionParams are the admission template's parameters
+	// (token-bucket's rate and burst, tier-shed's thresholds).
+	AdmissionParams map[string]float64 `yaml:"admission_params,omitempty"`
+	// FlowControl queues admitted requests at the gateway while the pool
+	// is saturated (flowcontrol.go); nil: routed on arrival.
+	FlowControl *FlowControl `yaml:"flow_control,omitempty"`
 }
 
 // Latency selects the step-time model. Beta (and optionally Alpha) given
@@ -206,7 +216,7 @@ func (c *Cluster) Resolved() []Deployment {
 	if m, ok := roofline.LookupModel(c.Model); ok {
 		id = m.ShortName()
 	}
-	return []Deployment{{ID: id, Model: c.Model, GPU: c.GPU, TP: c.TP, WeightDtype: c.WeightDtype, KVDtype: c.KVDtype,
+	return []Deployment{{ID: id, Model: c.Model, GPU: c.GPU, TP: c.TP, Parallel: c.Parallel, WeightDtype: c.WeightDtype, KVDtype: c.KVDtype,
 		Engine: c.Engine, Latency: c.Latency, Pools: []Pool{{Role: "monolithic", Replicas: c.Replicas}}}}
 }
 

@@ -34,7 +34,7 @@ func Read(path string) (Cluster, error) {
 }
 
 // flatKeys are the top-level keys of the flat form.
-var flatKeys = []string{"model", "gpu", "tp", "weight_dtype", "kv_dtype", "replicas", "engine", "latency"}
+var flatKeys = []string{"model", "gpu", "tp", "parallel", "weight_dtype", "kv_dtype", "replicas", "engine", "latency"}
 
 var lineRE = regexp.MustCompile(`line ([0-9]+): `)
 
@@ -115,20 +115,21 @@ func Suggest(word string, options []string) string { return yamlcheck.Suggest(wo
 
 // flatOut and deploymentsOut are the printed shapes of the two forms.
 type flatOut struct {
-	Model            string   `yaml:"model"`
-	GPU              string   `yaml:"gpu"`
-	TP               int      `yaml:"tp"`
-	WeightDtype      string   `yaml:"weight_dtype"`
-	KVDtype          string   `yaml:"kv_dtype"`
-	Replicas         int      `yaml:"replicas"`
-	Seed             uint64   `yaml:"seed"`
-	Horizon          Duration `yaml:"horizon"`
-	SnapshotInterval Duration `yaml:"snapshot_interval"`
-	ClientTimeout    Duration `yaml:"client_timeout"`
-	Engine           Engine   `yaml:"engine"`
-	Router           Router   `yaml:"router"`
-	Latency          Latency  `yaml:"latency"`
-	Network          Network  `yaml:"network,omitempty"`
+	Model            string    `yaml:"model"`
+	GPU              string    `yaml:"gpu"`
+	TP               int       `yaml:"tp"`
+	WeightDtype      string    `yaml:"weight_dtype"`
+	KVDtype          string    `yaml:"kv_dtype"`
+	Replicas         int       `yaml:"replicas"`
+	Seed             uint64    `yaml:"seed"`
+	Horizon          Duration  `yaml:"horizon"`
+	SnapshotInterval Duration  `yaml:"snapshot_interval"`
+	ClientTimeout    Duration  `yaml:"client_timeout"`
+	Engine           Engine    `yaml:"engine"`
+	Router           Router    `yaml:"router"`
+	Latency          Latency   `yaml:"latency"`
+	Network          Network   `yaml:"network,omitempty"`
+	Parallel         *Parallel `yaml:"parallel,omitempty"`
 }
 
 type deploymentsOut struct {
@@ -147,7 +148,7 @@ func (c Cluster) YAML() string {
 	var v any
 	if c.IsFlat() {
 		v = flatOut{c.Model, c.GPU, c.TP, c.WeightDtype, c.KVDtype, c.Replicas, c.Seed, c.Horizon, c.SnapshotInterval,
-			c.ClientTimeout, c.Engine, c.Router, c.Latency, c.Network}
+			c.ClientTimeout, c.Engine, c.Router, c.Latency, c.Network, c.Parallel}
 	} else {
 		v = deploymentsOut{c.Deployments, c.Seed, c.Horizon, c.SnapshotInterval, c.ClientTimeout, c.Router, c.Network}
 	}

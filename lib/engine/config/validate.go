@@ -36,6 +36,12 @@ func (c *Cluster) Validate() error {
 		if err := c.validateLatency("latency", &c.Latency); err != nil {
 			return err
 		}
+		if c.Parallel != nil {
+			d := c.Resolved()[0]
+			if err := c.validateParallel(0, &d); err != nil {
+				return err
+			}
+		}
 	} else if err := c.validateDeployments(); err != nil {
 		return err
 	}
@@ -79,6 +85,9 @@ func (c *Cluster) validateDeployments() error {
 			return err
 		}
 		if err := c.validatePools(i, d); err != nil {
+			return err
+		}
+		if err := c.validateParallel(i, d); err != nil {
 			return err
 		}
 		if d.KV != nil {
@@ -215,18 +224,25 @@ func (r *Router) RoutingParams() policy.Params {
 
 // AdmissionParams are the admission template's parameters: queue_limit is
 // its limit, when given.
-func (r *Router) AdmissionParams() policy.Params {
-	if r.QueueLimit == 0 {
+func (r *Router) AdmissionTemplateParams() policy.Params {
+	if r.QueueLimit == 0 && len(r.AdmissionParams) == 0 {
 		return nil
 	}
-	return policy.Params{"limit": float64(r.QueueLimit)}
+	p := policy.Params{}
+	for k, v := range r.AdmissionParams {
+		p[k] = v
+	}
+	if r.QueueLimit != 0 {
+		p["limit"] = float64(r.QueueLimit)
+	}
+	return p
 }
 
 // Policies builds the router's stages from its keys (the built-in
 // templates they name, with their parameters); seed is the run's.
 func (r *Router) Policies(seed uint64) (policy.Admission, policy.Priority, policy.Routing, error) {
 	env := policy.Env{Seed: seed}
-	a, err := policy.NewAdmission(r.Admission, r.AdmissionParams(), env)
+	a, err := policy.NewAdmission(r.Admission, r.AdmissionTemplateParams(), env)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -258,8 +274,22 @@ func (c *Cluster) validateRouter() error {
 	if err != nil {
 		return unknown("router.admission", policy.StageAdmission, r.Admission)
 	}
-	if _, err := t.Resolve(r.AdmissionParams()); err != nil {
-		return errors.New(c.Where("router.queue_limit", err.Error()))
+	akeys := make([]string, 0, len(r.AdmissionParams))
+	for k := range r.AdmissionParams {
+		akeys = append(akeys, k)
+	}
+	sort.Strings(akeys)
+	for _, k := range akeys {
+		if err := t.CheckParam(k, r.AdmissionParams[k]); err != nil {
+			return errors.New(c.Where("router.admission_params."+k, err.Error()))
+		}
+	}
+	if _, err := t.Resolve(r.AdmissionTemplateParams()); err != nil {
+		key := "router.queue_limit"
+		if r.QueueLimit == 0 && len(r.AdmissionParams) > 0 {
+			key = "router.admission_params"
+		}
+		return errors.New(c.Where(key, err.Error()))
 	}
 	if _, err := policy.Find(policy.StagePriority, r.Priority); err != nil {
 		return unknown("router.priority", policy.StagePriority, r.Priority)
@@ -280,5 +310,5 @@ func (c *Cluster) validateRouter() error {
 	if _, err := t.Resolve(r.RoutingParams()); err != nil {
 		return errors.New(c.Where("router.weights", err.Error()))
 	}
-	return nil
+	return c.validateFlowControl()
 }

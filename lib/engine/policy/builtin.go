@@ -28,6 +28,8 @@ var templates = []*Template{
 			return nil
 		},
 		build: func(p Params, _ Env) any { return queueLimit{limit: int(p["limit"])} }},
+	tokenBucketTemplate, // gateway.go
+	tierShedTemplate,
 
 	{Stage: StagePriority, Name: "fcfs", Doc: "every request has priority 0: first come, first served",
 		build: func(Params, Env) any { return fcfs{} }},

@@ -57,6 +57,12 @@ type State struct {
 	Admitted, Routed, Enqueued, FirstSched, FirstTok, Finished int64
 	Preemptions, CachedTok, Generated                          int32
 	Deadline                                                   int64 // client timeout (absolute µs), row.Null if none
+	// The client's in-flight cap (cluster/client.go): ClientWait is
+	// row.Null without a cap; while ClientQueued it holds the time the
+	// request became due, once sent the µs it waited for a slot.
+	// ClientSlot: it holds one of the client's slots.
+	ClientWait               int64
+	ClientSlot, ClientQueued bool
 	// Cancel marks a running request whose client gave up while its
 	// replica was mid-step: the scheduler drops it when the step ends.
 	Cancel bool
@@ -133,6 +139,7 @@ func (r *State) Reset() {
 		Life:     r.Life + 1,
 		Replica:  -1, Admitted: row.Null, Routed: row.Null, Enqueued: row.Null,
 		FirstSched: row.Null, FirstTok: row.Null, Finished: row.Null, Deadline: row.Null, WIdx: -1,
+		ClientWait: row.Null,
 	}
 }
 

@@ -60,6 +60,7 @@ type Request struct {
 	TimeoutUS      int64  // client gives up this long after arrival; 0 = never (null in the table)
 	RequestType    string // "" (unknown) or one of RequestTypes
 	NumImages      int32  // images in the prompt; their tokens are counted in InputTokens
+	Stage          string // load stage of a staged benchmark ("" when none)
 }
 
 // NewRequest returns a request with the documented defaults: an LLM call,
@@ -159,6 +160,7 @@ const (
 	ColTimeoutUS      = "timeout_us"
 	ColRequestType    = "request_type" // completion, chat, agentic, reasoning, multimodal
 	ColNumImages      = "num_images"   // images sent with the prompt (their tokens are in input_tokens)
+	ColStage          = "stage"        // load stage of a staged benchmark (inference-perf's stage_N)
 )
 
 // Request types (request_type). Null means unknown.
@@ -203,6 +205,8 @@ const (
 	ColKVTransferUS        = "kv_transfer_us"
 	ColKVTransferWaitUS    = "kv_transfer_wait_us"
 	ColKVTransferBytes     = "kv_transfer_bytes"
+	// The client's in-flight cap (blis.max_in_flight).
+	ColClientWaitUS = "client_wait_us"
 )
 
 // Step column names.
@@ -285,13 +289,17 @@ type Result struct {
 	PrefillReplica, DecodeReplica  string
 	KVTransferUS, KVTransferWaitUS int64
 	KVTransferBytes                int64
+	// ClientWaitUS is how long the request waited for one of the client's
+	// in-flight slots (blis.max_in_flight) after its time had come; its
+	// arrival_us is when it was sent. Null when the client has no cap.
+	ClientWaitUS int64
 }
 
 // NewResult returns a result for req with every outcome field absent.
 func NewResult(req Request) Result {
 	return Result{Request: req, InstanceID: -1, AdmittedUS: Null, RoutedUS: Null, EnqueuedUS: Null,
 		FirstScheduledUS: Null, FirstTokenUS: Null, FinishedUS: Null, TTFTUS: Null, E2EUS: Null, TPOTUS: Null,
-		KVTransferUS: Null, KVTransferWaitUS: Null}
+		KVTransferUS: Null, KVTransferWaitUS: Null, ClientWaitUS: Null}
 }
 
 // Step is one row of the steps table: one engine iteration on one instance.

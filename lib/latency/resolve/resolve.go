@@ -183,7 +183,15 @@ func Resolve(s Spec) (*Resolved, error) {
 		desc += " " + string(arch.WeightDtype)
 	}
 	if mode != Roofline {
-		q := fitted.Query{Model: s.Model, GPU: gpu.Name, TP: s.TP, Engine: s.Engine, Version: s.Version, WeightDtype: string(arch.WeightDtype)}
+		// The simulator models vLLM's engine: without an engine asked
+		// for, only vLLM fits are candidates (a fit of another stack's
+		// steps, Splitwise's 2023 static batches say, would time vLLM's
+		// continuous batching wrongly); --coefficients takes any file.
+		engine := s.Engine
+		if engine == "" {
+			engine = "vllm"
+		}
+		q := fitted.Query{Model: s.Model, GPU: gpu.Name, TP: s.TP, Engine: engine, Version: s.Version, WeightDtype: string(arch.WeightDtype)}
 		dirs := coefficientsDirs()
 		for i, d := range dirs {
 			p, c, err := fitted.Find(d.fsys, q)
@@ -206,7 +214,8 @@ func Resolve(s Spec) (*Resolved, error) {
 			}
 			return out, nil
 		}
-		// Say so when coefficients exist for another weight dtype only.
+		// Say so when coefficients exist for another weight dtype or
+		// another engine only.
 		other := ""
 		for _, d := range dirs {
 			anyDtype := q
@@ -214,6 +223,14 @@ func Resolve(s Spec) (*Resolved, error) {
 			if p2, c2, err := fitted.Find(d.fsys, anyDtype); err == nil && c2 != nil {
 				other = fmt.Sprintf("; %s/%s is for weight dtype %s", d.where, p2, c2.WeightDtype)
 				break
+			}
+			if s.Engine == "" {
+				anyEngine := q
+				anyEngine.Engine, anyEngine.Version = "", ""
+				if p2, c2, err := fitted.Find(d.fsys, anyEngine); err == nil && c2 != nil {
+					other = fmt.Sprintf("; %s/%s is a fit of engine %s, not vLLM's (pass --coefficients to use it)", d.where, p2, c2.Engine)
+					break
+				}
 			}
 		}
 		if mode == Fitted {
@@ -224,12 +241,22 @@ func Resolve(s Spec) (*Resolved, error) {
 			return nil, fmt.Errorf("--latency fitted: no coefficients for %s in %s%s (run blis-calibrate, pass --coefficients FILE, or use --latency roofline)", desc, strings.Join(in, " or "), other)
 		}
 		out.Model = rf
-		out.Why = fmt.Sprintf("latency: roofline (no coefficients for %s%s)", desc, other)
+		out.Why = fmt.Sprintf("latency: roofline (no coefficients for %s%s)%s", desc, other, alphaNote(rf))
 		return out.withKnownError(gpu.Name), nil
 	}
 	out.Model = rf
-	out.Why = fmt.Sprintf("latency: roofline for %s (--latency roofline)", desc)
+	out.Why = fmt.Sprintf("latency: roofline for %s (--latency roofline)%s", desc, alphaNote(rf))
 	return out.withKnownError(gpu.Name), nil
+}
+
+// alphaNote says what the roofline charges outside the GPU step.
+func alphaNote(rf *roofline.Roofline) string {
+	a := rf.Alpha()
+	s := fmt.Sprintf("; first-token path outside the GPU step α0 %.1f ms (vLLM's default", a.QueueBase/1e3)
+	if a.QueuePerInputToken > 0 {
+		s += fmt.Sprintf(", + %g µs per prompt token", a.QueuePerInputToken)
+	}
+	return s + "; latency.alpha sets a measured one)"
 }
 
 // withKnownError adds to Why how wrong the chosen model was on real vLLM

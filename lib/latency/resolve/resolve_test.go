@@ -234,3 +234,21 @@ func TestUserDirShadowsShipped(t *testing.T) {
 		t.Errorf("fitted, none: %v", err)
 	}
 }
+
+// auto times vLLM: a shipped fit of another stack's steps (Splitwise's
+// static batches) is not a candidate, and the stderr line says it exists.
+func TestAutoSkipsOtherEngines(t *testing.T) {
+	t.Setenv("BLIS_COEFFICIENTS", "")
+	t.Setenv("BLIS_USER_COEFFICIENTS", t.TempDir())
+	r, err := Resolve(Spec{Mode: Auto, Model: "llama-2-70b", GPU: "h100", TP: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Coeffs != nil || !strings.Contains(r.Why, "h100-tp4-splitwise-8f99e7dc.yaml is a fit of engine splitwise, not vLLM's (pass --coefficients to use it)") {
+		t.Fatalf("coeffs %v; why %s", r.Coeffs != nil, r.Why)
+	}
+	r, err = Resolve(Spec{Mode: Auto, Model: "llama-2-70b", GPU: "h100", TP: 4, Engine: "splitwise"})
+	if err != nil || r.Coeffs == nil {
+		t.Fatalf("asked for the splitwise fit: %v, %v", r, err)
+	}
+}

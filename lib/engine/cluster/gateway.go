@@ -1,0 +1,463 @@
+package cluster
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/engine/internal/minheap"
+	"github.com/blis-sim/blis/lib/engine/policy"
+	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
+)
+
+// Gateway flow control (docs/engine.md, "Gateway flow control"), after the
+// flow control layer of llm-d's endpoint picker: an admitted, prioritised
+// request is routed at once while its pool is below the saturation limit
+// and its gateway queue is empty; otherwise it waits in the queue, in the
+// band of its priority (strict: a band is served only when every higher
+// one is empty), shared between tenants by the fairness policy and ordered
+// by the ordering policy. After every event the gateway dispatches from
+// each queue while its pool is not saturated, routing each request with
+// the view of that moment (late binding). A full queue sheds the newest
+// request of its lowest sheddable band (priority < 0) below the newcomer,
+// or rejects the newcomer; a request that waits longer than the TTL is
+// rejected. Without router.flow_control the cluster holds nil: one nil
+// check per event.
+type gateway struct {
+	c       *Cluster
+	cfg     config.FlowControl
+	bandCfg map[int64]config.Band
+	slo     map[string]int64
+	ttl     int64
+	limit   float64
+	qs      []*gqueue // one per candidate group that queued anything, in first-use order
+	where   map[*request.State]*gpos
+	queued  int // requests queued, all groups
+	seq     uint64
+	busy    bool
+	wakeAt  int64 // the evGateWake scheduled (snapshot views), 0 if none
+}
+
+// gqueue is one candidate group's gateway queue.
+type gqueue struct {
+	g      *group
+	bands  []*gband // highest priority first
+	n      int
+	tokens int64
+}
+
+// gband is one priority band of a queue.
+type gband struct {
+	prio   int64
+	maxReq int
+	maxTok int64
+	n      int
+	tokens int64
+	flows  []*gflow // by tenant (round-robin); one flow under global-strict
+	last   string   // round-robin: the tenant served last
+	served bool
+}
+
+// gflow is one tenant's queue within a band (all tenants under
+// global-strict). Its heap keeps entries of requests that left (timed
+// out, shed): they are skipped when they come up.
+type gflow struct {
+	tenant string
+	h      minheap.Heap[gitem, *gitem]
+	n      int
+}
+
+type gitem struct {
+	key int64 // ordering key: smaller first
+	seq uint64
+	r   *request.State
+}
+
+func (a *gitem) Less(b *gitem) bool { return a.key < b.key || a.key == b.key && a.seq < b.seq }
+
+// gpos is where a queued request is.
+type gpos struct {
+	q      *gqueue
+	b      *gband
+	f      *gflow
+	seq    uint64
+	at     int64 // when it entered the queue
+	tokens int64
+}
+
+func newGateway(c *Cluster, f *config.FlowControl) *gateway {
+	gw := &gateway{c: c, cfg: *f, bandCfg: map[int64]config.Band{}, ttl: f.TTL.US(), limit: f.Saturation.Limit,
+		where: map[*request.State]*gpos{}}
+	for _, b := range f.Bands {
+		gw.bandCfg[int64(b.Priority)] = b
+	}
+	if len(f.SLOTTFT) > 0 {
+		gw.slo = map[string]int64{}
+		for k, v := range f.SLOTTFT {
+			gw.slo[k] = v.US()
+		}
+	}
+	return gw
+}
+
+// saturation is g's pool saturation as the detector sees the router's board.
+func (gw *gateway) saturation(g *group) float64 {
+	s := &gw.cfg.Saturation
+	if s.Detector == "concurrency" {
+		return g.board.Concurrency(float64(s.MaxConcurrency))
+	}
+	return g.board.Utilization(s.QueueDepth, s.KVCache)
+}
+
+func (gw *gateway) queueOf(g *group) *gqueue {
+	if g.gate == nil {
+		g.gate = &gqueue{g: g}
+		gw.qs = append(gw.qs, g.gate)
+	}
+	return g.gate
+}
+
+// band returns q's band of priority p, made on first use.
+func (gw *gateway) band(q *gqueue, p int64) *gband {
+	i := sort.Search(len(q.bands), func(i int) bool { return q.bands[i].prio <= p })
+	if i < len(q.bands) && q.bands[i].prio == p {
+		return q.bands[i]
+	}
+	b := &gband{prio: p}
+	if bc, ok := gw.bandCfg[p]; ok {
+		b.maxReq, b.maxTok = bc.MaxRequests, bc.MaxTokens
+	}
+	q.bands = append(q.bands, nil)
+	copy(q.bands[i+1:], q.bands[i:])
+	q.bands[i] = b
+	return b
+}
+
+// flow returns b's flow of tenant (the band's only flow under global-strict).
+func (gw *gateway) flow(b *gband, tenant string) *gflow {
+	if gw.cfg.Fairness != "round-robin" {
+		tenant = ""
+	}
+	i := sort.Search(len(b.flows), func(i int) bool { return b.flows[i].tenant >= tenant })
+	if i < len(b.flows) && b.flows[i].tenant == tenant {
+		return b.flows[i]
+	}
+	f := &gflow{tenant: tenant}
+	b.flows = append(b.flows, nil)
+	copy(b.flows[i+1:], b.flows[i:])
+	b.flows[i] = f
+	return f
+}
+
+// key is r's ordering key in its flow.
+func (gw *gateway) key(r *request.State) int64 {
+	switch gw.cfg.Ordering {
+	case "edf":
+		d := int64(math.MaxInt64)
+		if r.Deadline != row.Null {
+			d = r.Deadline
+		}
+		if gw.ttl > 0 {
+			d = min(d, gw.c.now+gw.ttl)
+		}
+		return d
+	case "slo-deadline":
+		if t, ok := gw.slo[r.Req.SLOClass]; ok {
+			return r.Req.ArrivalUS + t
+		}
+		return math.MaxInt64
+	}
+	return gw.c.now
+}
+
+// gate takes an admitted, prioritised request of group g: false to route
+// it now (the queue is empty and the pool not saturated), true when the
+// gateway keeps it (queued, or rejected because the queue is full).
+func (gw *gateway) gate(r *request.State, g *group) bool {
+	c := gw.c
+	q := g.gate
+	if (q == nil || q.n == 0) && gw.saturation(g) < gw.limit {
+		return false
+	}
+	q = gw.queueOf(g)
+	b := gw.band(q, r.Prio)
+	tok := int64(r.Req.InputTokens)
+	if b.maxReq > 0 && b.n+1 > b.maxReq || b.maxTok > 0 && b.tokens+tok > b.maxTok {
+		gw.reject(r, fmt.Sprintf("flow control: priority band %d full (%d requests, %d tokens queued)", b.prio, b.n, b.tokens), "reject")
+		c.sum.GatewayFull++
+		return true
+	}
+	for gw.cfg.MaxRequests > 0 && q.n+1 > gw.cfg.MaxRequests || gw.cfg.MaxTokens > 0 && q.tokens+tok > gw.cfg.MaxTokens {
+		v := gw.victim(q, r.Prio)
+		if v == nil {
+			gw.reject(r, fmt.Sprintf("flow control: gateway queue full (%d requests, %d tokens queued)", q.n, q.tokens), "reject")
+			c.sum.GatewayFull++
+			return true
+		}
+		vp := gw.remove(v)
+		vb := vp.b.prio
+		c.sum.GatewayWaitUS += c.now - vp.at
+		gw.reject(v, fmt.Sprintf("flow control: shed from priority band %d for a request of priority %d (queue full)", vb, r.Prio), "shed")
+		c.sum.GatewayShed++
+	}
+	f := gw.flow(b, r.Req.TenantID)
+	gw.seq++
+	f.h.Push(gitem{key: gw.key(r), seq: gw.seq, r: r})
+	f.n++
+	b.n++
+	b.tokens += tok
+	q.n++
+	q.tokens += tok
+	gw.queued++
+	gw.where[r] = &gpos{q: q, b: b, f: f, seq: gw.seq, at: c.now, tokens: tok}
+	r.Phase = request.Arriving
+	c.sum.GatewayQueued++
+	if gw.ttl > 0 {
+		c.h.push(c.now+gw.ttl, evGateTTL, -1, r)
+	}
+	if dec := c.opts.Decisions; dec != nil {
+		dec.FlowControl(c.now, r, "enqueue", fmt.Sprintf("pool saturation %.3f ≥ %g or requests queued ahead: waits in band %d", gw.saturation(g), gw.limit, b.prio), b.prio)
+	}
+	if c.checks {
+		gw.check(q)
+	}
+	return true
+}
+
+// victim is the request a full queue sheds for a newcomer of priority p:
+// the newest of the lowest sheddable band (priority < 0) below p, or nil.
+func (gw *gateway) victim(q *gqueue, p int64) *request.State {
+	for i := len(q.bands) - 1; i >= 0; i-- {
+		b := q.bands[i]
+		if b.prio >= 0 || b.prio >= p {
+			return nil
+		}
+		if b.n == 0 {
+			continue
+		}
+		var best *request.State
+		var bs uint64
+		for _, f := range b.flows {
+			for j := range f.h.S {
+				it := &f.h.S[j]
+				if gw.live(it) && it.seq > bs {
+					best, bs = it.r, it.seq
+				}
+			}
+		}
+		return best
+	}
+	return nil
+}
+
+func (gw *gateway) live(it *gitem) bool {
+	p := gw.where[it.r]
+	return p != nil && p.seq == it.seq
+}
+
+// remove takes r out of the queue's counts (its heap entry goes stale).
+func (gw *gateway) remove(r *request.State) *gpos {
+	p := gw.where[r]
+	delete(gw.where, r)
+	p.f.n--
+	p.b.n--
+	p.b.tokens -= p.tokens
+	p.q.n--
+	p.q.tokens -= p.tokens
+	gw.queued--
+	return p
+}
+
+func (gw *gateway) reject(r *request.State, why, action string) {
+	c := gw.c
+	if dec := c.opts.Decisions; dec != nil {
+		dec.FlowControl(c.now, r, action, why, r.Prio)
+	}
+	r.Status, r.Reason = row.StatusRejected, why
+	r.Finished = c.now // when the client hears it
+	c.terminal(r)
+}
+
+// cancel forgets a queued request whose client gave up.
+func (gw *gateway) cancel(r *request.State) {
+	if gw.where[r] != nil {
+		p := gw.remove(r)
+		gw.c.sum.GatewayWaitUS += gw.c.now - p.at
+	}
+}
+
+// expire rejects r if it is still queued from the same enqueue TTL ago.
+func (gw *gateway) expire(r *request.State) {
+	p := gw.where[r]
+	if p == nil || p.at+gw.ttl != gw.c.now {
+		return // dispatched (or queued again since)
+	}
+	gw.remove(r)
+	gw.c.sum.GatewayWaitUS += gw.ttl
+	gw.c.sum.GatewayExpired++
+	gw.reject(r, fmt.Sprintf("flow control: waited the gateway's TTL (%s) in priority band %d", gw.cfg.TTL, p.b.prio), "expire")
+}
+
+// pop takes q's next request: the highest band with requests, its flow by
+// the fairness policy, that flow's first by the ordering policy.
+func (gw *gateway) pop(q *gqueue) *request.State {
+	for _, b := range q.bands {
+		if b.n == 0 {
+			continue
+		}
+		f := b.flows[0]
+		if len(b.flows) > 1 {
+			// Round-robin: the first tenant after the last served that has
+			// requests, in tenant order (llm-d sorts its flow keys).
+			k := sort.Search(len(b.flows), func(i int) bool { return b.flows[i].tenant > b.last })
+			if !b.served {
+				k = 0
+			}
+			for j := 0; j < len(b.flows); j++ {
+				if f = b.flows[(k+j)%len(b.flows)]; f.n > 0 {
+					break
+				}
+			}
+			b.last, b.served = f.tenant, true
+		}
+		for {
+			it := f.h.Pop()
+			if gw.live(&it) {
+				return it.r
+			}
+		}
+	}
+	return nil
+}
+
+// dispatch routes queued requests while their pools are not saturated.
+func (gw *gateway) dispatch() {
+	if gw.busy {
+		return
+	}
+	gw.busy = true
+	defer func() { gw.busy = false }()
+	c := gw.c
+	for _, q := range gw.qs {
+		for q.n > 0 && c.err == nil {
+			if c.liveView {
+				c.refreshDirty()
+			}
+			s := gw.saturation(q.g)
+			if s >= gw.limit {
+				break
+			}
+			r := gw.pop(q)
+			p := gw.remove(r)
+			if c.checks {
+				for _, b := range q.bands {
+					if b == p.b {
+						break
+					}
+					if b.n > 0 {
+						c.fail(fmt.Errorf("invariant violated: gateway dispatched %s from band %d while band %d holds %d", r.Req.ID, p.b.prio, b.prio, b.n))
+						return
+					}
+				}
+				gw.check(q)
+			}
+			c.sum.GatewayWaitUS += c.now - p.at
+			if dec := c.opts.Decisions; dec != nil {
+				dec.FlowControl(c.now, r, "dispatch", fmt.Sprintf("pool saturation %.3f < %g after %d µs in band %d", s, gw.limit, c.now-p.at, p.b.prio), c.now-p.at)
+			}
+			if q.g.sel != nil && c.pd.decide(r, q.g.sel, q.g) {
+				continue // kept on its decode replica (pd.go), or c.err
+			}
+			c.cur, c.curG = r, q.g
+			view := q.g.board.View(c.now, c.oracleFor(q.g), c.opts.Decisions != nil)
+			c.route(r, q.g, policy.NewRequestView(&r.Req, c.now, c.pbFn), view)
+		}
+	}
+	if c.snapEvery > 0 && gw.queued > 0 && gw.wakeAt < c.snapAt {
+		// A snapshot view changes only at the next snapshot, which is taken
+		// before the next event: make sure there is one then, or requests
+		// would wait for an event that may never come.
+		gw.wakeAt = c.snapAt
+		c.h.push(c.snapAt, evGateWake, -1, nil)
+	}
+}
+
+// check asserts q's counts (--check-invariants).
+func (gw *gateway) check(q *gqueue) {
+	n, tok := 0, int64(0)
+	for _, b := range q.bands {
+		fn := 0
+		for _, f := range b.flows {
+			fn += f.n
+		}
+		if fn != b.n {
+			gw.c.fail(fmt.Errorf("invariant violated: gateway band %d counts %d requests, its flows %d", b.prio, b.n, fn))
+		}
+		if b.maxReq > 0 && b.n > b.maxReq || b.maxTok > 0 && b.tokens > b.maxTok {
+			gw.c.fail(fmt.Errorf("invariant violated: gateway band %d holds %d requests, %d tokens (bounds %d, %d)", b.prio, b.n, b.tokens, b.maxReq, b.maxTok))
+		}
+		n += b.n
+		tok += b.tokens
+	}
+	if n != q.n || tok != q.tokens {
+		gw.c.fail(fmt.Errorf("invariant violated: gateway queue counts %d requests, %d tokens; its bands %d, %d", q.n, q.tokens, n, tok))
+	}
+	if m := gw.cfg.MaxRequests; m > 0 && q.n > m || gw.cfg.MaxTokens > 0 && q.tokens > gw.cfg.MaxTokens {
+		gw.c.fail(fmt.Errorf("invariant violated: gateway queue holds %d requests, %d tokens (bounds %d, %d)", q.n, q.tokens, gw.cfg.MaxRequests, gw.cfg.MaxTokens))
+	}
+}
+
+// queuedIn counts g's requests queued at the gateway.
+func (gw *gateway) queuedIn(g *group) int {
+	if gw == nil || g.gate == nil {
+		return 0
+	}
+	return g.gate.n
+}
+
+// finish names the reason of requests still queued when the run ends.
+func (gw *gateway) finish() {
+	for _, q := range gw.qs {
+		for _, b := range q.bands {
+			for _, f := range b.flows {
+				for i := range f.h.S {
+					if it := &f.h.S[i]; gw.live(it) {
+						it.r.Reason = fmt.Sprintf("queued at the gateway (flow control, priority band %d)", b.prio)
+					}
+				}
+			}
+		}
+	}
+}
+
+// clone copies the gateway for Cluster.Clone (requests through m).
+func (gw *gateway) clone(m *request.Clone, d *Cluster, grpMap map[*group]*group) *gateway {
+	x := *gw
+	x.c = d
+	x.where = make(map[*request.State]*gpos, len(gw.where))
+	x.qs = make([]*gqueue, len(gw.qs))
+	for i, q := range gw.qs {
+		y := &gqueue{g: grpMap[q.g], n: q.n, tokens: q.tokens}
+		y.g.gate = y
+		for _, b := range q.bands {
+			yb := *b
+			yb.flows = make([]*gflow, len(b.flows))
+			for j, f := range b.flows {
+				yf := &gflow{tenant: f.tenant, n: f.n}
+				yf.h.S = make([]gitem, len(f.h.S))
+				for k, it := range f.h.S {
+					yf.h.S[k] = gitem{key: it.key, seq: it.seq, r: m.Map(it.r)}
+					if p := gw.where[it.r]; p != nil && p.seq == it.seq {
+						x.where[yf.h.S[k].r] = &gpos{q: y, b: &yb, f: yf, seq: p.seq, at: p.at, tokens: p.tokens}
+					}
+				}
+				yb.flows[j] = yf
+			}
+			y.bands = append(y.bands, &yb)
+		}
+		x.qs[i] = y
+	}
+	return &x
+}

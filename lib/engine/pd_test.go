@@ -56,6 +56,12 @@ func TestPDConfigErrors(t *testing.T) {
 			"deployments[0].pools: an encode pool encodes images for a monolithic or prefill pool"},
 		{"encode tokens", pdBase + "    pools: [{role: encode, replicas: 1, latency: {image_encode_us: 1000}}, {role: monolithic, replicas: 1}]\n    encode: {tokens_per_image: 0}\n",
 			"c.yaml:6: deployments[0].encode.tokens_per_image: expected the image tokens in the prompt"},
+		{"planner on a monolithic pool", pdBase + "    pools: [{role: monolithic, replicas: 1, max_replicas: 2, autoscaler: {policy: planner}}]\n",
+			"c.yaml:5: deployments[0].pools[0].autoscaler.policy: the planner sizes prefill and decode pools"},
+		{"planner without itl", pdBase + "    pools:\n      - {role: prefill, replicas: 1, max_replicas: 2, autoscaler: {policy: planner}}\n      - {role: decode, replicas: 1, max_replicas: 2, autoscaler: {policy: planer}}\n",
+			"c.yaml:7: deployments[0].pools[1].autoscaler.policy: did you mean planner?"},
+		{"planner decode without itl", pdBase + "    pools:\n      - {role: prefill, replicas: 1, max_replicas: 2, autoscaler: {policy: planner}}\n      - {role: decode, replicas: 1, max_replicas: 2, autoscaler: {policy: planner}}\n",
+			"c.yaml:7: deployments[0].pools[1].autoscaler: the planner sizes a decode pool for an inter-token latency: set slo.itl"},
 		{"encode on a deployment without one", pdBase + "    pools: [{role: monolithic, replicas: 1}]\n    encode: {tokens_per_image: 576}\n",
 			"c.yaml:6: deployments[0].encode: only used by a deployment with an encode pool"},
 	} {

@@ -358,9 +358,6 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				return nil, err
 			}
 			dep.pd.route = policy.Clone(c.routing)
-			if c.sc != nil {
-				return nil, fmt.Errorf("%s: prefill/decode pools cannot be autoscaled (or report scale events) yet", cfg.DeploymentKey(i, "pools"))
-			}
 		}
 		if d.KV != nil && d.KV.HasTiers() {
 			di := i

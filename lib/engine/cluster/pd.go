@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/kv"
@@ -23,11 +24,29 @@ type disagg struct {
 	linkFree []int64            // per prefill replica: its outgoing link is busy until
 	incoming [][]*request.State // per decode replica: hand-offs waiting for its blocks
 	links    *links             // fair sharing (pdlink.go); nil when every link is fifo
+	// bound counts, per decode replica, the requests bound to it that have
+	// not reached it (prefilling, or in transfer): a draining decode
+	// replica stops only when none is left. orphans are hand-offs waiting
+	// for a decode replica to serve (an autoscaled decode pool at zero).
+	bound   []int32
+	orphans []*request.State
+	// quiet is a replica being killed (evict): P/D code neither starts a
+	// step on it nor stops it meanwhile; -1 otherwise.
+	quiet int32
+}
+
+// kick starts a step on rep if it can (Cluster.kick), unless it is being
+// killed.
+func (dg *disagg) kick(rep *replica.Replica) {
+	if rep.Index != dg.quiet {
+		dg.c.kick(rep)
+	}
 }
 
 func newDisagg(c *Cluster) *disagg {
 	n := len(c.reps)
-	dg := &disagg{c: c, outQ: make([]int32, n), linkFree: make([]int64, n), incoming: make([][]*request.State, n)}
+	dg := &disagg{c: c, outQ: make([]int32, n), linkFree: make([]int64, n), incoming: make([][]*request.State, n),
+		bound: make([]int32, n), quiet: -1}
 	for _, d := range c.deps {
 		if d.pd != nil && d.pd.fair && dg.links == nil {
 			dg.links = newLinks(c)
@@ -49,7 +68,10 @@ func (dg *disagg) event(ev *event) {
 // clone copies the part for d, a clone of its cluster (m maps requests).
 func (dg *disagg) clone(d *Cluster, m *request.Clone) *disagg {
 	x := &disagg{c: d, outQ: append([]int32(nil), dg.outQ...), linkFree: append([]int64(nil), dg.linkFree...),
-		incoming: make([][]*request.State, len(dg.incoming))}
+		incoming: make([][]*request.State, len(dg.incoming)), bound: append([]int32(nil), dg.bound...), quiet: -1}
+	for _, r := range dg.orphans {
+		x.orphans = append(x.orphans, m.Map(r))
+	}
 	if dg.links != nil {
 		x.links = dg.links.clone(m)
 	}
@@ -179,6 +201,9 @@ func newPD(cfg *config.Cluster, i int, d *config.Deployment) (*pdState, error) {
 func (dg *disagg) pickDecode(r *request.State, dep *Deployment) {
 	c := dg.c
 	g := dep.pd.decode
+	if g.board.Len() == 0 {
+		return // an autoscaled decode pool at zero: the caller waits
+	}
 	if c.liveView {
 		c.refreshDirty()
 	}
@@ -193,7 +218,7 @@ func (dg *disagg) pickDecode(r *request.State, dep *Deployment) {
 		c.fail(fmt.Errorf("routing policy %s returned decode candidate %d of %d", c.routingName, rd.Target, len(g.members)))
 		return
 	}
-	r.PD.DReplica = g.members[rd.Target]
+	dg.bind(r, g.members[rd.Target])
 	if dec := c.opts.Decisions; dec != nil {
 		dep.keys.Ensure(r)
 		dec.Disagg(c.now, r, decisionDecode, view, rd.Target, "route", rd.Reason, int64(view.CachedBlocks(rd.Target)))
@@ -206,24 +231,82 @@ func (dg *disagg) pickDecode(r *request.State, dep *Deployment) {
 // decider); on a decode replica (kept local by the decider) it is an
 // ordinary request. False: the run failed (c.err).
 func (dg *disagg) placed(r *request.State, dep *Deployment, rep *replica.Replica) bool {
+	c := dg.c
 	if rep.Role == replica.Decode {
 		r.PrefillOnly = false
 		return true
 	}
-	d := int32(-1)
 	if dep.pd.selective {
-		d = r.PD.DReplica // chosen by the decider
+		r.PD.PReplica = rep.Index // decide gave r its hand-off state and decode replica
+	} else {
+		dg.unbind(r) // a redirected request's earlier decode replica
+		r.NewHandoff().PReplica = rep.Index
 	}
 	r.PrefillOnly = r.Req.OutputTokens > 0
-	h := r.NewHandoff()
-	h.PReplica, h.DReplica = rep.Index, d
-	if dep.pd.decodeFirst && r.PrefillOnly && d < 0 {
+	if r.PrefillOnly {
+		// It decodes with its whole sequence's KV on a decode replica.
+		dp := dep.decodePool()
+		B := int64(dp.engine.BlockSize)
+		tokens := int64(r.Req.InputTokens) + int64(r.Req.OutputTokens) - 1
+		if need := (tokens + B - 1) / B; need > dp.engine.KVBlocks {
+			dg.unbind(r)
+			r.Status = row.StatusDropped
+			r.Reason = fmt.Sprintf("needs %d KV blocks (%d tokens), a decode replica of %s has %d", need, tokens, dep.ID, dp.engine.KVBlocks)
+			c.terminal(r)
+			return false
+		}
+	}
+	if dep.pd.decodeFirst && r.PrefillOnly && r.PD.DReplica < 0 {
 		dg.pickDecode(r, dep)
 		if r.PD.DReplica < 0 {
+			if c.err == nil {
+				c.fail(fmt.Errorf("internal error: request %s placed with no decode replica serving", r.Req.ID))
+			}
 			return false
 		}
 	}
 	return true
+}
+
+// decodePool is the deployment's decode pool.
+func (d *Deployment) decodePool() *dpool {
+	for i := range d.pools {
+		if d.pools[i].role == replica.Decode {
+			return &d.pools[i]
+		}
+	}
+	return nil
+}
+
+// bind makes decode replica d r's: r counts among the requests d must
+// receive before it may stop.
+func (dg *disagg) bind(r *request.State, d int32) {
+	r.PD.DReplica, r.PD.Bound = d, true
+	dg.bound[d]++
+}
+
+// unbind ends r's count on its decode replica: r reached it, left, or
+// goes elsewhere; a draining replica waiting for it may stop.
+func (dg *disagg) unbind(r *request.State) {
+	c := dg.c
+	if r.PD == nil || !r.PD.Bound {
+		return
+	}
+	r.PD.Bound = false
+	d := r.PD.DReplica
+	dg.bound[d]--
+	if c.sc != nil && c.reps[d].State == replica.Draining && !c.reps[d].Busy() && d != dg.quiet {
+		c.sc.drainedCheck(c.reps[d])
+	}
+}
+
+// pdBusy reports whether rep still takes part in a hand-off: a prefill
+// replica holding source blocks of transfers, a decode replica with
+// requests bound to it or waiting for its blocks (a draining replica waits
+// for them).
+func (dg *disagg) pdBusy(rep *replica.Replica) bool {
+	i := rep.Index
+	return dg.outQ[i] > 0 || dg.bound[i] > 0 || len(dg.incoming[i]) > 0
 }
 
 // decide is the decider of a selective P/D deployment dep for r, admitted
@@ -239,13 +322,17 @@ func (dg *disagg) placed(r *request.State, dep *Deployment, rep *replica.Replica
 func (dg *disagg) decide(r *request.State, dep *Deployment, g *group) bool {
 	c := dg.c
 	pd := dep.pd
+	dg.unbind(r) // a redirected request's earlier decode replica
 	r.NewHandoff()
-	if r.Req.OutputTokens == 0 {
+	if r.Req.OutputTokens == 0 && g.board.Len() > 0 {
 		return false // a prefill-only request: nothing to decode
 	}
 	dg.pickDecode(r, dep)
 	if r.PD.DReplica < 0 {
-		return true // c.err
+		if c.err == nil {
+			c.fail(fmt.Errorf("internal error: request %s decided with no decode replica serving", r.Req.ID))
+		}
+		return true
 	}
 	d := c.reps[r.PD.DReplica]
 	dep.keys.Ensure(r)
@@ -255,6 +342,8 @@ func (dg *disagg) decide(r *request.State, dep *Deployment, g *group) bool {
 	remote := uncached >= pd.threshold
 	var reason string
 	switch {
+	case g.board.Len() == 0:
+		remote, reason = false, "no prefill replica serving (an autoscaled pool at zero)"
 	case pd.threshold == math.MaxInt64:
 		reason = "decider never"
 	case remote:
@@ -279,6 +368,7 @@ func (dg *disagg) decide(r *request.State, dep *Deployment, g *group) bool {
 		c.oracleFor(g)
 		return false
 	}
+	dg.unbind(r) // an ordinary request on d from now
 	dec := c.opts.Decisions
 	pos := int(c.gpos[d.Index])
 	if dec != nil {
@@ -328,11 +418,21 @@ func (dg *disagg) handoff(r *request.State, p *replica.Replica) {
 	if r.PD.DReplica < 0 {
 		dg.pickDecode(r, dep)
 		if r.PD.DReplica < 0 {
-			return // c.err
+			if c.err == nil {
+				dg.orphans = append(dg.orphans, r) // the decode pool is at zero
+			}
+			return
 		}
 	}
+	dg.toDecode(r, dep)
+}
+
+// toDecode sends a handed-off request to its decode replica: it asks for
+// the replica's blocks (or has them, reserved during its prefill) and its
+// KV goes on the link once it has them.
+func (dg *disagg) toDecode(r *request.State, dep *Deployment) {
 	r.Replica = r.PD.DReplica
-	d := c.reps[r.PD.DReplica]
+	d := dg.c.reps[r.PD.DReplica]
 	switch {
 	case r.KV.Blocks() > 0:
 		// Reserved during the prefill (chunk, stream): the last chunk's
@@ -568,8 +668,9 @@ func (dg *disagg) xferDone(r *request.State) {
 	}
 	r.Computed = r.Req.InputTokens - 1
 	d.Sched.Resume(r)
+	dg.unbind(r) // after it is on d: a draining d must not stop before
 	c.markDirty(d.Index)
-	c.kick(d)
+	dg.kick(d)
 }
 
 // checkReady checks the hand-off rule as the decode replica takes r: never
@@ -591,6 +692,12 @@ func (dg *disagg) checkReady(r *request.State) {
 // releaseSource frees r's blocks on its prefill replica p and lets p take
 // new prefills again once its outgoing queue is short.
 func (dg *disagg) releaseSource(r *request.State, p *replica.Replica) {
+	dg.freeSource(r, p)
+	dg.kick(p)
+}
+
+// freeSource is releaseSource without starting a step on p.
+func (dg *disagg) freeSource(r *request.State, p *replica.Replica) {
 	c := dg.c
 	p.Sched.KV().Release(&r.PD.XferKV)
 	dg.outQ[p.Index]--
@@ -598,7 +705,49 @@ func (dg *disagg) releaseSource(r *request.State, p *replica.Replica) {
 		p.Sched.Hold(false)
 	}
 	c.markDirty(p.Index)
-	c.kick(p)
+}
+
+// leave tidies the P/D state of r as it reaches a final state: its count on
+// its decode replica, and its transfer (dropTransfer).
+func (dg *disagg) leave(r *request.State) {
+	dg.unbind(r)
+	if r.IsPD() && (r.PD.XferKV.Blocks() > 0 || r.PrefillOnly && r.PD.XferQueued) {
+		dg.dropTransfer(r)
+	}
+}
+
+// orphansOf counts dep's hand-offs waiting for a decode replica.
+func (dg *disagg) orphansOf(dep *Deployment) int {
+	n := 0
+	for _, r := range dg.orphans {
+		if dg.c.deps[dg.c.reps[r.PD.PReplica].Deployment] == dep {
+			n++
+		}
+	}
+	return n
+}
+
+// adoptOrphans gives the hand-offs that waited for a decode replica of
+// dep one, now that its decode pool serves again.
+func (dg *disagg) adoptOrphans(dep *Deployment) {
+	c := dg.c
+	k := 0
+	for _, r := range dg.orphans {
+		if c.deps[c.reps[r.PD.PReplica].Deployment] != dep || c.err != nil {
+			dg.orphans[k] = r
+			k++
+			continue
+		}
+		dg.pickDecode(r, dep)
+		if r.PD.DReplica < 0 {
+			dg.orphans[k] = r
+			k++
+			continue
+		}
+		dg.toDecode(r, dep)
+	}
+	clear(dg.orphans[k:])
+	dg.orphans = dg.orphans[:k]
 }
 
 // dropTransfer ends the transfer side of a P/D request that leaves early
@@ -637,7 +786,7 @@ func (dg *disagg) unreserve(r *request.State) {
 	r.PD.XferQueued, r.PD.XferTok = false, 0
 	c.markDirty(d.Index)
 	dg.admitIncoming(d)
-	c.kick(d)
+	dg.kick(d)
 }
 
 // unqueue takes r out of decode replica d's incoming queue.
@@ -656,6 +805,12 @@ func (dg *disagg) unqueue(r *request.State, d *replica.Replica) {
 // cancelTransfer drops a request whose client gave up during its hand-off.
 func (dg *disagg) cancelTransfer(r *request.State) {
 	c := dg.c
+	if r.PD.DReplica < 0 {
+		// Waiting for a decode replica to serve.
+		dg.orphans = slices.DeleteFunc(dg.orphans, func(x *request.State) bool { return x == r })
+		dg.releaseSource(r, c.reps[r.PD.PReplica])
+		return
+	}
 	d := c.reps[r.PD.DReplica]
 	dg.dropFlows(r)
 	if r.KV.Blocks() > 0 {
@@ -665,7 +820,7 @@ func (dg *disagg) cancelTransfer(r *request.State) {
 	}
 	dg.releaseSource(r, c.reps[r.PD.PReplica])
 	dg.admitIncoming(d)
-	c.kick(d)
+	dg.kick(d)
 }
 
 // pdResult fills a P/D request's result columns.
@@ -724,4 +879,102 @@ func (d *Deployment) imageEncodeUS(rep *replica.Replica, cfg *config.Deployment)
 		return 0
 	}
 	return us
+}
+
+// rebind frees the requests bound to decode replica rep (draining with
+// redirect) that have not been handed off yet: they choose a decode
+// replica again at their hand-off; a reservation made for them is given
+// back (what was sent is sent again).
+func (dg *disagg) rebind(rep *replica.Replica) {
+	c := dg.c
+	for _, r := range dg.boundTo(rep) {
+		if r.Phase == request.Transfer {
+			continue // handed off: it finishes on rep
+		}
+		if r.PrefillOnly {
+			dg.unreserve(r)
+		}
+		dg.unbind(r)
+		r.PD.DReplica = -1
+		c.markDirty(r.Replica)
+	}
+}
+
+// evict takes rep's part in hand-offs away as it is killed (drain
+// immediate, or a drain's timeout): a hand-off in transfer to or from it is
+// dropped (counted with the drain's drops); a request still prefilling for
+// a decode replica rep chooses another at its hand-off; a pipelined request
+// already decoding elsewhere keeps what has arrived (its source blocks are
+// freed now: the rest was on the wire).
+func (dg *disagg) evict(rep *replica.Replica, reason string) {
+	c := dg.c
+	// rep is idle and about to stop (the scaler keeps it quiet meanwhile):
+	// its blocks are freed with its store.
+	drop := func(r *request.State) {
+		p := c.reps[r.PD.PReplica]
+		dg.dropFlows(r)
+		if r.PD.DReplica < 0 {
+			dg.orphans = slices.DeleteFunc(dg.orphans, func(x *request.State) bool { return x == r })
+		} else {
+			d := c.reps[r.PD.DReplica]
+			if r.KV.Blocks() > 0 {
+				d.Sched.KV().Release(&r.KV)
+			} else {
+				dg.unqueue(r, d)
+			}
+			if d != rep {
+				dg.admitIncoming(d)
+			}
+			dg.kick(d)
+		}
+		dg.freeSource(r, p)
+		dg.kick(p)
+		r.Status, r.Reason, r.Finished = row.StatusDropped, reason, c.now
+		c.sum.DrainDropped++
+		c.terminal(r)
+	}
+	if rep.Role == replica.Decode {
+		for _, r := range dg.boundTo(rep) {
+			switch {
+			case r.Phase == request.Transfer:
+				drop(r)
+			case r.Replica != rep.Index:
+				if r.PrefillOnly {
+					dg.unreserve(r)
+				}
+				dg.unbind(r)
+				r.PD.DReplica = -1
+			}
+		}
+		return
+	}
+	var srcs []*request.State
+	for r := c.liveH; r != nil; r = r.LNext {
+		if r.IsPD() && r.PD.PReplica == rep.Index && r.PD.XferKV.Blocks() > 0 && (r.Phase == request.Transfer || r.Replica != rep.Index) {
+			srcs = append(srcs, r)
+		}
+	}
+	for _, r := range srcs {
+		if r.Phase == request.Transfer {
+			drop(r)
+			continue
+		}
+		dg.dropFlows(r)
+		dg.freeSource(r, rep)
+	}
+}
+
+// boundTo lists the live requests bound to decode replica rep.
+func (dg *disagg) boundTo(rep *replica.Replica) []*request.State {
+	c := dg.c
+	var out []*request.State
+	if dg.bound[rep.Index] == 0 {
+		return nil
+	}
+	for r := c.liveH; r != nil; r = r.LNext {
+		if r.PD != nil && r.PD.Bound && r.PD.DReplica == rep.Index {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -90,8 +90,8 @@ func (c *Cluster) arrive(r *request.State) {
 		return
 	}
 	if c.sc != nil {
-		c.sc.scaleArrival(g)
-		if g.board.Len() == 0 {
+		c.sc.scaleArrival(g, r)
+		if !c.sc.canServe(g) {
 			c.sc.hold(g, r) // no replica serving: wait at the router (scale.go)
 			return
 		}
@@ -184,6 +184,9 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 	kv := rep.Sched.KV()
 	B := int64(kv.BlockSize())
 	tokens := int64(r.Req.InputTokens) + int64(max(r.Req.OutputTokens, 1)) - 1
+	if dep.pd != nil && rep.Role == replica.Prefill && r.Req.OutputTokens > 0 {
+		tokens = int64(r.Req.InputTokens) // its prompt's KV only here; placed checks the decode pool's
+	}
 	need := (tokens + B - 1) / B
 	if need > int64(kv.Total()) || tokens > math.MaxInt32-B {
 		r.Status = row.StatusDropped

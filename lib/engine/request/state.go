@@ -196,6 +196,9 @@ type Handoff struct {
 	// whole prompt is on the links (its transfer ends with its last flow).
 	Flows    int32
 	XferLast bool
+	// Bound: counted among the requests bound to DReplica that have not
+	// reached it (a draining decode replica waits for them).
+	Bound bool
 }
 
 func (t *Handoff) reset() {

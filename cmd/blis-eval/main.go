@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -24,9 +25,9 @@ func app() *cli.App {
 		Name:      "blis-eval",
 		Usage:     "evaluate a policy candidate: simulate, score with a fitness spec, print one JSON object",
 		UsageText: "blis-eval --cluster c.yaml [--policy bundle.yaml] --fitness f.yaml [--seeds N] requests.arrow\n   blis-eval --cluster c.yaml --fitness f.yaml --workload spec.yaml [--seeds N]",
-		Description: "Prints {valid, error?, fitness, primary, metrics, ci95?, seeds, summary, artifacts}. A candidate that\n" +
-			"fails (its config does not load, the run fails, a constraint is violated) gives valid: false\n" +
-			"and exit 0; bad usage of blis-eval itself exits 2.",
+		Description: "Prints {valid, error?, fitness, primary, metrics, ci95?, seeds, notes?, summary, artifacts}. A candidate that\n" +
+			"fails (its config does not load, the run fails, a constraint is violated, it runs past --timeout or\n" +
+			"--max-run-steps) gives valid: false and exit 0; bad usage of blis-eval itself exits 2.",
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cluster", Aliases: []string{"c"}, Usage: "cluster YAML of the candidate", Required: true},
@@ -37,6 +38,8 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "artifacts", Usage: "keep the results, decisions, anomalies and summary in `DIR` (their paths are in the JSON's artifacts)", DefaultText: "none kept: a temporary directory, removed on exit"},
 			&cli.Float64Flag{Name: "regret-sample", Usage: "fraction of routing decisions replayed for counterfactual regret", DefaultText: "0, none"},
 			&cli.StringFlag{Name: "summary-strategy", Value: summary.IssueFocused, Usage: "summary strategy: " + strings.Join(summary.Strategies, ", ")},
+			&cli.StringFlag{Name: "timeout", Usage: "wall-clock budget of the whole evaluation (`DURATION`: 5s, 2m): past it the run stops and the candidate is valid: false", DefaultText: "none"},
+			&cli.Uint64Flag{Name: "max-run-steps", Usage: "Starlark steps the candidate's policies may take in one replication, all stages and calls together (caps the bundle's sandbox.max_run_steps); over it the candidate is valid: false", DefaultText: "the bundle's, or none"},
 		},
 		Action: run,
 	}
@@ -49,7 +52,14 @@ func run(c *cli.Context) error {
 	}
 	o := eval.Options{Cluster: c.String("cluster"), Policy: c.String("policy"), Fitness: spec, Workload: c.String("workload"),
 		Seeds: c.Int("seeds"), Artifacts: c.String("artifacts"), RegretSample: c.Float64("regret-sample"),
-		Strategy: c.String("summary-strategy"), Args: os.Args[1:]}
+		Strategy: c.String("summary-strategy"), Args: os.Args[1:], MaxRunSteps: c.Uint64("max-run-steps")}
+	if s := c.String("timeout"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return cliutil.Usage("--timeout: expected a positive duration such as 5s or 2m, found %q", s)
+		}
+		o.Timeout = d
+	}
 	switch {
 	case c.NArg() == 1:
 		o.Requests = c.Args().First()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blis-sim/blis/internal/cliutil"
 )
@@ -248,5 +249,47 @@ func TestPythonExamples(t *testing.T) {
 		if strings.HasPrefix(e.Name(), "blis-eval-") || strings.HasPrefix(e.Name(), "blis-evolve-") || strings.HasPrefix(e.Name(), "blis-gepa-") {
 			t.Errorf("the examples left %s in the temporary directory", e.Name())
 		}
+	}
+}
+
+// TestBudgets: a legal but runaway candidate (examples/evolve/candidates/
+// runaway.star: about 850,000 Starlark steps a call, 10 s of evaluation)
+// is stopped by --timeout — valid: false with the reason, exit 0, soon
+// after the limit — and by --max-run-steps; a normal candidate passes
+// both.
+func TestBudgets(t *testing.T) {
+	dir := t.TempDir()
+	bundle := func(star string) string {
+		p := filepath.Join(dir, star+".bundle.yaml")
+		abs, _ := filepath.Abs(evolve + "candidates/" + star)
+		os.WriteFile(p, []byte("id: "+star+"\nrouting: {kind: starlark, file: "+abs+"}\n"), 0o644)
+		return p
+	}
+	args := func(star string, extra ...string) []string {
+		return append([]string{"--cluster", evolve + "cluster.yaml", "--policy", bundle(star), "--fitness", evolve + "fitness.yaml",
+			"--workload", evolve + "workload.yaml", "--artifacts", t.TempDir()}, extra...)
+	}
+	const limit = time.Second
+	start := time.Now()
+	code, m, stderr := runEval(t, args("runaway.star", "--timeout", limit.String())...)
+	took := time.Since(start)
+	if code != 0 || m["valid"] != false || !strings.Contains(m["error"].(string), "timeout: the evaluation ran past --timeout 1s") {
+		t.Fatalf("--timeout: exit %d, %v, %s", code, m, stderr)
+	}
+	// Within a second of the limit on an idle machine (docs/evaluator.md);
+	// a loaded test machine gets slack.
+	if took > limit+5*time.Second {
+		t.Fatalf("--timeout 1s returned after %s", took)
+	}
+	code, m, stderr = runEval(t, args("runaway.star", "--max-run-steps", "5000000")...)
+	if code != 0 || m["valid"] != false || !strings.Contains(m["error"].(string), "whole-run step budget exceeded: more than 5000000 Starlark steps") {
+		t.Fatalf("--max-run-steps: exit %d, %v, %s", code, m, stderr)
+	}
+	code, m, stderr = runEval(t, args("good.star", "--timeout", "60s", "--max-run-steps", "5000000")...)
+	if code != 0 || m["valid"] != true {
+		t.Fatalf("a normal candidate within both budgets: exit %d, %v, %s", code, m, stderr)
+	}
+	if code, _, stderr = runEval(t, args("good.star", "--timeout", "soon")...); code != 2 || !strings.Contains(stderr, "--timeout: expected a positive duration") {
+		t.Fatalf("a bad --timeout: exit %d, %s", code, stderr)
 	}
 }

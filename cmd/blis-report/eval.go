@@ -68,7 +68,7 @@ func runFitness(c *cli.Context, f report.Format) error {
 		}
 		seen[p] = true
 	}
-	rs, err := fitness.Evaluate(paths, labels, spec, c.String("scale-events"))
+	rs, err := fitness.Evaluate(paths, labels, spec, fitness.Side{ScaleEvents: c.String("scale-events"), Anomalies: c.String("anomalies")})
 	if err != nil {
 		return cliutil.BadInput(err)
 	}

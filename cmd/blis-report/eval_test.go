@@ -77,10 +77,13 @@ func TestSummary(t *testing.T) {
 	if err != nil || string(want) != got {
 		t.Errorf("summary differs from %s (go test -update to rewrite):\n%s", golden, got)
 	}
-	for _, s := range []string{"decision_audit", "counterfactual"} {
+	for _, s := range []string{"decision_audit", "counterfactual", "pattern_mining"} {
 		code, out, stderr := runReport(t, append([]string{"--summary-strategy", s}, args...)...)
 		if code != 0 || !strings.Contains(out, "# Run summary ("+s+")") {
 			t.Errorf("%s: exit %d %s\n%s", s, code, stderr, out)
+		}
+		if s == "pattern_mining" && !strings.Contains(out, "## Recurring patterns behind the worst decisions\n\nThe worst 40 of 400 routing decisions") {
+			t.Errorf("pattern_mining:\n%s", out)
 		}
 	}
 }
@@ -112,6 +115,13 @@ func TestParetoAndErrors(t *testing.T) {
 	}
 	unknownClass := filepath.Join(t.TempDir(), "u.yaml")
 	os.WriteFile(unknownClass, []byte("objectives: [{metric: ttft_p99.premium, direction: min}]\n"), 0o644)
+	// Anomaly counts are objectives too, read from the run's anomalies table.
+	anom := filepath.Join(t.TempDir(), "a.yaml")
+	os.WriteFile(anom, []byte("objectives: [{metric: anomalies, direction: min}, {metric: rejection_rate, direction: min}]\nconstraints: [\"anomalies.preemption_storm <= 0\"]\n"), 0o644)
+	art := evalRun(t, "router: {routing: least-loaded}\n")
+	if code, out, stderr := runReport(t, "--format", "json", "--fitness", anom, "--anomalies", art["anomalies"], art["results"]); code != 0 || !strings.Contains(out, `"metric": "anomalies"`) {
+		t.Fatalf("anomaly objectives: exit %d, %s %s", code, out, stderr)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -119,6 +129,7 @@ func TestParetoAndErrors(t *testing.T) {
 		{[]string{"--fitness", evolve + "fitness.yaml", "--pareto"}, "no runs to rank"},
 		{[]string{"--fitness", unknownClass, good}, `no slo_class "premium": expected one of batch, interactive`},
 		{[]string{"--pareto", good}, "give --fitness FILE"},
+		{[]string{"--fitness", anom, good}, "anomalies: the anomaly counts come from the run's anomalies table"},
 		{[]string{"--summary", good, bad}, "expected one results table"},
 		{[]string{"--summary", "--summary-strategy", "vibes", good}, `--summary-strategy "vibes"`},
 		{[]string{"--summary", "--decisions", good, good}, "expected a decisions table"},

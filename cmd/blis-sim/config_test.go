@@ -30,7 +30,7 @@ func TestResultsSayWhatRan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []trace.SimDeployment{{ID: "qwen3-32b", Model: "qwen3-32b", GPU: "h100", TP: 2, Replicas: 3, Latency: "fitted:", KVBlocks: got[0].KVBlocks}}
+	want := []trace.SimDeployment{{ID: "qwen3-32b", Model: "qwen3-32b", GPU: "h100", TP: 2, Replicas: 3, Latency: "fitted:", KVBlocks: got[0].KVBlocks, SchedulingPolicy: "fcfs"}}
 	if len(got) == 1 && len(got[0].Latency) > len("fitted:") {
 		want[0].Latency = got[0].Latency // the shipped file found for qwen3-32b on h100 tp2
 	}
@@ -39,6 +39,14 @@ func TestResultsSayWhatRan(t *testing.T) {
 	}
 	if r := src.Meta().Get(trace.MetaSimRouter); r != "least-kv" {
 		t.Errorf("blis.sim.router = %q", r)
+	}
+	// What the summary's advice reads: the other stages, what the router
+	// weighs, how late it heard KV events.
+	for k, want := range map[string]string{trace.MetaSimAdmission: "always", trace.MetaSimPriority: "fcfs",
+		trace.MetaSimRouterSignals: "load,kv", trace.MetaSimKVEventDelay: "50000"} {
+		if got := src.Meta().Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
 	}
 	if src.Meta().Get(trace.MetaSorted) != "" {
 		t.Errorf("results carry blis.sorted: they come in the order requests end")

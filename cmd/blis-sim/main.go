@@ -38,6 +38,7 @@ func app() *cli.App {
 			&cli.BoolFlag{Name: "list-policies", Usage: "list every policy template with its parameters and ranges, and exit"},
 			&cli.StringFlag{Name: "horizon", Usage: "stop at this simulated time (e.g. 10m, or seconds; 0 = run to the end)", DefaultText: "0"},
 			&cli.StringFlag{Name: "snapshot-interval", Usage: "refresh the router's view of the instances this often (0 = live)", DefaultText: "0"},
+			&cli.StringFlag{Name: "kv-event-delay", Usage: "the router hears the replicas' KV-cache events this late (its prefix index, cached_blocks; 0 = live)", DefaultText: "50ms"},
 			&cli.StringFlag{Name: "client-timeout", Usage: "clients give up on requests not finished this long after arrival, unless a request has its own timeout_us (0 = never)", DefaultText: "0"},
 			&cli.IntFlag{Name: "max-in-flight", Usage: "the client sends at most `N` requests at a time: a request whose time has come waits for one to end (0 = no cap)", DefaultText: "the table's blis.max_in_flight"},
 			&cli.StringFlag{Name: "steps", Usage: "write the per-step table to `FILE`"},

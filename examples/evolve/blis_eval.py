@@ -6,19 +6,30 @@ policy bundle (YAML: templates, decision trees, Starlark; docs/policies.md),
 or a YAML ``router:`` section (appended to the base cluster YAML).
 Configuration comes from arguments or the environment: BLIS_EVAL (the
 blis-eval binary), BLIS_CLUSTER, BLIS_FITNESS, and BLIS_REQUESTS (a
-requests table) or BLIS_WORKLOAD (a blis-synth spec). Nothing is left in
+requests table) or BLIS_WORKLOAD (a blis-synth spec); the evaluation's
+budgets BLIS_TIMEOUT (wall clock, default 120s) and BLIS_MAX_RUN_STEPS
+(Starlark steps of a whole run, default 500000000). Nothing is left in
 the temporary directory after a call unless BLIS_KEEP_ARTIFACTS=1 (then
 each call's tables stay beside its candidate, and blis-eval's JSON names
 them): a search calls this thousands of times.
+
+A search loop must not stop on one candidate: every failure comes back as
+a result with "valid": false and an "error" (the candidate's own, or, with
+"harness_error": true, the harness's: blis-eval missing, failing, or
+killed past its budget), never as an exception.
 """
 
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INVALID_SCORE = -1e9  # what a search loop ranks an invalid candidate by
+# blis-eval stops a run at --timeout; the process is killed only if it
+# outlives that by this much (a hung machine, a bug).
+KILL_GRACE_S = 30
 
 
 def config(**over):
@@ -32,20 +43,43 @@ def config(**over):
         "seeds": int(os.environ.get("BLIS_SEEDS", "1")),
         "regret_sample": float(os.environ.get("BLIS_REGRET_SAMPLE", "0")),
         "strategy": os.environ.get("BLIS_SUMMARY_STRATEGY", "issue_focused"),
+        "timeout": os.environ.get("BLIS_TIMEOUT", "120s"),
+        "max_run_steps": int(os.environ.get("BLIS_MAX_RUN_STEPS", "500000000")),
         "keep_artifacts": os.environ.get("BLIS_KEEP_ARTIFACTS", "") not in ("", "0"),
     }
     c.update({k: v for k, v in over.items() if v is not None})
     return c
 
 
-def run(candidate_path, cfg=None, workdir=None):
-    """Evaluate the candidate; returns blis-eval's JSON object as a dict.
+def seconds(d):
+    """A Go duration such as 90s, 2m or 1m30s, in seconds."""
+    total, num = 0.0, ""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3}
+    i = 0
+    while i < len(d):
+        c = d[i]
+        if c.isdigit() or c == ".":
+            num += c
+            i += 1
+            continue
+        u = "ms" if d[i:i + 2] == "ms" else c
+        total += float(num) * units[u]
+        num, i = "", i + len(u)
+    return total + (float(num) if num else 0)
 
-    Raises RuntimeError when blis-eval itself fails (bad usage: exit 2),
-    or cannot be run: that is the harness's fault, not the candidate's.
+
+def failed(msg):
+    """A result for a candidate the harness could not evaluate."""
+    print("blis_eval: " + msg, file=sys.stderr)
+    return {"valid": False, "error": msg, "harness_error": True, "primary": None, "metrics": {}, "summary": ""}
+
+
+def run(candidate_path, cfg=None, workdir=None):
+    """Evaluate the candidate; returns blis-eval's JSON object as a dict,
+    or a result with "valid": False and "harness_error": True when
+    blis-eval could not run (missing, bad usage, killed past its budget).
     The files written for the call go to workdir (default: a temporary
-    directory, removed unless cfg["keep_artifacts"]).
-    """
+    directory, removed unless cfg["keep_artifacts"])."""
     cfg = cfg or config()
     if workdir is None:
         if cfg["keep_artifacts"]:
@@ -57,10 +91,17 @@ def run(candidate_path, cfg=None, workdir=None):
             "--summary-strategy", cfg["strategy"]]
     if cfg["keep_artifacts"]:
         args += ["--artifacts", os.path.join(workdir, "artifacts")]
+    if cfg["timeout"]:
+        args += ["--timeout", cfg["timeout"]]
+    if cfg["max_run_steps"]:
+        args += ["--max-run-steps", str(cfg["max_run_steps"])]
     if cfg["regret_sample"] > 0:
         args += ["--regret-sample", str(cfg["regret_sample"])]
-    with open(candidate_path) as f:
-        cand = f.read()
+    try:
+        with open(candidate_path) as f:
+            cand = f.read()
+    except OSError as e:
+        return failed("candidate %s: %s" % (candidate_path, e.strerror))
     if candidate_path.endswith(".star"):
         bundle = os.path.join(workdir, "candidate.bundle.yaml")
         with open(bundle, "w") as f:
@@ -80,14 +121,21 @@ def run(candidate_path, cfg=None, workdir=None):
         args.append(cfg["requests"])
     else:
         args += ["--workload", cfg["workload"]]
+    kill = seconds(cfg["timeout"]) + KILL_GRACE_S if cfg["timeout"] else None
     try:
-        p = subprocess.run(args, capture_output=True, text=True)
-    except OSError as e:  # not found, not executable
-        raise RuntimeError("cannot run blis-eval (%s): %s; build it with `make build` and set "
-                           "BLIS_EVAL=bin/blis-eval, or put it on PATH" % (cfg["blis_eval"], e.strerror or e)) from None
+        p = subprocess.run(args, capture_output=True, text=True, timeout=kill)
+    except FileNotFoundError:
+        return failed("blis-eval not found (%s): build it with make build and put bin/ on PATH, or set BLIS_EVAL" % cfg["blis_eval"])
+    except PermissionError:
+        return failed("blis-eval (%s) is not executable" % cfg["blis_eval"])
+    except subprocess.TimeoutExpired:
+        return failed("blis-eval did not stop within %g s of its --timeout %s: killed" % (KILL_GRACE_S, cfg["timeout"]))
     if p.returncode != 0:
-        raise RuntimeError("blis-eval failed (exit %d): %s" % (p.returncode, p.stderr.strip()))
-    return json.loads(p.stdout)
+        return failed("blis-eval failed (exit %d): %s" % (p.returncode, p.stderr.strip()))
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return failed("blis-eval printed no JSON object: %s" % p.stdout[:200])
 
 
 def is_router_section(text):

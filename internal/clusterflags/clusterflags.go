@@ -41,7 +41,7 @@ var deploymentFlags = []string{"replicas", "model", "gpu", "tp", "weight-dtype",
 	"max-num-seqs", "max-num-batched-tokens", "kv-blocks"}
 
 // Config reads --cluster and applies the flags set over it (the duration
-// flags horizon, snapshot-interval and client-timeout too, where the
+// flags horizon, snapshot-interval, kv-event-delay and client-timeout too, where the
 // command defines them).
 func Config(c *cli.Context) (config.Cluster, error) {
 	cfg := config.Default()
@@ -126,7 +126,7 @@ func Config(c *cli.Context) (config.Cluster, error) {
 	for _, d := range []struct {
 		flag string
 		dst  *config.Duration
-	}{{"horizon", &cfg.Horizon}, {"snapshot-interval", &cfg.SnapshotInterval}, {"client-timeout", &cfg.ClientTimeout}} {
+	}{{"horizon", &cfg.Horizon}, {"snapshot-interval", &cfg.SnapshotInterval}, {"kv-event-delay", &cfg.KVEventDelay}, {"client-timeout", &cfg.ClientTimeout}} {
 		if set(d.flag) {
 			v, err := config.ParseDuration(c.String(d.flag))
 			if err != nil {

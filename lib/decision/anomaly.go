@@ -20,6 +20,17 @@ type repState struct {
 	// recent results scheduled here (ring), for inversions and blocking
 	ring []ringEntry
 	pos  int
+	// cache thrashing: the window of results being summed
+	thrash thrashWin
+}
+
+// thrashWin sums one replica's reloaded and thrashing prompt tokens over
+// the results finishing in a window.
+type thrashWin struct {
+	start, last      int64
+	reloaded, thrash int64
+	n                int // results in the window
+	ids              []string
 }
 
 type ringEntry struct {
@@ -221,4 +232,54 @@ func (r *Recorder) endStorm(i int) {
 		fmt.Sprintf("%d preemptions on %s in %.1f ms (KV exhausted; victims from the storm's detection on, at most 10)", st.stormN, id, float64(dur)/1000),
 		st.stormVictims...)
 	st.stormN = 0
+}
+
+// thrashCheck adds a result of a replica with lower KV tiers to its
+// thrashing window; a result past the window closes it first.
+func (r *Recorder) thrashCheck(res *trace.Result) {
+	i := int(res.InstanceID)
+	w := &r.reps[i].thrash
+	t := res.FinishedUS
+	if t == trace.Null {
+		t = res.FirstScheduledUS
+	}
+	if w.n > 0 && t-w.start >= r.cfg.Thresholds.ThrashWindowUS {
+		r.endThrash(i)
+	}
+	if w.n == 0 {
+		w.start = t
+	}
+	w.n++
+	w.last = max(w.last, t)
+	for _, v := range res.CachedTokensTier {
+		w.reloaded += int64(v)
+	}
+	if res.KVThrashTokens > 0 {
+		w.thrash += int64(res.KVThrashTokens)
+		if len(w.ids) < 10 {
+			w.ids = append(w.ids, res.ID)
+		}
+	}
+}
+
+// endThrash closes replica i's thrashing window: a cache_thrashing anomaly
+// when enough of its reloaded tokens were thrashing.
+func (r *Recorder) endThrash(i int) {
+	w := &r.reps[i].thrash
+	th := &r.cfg.Thresholds
+	if w.n > 0 && w.reloaded > 0 && w.thrash >= th.ThrashMinTokens && float64(w.thrash) >= th.ThrashFraction*float64(w.reloaded) {
+		frac := float64(w.thrash) / float64(w.reloaded)
+		sev := "low"
+		if frac >= 0.5 {
+			sev = "high"
+		} else if frac >= 0.25 {
+			sev = "medium"
+		}
+		id := r.c.Replicas()[i].ID
+		r.anomaly(trace.AnomalyCacheThrashing, w.start, w.last, sev, frac, id,
+			fmt.Sprintf("%d of %d prompt tokens reloaded from lower KV tiers on %s were thrashing (reloaded, evicted from the GPU and reloaded within 1 s): %.1f%%, threshold %.0f%% and %d tokens",
+				w.thrash, w.reloaded, id, 100*frac, 100*th.ThrashFraction, th.ThrashMinTokens),
+			w.ids...)
+	}
+	*w = thrashWin{ids: w.ids[:0]}
 }

@@ -73,12 +73,18 @@ func workload(seed uint64, n int) []trace.Request {
 
 func simulate(t *testing.T, c config.Cluster, reqs []trace.Request, dc *Config) (*results, *Recorder) {
 	t.Helper()
+	return simulateWith(t, c, reqs, dc, cluster.Policies{})
+}
+
+// simulateWith is simulate with the run's policies.
+func simulateWith(t *testing.T, c config.Cluster, reqs []trace.Request, dc *Config, pol cluster.Policies) (*results, *Recorder) {
+	t.Helper()
 	models, _, err := engine.Prepare(&c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := &results{}
-	opts := engine.Options{CheckInvariants: true}
+	opts := engine.Options{CheckInvariants: true, Policies: pol}
 	var sink engine.Sink = res
 	var rec *Recorder
 	if dc != nil {
@@ -179,18 +185,49 @@ func TestRegretReplayOfChosenIsExact(t *testing.T) {
 	t.Fatal("no routing row for the last request")
 }
 
-func TestShadowLRU(t *testing.T) {
-	s := newShadow(4)
-	s.insert([]uint64{1, 2, 3})
-	if got := s.lead([]uint64{1, 2, 3, 4}); got != 3 {
-		t.Fatalf("lead %d, want 3", got)
+// TestShadowFromDelayedEvents: the shadow KV is what the router has heard
+// of the replica's KV events, as late as it hears them. a's prompt is
+// cached when its prefill ends (1.3 ms); b, routed 20 ms later with the
+// same prompt, finds it cached, but with events 50 ms late the router had
+// not heard of it: a shadow divergence (more cached than predicted). c,
+// routed at 100 ms, is predicted right. With live events both are.
+func TestShadowFromDelayedEvents(t *testing.T) {
+	var reqs []trace.Request
+	for i, at := range []int64{0, 20_000, 100_000} {
+		r := trace.NewRequest(string(rune('a' + i)))
+		r.ArrivalUS, r.InputTokens, r.OutputTokens = at, 20*16+1, 2
+		for b := uint64(0); b < 20; b++ {
+			r.PrefixHashes = append(r.PrefixHashes, 7000+b)
+		}
+		reqs = append(reqs, r)
 	}
-	s.insert([]uint64{7, 8}) // capacity 4: evicts the least recent, 3 (a prompt's tail goes first)
-	if got := s.lead([]uint64{1, 2, 3}); got != 2 {
-		t.Fatalf("after eviction lead %d, want 2", got)
-	}
-	if got := s.lead([]uint64{7, 8}); got != 2 {
-		t.Fatalf("lead of the new prompt %d, want 2", got)
+	for _, tc := range []struct {
+		delayUS  int64
+		expected map[string]int32 // expected_cache_hit_tokens by request
+		diverged int64
+	}{
+		{50_000, map[string]int32{"a": 0, "b": 0, "c": 320}, 1},
+		{0, map[string]int32{"a": 0, "b": 320, "c": 320}, 0},
+	} {
+		c := testConfig(1, "prefix-affinity")
+		c.KVEventDelay = config.Duration(tc.delayUS * 1000)
+		ds, as := &decisions{}, &anomalies{}
+		_, rec := simulate(t, c, reqs, &Config{Level: Decisions, Decisions: ds, Anomalies: as})
+		for _, d := range ds.ds {
+			if d.Kind != trace.DecisionRouting {
+				continue
+			}
+			want := tc.expected[d.RequestID]
+			if d.ExpectedCacheHitTokens != want || d.CachedBlocks*16 != want {
+				t.Fatalf("delay %d µs, %s: expected %d cached tokens (cached_blocks %d), want %d", tc.delayUS, d.RequestID, d.ExpectedCacheHitTokens, d.CachedBlocks, want)
+			}
+			if d.RequestID != "a" && d.CacheHitTokens != 320 {
+				t.Fatalf("delay %d µs, %s: actual hit %d, want 320", tc.delayUS, d.RequestID, d.CacheHitTokens)
+			}
+		}
+		if st := rec.Stats(); st.ShadowDivergent != tc.diverged || st.Anomalies[trace.AnomalyShadowDivergence] != tc.diverged {
+			t.Fatalf("delay %d µs: %d divergent, want %d", tc.delayUS, st.ShadowDivergent, tc.diverged)
+		}
 	}
 }
 

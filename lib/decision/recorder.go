@@ -1,6 +1,7 @@
 // Package decision records what the router and the schedulers decided
-// (the decisions table), keeps the router's shadow model of the prefix
-// caches, detects anomalies (the anomalies table) and measures the
+// (the decisions table), compares the router's view of the prefix caches
+// (the shadow KV, fed by late KV events) with the hits requests got,
+// detects anomalies (the anomalies table) and measures the
 // counterfactual regret of sampled routing decisions by forking the
 // cluster. It plugs into the engine through cluster.Options.Decisions,
 // the cluster's forks (Cluster.ForkReplica, Cluster.Fork) and a wrapper around the results sink; with
@@ -77,6 +78,14 @@ type Thresholds struct {
 	HOLWaitUS     int64 // queue wait that counts as blocked (100 ms)
 	HOLRatio      int32 // the blocker's prompt is at least this many times the blocked one's (8)
 	Ring          int   // recent results per replica compared for inversions and blocking (64)
+	// Cache thrashing (tiered KV): a replica whose results finishing within
+	// ThrashWindowUS (10 s) reloaded prompt tokens from lower tiers of which
+	// at least ThrashFraction (0.1, blis-report's kv_tiers rule) were
+	// thrashing (reloaded, evicted from the GPU and reloaded again within
+	// 1 s: kv.ThrashWindowUS), and at least ThrashMinTokens (256) of them.
+	ThrashWindowUS  int64
+	ThrashFraction  float64
+	ThrashMinTokens int64
 }
 
 func (t *Thresholds) defaults() {
@@ -94,6 +103,15 @@ func (t *Thresholds) defaults() {
 	}
 	if t.Ring <= 0 {
 		t.Ring = 64
+	}
+	if t.ThrashWindowUS <= 0 {
+		t.ThrashWindowUS = 10_000_000
+	}
+	if t.ThrashFraction <= 0 {
+		t.ThrashFraction = 0.1
+	}
+	if t.ThrashMinTokens <= 0 {
+		t.ThrashMinTokens = 256
 	}
 }
 
@@ -134,10 +152,11 @@ type Recorder struct {
 	cbuf  []int
 	stats Stats
 
-	shadow []*shadowLRU // by cluster-wide replica index
-	reps   []repState   // anomaly state by replica index
-	anom   trace.Anomaly
-	aseq   int64
+	reps  []repState // anomaly state by replica index
+	tiers []string   // the run's lower KV tiers (results' CachedTokensTier order)
+	tierB []byte     // hit_tier being built
+	anom  trace.Anomaly
+	aseq  int64
 
 	regret regretState
 }
@@ -165,8 +184,8 @@ func (r *Recorder) Attach(opts *cluster.Options) {
 func (r *Recorder) Bind(c *cluster.Cluster) {
 	r.c = c
 	n := len(c.Replicas())
-	r.shadow = make([]*shadowLRU, n)
 	r.reps = make([]repState, n)
+	r.tiers = c.Summary().TierNames
 }
 
 // Err is the first write error.
@@ -234,9 +253,12 @@ func (r *Recorder) Admitted(now int64, st *request.State, a policy.AdmitDecision
 func (r *Recorder) rows() bool { return r.cfg.Decisions != nil && r.cfg.Level >= Decisions }
 
 // Prioritized records a priority decision.
-func (r *Recorder) Prioritized(now int64, st *request.State, prio int64, v *policy.ClusterView) {
+func (r *Recorder) Prioritized(now int64, st *request.State, prio float64, v *policy.ClusterView) {
 	d := r.begin(now, trace.DecisionPriority, st)
-	d.Action, d.Value = "assign", prio
+	d.Action, d.Score = "assign", prio
+	if prio == math.Trunc(prio) && math.Abs(prio) < 1<<62 {
+		d.Value = int64(prio)
+	}
 	d.Reason = r.cfg.PriorityName
 	if r.rows() {
 		aggregate(d, v)
@@ -256,27 +278,30 @@ func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision,
 		d.KVUtil = rep.KVUtilization()
 		d.CachedBlocks = int32(v.CachedBlocks(rd.Target))
 		r.topK(d, v, rd.Target)
+		for _, f := range v.Filtered() {
+			d.Filtered = append(d.Filtered, trace.Filtered{ReplicaID: v.Replica(f.Index).ID(), Reason: f.Reason})
+		}
 	}
 	d.PromptBlocks = int32(len(st.Keys))
-	// The shadow model's prediction, then its update from this decision.
+	// The shadow KV's prediction: the router's prefix index, built from
+	// the replicas' KV events as late as it hears them (kv_event_delay).
 	gi := cands[rd.Target]
 	B := r.c.CandidateBlockSize(gi)
-	sh := r.shadowOf(gi, rep.KVTotal())
-	exp := int64(sh.lead(st.Keys)) * int64(B)
+	exp := int64(v.CachedBlocks(rd.Target)) * int64(B)
 	if lim := int64(st.Req.InputTokens) - 1; exp > lim {
 		exp = max(lim, 0)
 	}
 	d.ExpectedCacheHitTokens = int32(exp)
-	sh.insert(st.Keys)
 	if sampled {
 		r.stats.RegretSampled++
 		r.counterfactual(d, st, rd.Target, cands)
 	}
 	// Hold the row until the request's result.
 	p := r.alloc()
-	cs := p.Candidates
+	cs, fs := p.Candidates, p.Filtered
 	*p = *d
 	p.Candidates = append(cs[:0], d.Candidates...)
+	p.Filtered = append(fs[:0], d.Filtered...)
 	r.pend[st.Req.ID] = p
 }
 
@@ -447,10 +472,7 @@ func (r *Recorder) result(res *trace.Result) {
 		p.TTFTUS, p.Status = res.TTFTUS, res.Status
 		if res.FirstScheduledUS != trace.Null {
 			p.CacheHitTokens = res.CachedTokens
-			p.HitTier = "none"
-			if res.CachedTokens > 0 {
-				p.HitTier = "gpu"
-			}
+			p.HitTier = r.hitTier(res)
 			r.divergence(p, res)
 		}
 		r.emit(p)
@@ -459,7 +481,39 @@ func (r *Recorder) result(res *trace.Result) {
 	r.sloCheck(res)
 	if res.InstanceID >= 0 && res.FirstScheduledUS != trace.Null && int(res.InstanceID) < len(r.reps) {
 		r.ringCheck(res)
+		if res.CachedTokensTier != nil || res.KVThrashTokens > 0 || r.reps[res.InstanceID].thrash.n > 0 {
+			r.thrashCheck(res)
+		}
 	}
+}
+
+// hitTier names the tiers the request's cache hit came from, top down,
+// joined by "+": "gpu", "cpu", "gpu+cpu", "gpu+cpu+storage", …; "none"
+// without a hit.
+func (r *Recorder) hitTier(res *trace.Result) string {
+	if res.CachedTokens <= 0 {
+		return "none"
+	}
+	if res.CachedTokensTier == nil {
+		return "gpu" // no lower tier served it: the common case, no allocation
+	}
+	b := r.tierB[:0]
+	if res.CachedTokensGPU > 0 {
+		b = append(b, "gpu"...)
+	}
+	for i, v := range res.CachedTokensTier {
+		if v > 0 && i < len(r.tiers) {
+			if len(b) > 0 {
+				b = append(b, '+')
+			}
+			b = append(b, r.tiers[i]...)
+		}
+	}
+	r.tierB = b
+	if len(b) == 0 {
+		return "gpu"
+	}
+	return string(b)
 }
 
 // Close writes the rows still held (requests without a result: none after
@@ -476,6 +530,7 @@ func (r *Recorder) Close() error {
 	}
 	for i := range r.reps {
 		r.endStorm(i)
+		r.endThrash(i)
 	}
 	r.stats.RegretSamples = r.regret.n
 	if r.regret.n > 0 {

@@ -326,7 +326,9 @@ func CheckClonable(r *Recorder, opts *cluster.Options) error {
 			return fmt.Errorf("--regret-sample: the run's %T policy cannot be cloned, so a counterfactual fork would share (and change) its state; regret with policy bundles waits for cloneable bundles (docs/policies.md)", p)
 		}
 	}
-	if pol.Scheduling != nil || pol.Err != nil {
+	// (Err alone is a stop hook, shared with the forks harmlessly: a
+	// wall-clock budget stops them too.)
+	if pol.Scheduling != nil {
 		return errors.New("--regret-sample: the run's policy bundle keeps state a counterfactual fork cannot clone yet (docs/policies.md); drop --regret-sample")
 	}
 	return nil

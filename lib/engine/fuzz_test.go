@@ -85,6 +85,7 @@ func FuzzRun(f *testing.F) {
 		c.Router.Routing = names[int(routing)%len(names)]
 		c.Latency.Alpha = []float64{10, 0.5, 2}
 		c.Engine.AsyncScheduling = kv&0x40 != 0
+		c.KVEventDelay = config.Duration([]int64{0, 1e6, 50e6}[int(kv>>2)%3]) // live, 1 ms, 50 ms (ns)
 		models := testModel(c)
 		if routing&0x80 != 0 {
 			// Two deployments (the flat one and a second model).

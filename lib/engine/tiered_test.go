@@ -144,10 +144,12 @@ func TestTierReloadTime(t *testing.T) {
 		t.Fatalf("steps record %d offloads, %d reloads", off, rel)
 	}
 	// b's 8 blocks evict a's 4 (lazy: they go to the CPU tier). c hits 3
-	// of them (the last prompt token is always computed): 3 blocks × 16
-	// tokens × 1000 B at 1000 B/µs = 48 µs, + 10 µs latency. Then one
+	// of them (the last prompt token is always computed), and the 4
+	// blocks it takes on the GPU evict 4 of b's, copied to the CPU tier
+	// first on the same link: 4 × 16 tokens × 1000 B at 1000 B/µs = 64 µs
+	// + 10 µs latency; then c's load, 3 blocks: 48 µs + 10 µs. Then one
 	// step of its 16 uncached tokens: 1000 + 16.
-	const reload = 48 + 10
+	const reload = 64 + 10 + 48 + 10
 	if r.TTFTUS != reload+1016 || r.KVReloadUS != reload || r.CachedTokens != 48 || tierTok(r, 0) != 48 || r.CachedTokensGPU != 0 || r.FirstScheduledUS != 5000+reload {
 		t.Fatalf("ttft %d reload %d cached %d (gpu %d cpu %d) first scheduled %d", r.TTFTUS, r.KVReloadUS, r.CachedTokens, r.CachedTokensGPU, tierTok(r, 0), r.FirstScheduledUS)
 	}

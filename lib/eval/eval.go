@@ -18,6 +18,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -52,19 +55,28 @@ type Options struct {
 	RegretSample float64
 	Strategy     string // summary strategy
 	Args         []string
+	// Timeout bounds the whole evaluation's wall-clock time (0: none): past
+	// it the run in progress stops at once and the candidate is invalid.
+	Timeout time.Duration
+	// MaxRunSteps caps the Starlark steps of each replication's run, all
+	// stages together (0: the bundle's sandbox.max_run_steps, if any).
+	MaxRunSteps uint64
 }
 
 // Output is blis-eval's JSON object.
 type Output struct {
-	Valid     bool                        `json:"valid"`
-	Error     string                      `json:"error,omitempty"`
-	Fitness   *fitness.Result             `json:"fitness,omitempty"`
-	Primary   fitness.Float               `json:"primary"`
-	Metrics   map[string]fitness.Float    `json:"metrics"`
-	CI95      map[string][2]fitness.Float `json:"ci95,omitempty"`
-	Seeds     []uint64                    `json:"seeds"`
-	Summary   string                      `json:"summary"`
-	Artifacts map[string]string           `json:"artifacts"`
+	Valid   bool                        `json:"valid"`
+	Error   string                      `json:"error,omitempty"`
+	Fitness *fitness.Result             `json:"fitness,omitempty"`
+	Primary fitness.Float               `json:"primary"`
+	Metrics map[string]fitness.Float    `json:"metrics"`
+	CI95    map[string][2]fitness.Float `json:"ci95,omitempty"`
+	Seeds   []uint64                    `json:"seeds"`
+	// Notes are warnings about how to read the numbers (replications that
+	// could not vary, …).
+	Notes     []string          `json:"notes,omitempty"`
+	Summary   string            `json:"summary"`
+	Artifacts map[string]string `json:"artifacts"`
 }
 
 // LoadPolicy loads the candidate's policy bundle: the file given
@@ -134,6 +146,15 @@ func run(o Options) (*Output, error) {
 			return nil, err
 		}
 	}
+	// The wall-clock budget runs from here: everything the candidate
+	// costs (loading its files, simulating, scoring).
+	var stop interrupter
+	if o.Timeout > 0 {
+		t := time.AfterFunc(o.Timeout, func() {
+			stop.stop(fmt.Errorf("timeout: the evaluation ran past --timeout %s (wall clock); the run was stopped", o.Timeout))
+		})
+		defer t.Stop()
+	}
 	cfg, err := config.Load(o.Cluster)
 	if err != nil {
 		return out.fail(err), nil
@@ -144,6 +165,9 @@ func run(o Options) (*Output, error) {
 	}
 	var perSeed []map[string]float64
 	for i := 0; i < o.Seeds; i++ {
+		if err := stop.err(); err != nil {
+			return out.fail(err), nil
+		}
 		seed := cfg.Seed + uint64(i)
 		c := cfg
 		c.Seed = seed
@@ -160,8 +184,11 @@ func run(o Options) (*Output, error) {
 				meta.Set(trace.MetaMaxInFlight, strconv.Itoa(s.MaxInFlight))
 			}
 		}
-		m, paths, err := runSeed(&o, c, pol, rs, meta, pb, i)
+		m, paths, err := runSeed(&o, c, pol, rs, meta, pb, i, &stop)
 		if err != nil {
+			if e := stop.err(); e != nil {
+				return out.fail(e), nil // whatever the run said when it was stopped
+			}
 			var inv invalid
 			if errors.As(err, &inv) {
 				return out.fail(inv.err), nil
@@ -175,6 +202,13 @@ func run(o Options) (*Output, error) {
 		}
 	}
 	out.aggregate(perSeed)
+	if len(perSeed) > 1 && identical(perSeed) {
+		why := "the workload (--workload SPEC) was regenerated per replication, yet nothing in it or the cluster changed a metric"
+		if spec == nil {
+			why = "the requests table is fixed and nothing in the cluster or the policy draws from the seed (no random or power-of-two router, no Starlark random: true, no noisy predictor, no random provisioning delay)"
+		}
+		out.Notes = append(out.Notes, fmt.Sprintf("the %d replications gave identical metrics, so every ci95 has zero width and says nothing about uncertainty: %s; give --workload SPEC to draw a new workload per replication", len(perSeed), why))
+	}
 	// The fitness of the means.
 	ms := fitness.Metrics{}
 	for k, v := range out.Metrics {
@@ -254,10 +288,26 @@ func LoadRequests(path string) ([]trace.Request, trace.Meta, int, error) {
 
 // runSeed simulates one replication with decisions and anomalies written
 // to the artifacts directory, and returns its metrics.
-func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Request, md trace.Meta, prefixBlock, i int) (map[string]float64, map[string]string, error) {
+func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Request, md trace.Meta, prefixBlock, i int, stop *interrupter) (map[string]float64, map[string]string, error) {
 	setup, err := sim.New(cfg, pol)
 	if err != nil {
 		return nil, nil, invalid{err}
+	}
+	if rt := setup.Runtime; rt != nil {
+		rt.LimitRunSteps(o.MaxRunSteps)
+		stop.add(rt) // its Starlark calls are cancelled at the timeout
+	}
+	// The engine asks Policies.Err after each decision and step: the
+	// timeout stops runs without Starlark as fast.
+	prev := setup.Policies.Err
+	setup.Policies.Err = func() error {
+		if e := stop.err(); e != nil {
+			return e
+		}
+		if prev != nil {
+			return prev()
+		}
+		return nil
 	}
 	seed := cfg.Seed
 	name := func(kind string) string {
@@ -296,15 +346,18 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 		return nil, nil, invalid{err}
 	}
 	rec := res.Recorder
-	m, err := collect(o.Fitness, paths["results"], paths["scale_events"])
+	m, err := collect(o.Fitness, paths["results"], paths["scale_events"], paths["anomalies"])
 	if err != nil {
 		return nil, nil, err
 	}
 	st := rec.Stats()
 	m["shadow_divergence_rate"] = st.ShadowDivergenceRate()
+	var all int64
 	for _, t := range trace.AnomalyTypes {
 		m["anomalies."+t] = float64(st.Anomalies[t])
+		all += st.Anomalies[t]
 	}
+	m["anomalies"] = float64(all)
 	if o.RegretSample > 0 {
 		m["regret_mean_ms"] = math.NaN()
 		if st.RegretSamples > 0 {
@@ -316,10 +369,11 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 
 // standard metrics reported besides the spec's own.
 var standard = []string{"throughput", "output_throughput", "completed_fraction", "ttft_p50", "ttft_p99", "tpot_p99", "e2e_p99",
-	"cache_hit_rate", "preemption_rate", "goodput", "slo_attainment", "jain_fairness", "gpu_hours", "cost_usd"}
+	"cache_hit_rate", "preemption_rate", "goodput", "slo_attainment", "jain_fairness", "gpu_hours", "cost_usd",
+	"rejection_rate", "scale_ups", "scale_downs", "scale_oscillations", "cache_hit_rate_gpu", "cache_hit_rate_cpu", "cache_hit_rate_storage"}
 
-func collect(spec *fitness.Spec, results, scaleEvents string) (map[string]float64, error) {
-	ms, err := fitness.Collect([]string{results}, spec, scaleEvents)
+func collect(spec *fitness.Spec, results, scaleEvents, anomalies string) (map[string]float64, error) {
+	ms, err := fitness.Collect([]string{results}, spec, fitness.Side{ScaleEvents: scaleEvents, Anomalies: anomalies})
 	if err != nil {
 		return nil, err
 	}
@@ -377,4 +431,54 @@ func (o *Output) aggregate(per []map[string]float64) {
 			o.CI95[k] = [2]fitness.Float{fitness.Float(mean - h), fitness.Float(mean + h)}
 		}
 	}
+}
+
+// interrupter stops an evaluation's runs from the timeout's goroutine.
+type interrupter struct {
+	stopped atomic.Pointer[error]
+	mu      sync.Mutex
+	rts     []*bundle.Runtime
+}
+
+func (s *interrupter) err() error {
+	if e := s.stopped.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// add registers a run's policy runtime (interrupted at once if the
+// evaluation already was).
+func (s *interrupter) add(rt *bundle.Runtime) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rts = append(s.rts, rt)
+	if e := s.err(); e != nil {
+		rt.Interrupt(e)
+	}
+}
+
+func (s *interrupter) stop(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopped.CompareAndSwap(nil, &err) {
+		return
+	}
+	for _, rt := range s.rts {
+		rt.Interrupt(err)
+	}
+}
+
+// identical reports whether every replication gave the same value of every
+// metric (NaNs count as equal).
+func identical(per []map[string]float64) bool {
+	for k, v := range per[0] {
+		for _, m := range per[1:] {
+			w, ok := m[k]
+			if !ok || (w != v && !(math.IsNaN(w) && math.IsNaN(v))) {
+				return false
+			}
+		}
+	}
+	return true
 }

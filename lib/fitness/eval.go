@@ -3,11 +3,13 @@ package fitness
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
 
 	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/trace"
 )
 
 // Value is one objective's outcome.
@@ -46,13 +48,14 @@ type Metrics map[string]float64
 // scoped latency metrics need) and computes its fitness; the results are
 // Pareto-ranked over the set.
 //
-// scaleEvents, when not "", is the scale-events table of the one run
-// given (gpu_hours and cost_usd of an autoscaled run come from it).
-func Evaluate(paths []string, labels []string, s *Spec, scaleEvents string) ([]Result, error) {
+// side holds the side tables of the one run given, when it is one:
+// gpu_hours, cost_usd and the scale metrics of an autoscaled run come from
+// its scale-events table, the anomaly counts from its anomalies table.
+func Evaluate(paths []string, labels []string, s *Spec, side Side) ([]Result, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no runs to rank: give at least one results table")
 	}
-	ms, err := Collect(paths, s, scaleEvents)
+	ms, err := Collect(paths, s, side)
 	if err != nil {
 		return nil, err
 	}
@@ -77,11 +80,31 @@ func (s *Spec) refs() []Ref {
 	return r
 }
 
-// Collect computes the spec's metrics of each run with lib/report;
-// scaleEvents (or "") is the scale-events table of a single run.
-func Collect(paths []string, s *Spec, scaleEvents string) ([]Metrics, error) {
-	if scaleEvents != "" && len(paths) != 1 {
-		return nil, fmt.Errorf("a scale-events table belongs to one run, and %d were given: score autoscaled runs one at a time", len(paths))
+// Side are the side tables of a single run scored: its scale-events and
+// anomalies tables ("" when not given).
+type Side struct {
+	ScaleEvents, Anomalies string
+}
+
+// Collect computes the spec's metrics of each run with lib/report (and the
+// anomaly counts from side.Anomalies).
+func Collect(paths []string, s *Spec, side Side) ([]Metrics, error) {
+	scaleEvents := side.ScaleEvents
+	if (scaleEvents != "" || side.Anomalies != "") && len(paths) != 1 {
+		return nil, fmt.Errorf("scale-events and anomalies tables belong to one run, and %d were given: score such runs one at a time", len(paths))
+	}
+	var anomalies map[string]int64
+	for _, ref := range s.refs() {
+		if ref.Metric != Anomalies || anomalies != nil {
+			continue
+		}
+		if side.Anomalies == "" {
+			return nil, fmt.Errorf("%s: the anomaly counts come from the run's anomalies table (blis-sim --anomalies FILE; give it with blis-report --anomalies FILE, or use blis-eval, which writes it)", ref)
+		}
+		var err error
+		if anomalies, err = CountAnomalies(side.Anomalies); err != nil {
+			return nil, err
+		}
 	}
 	// One report per grouping that a scoped latency metric needs.
 	byKind := map[string]*report.Report{}
@@ -107,6 +130,10 @@ func Collect(paths []string, s *Spec, scaleEvents string) ([]Metrics, error) {
 		out[i] = Metrics{}
 	}
 	for _, ref := range s.refs() {
+		if ref.Metric == Anomalies {
+			out[0][ref.String()] = float64(anomalies[ref.Value]) // "" counts them all
+			continue
+		}
 		kind := report.ScopeAll
 		if report.NeedsDist(ref.Metric) {
 			kind = ref.Kind
@@ -251,4 +278,42 @@ func (f Float) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+// CountAnomalies counts an anomalies table's rows by type, and in all
+// (under "").
+func CountAnomalies(path string) (map[string]int64, error) {
+	src, err := trace.Open(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	if got := src.Meta().Table(); got != trace.TableAnomalies {
+		return nil, fmt.Errorf("%s: expected an anomalies table (blis.table = %s), found %q", path, trace.TableAnomalies, got)
+	}
+	n := map[string]int64{}
+	for {
+		rec, err := src.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		col := -1
+		for i, f := range rec.Schema().Fields() {
+			if f.Name == "type" {
+				col = i
+			}
+		}
+		if col < 0 {
+			return nil, fmt.Errorf("%s: no type column", path)
+		}
+		c := rec.Column(col)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			n[trace.StringAt(c, i)]++
+			n[""]++
+		}
+		rec.Release()
+	}
 }

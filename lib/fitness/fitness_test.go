@@ -24,6 +24,10 @@ func TestParseErrors(t *testing.T) {
 		{"objectives: [{metric: throughput, direction: max}]\nconstraints: [\"ttft_p99 <= fast\"]", `expected a number after <=, found "fast"`},
 		{"objectives: [{metric: throughput, direction: max}]\nslo: [\"interactive:ttft=fast\"]", "slo:"},
 		{"objectivs: []", "objectivs"},
+		{"objectives: [{metric: anomalies.storm, direction: min}]", `unknown anomaly type "storm": expected one of priority_inversion`},
+		{"objectives: [{metric: cache_hit_rate_cpu.interactive, direction: max}]", "cache_hit_rate_cpu is the whole run's and takes no scope"},
+		{"objectives: [{metric: scale_ups.tenant:a, direction: min}]", "takes no scope"},
+		{"objectives: [{metric: cache_hit_rate_CPU, direction: max}]", `unknown metric "cache_hit_rate_CPU"`},
 	} {
 		_, err := Parse([]byte(tc.spec))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -84,7 +88,7 @@ func TestParetoRanks(t *testing.T) {
 	if got := rs[order[0]].Run + rs[order[1]].Run; got != "bc" {
 		t.Errorf("order starts %s, want b (primary 4) then c (3)", got)
 	}
-	if _, err := Evaluate(nil, nil, nil, ""); err == nil || !strings.Contains(err.Error(), "no runs") {
+	if _, err := Evaluate(nil, nil, nil, Side{}); err == nil || !strings.Contains(err.Error(), "no runs") {
 		t.Errorf("empty run set: %v", err)
 	}
 }

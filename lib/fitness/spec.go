@@ -12,12 +12,14 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/blis-sim/blis/lib/slo"
+	"github.com/blis-sim/blis/lib/trace"
 	"github.com/blis-sim/blis/lib/yamlcheck"
 
 	"github.com/blis-sim/blis/lib/report"
@@ -40,13 +42,21 @@ type Ref struct {
 
 func (r Ref) String() string {
 	switch r.Kind {
-	case report.ScopeClass:
+	case report.ScopeClass, ScopeAnomaly:
 		return r.Metric + "." + r.Value
 	case report.ScopeTenant:
 		return r.Metric + ".tenant:" + r.Value
 	}
 	return r.Metric
 }
+
+// Anomalies is the metric of the anomaly counts: anomalies (every row of the
+// run's anomalies table) or anomalies.TYPE (one type: slo_violation,
+// cache_thrashing, …), the names blis-eval reports them under.
+const Anomalies = "anomalies"
+
+// ScopeAnomaly is the kind of an anomalies.TYPE reference.
+const ScopeAnomaly = "anomaly_type"
 
 // Objective is one metric to optimise.
 type Objective struct {
@@ -208,8 +218,17 @@ func ParseRef(text string) (Ref, error) {
 	}
 	name, scope, scoped := strings.Cut(text, ".")
 	r := Ref{Metric: name}
+	if name == Anomalies {
+		if scoped {
+			if !slices.Contains(trace.AnomalyTypes, scope) {
+				return r, fmt.Errorf("%q: unknown anomaly type %q: expected one of %s", text, scope, strings.Join(trace.AnomalyTypes, ", "))
+			}
+			r.Kind, r.Value = ScopeAnomaly, scope
+		}
+		return r, nil
+	}
 	if !report.IsMetric(name) {
-		return r, fmt.Errorf("unknown metric %q: expected one of %s", name, strings.Join(report.MetricNames, ", "))
+		return r, fmt.Errorf("unknown metric %q: expected one of %s, %s, %s.TYPE", name, strings.Join(report.MetricNames, ", "), Anomalies, Anomalies)
 	}
 	if scoped {
 		switch k, v, ok := strings.Cut(scope, ":"); {
@@ -227,6 +246,9 @@ func ParseRef(text string) (Ref, error) {
 		}
 		if name == "jain_fairness" {
 			return r, fmt.Errorf("%q: jain_fairness is over tenants and takes no scope", text)
+		}
+		if report.Unscoped(name) {
+			return r, fmt.Errorf("%q: %s is the whole run's and takes no scope", text, name)
 		}
 	}
 	return r, nil

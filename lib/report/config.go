@@ -52,6 +52,13 @@ func (rep *Report) configTables() {
 		if router == "" {
 			router = "-"
 		}
+		// A policy bundle that read the true output lengths (oracle: true;
+		// lib/engine/bundle.MetaOracle) learned what no real router knows.
+		if r.meta.Get("blis.policy.oracle") == "true" {
+			router += " (oracle)"
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: ORACLE: policy bundle %q read the true output lengths (oracle: true); a real router has predictions at best, so this run overstates what its policy achieves deployed",
+				r.path, r.meta.Get("blis.policy.id")))
+		}
 		// row puts the policy cell after the router's when there is a
 		// policy column.
 		row := func(c ...Cell) []Cell {

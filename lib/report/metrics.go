@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,20 +21,30 @@ var MetricNames = []string{
 	"tpot_mean", "tpot_p50", "tpot_p90", "tpot_p95", "tpot_p99",
 	"e2e_mean", "e2e_p50", "e2e_p90", "e2e_p95", "e2e_p99",
 	"jain_fairness", "cache_hit_rate", "preemption_rate", "gpu_hours", "cost_usd",
+	"rejection_rate", "scale_ups", "scale_downs", "scale_oscillations", "cache_hit_rate_<tier>",
 }
+
+// TierHitPrefix starts the per-tier hit-rate metrics: cache_hit_rate_gpu,
+// cache_hit_rate_cpu, … (one per KV tier, cached_tokens_<tier>).
+const TierHitPrefix = "cache_hit_rate_"
 
 // MetricDoc describes each metric (docs/evaluator.md repeats it).
 var MetricDoc = map[string]string{
-	"throughput":         "completed llm requests per second of span",
-	"output_throughput":  "output tokens of completed llm requests per second of span",
-	"goodput":            "requests meeting every SLO target per second of span (needs SLOs)",
-	"slo_attainment":     "fraction of requests under an SLO meeting every target (needs SLOs)",
-	"completed_fraction": "completed llm requests / llm requests",
-	"jain_fairness":      "Jain index of output tokens per second over tenants (unscoped only)",
-	"cache_hit_rate":     "prompt tokens served from the prefix cache / prompt tokens of scheduled requests",
-	"preemption_rate":    "fraction of llm requests preempted at least once",
-	"gpu_hours":          "GPUs paid for × hours (unscoped only): every replica's GPUs over the span, or the scale-events table's integral for an autoscaled run",
-	"cost_usd":           "gpu_hours × each deployment's gpu_hour_usd (unscoped only; needs the price in the cluster config)",
+	"throughput":            "completed llm requests per second of span",
+	"output_throughput":     "output tokens of completed llm requests per second of span",
+	"goodput":               "requests meeting every SLO target per second of span (needs SLOs)",
+	"slo_attainment":        "fraction of requests under an SLO meeting every target (needs SLOs)",
+	"completed_fraction":    "completed llm requests / llm requests",
+	"jain_fairness":         "Jain index of output tokens per second over tenants (unscoped only)",
+	"cache_hit_rate":        "prompt tokens served from the prefix cache / prompt tokens of scheduled requests",
+	"preemption_rate":       "fraction of llm requests preempted at least once",
+	"gpu_hours":             "GPUs paid for × hours (unscoped only): every replica's GPUs over the span, or the scale-events table's integral for an autoscaled run",
+	"cost_usd":              "gpu_hours × each deployment's gpu_hour_usd (unscoped only; needs the price in the cluster config)",
+	"rejection_rate":        "rejected llm requests / llm requests (admission, or no deployment serving the model)",
+	"scale_ups":             "autoscaler scale-up actions over every pool (unscoped; the scale-events table; 0 for a static cluster)",
+	"scale_downs":           "autoscaler scale-down actions over every pool (unscoped; the scale-events table; 0 for a static cluster)",
+	"scale_oscillations":    "reversals within 10 minutes (up, down, up or down, up, down) over every pool, as blis-report's autoscaling table flags them (unscoped)",
+	"cache_hit_rate_<tier>": "prompt tokens served from tier <tier> (gpu, cpu, storage or a run's own tier: the cached_tokens_<tier> column) / prompt tokens of scheduled requests (unscoped)",
 }
 
 // Scope kinds of a metric.
@@ -45,12 +56,38 @@ const (
 
 // IsMetric reports whether name is a known metric.
 func IsMetric(name string) bool {
+	if t, ok := strings.CutPrefix(name, TierHitPrefix); ok {
+		return tierName(t)
+	}
 	for _, n := range MetricNames {
 		if n == name {
 			return true
 		}
 	}
 	return false
+}
+
+// tierName reports whether t can name a KV tier (lower-case letters,
+// digits and _).
+func tierName(t string) bool {
+	if t == "" || t == "<tier>" {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Unscoped reports whether a metric is the whole run's only (it takes no scope).
+func Unscoped(name string) bool {
+	switch name {
+	case "gpu_hours", "cost_usd", "scale_ups", "scale_downs", "scale_oscillations":
+		return true
+	}
+	return strings.HasPrefix(name, TierHitPrefix)
 }
 
 // NeedsDist reports whether a metric needs latency distributions (a
@@ -85,11 +122,16 @@ func (rep *Report) Metric(i int, name, kind, value string) (float64, error) {
 	if !IsMetric(name) {
 		return 0, fmt.Errorf("unknown metric %q: expected one of %s", name, strings.Join(MetricNames, ", "))
 	}
-	if name == "gpu_hours" || name == "cost_usd" {
-		if kind != ScopeAll {
-			return 0, fmt.Errorf("%s is the whole run's: it takes no scope", name)
-		}
+	if Unscoped(name) && kind != ScopeAll {
+		return 0, fmt.Errorf("%s is the whole run's: it takes no scope", name)
+	}
+	switch {
+	case name == "gpu_hours" || name == "cost_usd":
 		return rep.billed(i, name)
+	case strings.HasPrefix(name, "scale_"):
+		return rep.scaled(i, name)
+	case strings.HasPrefix(name, TierHitPrefix):
+		return rep.tierHit(i, strings.TrimPrefix(name, TierHitPrefix))
 	}
 	r := rep.runs[i]
 	a := r.all
@@ -146,6 +188,8 @@ func (rep *Report) Metric(i int, name, kind, value string) (float64, error) {
 		return ratio(float64(a.cached), float64(a.schedIn)), nil
 	case "preemption_rate":
 		return ratio(float64(a.preempted), float64(a.llm)), nil
+	case "rejection_rate":
+		return ratio(float64(a.status[stRejected]), float64(a.llm)), nil
 	case "jain_fairness":
 		var xs []float64
 		for _, t := range r.tenants {
@@ -213,4 +257,69 @@ func (rep *Report) billed(i int, name string) (float64, error) {
 		}
 	}
 	return total, nil
+}
+
+// scaled is run i's scale actions (scale_ups, scale_downs) or oscillations
+// over every pool, from the scale-events table given with it; 0 for a run
+// no pool of which is autoscaled.
+func (rep *Report) scaled(i int, name string) (float64, error) {
+	r := rep.runs[i]
+	if rep.scale != nil && len(rep.runs) == 1 {
+		n := 0
+		for _, p := range rep.scale.pools {
+			u := p.usage(autoscale.DefaultOscillationWindowUS)
+			switch name {
+			case "scale_ups":
+				n += u.Ups
+			case "scale_downs":
+				n += u.Downs
+			default:
+				n += len(u.Oscillations)
+			}
+		}
+		return float64(n), nil
+	}
+	deps, err := r.meta.SimDeployments()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", r.path, err)
+	}
+	for _, d := range deps {
+		if d.Autoscaled {
+			return 0, fmt.Errorf("%s: deployment %s is autoscaled: %s come from the run's scale-events table (blis-sim --scale-events; score the run alone with blis-report --scale-events FILE, or with blis-eval)", r.path, d.ID, name)
+		}
+	}
+	return 0, nil // a static cluster never scales
+}
+
+// tierHit is run i's prompt tokens served from KV tier t / prompt tokens
+// of its scheduled llm requests.
+func (rep *Report) tierHit(i int, t string) (float64, error) {
+	r := rep.runs[i]
+	s := &r.kv
+	a := r.all
+	if s.in == 0 {
+		// No tier columns (or nothing scheduled): every hit was the GPU's.
+		if t == "gpu" {
+			return ratio(float64(a.cached), float64(a.schedIn)), nil
+		}
+	}
+	switch t {
+	case "gpu":
+		return ratio(float64(s.gpu), float64(s.in)), nil
+	case "cpu":
+		return ratio(float64(s.cpu), float64(s.in)), nil
+	case "storage":
+		return ratio(float64(s.storage), float64(s.in)), nil
+	}
+	if j := slices.Index(s.extraNames, t); j >= 0 {
+		return ratio(float64(s.extra[j]), float64(s.in)), nil
+	}
+	tiers, err := r.meta.KVTiers()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", r.path, err)
+	}
+	if slices.Contains(tiers, t) {
+		return 0, nil
+	}
+	return 0, fmt.Errorf("%s: %s%s: the run has no KV tier %q (tiers: gpu, %s)", r.path, TierHitPrefix, t, t, strings.Join(tiers, ", "))
 }

@@ -47,3 +47,27 @@ func TestNoMatchNotes(t *testing.T) {
 		})
 	}
 }
+
+// TestOracleNote: a run whose policy bundle read the true output lengths
+// says so in the config table (router "… (oracle)") and in a note.
+func TestOracleNote(t *testing.T) {
+	path := t.TempDir() + "/oracle.results.arrows"
+	md := simMeta("roofline:qwen3-32b/h100/tp2")
+	md.Set("blis.policy.id", "sjf-cheat")
+	md.Set("blis.policy.oracle", "true")
+	writeResultsMeta(t, path, smallRows(), md)
+	rep, err := Build([]string{path}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rep.Notes, "\n"); !strings.Contains(got, `ORACLE: policy bundle "sjf-cheat" read the true output lengths`) {
+		t.Fatalf("notes: %s", got)
+	}
+	var b strings.Builder
+	if err := rep.Write(&b, FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "least-loaded (oracle)") {
+		t.Fatalf("config table lacks the oracle mark:\n%s", b.String())
+	}
+}

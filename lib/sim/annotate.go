@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/blis-sim/blis/lib/engine/bundle"
@@ -21,7 +22,7 @@ func Describe(cfg *config.Cluster, models []latency.Model) []trace.SimDeployment
 			auto = auto || p.Autoscaler != nil
 		}
 		out[i] = trace.SimDeployment{ID: d.ID, Model: d.Model, GPU: d.GPU, TP: d.TP, Replicas: n, KVBlocks: d.Engine.KVBlocks,
-			Autoscaled: auto, GPUHourUSD: d.GPUHourUSD}
+			Autoscaled: auto, GPUHourUSD: d.GPUHourUSD, SchedulingPolicy: d.Engine.SchedulingPolicy}
 		for _, p := range d.Pools {
 			if p.OwnHardware() {
 				for k := range d.Pools {
@@ -58,6 +59,7 @@ func Annotate(md trace.Meta, cfg *config.Cluster, models []latency.Model) {
 	md.SetSimDeployments(Describe(cfg, models))
 	md.SetKVTiers(cfg.TierNames())
 	md.Set(trace.MetaSimRouter, cfg.Router.Routing)
+	md.Set(trace.MetaSimKVEventDelay, strconv.FormatInt(cfg.KVEventDelay.US(), 10))
 }
 
 // AnnotatePolicy records a policy bundle in a table's metadata (nil: none).

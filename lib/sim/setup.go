@@ -77,8 +77,34 @@ func (s *Setup) LatencyNames() []string {
 // latency models, the lower KV tiers, the router and the policy bundle.
 func (s *Setup) Annotate(md trace.Meta) {
 	Annotate(md, &s.Cfg, s.Models)
-	md.Set(trace.MetaSimRouter, s.Router())
+	AnnotateRouter(md, &s.Cfg, s.Policies)
 	AnnotatePolicy(md, s.Bundle)
+}
+
+// AnnotateRouter records the router's stages a run decides with (p's, and
+// the config's router keys' for those p leaves nil): the routing policy,
+// the admission and priority policies, and what the routing policy weighs
+// when it can say (the summary's advice reads them).
+func AnnotateRouter(md trace.Meta, cfg *config.Cluster, p cluster.Policies) {
+	adm, pri, rout, err := cfg.Router.Policies(cfg.Seed)
+	if err != nil {
+		return // a config that does not validate runs nothing
+	}
+	if p.Admission != nil {
+		adm = p.Admission
+	}
+	if p.Priority != nil {
+		pri = p.Priority
+	}
+	if p.Routing != nil {
+		rout = p.Routing
+		md.Set(trace.MetaSimRouter, policy.NameOf(rout))
+	}
+	md.Set(trace.MetaSimAdmission, policy.NameOf(adm))
+	md.Set(trace.MetaSimPriority, policy.NameOf(pri))
+	if sig, ok := policy.SignalsOf(rout); ok {
+		md.Set(trace.MetaSimRouterSignals, sig.String())
+	}
 }
 
 // Cluster builds the cluster itself, for a driver of its own (blis-serve

@@ -43,6 +43,7 @@ type Decisions struct {
 	WindowUS   int64   // regret replay window (blis.regret_window_us), 0 if unknown
 	Sample     float64 // the regret sample asked for (blis.regret_sample), 0 if none
 	worstLimit int
+	mine       *miner // every routing row, compactly (pattern mining), or nil
 }
 
 // Anomalies aggregates an anomalies table: clusters of (type, replica).
@@ -120,13 +121,21 @@ func col(rec arrow.RecordBatch, name string) arrow.Array {
 }
 
 // ReadDecisions aggregates a decisions table.
-func ReadDecisions(path string) (*Decisions, error) {
+func ReadDecisions(path string) (*Decisions, error) { return readDecisions(path, false) }
+
+// readDecisions aggregates a decisions table; with mine, it also keeps
+// every routing row compactly for pattern mining (memory grows with the
+// routing rows: about 40 bytes each).
+func readDecisions(path string, mine bool) (*Decisions, error) {
 	src, err := open(path, trace.TableDecisions)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
 	d := &Decisions{Path: path, ByKind: map[string]int64{}, Reasons: map[string]int64{}, Targets: map[string]int64{}, worstLimit: 3}
+	if mine {
+		d.mine = newMiner()
+	}
 	d.WindowUS, _ = strconv.ParseInt(src.Meta().Get("blis.regret_window_us"), 10, 64)
 	d.Sample, _ = strconv.ParseFloat(src.Meta().Get("blis.regret_sample"), 64)
 	var all []Decision // candidates for the worst: kept bounded
@@ -144,6 +153,8 @@ func ReadDecisions(path string) (*Decisions, error) {
 		exp, hit, pbk := col(rec, "expected_cache_hit_tokens"), col(rec, "cache_hit_tokens"), col(rec, "prompt_blocks")
 		wt, rn, fl, kvu := col(rec, "waiting"), col(rec, "running"), col(rec, "in_flight"), col(rec, "kv_util")
 		cands, _ := col(rec, "candidates").(*array.List)
+		tier, status := col(rec, "hit_tier"), col(rec, "status")
+		filt, _ := col(rec, "filtered").(*array.List)
 		if kind == nil || seq == nil {
 			rec.Release()
 			return nil, fmt.Errorf("%s: not a decisions table: columns kind and seq are required", path)
@@ -174,10 +185,21 @@ func ReadDecisions(path string) (*Decisions, error) {
 					d.WinRegret = append(d.WinRegret, row.WindowRegretUS/1000)
 				}
 			}
+			if d.mine != nil {
+				if cands != nil && !cands.IsNull(i) {
+					row.Candidates = readCands(cands, i)
+				}
+				nf := 0
+				if filt != nil && !filt.IsNull(i) {
+					s, e := filt.ValueOffsets(i)
+					nf = int(e - s)
+				}
+				d.mine.add(&row, trace.StringAt(tier, i), trace.StringAt(status, i), i32At(pbk, i), nf)
+			}
 			if row.TTFTUS == trace.Null && !row.hasRegret {
 				continue
 			}
-			if cands != nil && !cands.IsNull(i) {
+			if row.Candidates == nil && cands != nil && !cands.IsNull(i) {
 				row.Candidates = readCands(cands, i)
 			}
 			all = append(all, row)

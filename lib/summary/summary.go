@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/blis-sim/blis/lib/fitness"
@@ -25,10 +26,13 @@ const (
 	IssueFocused  = "issue_focused"
 	DecisionAudit = "decision_audit"
 	Counterfact   = "counterfactual"
+	// PatternMining leads with the recurring decision patterns behind the
+	// worst outcomes (patterns.go).
+	PatternMining = "pattern_mining"
 )
 
 // Strategies lists them.
-var Strategies = []string{IssueFocused, DecisionAudit, Counterfact}
+var Strategies = []string{IssueFocused, DecisionAudit, Counterfact, PatternMining}
 
 // Options are the summary's inputs.
 type Options struct {
@@ -48,7 +52,7 @@ func Write(w io.Writer, o Options) error {
 	switch o.Strategy {
 	case "":
 		o.Strategy = IssueFocused
-	case IssueFocused, DecisionAudit, Counterfact:
+	case IssueFocused, DecisionAudit, Counterfact, PatternMining:
 	default:
 		return fmt.Errorf("unknown summary strategy %q: expected %s", o.Strategy, strings.Join(Strategies, ", "))
 	}
@@ -66,7 +70,7 @@ func Write(w io.Writer, o Options) error {
 	}
 	var dec *Decisions
 	if o.Decisions != "" {
-		if dec, err = ReadDecisions(o.Decisions); err != nil {
+		if dec, err = readDecisions(o.Decisions, o.Strategy == PatternMining); err != nil {
 			return err
 		}
 	}
@@ -76,10 +80,10 @@ func Write(w io.Writer, o Options) error {
 			return err
 		}
 	}
-	s := &writer{rep: rep, dec: dec, an: an, o: o, slos: slos}
+	s := &writer{rep: rep, dec: dec, an: an, o: o, slos: slos, ri: readRunInfo(o.Results)}
 	var fr *fitness.Result
 	if o.Fitness != nil {
-		ms, err := fitness.Collect([]string{o.Results}, o.Fitness, o.ScaleEvents)
+		ms, err := fitness.Collect([]string{o.Results}, o.Fitness, fitness.Side{ScaleEvents: o.ScaleEvents, Anomalies: o.Anomalies})
 		if err != nil {
 			return err
 		}
@@ -100,6 +104,7 @@ type writer struct {
 	o    Options
 	slos *slo.Set
 	fit  *fitness.Result
+	ri   runInfo
 }
 
 func (s *writer) p(format string, args ...any) { fmt.Fprintf(&s.b, format, args...) }
@@ -144,7 +149,52 @@ func (s *writer) write() {
 		s.worst(3)
 		s.issues(3)
 		s.focus()
+	case PatternMining:
+		s.patterns()
+		s.worst(3)
+		s.issues(3)
+		s.focus()
 	}
+}
+
+// patterns: the recurring features of the worst routing decisions.
+func (s *writer) patterns() {
+	s.p("## Recurring patterns behind the worst decisions\n\n")
+	if s.dec == nil || s.dec.mine == nil {
+		s.p("No decisions table given.\n\n")
+		return
+	}
+	pats, w, cut, inc := s.dec.mine.mine(6)
+	n := len(s.dec.mine.rows)
+	if w == 0 {
+		s.p("Too few routing decisions to mine (`%s`: %d, at least 20 needed).\n\n", base(s.dec.Path), n)
+		return
+	}
+	bound := ""
+	switch {
+	case cut != trace.Null && inc > 0:
+		bound = fmt.Sprintf("%d that did not complete, and TTFT ≥ %s ms", inc, ms(cut))
+	case cut != trace.Null:
+		bound = fmt.Sprintf("TTFT ≥ %s ms", ms(cut))
+	default:
+		bound = "requests that did not complete"
+	}
+	s.p("The worst %d of %d routing decisions (`%s`; %s) against all of them: features at least 1.5 times as frequent among the worst, by the worst decisions they account for beyond chance.\n\n",
+		w, n, base(s.dec.Path), bound)
+	if len(pats) == 0 {
+		s.p("No feature recurs among the worst decisions more than among all: their cause is not in what the router saw or chose (look at capacity, or at the issues below).\n\n")
+		return
+	}
+	for i, p := range pats {
+		ex := make([]string, len(p.Examples))
+		for k, e := range p.Examples {
+			ex[k] = strconv.FormatInt(e, 10)
+		}
+		s.p("%d. **%s**: %d of the worst %d (%s%%) against %d of all %d (%s%%), %s× as frequent; e.g. seq %s.\n",
+			i+1, p.Name, p.Worst, p.WorstN, f(100*float64(p.Worst)/float64(p.WorstN), 0), p.All, p.AllN,
+			f(100*float64(p.All)/float64(p.AllN), 0), f(p.Lift, 1), strings.Join(ex, ", "))
+	}
+	s.p("\n")
 }
 
 // outcome: fitness objectives and constraints, else SLO targets per class.
@@ -407,26 +457,57 @@ func base(p string) string {
 	return p
 }
 
-// focus turns the heaviest findings into suggestions, by rule.
+// focus turns the heaviest findings into suggestions, computed from the
+// run (its anomalies, regret, fitness) and from what ran (the results'
+// metadata: scheduling policies, the router and what it weighs, the
+// bundle's stages), so that none tells the run to do what it already does.
 func (s *writer) focus() {
 	s.p("## Suggested focus\n\n")
 	var out []string
+	if s.ri.oracle {
+		out = append(out, "The policies read the true output lengths (oracle: true): a deployed router has predictions at best; evaluate the bundle with predictor: class or noisy before trusting its gains.")
+	}
 	if s.an != nil {
-		for _, c := range s.an.Top(3) {
-			switch c.Type {
-			case trace.AnomalyHeadOfLine:
-				out = append(out, fmt.Sprintf("Head-of-line blocking on %s (%d cases): short prompts wait behind long prefills; route long prompts apart from short ones, or weigh queued prompt tokens rather than queue length.", orDash(c.Replica), c.Count))
-			case trace.AnomalyPreemptionStorm:
-				out = append(out, fmt.Sprintf("Preemption storms on %s (%d): KV runs out; weigh KV utilisation in routing or admit less when KV is nearly full.", orDash(c.Replica), c.Count))
-			case trace.AnomalySLOViolation:
-				out = append(out, fmt.Sprintf("SLO violations on %s (%d): give the violated classes priority or reserve capacity for them.", orDash(c.Replica), c.Count))
-			case trace.AnomalyShadowDivergence:
-				out = append(out, fmt.Sprintf("Shadow KV divergence on %s (%d): predicted cache hits did not happen; trust prefix affinity less when the replica is under KV pressure.", orDash(c.Replica), c.Count))
-			case trace.AnomalyPriorityInversion:
-				out = append(out, fmt.Sprintf("Priority inversions on %s (%d): high-priority requests wait behind low-priority ones; use scheduling_policy: priority or route by class.", orDash(c.Replica), c.Count))
-			default:
-				out = append(out, fmt.Sprintf("%s on %s (%d).", c.Type, orDash(c.Replica), c.Count))
+		// The shadow divergences by kind, over the whole table: predicted
+		// hits that were gone (high, medium), hits not yet heard of (low).
+		var shadow [2]int64
+		for _, c := range s.an.Clusters {
+			if c.Type == trace.AnomalyShadowDivergence {
+				shadow[0] += c.Severity["high"] + c.Severity["medium"]
+				shadow[1] += c.Severity["low"]
 			}
+		}
+		// One suggestion per type of the heaviest clusters, over all the
+		// replicas it appears on (they share the cause).
+		seen := map[string]bool{}
+		for _, c := range s.an.Top(3) {
+			if seen[c.Type] {
+				continue
+			}
+			seen[c.Type] = true
+			agg := &Cluster{Type: c.Type}
+			var reps []string
+			for _, x := range s.an.Top(len(s.an.Clusters)) {
+				if x.Type == c.Type {
+					agg.Count += x.Count
+					if x.Replica != "" {
+						reps = append(reps, x.Replica)
+					}
+				}
+			}
+			switch {
+			case len(reps) > 3:
+				agg.Replica = fmt.Sprintf("%s and %d more replicas", strings.Join(reps[:3], ", "), len(reps)-3)
+			default:
+				agg.Replica = strings.Join(reps, ", ")
+			}
+			out = append(out, s.advise(agg, shadow))
+		}
+	}
+	if s.dec != nil && s.dec.mine != nil {
+		if pats, _, _, _ := s.dec.mine.mine(1); len(pats) > 0 {
+			p := pats[0]
+			out = append(out, fmt.Sprintf("The worst decisions recur on one pattern: %s (%d of the worst %d, %s× as often as overall); a policy that treats that case apart has the most to gain.", p.Name, p.Worst, p.WorstN, f(p.Lift, 1)))
 		}
 	}
 	if s.dec != nil && len(s.dec.Regret) > 0 {

@@ -81,18 +81,31 @@ type Decision struct {
 	// Routing outcome.
 	ExpectedCacheHitTokens int32  // the router's shadow KV model's prediction
 	CacheHitTokens         int32  // prompt tokens actually served from cache on first scheduling
-	HitTier                string // gpu, none (lower tiers come with tiered KV)
+	HitTier                string // tiers the hit came from, top down, "+"-joined (gpu, cpu, gpu+cpu, …), or none
 	TTFTUS                 int64
 	Status                 string // the request's final status
 	RegretUS               int64  // counterfactual: chosen TTFT − best alternative's (sampled rows)
 	WindowRegretUS         float64
+
+	// Score is a priority row's priority (a score, larger runs first);
+	// NaN on other rows.
+	Score float64
+	// Filtered are the candidates a routing policy filtered out, with why
+	// (ClusterView.Filter); nil when it filtered none.
+	Filtered []Filtered
+}
+
+// Filtered is a candidate a routing policy ruled out, and why.
+type Filtered struct {
+	ReplicaID, Reason string
 }
 
 // Reset empties d for reuse, with every optional field absent.
 func (d *Decision) Reset() {
 	*d = Decision{Value: Null, Waiting: NullI32, Running: NullI32, InFlight: NullI32, KVUtil: math.NaN(),
 		CachedBlocks: NullI32, PromptBlocks: NullI32, ExpectedCacheHitTokens: NullI32, CacheHitTokens: NullI32,
-		TTFTUS: Null, RegretUS: Null, WindowRegretUS: math.NaN(), Candidates: d.Candidates[:0]}
+		TTFTUS: Null, RegretUS: Null, WindowRegretUS: math.NaN(), Score: math.NaN(), Candidates: d.Candidates[:0],
+		Filtered: d.Filtered[:0]}
 }
 
 var dictStr = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
@@ -134,7 +147,14 @@ var decisionFields = []arrow.Field{
 	{Name: "status", Type: dictStr, Nullable: true},
 	{Name: "regret_us", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	{Name: "window_regret_us", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "score", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "filtered", Type: arrow.ListOf(filteredType), Nullable: true},
 }
+
+var filteredType = arrow.StructOf(
+	arrow.Field{Name: "replica_id", Type: arrow.BinaryTypes.String},
+	arrow.Field{Name: "reason", Type: arrow.BinaryTypes.String},
+)
 
 // DecisionsSchema returns the decisions table schema.
 func DecisionsSchema(md Meta) *arrow.Schema {
@@ -148,13 +168,16 @@ type DecisionWriter struct {
 	req, reason                                          *array.StringBuilder
 	kind, tenant, class, target, action, tier, status    *dictCol
 	waiting, running, inflight, cached, prompt, exp, hit *array.Int32Builder
-	kvu, wregret                                         *array.Float64Builder
+	kvu, wregret, score                                  *array.Float64Builder
 	cands                                                *array.ListBuilder
 	cs                                                   *array.StructBuilder
 	cID                                                  *array.StringBuilder
 	cScore, cKV, cWin                                    *array.Float64Builder
 	cW, cR, cF, cCached                                  *array.Int32Builder
 	cTTFT                                                *array.Int64Builder
+	filt                                                 *array.ListBuilder
+	fs                                                   *array.StructBuilder
+	fID, fReason                                         *array.StringBuilder
 }
 
 // NewDecisionWriter writes decisions to sink, created with DecisionsSchema(md).
@@ -174,6 +197,9 @@ func NewDecisionWriter(sink Sink, schema *arrow.Schema) *DecisionWriter {
 	w.cTTFT, w.cWin = w.cs.FieldBuilder(7).(*array.Int64Builder), w.cs.FieldBuilder(8).(*array.Float64Builder)
 	w.exp, w.hit, w.tier = f(17).(*array.Int32Builder), f(18).(*array.Int32Builder), w.dicts[19]
 	w.ttft, w.status, w.regret, w.wregret = f(20).(*array.Int64Builder), w.dicts[21], f(22).(*array.Int64Builder), f(23).(*array.Float64Builder)
+	w.score, w.filt = f(24).(*array.Float64Builder), f(25).(*array.ListBuilder)
+	w.fs = w.filt.ValueBuilder().(*array.StructBuilder)
+	w.fID, w.fReason = w.fs.FieldBuilder(0).(*array.StringBuilder), w.fs.FieldBuilder(1).(*array.StringBuilder)
 	return w
 }
 
@@ -252,6 +278,17 @@ func (w *DecisionWriter) Write(d *Decision) error {
 	w.status.append(d.Status)
 	putI64(w.regret, d.RegretUS)
 	putF64(w.wregret, d.WindowRegretUS)
+	putF64(w.score, d.Score)
+	if len(d.Filtered) == 0 {
+		w.filt.AppendNull()
+	} else {
+		w.filt.Append(true)
+		for _, f := range d.Filtered {
+			w.fs.Append(true)
+			w.fID.Append(f.ReplicaID)
+			w.fReason.Append(f.Reason)
+		}
+	}
 	return w.added()
 }
 

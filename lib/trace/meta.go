@@ -212,6 +212,14 @@ func (m Meta) Delete(k string) { delete(m.kv, k) }
 const (
 	MetaSimDeployments = "blis.sim.deployments" // JSON array of SimDeployment
 	MetaSimRouter      = "blis.sim.router"      // the routing policy
+	// What else ran, for the summary's advice: the admission and priority
+	// policies, the replica signals the routing policy weighs ("load,kv",
+	// "none"; absent when it cannot say: code, trees), and how late the
+	// router heard KV events (µs).
+	MetaSimAdmission     = "blis.sim.admission"
+	MetaSimPriority      = "blis.sim.priority"
+	MetaSimRouterSignals = "blis.sim.router_signals"
+	MetaSimKVEventDelay  = "blis.sim.kv_event_delay_us"
 	// MetaSimKVTiers lists the run's lower KV tiers (row.TierNames), as a
 	// JSON array, when some are not row.FixedTiers: the results table then
 	// has a column row.TierColumn(name) for each of those.
@@ -307,6 +315,8 @@ type SimDeployment struct {
 	Autoscaled bool `json:"autoscaled,omitempty"`
 	// GPUHourUSD is the deployment's price per GPU-hour (0: not priced).
 	GPUHourUSD float64 `json:"gpu_hour_usd,omitempty"`
+	// SchedulingPolicy is the engine's waiting order: fcfs or priority.
+	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
 	// Pools describe each pool when some pool runs on hardware of its own
 	// (heterogeneous P/D): GPU-hours and cost are then summed per pool.
 	Pools []SimPool `json:"pools,omitempty"`

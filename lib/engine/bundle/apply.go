@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"go.starlark.net/starlark"
@@ -10,6 +11,7 @@ import (
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/request"
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/engine/sched"
 )
 
@@ -17,7 +19,9 @@ import (
 // streams and router state.
 type Runtime struct {
 	b      *Bundle
+	g      *guard // the run's budgets, shared with its forks
 	tr     *Tracker
+	ob     *observer
 	err    error
 	scaler Scaler
 	stars  map[string]*starRT
@@ -38,8 +42,16 @@ func (rt *Runtime) State(stage string) string {
 	return ""
 }
 
-// Err is the first policy failure of the run (a *RunError), or nil.
-func (rt *Runtime) Err() error { return rt.err }
+// Err is the first policy failure of the run (a *RunError), or its
+// interruption (Interrupt), or nil.
+func (rt *Runtime) Err() error {
+	if rt.err == nil {
+		if e := rt.g.err(); e != nil {
+			rt.err = e
+		}
+	}
+	return rt.err
+}
 
 func (rt *Runtime) fail(err error) {
 	if rt.err == nil {
@@ -58,7 +70,7 @@ func (rt *Runtime) Scaler() Scaler { return rt.scaler }
 // Policies.OnResult, forks of the cluster get their own copy of everything
 // through Policies.Fork, and Policies.Err stops the run at a policy failure.
 func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
-	rt := &Runtime{b: b, stars: map[string]*starRT{}}
+	rt := &Runtime{b: b, g: newGuard(b.Sandbox.MaxRunSteps), stars: map[string]*starRT{}, ob: newObserver(b, cfg.Seed)}
 	env := policy.Env{Seed: cfg.Seed}
 	needTracker := false
 	for _, name := range []string{StageAdmission, StagePriority, StageRouting} {
@@ -99,7 +111,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 			}
 			p.Admission = a.(policy.Admission)
 		case KindTree:
-			p.Admission = &treeAdmission{st: st, tr: rt.tr}
+			p.Admission = &treeAdmission{st: st, tr: rt.tr, ob: rt.ob}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
@@ -127,7 +139,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 			}
 			p.Priority = pr.(policy.Priority)
 		case KindTree:
-			p.Priority = &treePriority{st: st, tr: rt.tr}
+			p.Priority = &treePriority{st: st, tr: rt.tr, ob: rt.ob}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
@@ -145,7 +157,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 			}
 			p.Routing = ro.(policy.Routing)
 		case KindTree:
-			tr := &treeRouting{st: st, tr: rt.tr}
+			tr := &treeRouting{st: st, tr: rt.tr, ob: rt.ob}
 			for _, leaf := range st.info.routes {
 				l, err := policy.NewRouting(leaf.route, leaf.params, env)
 				if err != nil {
@@ -169,7 +181,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 		case KindParameterized:
 			order, _ = schedTemplate(st)
 		case KindTree:
-			order = &treeOrder{st: st}
+			order = &treeOrder{st: st, ob: rt.ob}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
@@ -183,7 +195,7 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 		case KindParameterized:
 			_, victim = schedTemplate(st)
 		case KindTree:
-			victim = &treeVictim{st: st}
+			victim = &treeVictim{st: st, ob: rt.ob}
 		case KindStarlark:
 			r, err := star(st)
 			if err != nil {
@@ -212,12 +224,25 @@ func (b *Bundle) Instantiate(cfg *config.Cluster) (*Runtime, error) {
 		p.Autoscale = rt.autoscalePolicies
 	}
 	p.Err = rt.Err
-	if rt.tr != nil {
-		p.OnResult = rt.tr.finished
-	}
+	p.OnResult = rt.onResult()
 	rt.order, rt.victim = order, victim
 	p.Fork = rt.Fork
 	return rt, nil
+}
+
+// onResult is what hears the run's results: the router state and the
+// class predictor, when there are.
+func (rt *Runtime) onResult() func(*row.Result) {
+	tr, ob := rt.tr, rt.ob
+	switch {
+	case tr != nil && ob.learns():
+		return func(r *row.Result) { tr.finished(r); ob.finished(r) }
+	case tr != nil:
+		return tr.finished
+	case ob.learns():
+		return ob.finished
+	}
+	return nil
 }
 
 // Policies are the run's policies, for cluster.Options.Policies.
@@ -270,11 +295,12 @@ func (a *trackedAdmission) Admit(r policy.RequestView, c *policy.ClusterView) po
 type treeAdmission struct {
 	st  *Stage
 	tr  *Tracker
+	ob  *observer
 	ctx evalCtx
 }
 
 func (t *treeAdmission) Admit(r policy.RequestView, c *policy.ClusterView) policy.AdmitDecision {
-	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr, ob: t.ob}
 	n := t.st.tree.eval(&t.ctx)
 	return policy.AdmitDecision{Verdict: n.verdict, Reason: n.reason, DelayUS: n.delayUS}
 }
@@ -282,23 +308,29 @@ func (t *treeAdmission) Admit(r policy.RequestView, c *policy.ClusterView) polic
 type treePriority struct {
 	st  *Stage
 	tr  *Tracker
+	ob  *observer
 	ctx evalCtx
 }
 
-func (t *treePriority) Priority(r policy.RequestView, c *policy.ClusterView) int64 {
-	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
-	return t.st.tree.eval(&t.ctx).prio
+func (t *treePriority) Priority(r policy.RequestView, c *policy.ClusterView) float64 {
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr, ob: t.ob}
+	p := t.st.tree.eval(&t.ctx).score.f(&t.ctx)
+	if p != p {
+		return math.Inf(-1) // NaN (0/0): the lowest, as a NaN comparison is false
+	}
+	return p
 }
 
 type treeRouting struct {
 	st     *Stage
 	tr     *Tracker
+	ob     *observer
 	leaves []policy.Routing
 	ctx    evalCtx
 }
 
 func (t *treeRouting) Route(r policy.RequestView, c *policy.ClusterView) policy.RouteDecision {
-	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr}
+	t.ctx = evalCtx{rv: r, cv: c, tr: t.tr, ob: t.ob}
 	ctx := &t.ctx
 	if !t.st.info.perCandidate {
 		n := t.st.tree.eval(ctx)
@@ -329,6 +361,7 @@ func (t *treeRouting) Clone() any {
 // vLLM's order among equals.
 type treeOrder struct {
 	st  *Stage
+	ob  *observer
 	buf []scored
 	ctx evalCtx
 }
@@ -342,7 +375,7 @@ func (t *treeOrder) Sort(now int64, w []*request.State) {
 	t.buf = t.buf[:0]
 	c := &t.ctx
 	for _, r := range w {
-		*c = evalCtx{rv: policy.NewRequestView(&r.Req, now, nil), st: r}
+		*c = evalCtx{rv: policy.NewRequestView(&r.Req, now, nil), st: r, ob: t.ob}
 		t.buf = append(t.buf, scored{r, t.st.tree.eval(c).score.f(c)})
 	}
 	sortScored(t.buf)
@@ -355,6 +388,7 @@ func (t *treeOrder) Sort(now int64, w []*request.State) {
 // newest among equals.
 type treeVictim struct {
 	st  *Stage
+	ob  *observer
 	ctx evalCtx
 }
 
@@ -364,7 +398,7 @@ func (t *treeVictim) Choose(running []*request.State) *request.State {
 	c := &t.ctx
 	for i := len(running) - 1; i >= 0; i-- {
 		r := running[i]
-		*c = evalCtx{rv: policy.NewRequestView(&r.Req, 0, nil), st: r}
+		*c = evalCtx{rv: policy.NewRequestView(&r.Req, 0, nil), st: r, ob: t.ob}
 		s := t.st.tree.eval(c).score.f(c)
 		if best == nil || s > bs {
 			best, bs = r, s
@@ -382,7 +416,7 @@ func (a *starAdmission) Admit(rv policy.RequestView, c *policy.ClusterView) poli
 	if r.rt.err != nil {
 		return policy.AdmitDecision{Verdict: policy.Reject, Reason: "policy failed"}
 	}
-	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr}
+	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(&r.reqv, &r.clv, rv.ID())
 	if err != nil {
 		r.rt.fail(err)
@@ -428,18 +462,34 @@ func parseAdmit(v starlark.Value) (policy.AdmitDecision, error) {
 
 type starPriority struct{ r *starRT }
 
-func (p *starPriority) Priority(rv policy.RequestView, c *policy.ClusterView) int64 {
+func (p *starPriority) Priority(rv policy.RequestView, c *policy.ClusterView) float64 {
 	r := p.r
 	if r.rt.err != nil {
 		return 0
 	}
-	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr}
+	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(&r.reqv, &r.clv, rv.ID())
 	if err != nil {
 		r.rt.fail(err)
 		return 0
 	}
 	if d, ok := v.(*starlark.Dict); ok {
+		// {"priority": x}: hints the engine would not honour are refused,
+		// not silently dropped.
+		for _, kv := range d.Items() {
+			switch kv[0] {
+			case starlark.String("priority"):
+			case starlark.String("hints"):
+				if h, ok := kv[1].(*starlark.Dict); ok && h.Len() == 0 {
+					continue
+				}
+				r.rt.fail(r.badReturn(`"hints": %s: priority hints are not supported (the waiting queue orders by the priority score alone; return a number, or {"priority": x})`, kv[1].String()))
+				return 0
+			default:
+				r.rt.fail(r.badReturn(`a dict with key %s, expected {"priority": x}`, kv[0].String()))
+				return 0
+			}
+		}
 		x, found, _ := d.Get(starlark.String("priority"))
 		if !found {
 			r.rt.fail(r.badReturn(`a dict without "priority"`))
@@ -447,13 +497,21 @@ func (p *starPriority) Priority(rv policy.RequestView, c *policy.ClusterView) in
 		}
 		v = x
 	}
-	i, ok := v.(starlark.Int)
-	n, ok2 := i.Int64()
-	if !ok || !ok2 {
-		r.rt.fail(r.badReturn(`%s, expected an integer (larger runs first) or {"priority": n, "hints": {...}}`, v.String()))
+	var f float64
+	switch x := v.(type) {
+	case starlark.Int:
+		f, _ = starlark.AsFloat(x)
+	case starlark.Float:
+		f = float64(x)
+	default:
+		r.rt.fail(r.badReturn(`%s, expected a number (a score: larger runs first) or {"priority": x}`, v.String()))
 		return 0
 	}
-	return n
+	if math.IsNaN(f) {
+		r.rt.fail(r.badReturn(`nan, expected a number (a score: larger runs first)`))
+		return 0
+	}
+	return f
 }
 
 type starRouting struct{ r *starRT }
@@ -463,7 +521,7 @@ func (p *starRouting) Route(rv policy.RequestView, c *policy.ClusterView) policy
 	if r.rt.err != nil {
 		return policy.RouteDecision{}
 	}
-	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr}
+	r.ctx = evalCtx{rv: rv, cv: c, tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(&r.reqv, &r.clv, rv.ID())
 	if err != nil {
 		r.rt.fail(err)
@@ -499,6 +557,18 @@ func (p *starRouting) Route(rv policy.RequestView, c *policy.ClusterView) policy
 				c.Score(i, f)
 			}
 		}
+		if f, found, _ := d.Get(starlark.String("filtered")); found {
+			if err := starFiltered(f, bv, c, target); err != nil {
+				r.rt.fail(r.badReturn(`"filtered": %v`, err))
+				return policy.RouteDecision{}
+			}
+		}
+		for _, kv := range d.Items() {
+			if k, _ := kv[0].(starlark.String); k != "target" && k != "scores" && k != "filtered" {
+				r.rt.fail(r.badReturn(`a dict with key %s, expected {"target": id, "scores": {...}, "filtered": {...}}`, kv[0].String()))
+				return policy.RouteDecision{}
+			}
+		}
 	}
 	id, ok := target.(starlark.String)
 	if !ok {
@@ -511,6 +581,54 @@ func (p *starRouting) Route(rv policy.RequestView, c *policy.ClusterView) policy
 		return policy.RouteDecision{}
 	}
 	return policy.RouteDecision{Target: i, Reason: "starlark route"}
+}
+
+// starFiltered records a route's "filtered" candidates: a dict {id: reason}
+// or a list of ids. The target may not be among them.
+func starFiltered(f starlark.Value, bv *boardVals, c *policy.ClusterView, target starlark.Value) error {
+	add := func(k, why starlark.Value) error {
+		id, ok := k.(starlark.String)
+		i, found := bv.ids[string(id)]
+		if !ok || !found {
+			return fmt.Errorf("%s is not a candidate replica id", k.String())
+		}
+		if k == target {
+			return fmt.Errorf("%s is the target: a filtered candidate cannot be chosen", k.String())
+		}
+		reason := "filtered"
+		if why != nil {
+			s, ok := why.(starlark.String)
+			if !ok {
+				return fmt.Errorf("%s: a %s, expected a reason string", k.String(), why.Type())
+			}
+			reason = string(s)
+		}
+		c.Filter(i, reason)
+		return nil
+	}
+	switch f := f.(type) {
+	case *starlark.Dict:
+		for _, kv := range f.Items() {
+			if err := add(kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+	case *starlark.List:
+		for i := 0; i < f.Len(); i++ {
+			if err := add(f.Index(i), nil); err != nil {
+				return err
+			}
+		}
+	case starlark.Tuple:
+		for _, x := range f {
+			if err := add(x, nil); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("a %s, expected {replica id: reason} or a list of replica ids", f.Type())
+	}
+	return nil
 }
 
 type starOrder struct {
@@ -536,7 +654,7 @@ func (o *starOrder) Sort(now int64, w []*request.State) {
 	}
 	rep := &attrsValue{typ: "replica", names: []string{"index", "queue_depth", "now_us"},
 		vals: []starlark.Value{starlark.MakeInt(int(o.idx)), starlark.MakeInt(len(w)), starlark.MakeInt64(now)}}
-	r.ctx = evalCtx{tr: r.ctx.tr}
+	r.ctx = evalCtx{tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(queue, rep, "")
 	if err != nil {
 		r.rt.fail(err)
@@ -609,7 +727,7 @@ func (p *starVictim) Choose(running []*request.State) *request.State {
 	}
 	rep := &attrsValue{typ: "replica", names: []string{"index", "batch_size"},
 		vals: []starlark.Value{starlark.MakeInt(int(p.idx)), starlark.MakeInt(len(running))}}
-	r.ctx = evalCtx{tr: r.ctx.tr}
+	r.ctx = evalCtx{tr: r.ctx.tr, ob: r.rt.ob}
 	v, err := r.call(list, rep, "")
 	if err != nil {
 		r.rt.fail(err)

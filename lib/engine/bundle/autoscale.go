@@ -25,9 +25,14 @@ func (p *scalePolicy) Recommend(v *autoscale.PoolView, all []autoscale.PoolView)
 		if a == v {
 			k = i
 		}
+		m := &a.Metrics
 		p.views = append(p.views, PoolView{Deployment: a.Deployment, Role: a.Role, Replicas: a.Current,
-			MinReplicas: a.Min, MaxReplicas: a.Max, Serving: a.Ready, Waiting: a.Waiting, Running: a.Running,
-			InFlight: a.InFlight, KVUtilization: a.Metrics.KVUtilization, NowUS: a.NowUS})
+			MinReplicas: a.Min, MaxReplicas: a.Max, Serving: a.Ready, Provisioning: a.Current - a.Ready,
+			Waiting: a.Waiting, Running: a.Running, InFlight: a.InFlight, Pending: a.Pending,
+			KVUtilization: m.KVUtilization, NowUS: a.NowUS, WindowUS: m.WindowUS, RequestRate: m.RequestRate,
+			SLOAttainment: m.SLOAttainment, Utilization: m.Utilization, QueuePerReplica: m.QueueDepth,
+			TTFTP50US: m.TTFTP50US, TTFTP99US: m.TTFTP99US, E2EP50US: m.E2EP50US, E2EP99US: m.E2EP99US,
+			SinceLastScaleUS: a.SinceLastScaleUS})
 	}
 	for i := range p.views {
 		p.ptrs = append(p.ptrs, &p.views[i])

@@ -76,3 +76,41 @@ func TestBundleAutoscalerDrivesPool(t *testing.T) {
 		t.Fatalf("a failing autoscaler stage: %v, want its error", err)
 	}
 }
+
+// TestPoolViewFields: an autoscaler stage reads the pool's window metrics
+// (the same the built-in policies use): rate, SLO attainment, latency
+// percentiles, utilisation, time since the last scale, replicas
+// provisioning, pending requests. The stage here records them in its
+// state at each evaluation; the values are checked against the workload.
+func TestPoolViewFields(t *testing.T) {
+	var reqs []row.Request
+	for i := 0; i < 200; i++ {
+		r := row.NewRequest(fmt.Sprint("r", i))
+		r.ArrivalUS, r.InputTokens, r.OutputTokens = int64(i)*100_000, 50, 5 // 10 req/s
+		reqs = append(reqs, r)
+	}
+	cfg, err := config.Parse("c.yaml", []byte(scaledCluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Deployments[0].Pools[0].Autoscaler.SLO.TTFT = config.Duration(1e9) // 1 s: every request meets it
+	star := `
+def scale(pool, cluster):
+    state.setdefault("seen", []).append([pool.now_us, pool.request_rate, pool.slo_attainment, pool.ttft_p50_us,
+        pool.ttft_p99_us, pool.e2e_p99_us, pool.utilization, pool.since_last_scale_us, pool.provisioning,
+        pool.pending, pool.window_us, pool.queue_per_replica])
+    if pool.now_us == 10000000:
+        return 2
+    return pool.replicas
+`
+	st := runStar(t, cfg, reqs, "autoscaler", star)
+	// At 10 s: 10 req/s over the 10 s window, every request met the 1 s
+	// TTFT, none scaled before; the scale-up to 2 then provisions for the
+	// 1 s weight load, so at 20 s the new replica is serving and the last
+	// scale was 10 s ago.
+	for _, want := range []string{"[10000000, 10.0, 1.0, ", ", -1, 0, 0, 10000000, ", "[20000000, 10.0, 1.0, ", ", 10000000, 0, 0, 10000000, "} {
+		if !strings.Contains(st, want) {
+			t.Fatalf("state %s\nlacks %q", st, want)
+		}
+	}
+}

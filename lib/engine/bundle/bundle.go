@@ -68,6 +68,9 @@ type Sandbox struct {
 	// MaxState bounds the values held in the state dict, counted through
 	// nested containers (checked every 1024 calls and at the end).
 	MaxState int
+	// MaxRunSteps bounds the Starlark steps of the whole run, all stages
+	// and counterfactual forks together (0: no bound).
+	MaxRunSteps uint64
 }
 
 // DefaultSandbox is the default bounds: far above what a routing decision
@@ -113,6 +116,11 @@ type Bundle struct {
 	ParentID   string
 	Mutations  []string
 	Sandbox    Sandbox
+	// Oracle lets policies read the true output length (oracle: true):
+	// information no real router has, recorded in the results' metadata.
+	Oracle bool
+	// Predictor predicts output lengths for policies (without the oracle).
+	Predictor Predictor
 	// SHA256 hashes the bundle and every file it names (provenance).
 	SHA256 string
 
@@ -158,7 +166,7 @@ func Parse(name string, data []byte, env Env) (*Bundle, error) {
 	h := sha256.New()
 	h.Write(data)
 	p.hash = func(b []byte) { h.Write(b) }
-	b := &Bundle{Path: name, Sandbox: DefaultSandbox, stages: map[string]*Stage{}}
+	b := &Bundle{Path: name, Sandbox: DefaultSandbox, Predictor: Predictor{Kind: PredictNone}, stages: map[string]*Stage{}}
 	if err := p.bundle(root, b); err != nil {
 		return nil, err
 	}
@@ -170,6 +178,9 @@ type parser struct {
 	name, dir string
 	env       Env
 	hash      func([]byte)
+	// noOutput: the bundle has neither a predictor nor the oracle, so a
+	// tree may not read request.output_tokens.
+	noOutput bool
 }
 
 func (p *parser) errf(n *yaml.Node, key, format string, args ...any) error {
@@ -267,7 +278,7 @@ func (p *parser) boolean(n *yaml.Node, path string) (bool, error) {
 }
 
 func (p *parser) bundle(root *yaml.Node, b *Bundle) error {
-	known := append([]string{"id", "generation", "parent_id", "mutations", "sandbox"}, StageNames...)
+	known := append([]string{"id", "generation", "parent_id", "mutations", "sandbox", "oracle", "predictor"}, StageNames...)
 	vals, keys, err := p.mapping(root, "", known)
 	if err != nil {
 		return err
@@ -301,7 +312,7 @@ func (p *parser) bundle(root *yaml.Node, b *Bundle) error {
 		}
 	}
 	if v := vals["sandbox"]; v != nil {
-		sv, _, err := p.mapping(v, "sandbox", []string{"max_steps", "max_len", "max_state"})
+		sv, _, err := p.mapping(v, "sandbox", []string{"max_steps", "max_len", "max_state", "max_run_steps"})
 		if err != nil {
 			return err
 		}
@@ -311,6 +322,13 @@ func (p *parser) bundle(root *yaml.Node, b *Bundle) error {
 				return err
 			}
 			b.Sandbox.MaxSteps = uint64(x)
+		}
+		if n := sv["max_run_steps"]; n != nil {
+			x, err := p.integer(n, "sandbox.max_run_steps", 1, 1<<50)
+			if err != nil {
+				return err
+			}
+			b.Sandbox.MaxRunSteps = uint64(x)
 		}
 		if n := sv["max_len"]; n != nil {
 			x, err := p.integer(n, "sandbox.max_len", 1, 1<<28)
@@ -327,6 +345,17 @@ func (p *parser) bundle(root *yaml.Node, b *Bundle) error {
 			b.Sandbox.MaxState = int(x)
 		}
 	}
+	if v := vals["oracle"]; v != nil {
+		if b.Oracle, err = p.boolean(v, "oracle"); err != nil {
+			return err
+		}
+	}
+	if v := vals["predictor"]; v != nil {
+		if err := p.predictor(v, b); err != nil {
+			return err
+		}
+	}
+	p.noOutput = !b.Oracle && b.Predictor.Kind == PredictNone
 	for _, name := range StageNames {
 		v := vals[name]
 		if v == nil {
@@ -338,6 +367,53 @@ func (p *parser) bundle(root *yaml.Node, b *Bundle) error {
 		}
 		b.stages[name] = st
 	}
+	return nil
+}
+
+// predictor reads predictor: {kind: none|class|noisy, error: σ, prior: tokens}.
+func (p *parser) predictor(n *yaml.Node, b *Bundle) error {
+	vals, _, err := p.mapping(n, "predictor", []string{"kind", "error", "prior"})
+	if err != nil {
+		return err
+	}
+	kn := vals["kind"]
+	if kn == nil {
+		return p.errf(n, "predictor", "missing kind (expected %s)", strings.Join(PredictorKinds, ", "))
+	}
+	pr := Predictor{}
+	if pr.Kind, err = p.str(kn, "predictor.kind"); err != nil {
+		return err
+	}
+	switch pr.Kind {
+	case PredictNone, PredictClass, PredictNoisy:
+	default:
+		return p.errf(kn, "predictor.kind", "expected %s, found %q", strings.Join(PredictorKinds, ", "), pr.Kind)
+	}
+	if e := vals["error"]; e != nil {
+		if pr.Kind != PredictNoisy {
+			return p.errf(e, "predictor.error", "only with kind: noisy")
+		}
+		if pr.Error, err = p.num(e, "predictor.error"); err != nil {
+			return err
+		}
+		if pr.Error < 0 || pr.Error > 10 {
+			return p.errf(e, "predictor.error", "expected a σ in [0, 10] (the log of the relative error), found %g", pr.Error)
+		}
+	} else if pr.Kind == PredictNoisy {
+		return p.errf(n, "predictor", "kind noisy needs error (σ of the log of the relative error, e.g. 0.5)")
+	}
+	if v := vals["prior"]; v != nil {
+		if pr.Kind != PredictClass {
+			return p.errf(v, "predictor.prior", "only with kind: class")
+		}
+		if pr.Prior, err = p.num(v, "predictor.prior"); err != nil {
+			return err
+		}
+		if pr.Prior < 0 {
+			return p.errf(v, "predictor.prior", "expected tokens >= 0, found %g", pr.Prior)
+		}
+	}
+	b.Predictor = pr
 	return nil
 }
 
@@ -475,8 +551,8 @@ func (p *parser) stage(n, key *yaml.Node, name string, b *Bundle) (*Stage, error
 // Provenance is what a table's metadata records of the bundle, in order:
 // blis.policy.stages (what each given stage is, which summaries and reports
 // show: trace.Meta.PolicyLabel), .id, .generation, .parent_id, .mutations
-// (a JSON list), .path and .sha256 (the driver writes them:
-// lib/sim.AnnotatePolicy).
+// (a JSON list), .path, .sha256, .oracle (true or false) and .predictor (the
+// driver writes them: lib/sim.AnnotatePolicy).
 func (b *Bundle) Provenance() [][2]string {
 	mu := b.Mutations
 	if mu == nil {
@@ -491,8 +567,35 @@ func (b *Bundle) Provenance() [][2]string {
 		{"blis.policy.mutations", string(j)},
 		{"blis.policy.path", b.Path},
 		{"blis.policy.sha256", b.SHA256},
+		{MetaOracle, strconv.FormatBool(b.Oracle)},
+		{MetaPredictor, b.Predictor.String()},
+		{MetaStages, b.stageKinds()},
 	}
 }
+
+// stageKinds is a JSON object of the stages the bundle gives and their
+// kinds ({"routing": "starlark", "priority": "decision_tree"}): what the
+// summary's advice must not contradict.
+func (b *Bundle) stageKinds() string {
+	m := map[string]string{}
+	for name, st := range b.stages {
+		k := st.Kind
+		if k == KindParameterized {
+			k += " " + st.Template
+		}
+		m[name] = k
+	}
+	j, _ := json.Marshal(m) // sorted keys
+	return string(j)
+}
+
+// Metadata keys of what the bundle's policies could see of output
+// lengths (blis-report warns of the oracle).
+const (
+	MetaOracle    = "blis.policy.oracle"
+	MetaPredictor = "blis.policy.predictor"
+	MetaStages    = "blis.policy.stages"
+)
 
 // RunError is a policy failure while simulating: which policy file and
 // line, which stage, which request. It is bad input (exit 2).
@@ -532,7 +635,11 @@ func (b *Bundle) Describe() string {
 	if len(parts) == 0 {
 		parts = []string{"no stages"}
 	}
-	return fmt.Sprintf("policy %s generation %d from %s: %s (other stages built in)", id, b.Generation, b.Path, strings.Join(parts, ", "))
+	see := "output lengths predicted: " + b.Predictor.String()
+	if b.Oracle {
+		see = "ORACLE: policies read the true output lengths"
+	}
+	return fmt.Sprintf("policy %s generation %d from %s: %s (other stages built in; %s)", id, b.Generation, b.Path, strings.Join(parts, ", "), see)
 }
 
 // stageList describes each stage the bundle gives, in pipeline order:

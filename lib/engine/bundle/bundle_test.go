@@ -1,12 +1,14 @@
 package bundle_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -218,15 +220,22 @@ func TestWorkedExamplesDoWhatTheySay(t *testing.T) {
 		}
 		return n
 	}
-	pl, _, err := simulate(t, cfg, filepath.Join(examples, "prefix-load.yaml"), reqs)
+	// Prefix-and-load routing on conversations whose prompts grow turn by
+	// turn (the previous prompt, then new blocks): affinity pays.
+	conv := sessions(120, 8)
+	llc := cfg
+	llc.Engine.SchedulingPolicy = "fcfs"
+	base, _, _ = simulate(t, llc, "", conv)
+	pl, _, err := simulate(t, llc, filepath.Join(examples, "prefix-load.yaml"), conv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := hits(base), hits(pl); !(b > a) {
-		t.Fatalf("prefix-load: %d cached tokens, not above least-loaded's %d", b, a)
+	if a, b := hits(base), hits(pl); !(b > a*11/10) {
+		t.Fatalf("prefix-load: %d cached tokens, not 10%% above least-loaded's %d", b, a)
 	}
-	// Tenant-fair: one tenant floods; it is delayed or rejected, the
-	// others are not.
+	t.Logf("conversations: least-loaded %d cached tokens, prefix-load %d (KV events 50 ms late)", hits(base), hits(pl))
+	// Tenant-fair: one tenant floods steadily; it is delayed, the others
+	// are not. When it also bursts, what gets rejected is the flood.
 	flood := workload(3000, 150)
 	for i := range flood {
 		if i%4 != 0 {
@@ -234,19 +243,78 @@ func TestWorkedExamplesDoWhatTheySay(t *testing.T) {
 		}
 	}
 	cfg = testCluster(2)
-	tf, sum, err := simulate(t, cfg, filepath.Join(examples, "tenant-fair.yaml"), flood)
+	tf, _, err := simulate(t, cfg, filepath.Join(examples, "tenant-fair.yaml"), flood)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rejected := map[string]int{}
+	delayed, rejected := map[string]int{}, map[string]int{}
 	for _, r := range tf {
+		if r.Status == row.StatusRejected {
+			rejected[r.TenantID]++
+		} else if r.AdmittedUS > r.ArrivalUS {
+			delayed[r.TenantID]++
+		}
+	}
+	if delayed["flood"] < 100 || delayed["flood"] < 20*(sumOthers(delayed)+sumOthers(rejected)) || 10*rejected["flood"] > delayed["flood"] {
+		t.Fatalf("tenant-fair, steady flood: delayed by tenant %v, rejected %v", delayed, rejected)
+	}
+	t.Logf("tenant-fair, steady flood: delayed by tenant %v, rejected %v", delayed, rejected)
+	// The same flood with a burst of 400 requests within 0.4 s at 10 s.
+	burst := append([]row.Request(nil), flood...)
+	for k := 0; k < 400; k++ {
+		r := row.NewRequest(fmt.Sprint("burst", k))
+		r.ArrivalUS, r.InputTokens, r.OutputTokens, r.TenantID = 10_000_000+int64(k)*1000, 200, 50, "flood"
+		burst = append(burst, r)
+	}
+	slices.SortStableFunc(burst, func(a, b row.Request) int { return cmp.Compare(a.ArrivalUS, b.ArrivalUS) })
+	tb, sum, err := simulate(t, cfg, filepath.Join(examples, "tenant-fair.yaml"), burst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected = map[string]int{}
+	for _, r := range tb {
 		if r.Status == row.StatusRejected {
 			rejected[r.TenantID]++
 		}
 	}
 	if rejected["flood"] == 0 || int64(rejected["flood"]) < 10*(sum.Rejected-int64(rejected["flood"])) {
-		t.Fatalf("tenant-fair: rejected by tenant %v", rejected)
+		t.Fatalf("tenant-fair, bursting flood: rejected by tenant %v", rejected)
 	}
+	t.Logf("tenant-fair, bursting flood: rejected by tenant %v", rejected)
+}
+
+// sessions is n conversations of turns turns: each turn's prompt is the
+// previous one plus 20 new blocks of 16 tokens (a key chain of its own per
+// conversation), 2 s of think time between turns, conversations starting
+// 50 ms apart.
+func sessions(n, turns int) []row.Request {
+	var reqs []row.Request
+	for s := 0; s < n; s++ {
+		for k := 0; k < turns; k++ {
+			r := row.NewRequest(fmt.Sprintf("s%d-t%d", s, k))
+			r.ArrivalUS = int64(s)*50_000 + int64(k)*2_000_000
+			r.SessionID = fmt.Sprint("s", s)
+			blocks := 20 * (k + 1)
+			r.InputTokens, r.OutputTokens = int32(16*blocks+1), 50
+			for b := 0; b < blocks; b++ {
+				r.PrefixHashes = append(r.PrefixHashes, uint64(s+1)*1_000_000+uint64(b))
+			}
+			reqs = append(reqs, r)
+		}
+	}
+	slices.SortStableFunc(reqs, func(a, b row.Request) int { return cmp.Compare(a.ArrivalUS, b.ArrivalUS) })
+	return reqs
+}
+
+// sumOthers is the count over every tenant but the flood.
+func sumOthers(m map[string]int) int {
+	n := 0
+	for k, v := range m {
+		if k != "flood" {
+			n += v
+		}
+	}
+	return n
 }
 
 func TestState(t *testing.T) {
@@ -572,3 +640,83 @@ func TestProvenance(t *testing.T) {
 }
 
 var _ = math.Inf
+
+// TestPriorityScores: a priority stage returns a score, float or int, in
+// Starlark and in a tree (an expression); both order the waiting queue the
+// same way, and the run is the same as the built-in `request` priority
+// when the score is the priority column. Hints are refused, naming the
+// line, not silently dropped.
+func TestPriorityScores(t *testing.T) {
+	reqs := workload(600, 120)
+	for i := range reqs {
+		reqs[i].Priority = int32(i % 5)
+	}
+	cfg := testCluster(2)
+	cfg.Engine.SchedulingPolicy = "priority"
+	cfg.Router.Priority = "request"
+	builtin, _, err := simulate(t, cfg, "", reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Router.Priority = "fcfs"
+	for name, files := range map[string]map[string]string{
+		"starlark float":  {"b.yaml": "priority: {kind: starlark, file: p.star}\n", "p.star": "def priority(request, cluster):\n    return request.priority / 4.0\n"},
+		"starlark dict":   {"b.yaml": "priority: {kind: starlark, file: p.star}\n", "p.star": "def priority(request, cluster):\n    return {\"priority\": request.priority, \"hints\": {}}\n"},
+		"tree expression": {"b.yaml": "priority:\n  kind: decision_tree\n  tree: {priority: \"request.priority * 0.5 - 3\"}\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, _, err := simulate(t, cfg, writeBundle(t, files), reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same(t, name+" vs the request template", builtin, got)
+		})
+	}
+	p := writeBundle(t, map[string]string{"b.yaml": "priority: {kind: starlark, file: p.star}\n",
+		"p.star": "def priority(request, cluster):\n    return {\"priority\": 1, \"hints\": {\"preemptible\": False}}\n"})
+	_, _, err = simulate(t, cfg, p, reqs)
+	if err == nil || !strings.Contains(err.Error(), `p.star:1: priority policy, request r0: priority returned "hints": {"preemptible": False}: priority hints are not supported`) {
+		t.Fatalf("hints: got %v", err)
+	}
+}
+
+// TestRunStepBudget: sandbox.max_run_steps bounds the Starlark steps of the
+// whole run, every stage's calls together (each call alone is legal); a
+// caller's LimitRunSteps can only lower it; Interrupt stops the run with
+// its reason.
+func TestRunStepBudget(t *testing.T) {
+	reqs := workload(300, 50)
+	src := "def route(request, cluster):\n    n = 0\n    for i in range(1000):\n        n += i\n    return cluster.replicas[0].id\n"
+	run := func(head string, limit uint64, interrupt bool) error {
+		p := writeBundle(t, map[string]string{"b.yaml": head + "routing: {kind: starlark, file: r.star}\n", "r.star": src})
+		b, err := bundle.Load(p, bundle.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := testCluster(2)
+		models, _, _ := engine.Prepare(&cfg)
+		rt, err := b.Instantiate(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.LimitRunSteps(limit)
+		if interrupt {
+			rt.Interrupt(errors.New("stopped by the test"))
+		}
+		_, err = engine.Run(cfg, models, engine.SliceSource(reqs), &memSink{}, engine.Options{Policies: rt.Policies()})
+		return err
+	}
+	// About 4,000 steps a call: 300 calls need about 1.2 M.
+	if err := run("sandbox: {max_run_steps: 100000}\n", 0, false); err == nil || !strings.Contains(err.Error(), "whole-run step budget exceeded: more than 100000 Starlark steps") {
+		t.Fatalf("bundle budget: %v", err)
+	}
+	if err := run("sandbox: {max_run_steps: 100000000}\n", 0, false); err != nil {
+		t.Fatalf("within the budget: %v", err)
+	}
+	if err := run("sandbox: {max_run_steps: 100000000}\n", 50000, false); err == nil || !strings.Contains(err.Error(), "more than 50000 Starlark steps") {
+		t.Fatalf("the caller's lower cap: %v", err)
+	}
+	if err := run("", 0, true); err == nil || err.Error() != "stopped by the test" {
+		t.Fatalf("interrupted: %v", err)
+	}
+}

@@ -53,8 +53,9 @@ func stageRoots(stage string, perCandidate bool) roots {
 }
 
 type exprCompiler struct {
-	roots roots
-	used  map[string]bool // roots named
+	roots    roots
+	used     map[string]bool // roots named
+	noOutput bool            // request.output_tokens is unknown (no predictor, no oracle)
 }
 
 func (c *exprCompiler) errf(pos syntax.Position, format string, args ...any) error {
@@ -115,6 +116,9 @@ func (c *exprCompiler) expr(x syntax.Expr) (*expr, error) {
 		f, ok := t[x.Name.Name]
 		if !ok {
 			return nil, c.errf(x.Name.NamePos, "unknown field %s.%s (expected one of %s)", id.Name, x.Name.Name, strings.Join(t.names(), ", "))
+		}
+		if c.noOutput && id.Name == "request" && f.name == "output_tokens" {
+			return nil, c.errf(x.Name.NamePos, "%v", errNoOutput())
 		}
 		c.used[id.Name] = true
 		switch {

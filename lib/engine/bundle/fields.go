@@ -31,6 +31,8 @@ type evalCtx struct {
 	rep  *policy.ReplicaView
 	pool *PoolView // autoscaler
 	ml   int       // max load over the candidates, 0 until computed
+	tier *policy.TierStatus
+	ob   *observer // what the run's policies know of output lengths
 }
 
 // field is one view field: its name, type, unit and getter (one of i, f, s,
@@ -60,7 +62,7 @@ var requestFields = []field{
 	{name: "session_id", k: kString, doc: "session (\"\" if none)", s: func(c *evalCtx) string { return c.rv.SessionID() }},
 	{name: "priority", k: kInt, doc: "the request's priority column", i: func(c *evalCtx) int64 { return int64(c.rv.Priority()) }},
 	{name: "input_tokens", k: kInt, unit: "tokens", doc: "prompt length", i: func(c *evalCtx) int64 { return int64(c.rv.InputTokens()) }},
-	{name: "output_tokens", k: kInt, unit: "tokens", doc: "the most output tokens it asks for", i: func(c *evalCtx) int64 { return int64(c.rv.OutputTokens()) }},
+	{name: "output_tokens", k: kInt, unit: "tokens", doc: "the output length as a router can know it: the bundle's predictor's (predictor:), the true length only with oracle: true; None in Starlark when unknown (no predictor), and a tree may then not read it", i: outputField},
 	{name: "arrival_us", k: kInt, unit: "µs", doc: "arrival time", i: func(c *evalCtx) int64 { return c.rv.ArrivalUS() }},
 	{name: "prefix_blocks", k: kInt, unit: "blocks", doc: "prompt blocks carrying a prefix-cache key", i: func(c *evalCtx) int64 { return int64(c.rv.PrefixBlocks()) }},
 	{name: "now_us", k: kInt, unit: "µs", doc: "time of the decision", i: func(c *evalCtx) int64 { return c.rv.NowUS() }},
@@ -103,11 +105,53 @@ var replicaFields = []field{
 	{name: "kv_free_blocks", k: kInt, unit: "blocks", doc: "KV blocks not in use", i: func(c *evalCtx) int64 { r := c.replica(); return r.KVTotal() - r.KVUsed() }},
 	{name: "kv_used_blocks", k: kInt, unit: "blocks", doc: "KV blocks in use", i: func(c *evalCtx) int64 { return c.replica().KVUsed() }},
 	{name: "kv_total_blocks", k: kInt, unit: "blocks", doc: "KV blocks of the replica", i: func(c *evalCtx) int64 { return c.replica().KVTotal() }},
-	{name: "cached_blocks", k: kInt, unit: "blocks", doc: "leading prompt blocks of the request this replica holds (live); in Starlark the method cached_blocks(request)", i: func(c *evalCtx) int64 { return int64(c.cv.CachedBlocks(c.i)) }},
+	{name: "cached_blocks", k: kInt, unit: "blocks", doc: "leading prompt blocks of the request this replica holds, as the router has heard (kv_event_delay); in Starlark the method cached_blocks(request)", i: func(c *evalCtx) int64 { return int64(c.cv.CachedBlocks(c.i)) }},
 	{name: "cache_hit_rate", k: kFloat, unit: "fraction", doc: "recent prompt tokens served from cache / prompt tokens (EWMA over its finished requests, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().hit }},
 	{name: "recent_ttft_us", k: kFloat, unit: "µs", doc: "recent time to first token (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().ttft }},
 	{name: "recent_tpot_us", k: kFloat, unit: "µs", doc: "recent time per output token (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().tpot }},
 	{name: "estimated_wait_us", k: kFloat, unit: "µs", doc: "recent wait in its queue, enqueued → first scheduled (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().wait }},
+	{name: "kv_lower_used_blocks", k: kInt, unit: "blocks", doc: "blocks held in its lower KV tiers, all tiers (0 without tiers); per tier in Starlark: r.kv_tiers", i: func(c *evalCtx) int64 { return lower(c).used }},
+	{name: "kv_lower_total_blocks", k: kInt, unit: "blocks", doc: "capacity of its lower KV tiers, all tiers (0 without tiers)", i: func(c *evalCtx) int64 { return lower(c).total }},
+	{name: "kv_lower_utilization", k: kFloat, unit: "fraction", doc: "kv_lower_used_blocks / kv_lower_total_blocks (0 without tiers)", f: func(c *evalCtx) float64 { return lower(c).util() }},
+	{name: "kv_offload_rate", k: kFloat, unit: "blocks/s", doc: "blocks copied into its lower tiers per second, all tiers, over the last window of at least 1 s", f: func(c *evalCtx) float64 { return lower(c).off }},
+	{name: "kv_reload_rate", k: kFloat, unit: "blocks/s", doc: "blocks loaded from its lower tiers to the GPU per second, all tiers, over the last window of at least 1 s", f: func(c *evalCtx) float64 { return lower(c).rel }},
+}
+
+// lowerSum sums a replica's lower KV tiers.
+type lowerSum struct {
+	used, total int64
+	off, rel    float64
+}
+
+func (l lowerSum) util() float64 {
+	if l.total <= 0 {
+		return 0
+	}
+	return float64(l.used) / float64(l.total)
+}
+
+func lower(c *evalCtx) lowerSum {
+	var l lowerSum
+	for _, t := range c.replica().Tiers() {
+		l.used, l.total, l.off, l.rel = l.used+t.Used, l.total+t.Total, l.off+t.OffloadRate, l.rel+t.ReloadRate
+	}
+	return l
+}
+
+// tierFields are one lower KV tier of a replica (Starlark: r.kv_tiers,
+// top down).
+var tierFields = []field{
+	{name: "name", k: kString, doc: "the tier's name (cpu, storage, …)", s: func(c *evalCtx) string { return c.tier.Name }},
+	{name: "used_blocks", k: kInt, unit: "blocks", doc: "blocks it holds", i: func(c *evalCtx) int64 { return c.tier.Used }},
+	{name: "total_blocks", k: kInt, unit: "blocks", doc: "its capacity", i: func(c *evalCtx) int64 { return c.tier.Total }},
+	{name: "utilization", k: kFloat, unit: "fraction", doc: "used_blocks / total_blocks", f: func(c *evalCtx) float64 {
+		if c.tier.Total <= 0 {
+			return 0
+		}
+		return float64(c.tier.Used) / float64(c.tier.Total)
+	}},
+	{name: "offload_rate", k: kFloat, unit: "blocks/s", doc: "blocks copied in per second over the last window of at least 1 s", f: func(c *evalCtx) float64 { return c.tier.OffloadRate }},
+	{name: "reload_rate", k: kFloat, unit: "blocks/s", doc: "blocks loaded to the GPU per second over the last window of at least 1 s", f: func(c *evalCtx) float64 { return c.tier.ReloadRate }},
 }
 
 func (c *evalCtx) tenant() *tenantStats { return c.tr.tenant(c.rv.TenantID(), c.rv.NowUS()) }
@@ -117,7 +161,7 @@ var tenantFields = []field{
 	{name: "id", k: kString, doc: "the tenant (the request's tenant_id)", s: func(c *evalCtx) string { return c.rv.TenantID() }},
 	{name: "request_count", k: kInt, unit: "requests", doc: "arrivals of the tenant so far (not counting this one)", i: func(c *evalCtx) int64 { return c.tenant().count }},
 	{name: "active", k: kInt, unit: "requests", doc: "admitted and not finished", i: func(c *evalCtx) int64 { return c.tenant().active }},
-	{name: "recent_rate", k: kFloat, unit: "requests/s", doc: "arrivals over the last 10 s / 10", f: func(c *evalCtx) float64 { return c.tenant().rate }},
+	{name: "recent_rate", k: kFloat, unit: "requests/s", doc: "arrivals per second over the last 10 s (since the first arrival when sooner, at least 1 s)", f: func(c *evalCtx) float64 { return c.tenant().rate }},
 	{name: "burst_detected", k: kBool, doc: "arrivals in the current second >= 5 and >= 3 × recent_rate", b: func(c *evalCtx) bool { return c.tenant().burst }},
 }
 
@@ -128,8 +172,8 @@ var routerFields = []field{
 	{name: "in_flight", k: kInt, unit: "requests", doc: "admitted and not finished, all tenants", i: func(c *evalCtx) int64 { return c.global().active }},
 	{name: "request_count", k: kInt, unit: "requests", doc: "arrivals so far", i: func(c *evalCtx) int64 { return c.global().count }},
 	{name: "completed", k: kInt, unit: "requests", doc: "requests completed so far", i: func(c *evalCtx) int64 { return c.global().completed }},
-	{name: "request_rate", k: kFloat, unit: "requests/s", doc: "arrivals over the last 10 s / 10", f: func(c *evalCtx) float64 { return c.global().rate }},
-	{name: "throughput", k: kFloat, unit: "requests/s", doc: "completions over the last 10 s / 10", f: func(c *evalCtx) float64 { return c.global().throughput }},
+	{name: "request_rate", k: kFloat, unit: "requests/s", doc: "arrivals per second over the last 10 s (since the first arrival when sooner, at least 1 s)", f: func(c *evalCtx) float64 { return c.global().rate }},
+	{name: "throughput", k: kFloat, unit: "requests/s", doc: "completions per second over the last 10 s (as request_rate)", f: func(c *evalCtx) float64 { return c.global().throughput }},
 }
 
 // clusterFields are aggregates over the candidates.
@@ -196,6 +240,7 @@ var (
 	tenantTable       = table(tenantFields)
 	routerTable       = table(routerFields)
 	clusterTable      = table(clusterFields)
+	tierTable         = table(tierFields)
 )
 
 // FieldDoc describes one view field for docs and --list-policies.
@@ -208,7 +253,8 @@ func Fields() []FieldDoc {
 		name string
 		fs   []field
 	}{{"request", requestFields}, {"request (scheduler, preemption)", schedRequestFields}, {"replica", replicaFields},
-		{"tenant", tenantFields}, {"router", routerFields}, {"cluster", clusterFields}} {
+		{"tenant", tenantFields}, {"router", routerFields}, {"cluster", clusterFields}, {"pool", poolFields},
+		{"replica tier (Starlark r.kv_tiers)", tierFields}} {
 		for _, f := range v.fs {
 			out = append(out, FieldDoc{View: v.name, Name: f.name, Type: f.k.String(), Unit: f.unit, Doc: f.doc})
 		}

@@ -18,7 +18,7 @@ import (
 // Compiled programs, frozen globals and tree stages' definitions are
 // shared: nothing in them changes. The fork's failures are its own.
 func (rt *Runtime) Fork() cluster.Policies {
-	n := &Runtime{b: rt.b, err: rt.err, stars: map[string]*starRT{}}
+	n := &Runtime{b: rt.b, g: rt.g, err: rt.err, stars: map[string]*starRT{}, ob: rt.ob.clone()}
 	if rt.tr != nil {
 		n.tr = rt.tr.clone()
 	}
@@ -37,10 +37,7 @@ func (rt *Runtime) Fork() cluster.Policies {
 		}
 		n.stars[name], stars[r] = c, c
 	}
-	f := cluster.Policies{Err: n.Err, Fork: n.Fork}
-	if n.tr != nil {
-		f.OnResult = n.tr.finished
-	}
+	f := cluster.Policies{Err: n.Err, Fork: n.Fork, OnResult: n.onResult()}
 	n.pol.Admission, _ = n.forkStage(rt.pol.Admission, stars).(policy.Admission)
 	n.pol.Priority, _ = n.forkStage(rt.pol.Priority, stars).(policy.Priority)
 	n.pol.Routing, _ = n.forkStage(rt.pol.Routing, stars).(policy.Routing)
@@ -67,17 +64,17 @@ func (n *Runtime) forkStage(p any, stars map[*starRT]*starRT) any {
 		inner, _ := n.forkStage(x.inner, stars).(policy.Admission)
 		return &trackedAdmission{inner: inner, tr: n.tr}
 	case *treeAdmission:
-		return &treeAdmission{st: x.st, tr: n.tr}
+		return &treeAdmission{st: x.st, tr: n.tr, ob: n.ob}
 	case *treePriority:
-		return &treePriority{st: x.st, tr: n.tr}
+		return &treePriority{st: x.st, tr: n.tr, ob: n.ob}
 	case *treeRouting:
 		c := x.Clone().(*treeRouting)
-		c.tr, c.ctx = n.tr, evalCtx{}
+		c.tr, c.ob, c.ctx = n.tr, n.ob, evalCtx{}
 		return c
 	case *treeOrder:
-		return &treeOrder{st: x.st}
+		return &treeOrder{st: x.st, ob: n.ob}
 	case *treeVictim:
-		return &treeVictim{st: x.st}
+		return &treeVictim{st: x.st, ob: n.ob}
 	case *starAdmission:
 		return &starAdmission{r: stars[x.r]}
 	case *starPriority:

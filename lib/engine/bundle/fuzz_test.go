@@ -25,7 +25,10 @@ func FuzzLoad(f *testing.F) {
 		"admission: {kind: decision_tree, tree: {if: \"tenant.recent_rate > 20 and not tenant.burst_detected\", then: {admit: delay, delay_us: 5}, else: {admit: reject, reason: x}}}\n",
 		"scheduler: {kind: parameterized, template: shortest-first}\npreemption: {kind: decision_tree, tree: {score: \"request.generated_tokens\"}}\n",
 		"autoscaler: {kind: decision_tree, tree: {if: \"pool.outstanding > 10\", then: {delta: 1}, else: {replicas: 2}}}\n",
-		"sandbox: {max_steps: 10, max_len: 5, max_state: 3}\n",
+		"sandbox: {max_steps: 10, max_len: 5, max_state: 3, max_run_steps: 100}\n",
+		"oracle: true\npredictor: {kind: noisy, error: 0.5}\npriority: {kind: decision_tree, tree: {priority: \"request.output_tokens * 0.5\"}}\n",
+		"predictor: {kind: class, prior: 64}\nscheduler: {kind: decision_tree, tree: {score: \"0 - request.output_tokens\"}}\n",
+		"autoscaler: {kind: decision_tree, tree: {if: \"pool.slo_attainment < 0.9 and pool.since_last_scale_us > 60000000\", then: {delta: 1}, else: {delta: 0}}}\n",
 	} {
 		f.Add([]byte(s), []byte("def route(request, cluster):\n    return cluster.replicas[0].id\n"))
 	}

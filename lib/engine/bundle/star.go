@@ -109,6 +109,9 @@ func (sp *starProgram) instantiate(rt *Runtime, seed uint64) (*starRT, error) {
 	st := sp.st
 	r := &starRT{st: st, rt: rt, state: starlark.NewDict(0), boards: map[any]*boardVals{}}
 	r.thread = &starlark.Thread{Name: st.Name, Print: func(*starlark.Thread, string) {}, Load: loadAllowed}
+	if rt.g != nil {
+		rt.g.register(r.thread)
+	}
 	r.reqv.r = r
 	r.clv.r = r
 	r.tenv = viewValue{r: r, typ: "tenant", t: tenantTable}
@@ -155,16 +158,37 @@ func loadAllowed(_ *starlark.Thread, module string) (starlark.StringDict, error)
 	return nil, fmt.Errorf("load(%q): not allowed (a policy may load only math.star)", module)
 }
 
-// call runs the entrypoint with a fresh step budget.
+// call runs the entrypoint with a fresh step budget: the stage's per-call
+// budget, or what is left of the whole run's when that is less.
 func (r *starRT) call(a, b starlark.Value, reqID string) (starlark.Value, error) {
 	r.gen++
 	r.alloc = 0
 	r.reqID = reqID
 	r.args[0], r.args[1] = a, b
-	r.thread.SetMaxExecutionSteps(r.thread.ExecutionSteps() + r.st.MaxSteps)
+	g := r.rt.g
+	budget, capped := r.st.MaxSteps, false
+	if g.maxSteps > 0 {
+		if g.steps >= g.maxSteps {
+			return nil, &RunError{File: r.st.File, Stage: r.st.Name, Request: reqID, Err: g.errRunBudget()}
+		}
+		if left := g.maxSteps - g.steps; left < budget {
+			budget, capped = left, true
+		}
+	}
+	before := r.thread.ExecutionSteps()
+	r.thread.SetMaxExecutionSteps(before + budget)
 	v, err := starlark.Call(r.thread, r.fn, r.args, nil)
 	r.args[0], r.args[1] = nil, nil
+	g.steps += r.thread.ExecutionSteps() - before
 	if err != nil {
+		if e := g.err(); e != nil {
+			return nil, e // interrupted: the interruption's error, not the cancelled call's
+		}
+		if capped && strings.Contains(err.Error(), "too many steps") {
+			re := r.runErr(err, reqID, 0).(*RunError)
+			re.Err = g.errRunBudget()
+			return nil, re
+		}
 		return nil, r.runErr(err, reqID, 0)
 	}
 	if r.state.Len() > 0 {

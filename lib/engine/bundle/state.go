@@ -17,6 +17,10 @@ import (
 // like the replicas' status: stale views are the point.
 type Tracker struct {
 	snap, next, now int64
+	// start is the time of the first arrival heard (rate windows cover at
+	// most the time since), started whether there was one.
+	start   int64
+	started bool
 
 	tenants map[string]*tenantLive
 	reps    map[string]*replicaStats
@@ -41,6 +45,10 @@ func NewTracker(snapshotUS int64) *Tracker {
 }
 
 // window counts events in one-second buckets over the last 10 seconds.
+// Its rate divides by the time the buckets cover, not by 10 s: at the start
+// of a run, or of a router's life, fewer seconds have passed, and dividing
+// by 10 made a steady tenant look ten times slower than it was (and its
+// first second a burst).
 type window struct {
 	sec int64
 	b   [10]int64
@@ -62,14 +70,17 @@ func (w *window) add(t int64) {
 }
 
 // rate is the events of the 10 one-second buckets ending with the current
-// one, per second.
-func (w *window) rate(t int64) float64 {
+// one, per second of the time they cover: from the older of the window's
+// start ((s-9) s) and start (the tracker's first event) to t, at least 1 s
+// (so that the first events are not divided by almost nothing).
+func (w *window) rate(t, start int64) float64 {
 	s := t / 1e6
 	var n int64
 	for k := max(w.sec-9, s-9, 0); k <= min(w.sec, s); k++ {
 		n += w.b[k%10]
 	}
-	return float64(n) / 10
+	span := t - max((s-9)*1e6, start)
+	return float64(n) / (float64(max(span, 1e6)) / 1e6)
 }
 
 func (w *window) current(t int64) int64 {
@@ -105,16 +116,16 @@ type replicaStats struct {
 	n                     int64
 }
 
-func (l *tenantLive) stats(t int64, out *tenantStats) {
+func (l *tenantLive) stats(t, start int64, out *tenantStats) {
 	out.count, out.active = l.count, l.active
-	out.rate = l.w.rate(t)
+	out.rate = l.w.rate(t, start)
 	c := l.w.current(t)
 	out.burst = c >= 5 && float64(c) >= 3*out.rate
 }
 
-func (g *globalLive) stats(t int64, out *globalStats) {
+func (g *globalLive) stats(t, start int64, out *globalStats) {
 	out.count, out.active, out.completed = g.count, g.active, g.completed
-	out.rate, out.throughput = g.arr.rate(t), g.done.rate(t)
+	out.rate, out.throughput = g.arr.rate(t, start), g.done.rate(t, start)
 }
 
 // advance publishes the snapshot due before an event at now.
@@ -134,7 +145,7 @@ func (t *Tracker) advance(now int64) {
 			p = &tenantStats{}
 			t.pubT[id] = p
 		}
-		l.stats(m, p)
+		l.stats(m, t.start, p)
 	}
 	for id, r := range t.reps {
 		p := t.pubR[id]
@@ -144,7 +155,7 @@ func (t *Tracker) advance(now int64) {
 		}
 		*p = *r
 	}
-	t.g.stats(m, &t.pubG)
+	t.g.stats(m, t.start, &t.pubG)
 }
 
 func (t *Tracker) tenantLive(id string) *tenantLive {
@@ -160,6 +171,9 @@ func (t *Tracker) tenantLive(id string) *tenantLive {
 // admission delay).
 func (t *Tracker) arrived(id, tenant string, now int64) {
 	t.advance(now)
+	if !t.started {
+		t.start, t.started = now, true
+	}
 	if _, ok := t.delayed[id]; ok {
 		delete(t.delayed, id)
 		return
@@ -243,7 +257,7 @@ func (t *Tracker) tenant(id string, now int64) *tenantStats {
 		return &t.tscratch
 	}
 	if l := t.tenants[id]; l != nil {
-		l.stats(now, &t.tscratch)
+		l.stats(now, t.start, &t.tscratch)
 	} else {
 		t.tscratch = tenantStats{}
 	}
@@ -255,7 +269,7 @@ func (t *Tracker) global(now int64) *globalStats {
 	if t.snap > 0 {
 		return &t.pubG
 	}
-	t.g.stats(now, &t.gscratch)
+	t.g.stats(now, t.start, &t.gscratch)
 	return &t.gscratch
 }
 

@@ -118,10 +118,21 @@ type PoolView struct {
 	Replicas                 int     // current replicas (not stopped)
 	MinReplicas, MaxReplicas int     // bounds
 	Serving                  int     // replicas serving
+	Provisioning             int     // replicas started, not yet routable (provisioning)
 	Waiting, Running         int     // Σ over its replicas
 	InFlight                 int     // routed, not yet queued
+	Pending                  int     // requests waiting for the pool: queued, in the alpha delay, held at the router
 	KVUtilization            float64 // mean over its serving replicas
 	NowUS                    int64
+	// Over the pool's metrics window (the autoscaler's window):
+	WindowUS             int64
+	RequestRate          float64 // arrivals for the pool's model per second
+	SLOAttainment        float64 // met / finished in the window; NaN: none finished, or no slo
+	Utilization          float64 // step time / ready replica time
+	QueuePerReplica      float64 // (waiting + in flight) per ready replica, averaged
+	TTFTP50US, TTFTP99US int64   // of the requests completed in the window (0 when none)
+	E2EP50US, E2EP99US   int64
+	SinceLastScaleUS     int64 // since the pool's last scale action; -1 before any
 }
 
 // Load is waiting + running + in flight.
@@ -138,8 +149,20 @@ var poolFields = []field{
 	{name: "batch_size", k: kInt, unit: "requests", doc: "Σ running", i: func(c *evalCtx) int64 { return int64(c.pool.Running) }},
 	{name: "in_flight", k: kInt, unit: "requests", doc: "Σ routed, not yet queued", i: func(c *evalCtx) int64 { return int64(c.pool.InFlight) }},
 	{name: "outstanding", k: kInt, unit: "requests", doc: "queue_depth + batch_size + in_flight", i: func(c *evalCtx) int64 { return int64(c.pool.Load()) }},
-	{name: "kv_utilization", k: kFloat, unit: "fraction", doc: "mean KV fraction in use over serving replicas", f: func(c *evalCtx) float64 { return c.pool.KVUtilization }},
+	{name: "kv_utilization", k: kFloat, unit: "fraction", doc: "mean KV fraction in use over serving replicas (window)", f: func(c *evalCtx) float64 { return c.pool.KVUtilization }},
 	{name: "now_us", k: kInt, unit: "µs", doc: "time of the evaluation", i: func(c *evalCtx) int64 { return c.pool.NowUS }},
+	{name: "provisioning", k: kInt, unit: "replicas", doc: "replicas started and not yet routable (provisioning, loading weights)", i: func(c *evalCtx) int64 { return int64(c.pool.Provisioning) }},
+	{name: "pending", k: kInt, unit: "requests", doc: "requests waiting for the pool now: in its queues, alpha delays, or held at the router", i: func(c *evalCtx) int64 { return int64(c.pool.Pending) }},
+	{name: "window_us", k: kInt, unit: "µs", doc: "the metrics window the fields below are over (the autoscaler's window)", i: func(c *evalCtx) int64 { return c.pool.WindowUS }},
+	{name: "request_rate", k: kFloat, unit: "requests/s", doc: "llm requests arriving for the pool's model per second over the window (whole pool)", f: func(c *evalCtx) float64 { return c.pool.RequestRate }},
+	{name: "slo_attainment", k: kFloat, unit: "fraction", doc: "requests finished on the pool in the window that met the autoscaler's slo / finished (NaN: none finished, or no slo)", f: func(c *evalCtx) float64 { return c.pool.SLOAttainment }},
+	{name: "utilization", k: kFloat, unit: "fraction", doc: "step time / ready replica time over the window", f: func(c *evalCtx) float64 { return c.pool.Utilization }},
+	{name: "queue_per_replica", k: kFloat, unit: "requests", doc: "waiting + in flight (and held at the router) per ready replica, averaged over the window", f: func(c *evalCtx) float64 { return c.pool.QueuePerReplica }},
+	{name: "ttft_p50_us", k: kInt, unit: "µs", doc: "median TTFT of the requests completed in the window (0 when none)", i: func(c *evalCtx) int64 { return c.pool.TTFTP50US }},
+	{name: "ttft_p99_us", k: kInt, unit: "µs", doc: "p99 TTFT of the requests completed in the window (0 when none)", i: func(c *evalCtx) int64 { return c.pool.TTFTP99US }},
+	{name: "e2e_p50_us", k: kInt, unit: "µs", doc: "median E2E latency of the requests completed in the window (0 when none)", i: func(c *evalCtx) int64 { return c.pool.E2EP50US }},
+	{name: "e2e_p99_us", k: kInt, unit: "µs", doc: "p99 E2E latency of the requests completed in the window (0 when none)", i: func(c *evalCtx) int64 { return c.pool.E2EP99US }},
+	{name: "since_last_scale_us", k: kInt, unit: "µs", doc: "time since the pool's last scale action (-1 before any)", i: func(c *evalCtx) int64 { return c.pool.SinceLastScaleUS }},
 }
 
 var poolTable = table(poolFields)

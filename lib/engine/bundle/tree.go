@@ -19,7 +19,6 @@ type node struct {
 	verdict  policy.Verdict // admission
 	reason   string
 	delayUS  int64
-	prio     int64 // priority
 	route    string
 	params   policy.Params
 	routeIdx int   // index of the leaf's routing policy in a Runtime
@@ -161,9 +160,9 @@ func (p *parser) treeNode(n *yaml.Node, path, stage string, depth int, info *tre
 	case StagePriority:
 		v := vals["priority"]
 		if v == nil {
-			return nil, p.errf(n, path, "missing priority (an integer, larger runs first)")
+			return nil, p.errf(n, path, "missing priority (a number or an expression: a score, larger runs first)")
 		}
-		if nd.prio, err = p.integer(v, path+".priority", -1<<62, 1<<62); err != nil {
+		if nd.score, err = p.scoreExpr(v, path+".priority", stage, info); err != nil {
 			return nil, err
 		}
 	case StageRouting:
@@ -244,7 +243,7 @@ func hasDirectKey(n *yaml.Node, k string) bool {
 }
 
 func (p *parser) expr(n *yaml.Node, path, src, stage string, info *treeInfo) (*expr, error) {
-	c := &exprCompiler{roots: stageRoots(stage, info.perCandidate), used: info.used}
+	c := &exprCompiler{roots: stageRoots(stage, info.perCandidate), used: info.used, noOutput: p.noOutput}
 	e, err := c.compile(src)
 	if err != nil {
 		msg := err.Error()

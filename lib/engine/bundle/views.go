@@ -64,14 +64,29 @@ func (v *reqValue) Attr(name string) (starlark.Value, error) {
 		if f == nil {
 			return nil, nil
 		}
+		if name == "output_tokens" {
+			return outputValue(&v.r.ctx), nil
+		}
 		return fieldValue(f, &v.r.ctx), nil
 	}
 	f := schedRequestTable[name]
 	if f == nil {
 		return nil, nil
 	}
-	c := evalCtx{rv: policy.NewRequestView(&v.st.Req, v.now, nil), st: v.st}
+	c := evalCtx{rv: policy.NewRequestView(&v.st.Req, v.now, nil), st: v.st, ob: v.r.rt.ob}
+	if name == "output_tokens" {
+		return outputValue(&c), nil
+	}
 	return fieldValue(f, &c), nil
+}
+
+// outputValue is request.output_tokens in Starlark: the prediction (or, with
+// oracle: true, the true length), None when unknown.
+func outputValue(c *evalCtx) starlark.Value {
+	if n, ok := c.ob.output(c.rv); ok {
+		return starlark.MakeInt64(n)
+	}
+	return starlark.None
 }
 
 // boardVals are the replica views of one candidate group.
@@ -111,7 +126,9 @@ func (v *replicaValue) Type() string   { return "replica" }
 func (v *replicaValue) Hash() (uint32, error) {
 	return 0, errors.New("unhashable: replica (use replica.id)")
 }
-func (v *replicaValue) AttrNames() []string { return replicaTable.names() }
+func (v *replicaValue) AttrNames() []string {
+	return append(replicaTable.names(), "kv_tiers")
+}
 
 func (v *replicaValue) Attr(name string) (starlark.Value, error) {
 	if v.r.ctx.cv != v.bv.cv {
@@ -130,6 +147,15 @@ func (v *replicaValue) Attr(name string) (starlark.Value, error) {
 			})
 		}
 		return v.cb, nil
+	}
+	if name == "kv_tiers" {
+		ts := v.bv.cv.Replica(v.i).Tiers()
+		out := make(starlark.Tuple, len(ts))
+		for k := range ts {
+			t := ts[k] // a copy: the value outlives nothing, but the board may change after the call
+			out[k] = &viewValue{r: v.r, typ: "tier", t: tierTable, c: &evalCtx{tier: &t}}
+		}
+		return out, nil
 	}
 	f := replicaTable[name]
 	if f == nil {

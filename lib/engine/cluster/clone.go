@@ -86,7 +86,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 			x.sel = depMap[g.sel]
 		}
 		if g.index != nil {
-			x.index = g.index.clone()
+			x.index = g.index.clone(&d.now)
 			slots := g.members
 			if g.all != nil {
 				slots = g.all

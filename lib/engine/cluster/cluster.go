@@ -260,6 +260,7 @@ type Cluster struct {
 	liveView    bool     // the router's view is refreshed before each decision (no snapshot interval, and a policy reads it)
 	snapEvery   int64
 	snapAt      int64
+	kvDelay     int64 // µs the router hears KV events late (config kv_event_delay)
 	dirty       []int32
 	isDirty     []bool
 	timeout     int64       // config client_timeout, µs
@@ -281,9 +282,11 @@ type Cluster struct {
 	preloaded bool
 
 	// Tiered KV and P/D (nil when no deployment uses them).
-	wakeAt []int64  // per replica: wake-up queued for a KV load
-	pd     *disagg  // P/D hand-offs (nil without P/D pools)
-	rgroup []*group // per replica: the group whose board shows it
+	wakeAt []int64 // per replica: wake-up queued for a KV load
+	// tierStat is scratch for the lower tiers' statuses (reportTiers).
+	tierStat []policy.TierStatus
+	pd       *disagg  // P/D hand-offs (nil without P/D pools)
+	rgroup   []*group // per replica: the group whose board shows it
 
 	ids     map[string]*request.State
 	retired retireHeap
@@ -323,7 +326,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	c := &Cluster{cfg: cfg, sink: sink, opts: opts, checks: opts.CheckInvariants,
 		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
-		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US(), client: newClientGate(opts.MaxInFlight)}
+		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US(), client: newClientGate(opts.MaxInFlight), kvDelay: cfg.KVEventDelay.US()}
 	c.flat = cfg.IsFlat()
 	c.tierNames = cfg.TierNames()
 	c.sum.TierNames = c.tierNames
@@ -541,14 +544,23 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 		} else if c.opts.RouterIndexes < 0 {
 			useIndex = false
 		}
+		if c.kvDelay > 0 && (c.prefixOn || c.opts.Decisions != nil) && sameBlockSize(g.deps) {
+			// KV events heard late: the router's view of the caches is the
+			// index they feed, whatever the group's size (probing the
+			// caches would be live). Decision traces read it too (the
+			// shadow KV), so it is kept for them even when routing is
+			// blind to it.
+			useIndex = true
+		}
 		if useIndex {
 			g.index = newPrefixIndex(len(g.members))
+			g.index.delay, g.index.clock = c.kvDelay, &c.now
 			for j, m := range g.members {
 				c.reps[m].Sched.KV().SetObserver(g.index.observer(int32(j)))
 			}
 		}
 		for j := range g.members {
-			g.board.Set(j, c.status(g.members[j]))
+			c.report(g.board, j, g.members[j])
 		}
 		if c.sc.dynamic(g) {
 			g.all = g.members
@@ -803,6 +815,15 @@ func (c *Cluster) status(i int32) policy.ReplicaStatus {
 		KVUsed: int64(l.KVUsed), KVTotal: int64(l.KVTotal)}
 }
 
+// report puts replica i's status on board b at position j (and, with
+// lower KV tiers, theirs: tierwake.go).
+func (c *Cluster) report(b *policy.Board, j int, i int32) {
+	b.Set(j, c.status(i))
+	if c.wakeAt != nil {
+		c.reportTiers(b, j, i)
+	}
+}
+
 // policyFailed stops the run if a policy failed.
 func (c *Cluster) policyFailed() bool {
 	if err := c.opts.Policies.Err(); err != nil {
@@ -826,7 +847,7 @@ func (c *Cluster) refreshDirty() {
 	for _, i := range c.dirty {
 		c.isDirty[i] = false
 		if p := c.gpos[i]; p >= 0 { // -1: not routable (autoscaling)
-			c.rgroup[i].board.Set(int(p), c.status(i))
+			c.report(c.rgroup[i].board, int(p), i)
 		}
 	}
 	c.dirty = c.dirty[:0]
@@ -835,7 +856,7 @@ func (c *Cluster) refreshDirty() {
 func (c *Cluster) refreshAll() {
 	for _, g := range c.grps {
 		for j, m := range g.members {
-			g.board.Set(j, c.status(m))
+			c.report(g.board, j, m)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // are only valid during the call.
 type Decisions interface {
 	Admitted(now int64, r *request.State, d policy.AdmitDecision, v *policy.ClusterView)
-	Prioritized(now int64, r *request.State, prio int64, v *policy.ClusterView)
+	Prioritized(now int64, r *request.State, prio float64, v *policy.ClusterView)
 	// Routed: cands maps the view's candidate indices to cluster-wide
 	// replica indices; r.Keys are derived.
 	Routed(now int64, r *request.State, d policy.RouteDecision, v *policy.ClusterView, cands []int32)
@@ -23,8 +23,8 @@ type Decisions interface {
 	WantBatches() bool
 	// Scale and KVTransfer are for autoscaling and prefill/decode
 	// disaggregation to call (TraceScale, TraceKVTransfer); Anomaly for
-	// detectors that live in those features (cache_thrashing,
-	// scale_oscillation, pd_backpressure).
+	// detectors that live in those features (scale_oscillation,
+	// pd_backpressure).
 	Scale(now int64, deployment, replicaID, action, reason string, replicas int)
 	KVTransfer(now int64, r *request.State, from, to string, blocks int64, reason string)
 	// Disagg is a decision of disaggregated serving (pd.go): kind is

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/internal/minheap"
@@ -120,6 +121,19 @@ func (gw *gateway) queueOf(g *group) *gqueue {
 }
 
 // band returns q's band of priority p, made on first use.
+// bandOf is the priority band of a priority score: its integer part
+// rounded down (llm-d's bands are integer priorities; a policy's score of
+// 1.5 queues in band 1).
+func bandOf(p float64) int64 {
+	switch {
+	case p >= math.MaxInt64:
+		return math.MaxInt64
+	case p <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(math.Floor(p))
+}
+
 func (gw *gateway) band(q *gqueue, p int64) *gband {
 	i := sort.Search(len(q.bands), func(i int) bool { return q.bands[i].prio <= p })
 	if i < len(q.bands) && q.bands[i].prio == p {
@@ -182,7 +196,7 @@ func (gw *gateway) gate(r *request.State, g *group) bool {
 		return false
 	}
 	q = gw.queueOf(g)
-	b := gw.band(q, r.Prio)
+	b := gw.band(q, bandOf(r.Prio))
 	tok := int64(r.Req.InputTokens)
 	if b.maxReq > 0 && b.n+1 > b.maxReq || b.maxTok > 0 && b.tokens+tok > b.maxTok {
 		gw.reject(r, fmt.Sprintf("flow control: priority band %d full (%d requests, %d tokens queued)", b.prio, b.n, b.tokens), "reject")
@@ -190,7 +204,7 @@ func (gw *gateway) gate(r *request.State, g *group) bool {
 		return true
 	}
 	for gw.cfg.MaxRequests > 0 && q.n+1 > gw.cfg.MaxRequests || gw.cfg.MaxTokens > 0 && q.tokens+tok > gw.cfg.MaxTokens {
-		v := gw.victim(q, r.Prio)
+		v := gw.victim(q, bandOf(r.Prio))
 		if v == nil {
 			gw.reject(r, fmt.Sprintf("flow control: gateway queue full (%d requests, %d tokens queued)", q.n, q.tokens), "reject")
 			c.sum.GatewayFull++
@@ -199,7 +213,7 @@ func (gw *gateway) gate(r *request.State, g *group) bool {
 		vp := gw.remove(v)
 		vb := vp.b.prio
 		c.sum.GatewayWaitUS += c.now - vp.at
-		gw.reject(v, fmt.Sprintf("flow control: shed from priority band %d for a request of priority %d (queue full)", vb, r.Prio), "shed")
+		gw.reject(v, fmt.Sprintf("flow control: shed from priority band %d for a request of priority %s (queue full)", vb, strconv.FormatFloat(r.Prio, 'f', -1, 64)), "shed")
 		c.sum.GatewayShed++
 	}
 	f := gw.flow(b, r.Req.TenantID)
@@ -273,7 +287,7 @@ func (gw *gateway) remove(r *request.State) *gpos {
 func (gw *gateway) reject(r *request.State, why, action string) {
 	c := gw.c
 	if dec := c.opts.Decisions; dec != nil {
-		dec.FlowControl(c.now, r, action, why, r.Prio)
+		dec.FlowControl(c.now, r, action, why, bandOf(r.Prio))
 	}
 	r.Status, r.Reason = row.StatusRejected, why
 	r.Finished = c.now // when the client hears it

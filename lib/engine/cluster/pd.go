@@ -541,6 +541,9 @@ func (dg *disagg) admitIncoming(d *replica.Replica) {
 	store := d.Sched.KV()
 	dep := c.deps[d.Deployment]
 	B := store.BlockSize()
+	if ts := d.Sched.Tiers(); ts != nil {
+		ts.SetNow(c.now, 0) // blocks the reservations evict are copied down now
+	}
 	k := 0
 	for ; k < len(q); k++ {
 		r := q[k]

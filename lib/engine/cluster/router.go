@@ -256,7 +256,7 @@ func (o *groupOracle) Holders() ([]int32, bool) {
 func (c *Cluster) oracleFor(g *group) policy.PrefixOracle {
 	c.oracle.c, c.oracle.g = c, g
 	if g.index != nil {
-		g.index.begin()
+		g.index.begin(c.now)
 	}
 	return &c.oracle
 }

@@ -267,7 +267,7 @@ func (sc *scaler) rebuildBoard(g *group) {
 	g.members, g.slotOf = ms, slotOf
 	g.board = policy.NewBoard(ids, deps, roles, c.opts.RouterIndexes)
 	for i, m := range ms {
-		g.board.Set(i, c.status(m))
+		c.report(g.board, i, m)
 		if c.reps[m].State == replica.Warming {
 			g.board.SetState(i, "warming")
 		}
@@ -1120,6 +1120,18 @@ func (c *Cluster) ScaleEvents() []row.ScaleEvent {
 // restarted replica has a cold cache). The map is walked in Go's order,
 // but each key's list is edited alone, so the result does not depend on it.
 func (x *prefixIndex) purge(slot int32) {
+	if x.small {
+		x.masks.clearAll(1 << uint(slot))
+	}
+	// Events of the replica not yet heard are dropped with it.
+	k := x.qh
+	for _, e := range x.q[x.qh:] {
+		if e.pos != slot {
+			x.q[k] = e
+			k++
+		}
+	}
+	x.q = x.q[:k]
 	for k, hs := range x.byKey {
 		for i, p := range hs {
 			if p == slot {

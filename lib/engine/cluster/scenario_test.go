@@ -314,7 +314,7 @@ func (h *harness) Admitted(now int64, r *request.State, d policy.AdmitDecision, 
 	}
 }
 
-func (h *harness) Prioritized(int64, *request.State, int64, *policy.ClusterView) {}
+func (h *harness) Prioritized(int64, *request.State, float64, *policy.ClusterView) {}
 
 func (h *harness) Routed(now int64, r *request.State, d policy.RouteDecision, _ *policy.ClusterView, cands []int32) {
 	if h.show["route"] {

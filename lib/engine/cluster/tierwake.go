@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/blis-sim/blis/lib/engine/policy"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/row"
 )
@@ -34,4 +35,21 @@ func (c *Cluster) wake(rep *replica.Replica) {
 	c.markDirty(rep.Index)
 	c.kick(rep)
 	c.armWake(rep)
+}
+
+// reportTiers puts replica i's lower KV tiers on board b at position j:
+// per tier the blocks held, the capacity, and the offload and reload rates
+// over the tier's last window (kv.Tier.Rates).
+func (c *Cluster) reportTiers(b *policy.Board, j int, i int32) {
+	ts := c.reps[i].Sched.Tiers()
+	if ts == nil {
+		return
+	}
+	buf := c.tierStat[:0]
+	for _, t := range ts.T {
+		off, rel := t.Rates(c.now)
+		buf = append(buf, policy.TierStatus{Name: t.Spec.Name, Used: int64(t.Len()), Total: int64(t.Spec.Blocks), OffloadRate: off, ReloadRate: rel})
+	}
+	c.tierStat = buf
+	b.SetTiers(j, buf)
 }

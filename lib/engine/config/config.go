@@ -38,6 +38,10 @@ type Cluster struct {
 	// SnapshotInterval is how often the router's view of replica load is
 	// refreshed (0 = live).
 	SnapshotInterval Duration `yaml:"snapshot_interval"`
+	// KVEventDelay is how late the router hears the replicas' KV-cache
+	// events (blocks cached and evicted), which its prefix index and so
+	// every policy's cached_blocks are built from (0 = live).
+	KVEventDelay Duration `yaml:"kv_event_delay"`
 	// ClientTimeout is how long a client waits for its request to finish
 	// before giving up, for requests without their own timeout_us (0 = never).
 	ClientTimeout Duration `yaml:"client_timeout"`
@@ -167,11 +171,20 @@ func DefaultEngine() Engine {
 		GPUMemoryUtilization: 0.9, PrefixCaching: true, SchedulingPolicy: "fcfs", AsyncScheduling: true}
 }
 
+// DefaultKVEventDelay is how late a router hears KV-cache events by
+// default: 50 ms, upstream BLIS's default cache-signal delay, which models
+// the propagation of llm-d's KV events (vLLM publishes them over ZMQ to the
+// scheduler's KV-cache indexer), the same as the 50 ms at which llm-d's
+// endpoint picker refreshes replica metrics (Gateway API Inference
+// Extension, DefaultRefreshMetricsInterval).
+const DefaultKVEventDelay = Duration(50 * time.Millisecond)
+
 // Default returns the defaults: one Llama-3.1-8B replica on an H100 at TP1
-// with vLLM v1's scheduler defaults, round-robin routing.
+// with vLLM v1's scheduler defaults, round-robin routing, KV events heard
+// 50 ms late.
 func Default() Cluster {
 	return Cluster{
-		Model: "llama-3.1-8b", GPU: "h100", TP: 1, Replicas: 1, Seed: 42,
+		Model: "llama-3.1-8b", GPU: "h100", TP: 1, Replicas: 1, Seed: 42, KVEventDelay: DefaultKVEventDelay,
 		Engine:  DefaultEngine(),
 		Router:  Router{Admission: "always", Priority: "fcfs", Routing: "round-robin"},
 		Latency: Latency{Mode: "auto"},

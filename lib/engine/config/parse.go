@@ -124,6 +124,7 @@ type flatOut struct {
 	Seed             uint64    `yaml:"seed"`
 	Horizon          Duration  `yaml:"horizon"`
 	SnapshotInterval Duration  `yaml:"snapshot_interval"`
+	KVEventDelay     Duration  `yaml:"kv_event_delay"`
 	ClientTimeout    Duration  `yaml:"client_timeout"`
 	Engine           Engine    `yaml:"engine"`
 	Router           Router    `yaml:"router"`
@@ -137,6 +138,7 @@ type deploymentsOut struct {
 	Seed             uint64       `yaml:"seed"`
 	Horizon          Duration     `yaml:"horizon"`
 	SnapshotInterval Duration     `yaml:"snapshot_interval"`
+	KVEventDelay     Duration     `yaml:"kv_event_delay"`
 	ClientTimeout    Duration     `yaml:"client_timeout"`
 	Router           Router       `yaml:"router"`
 	Network          Network      `yaml:"network,omitempty"`
@@ -148,9 +150,9 @@ func (c Cluster) YAML() string {
 	var v any
 	if c.IsFlat() {
 		v = flatOut{c.Model, c.GPU, c.TP, c.WeightDtype, c.KVDtype, c.Replicas, c.Seed, c.Horizon, c.SnapshotInterval,
-			c.ClientTimeout, c.Engine, c.Router, c.Latency, c.Network, c.Parallel}
+			c.KVEventDelay, c.ClientTimeout, c.Engine, c.Router, c.Latency, c.Network, c.Parallel}
 	} else {
-		v = deploymentsOut{c.Deployments, c.Seed, c.Horizon, c.SnapshotInterval, c.ClientTimeout, c.Router, c.Network}
+		v = deploymentsOut{c.Deployments, c.Seed, c.Horizon, c.SnapshotInterval, c.KVEventDelay, c.ClientTimeout, c.Router, c.Network}
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

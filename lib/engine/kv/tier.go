@@ -41,6 +41,7 @@ type TierStats struct {
 	Evictions  int64 // blocks dropped (or moved down) to make room
 	ThrashLoad int64 // loads that were thrashing (ThrashWindowUS)
 	LoadUS     int64 // time its link spent loading
+	OffloadUS  int64 // time its link spent copying blocks in
 }
 
 // Tier is one lower KV tier of a replica: a set of block keys with a
@@ -59,8 +60,40 @@ type Tier struct {
 	// O(1) per touch instead of a heap's O(log n) of cache misses.
 	lru        bool
 	head, tail int32
-	linkFree   int64 // the load link is busy until then
-	Stats      TierStats
+	// linkFree: the tier's link is busy until then. Copies in (offloads)
+	// and out (reloads) share it, first come first served: a burst of
+	// offloads delays the reloads queued behind it.
+	linkFree int64
+	pend     int32 // blocks copied in at the current time, not yet on the link
+	Stats    TierStats
+	rates    rateWin
+}
+
+// rateWin measures a tier's offload and reload rates over windows of at
+// least RateWindowUS, each divided by the time it actually spanned.
+type rateWin struct {
+	start, off0, load0 int64
+	off, load          float64
+	started            bool
+}
+
+// RateWindowUS is the shortest window a tier's rates are measured over.
+const RateWindowUS = 1_000_000
+
+// Rates are the blocks per second copied into the tier and loaded out of
+// it over the last window of at least RateWindowUS ended by now (0 until
+// one has ended): what a replica's metrics endpoint would report.
+func (t *Tier) Rates(now int64) (offload, reload float64) {
+	w := &t.rates
+	if !w.started {
+		w.start, w.off0, w.load0, w.started = now, t.Stats.Offloads, t.Stats.Loads, true
+	}
+	if el := now - w.start; el >= RateWindowUS {
+		sec := float64(el) / 1e6
+		w.off, w.load = float64(t.Stats.Offloads-w.off0)/sec, float64(t.Stats.Loads-w.load0)/sec
+		w.start, w.off0, w.load0 = now, t.Stats.Offloads, t.Stats.Loads
+	}
+	return w.off, w.load
 }
 
 type tierEnt struct {
@@ -210,8 +243,9 @@ type Tiers struct {
 	BlockBytes float64
 	gpu        Store
 	now        int64
-	prio       int64 // priority of the request whose blocks are being cached
+	prio       float64 // priority of the request whose blocks are being cached
 	seq        int64
+	pending    bool // some tier has copies in waiting for its link (flush)
 }
 
 // NewTiers returns empty tiers below gpu.
@@ -224,8 +258,31 @@ func NewTiers(specs []TierSpec, policy uint8, threshold, blockBytes float64, gpu
 }
 
 // SetNow tells the tiers the time of the scheduler call that follows, and
-// the priority of the request it concerns.
-func (ts *Tiers) SetNow(now, prio int64) { ts.now, ts.prio = now, prio }
+// the priority of the request it concerns. The blocks copied in at the
+// previous time go on their links first.
+func (ts *Tiers) SetNow(now int64, prio float64) {
+	if ts.pending {
+		ts.flush()
+	}
+	ts.now, ts.prio = now, prio
+}
+
+// flush puts the blocks copied into each tier at ts.now on the tier's
+// link as one transfer: latency + bytes / bandwidth, behind what the link
+// already carries.
+func (ts *Tiers) flush() {
+	ts.pending = false
+	for _, t := range ts.T {
+		if t.pend == 0 {
+			continue
+		}
+		start := max(ts.now, t.linkFree)
+		dur := t.Spec.LatencyUS + int64(math.Ceil(float64(t.pend)*ts.BlockBytes/t.Spec.BytesUS))
+		t.linkFree = start + dur
+		t.Stats.OffloadUS += dur
+		t.pend = 0
+	}
+}
 
 // Cached implements Observer: eager (or threshold above its use) copies a
 // block down as it is cached.
@@ -280,12 +337,14 @@ func (ts *Tiers) put(i int, key uint64, evicted bool) {
 	case EvictLFU:
 		e.a = 1
 	case EvictPriority:
-		e.a = ts.prio
+		e.a = prioKey(ts.prio)
 	}
 	if evicted {
 		e.evicAt = ts.now
 	}
 	t.Stats.Offloads++
+	t.pend++
+	ts.pending = true
 	t.insert(e)
 }
 
@@ -311,10 +370,13 @@ func (ts *Tiers) Lookup(keys []uint64, from, max int) int {
 
 // Load starts loading keys (all found by Lookup) to the GPU at now: each
 // tier's blocks go as one transfer on its link (FIFO behind earlier
-// loads), taking latency + bytes / bandwidth. It counts the blocks per
-// tier into per (one entry per tier, zeroed first) and returns when the
-// last block arrives and how many loads were thrashing.
+// loads and offloads), taking latency + bytes / bandwidth. It counts the
+// blocks per tier into per (one entry per tier, zeroed first) and returns
+// when the last block arrives and how many loads were thrashing.
 func (ts *Tiers) Load(keys []uint64, now int64, per []int32) (ready int64, thrash int32) {
+	if ts.pending {
+		ts.flush() // copies in made before this load go first
+	}
 	clear(per)
 	ready = now
 	for _, k := range keys {
@@ -405,4 +467,14 @@ func (ts *Tiers) Clone(gpu Store) *Tiers {
 		d.T[i] = &x
 	}
 	return &d
+}
+
+// prioKey maps a priority score to an int64 in the same order (the
+// eviction heap's keys are integers): IEEE 754 bits, negatives flipped.
+func prioKey(p float64) int64 {
+	b := int64(math.Float64bits(p))
+	if b < 0 {
+		b ^= math.MaxInt64
+	}
+	return b
 }

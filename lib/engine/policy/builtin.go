@@ -81,6 +81,28 @@ func (weighted) Name() string        { return "weighted" }
 func (*random) Name() string         { return "random" }
 func (*powerOfTwo) Name() string     { return "power-of-two" }
 
+// What each built-in router weighs (Signals): advice that would tell it
+// to weigh what it already weighs is wrong.
+func (*roundRobin) Signals() Signal    { return 0 }
+func (leastLoaded) Signals() Signal    { return SignalLoad }
+func (leastKV) Signals() Signal        { return SignalKV | SignalLoad }
+func (prefixAffinity) Signals() Signal { return SignalPrefix | SignalLoad }
+func (*random) Signals() Signal        { return 0 }
+func (*powerOfTwo) Signals() Signal    { return SignalLoad }
+func (p weighted) Signals() Signal {
+	var s Signal
+	if p.load != 0 {
+		s |= SignalLoad
+	}
+	if p.kv != 0 {
+		s |= SignalKV
+	}
+	if p.prefix != 0 {
+		s |= SignalPrefix
+	}
+	return s
+}
+
 func (*roundRobin) ReadsPrefix() bool    { return false }
 func (leastLoaded) ReadsPrefix() bool    { return false }
 func (leastKV) ReadsPrefix() bool        { return false }
@@ -113,13 +135,13 @@ type fcfs struct{}
 
 func (fcfs) Blind() {}
 
-func (fcfs) Priority(RequestView, *ClusterView) int64 { return 0 }
+func (fcfs) Priority(RequestView, *ClusterView) float64 { return 0 }
 
 type requestPriority struct{}
 
 func (requestPriority) Blind() {}
 
-func (requestPriority) Priority(r RequestView, _ *ClusterView) int64 { return int64(r.Priority()) }
+func (requestPriority) Priority(r RequestView, _ *ClusterView) float64 { return float64(r.Priority()) }
 
 type roundRobin struct{ next int }
 

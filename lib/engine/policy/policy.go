@@ -39,10 +39,11 @@ type Admission interface {
 	Admit(r RequestView, c *ClusterView) AdmitDecision
 }
 
-// Priority gives a request's priority in the replicas' waiting queues
-// (larger runs first) when engine.scheduling_policy is priority.
+// Priority gives a request's priority in the replicas' waiting queues, a
+// score (larger runs first, and is preempted last) used when
+// engine.scheduling_policy is priority. It must not be NaN.
 type Priority interface {
-	Priority(r RequestView, c *ClusterView) int64
+	Priority(r RequestView, c *ClusterView) float64
 }
 
 // Routing picks the replica for an admitted request among the candidates.
@@ -78,4 +79,48 @@ func ReadsPrefix(p any) bool {
 		return r.ReadsPrefix()
 	}
 	return true
+}
+
+// Signal is a replica signal a routing policy weighs.
+type Signal uint8
+
+// Signals.
+const (
+	SignalLoad   Signal = 1 << iota // queue, batch, in flight
+	SignalKV                        // KV blocks in use
+	SignalPrefix                    // cached prompt blocks
+)
+
+// String lists the signals: "load,kv", or "none".
+func (s Signal) String() string {
+	out := ""
+	for _, x := range []struct {
+		b    Signal
+		name string
+	}{{SignalLoad, "load"}, {SignalKV, "kv"}, {SignalPrefix, "prefix"}} {
+		if s&x.b != 0 {
+			if out != "" {
+				out += ","
+			}
+			out += x.name
+		}
+	}
+	if out == "" {
+		return "none"
+	}
+	return out
+}
+
+// SignalReader is implemented by a routing policy that can say which
+// replica signals it weighs (the built-ins; code and trees cannot say).
+type SignalReader interface {
+	Signals() Signal
+}
+
+// SignalsOf returns what routing policy p weighs, and whether it can say.
+func SignalsOf(p any) (Signal, bool) {
+	if r, ok := p.(SignalReader); ok {
+		return r.Signals(), true
+	}
+	return 0, false
 }

@@ -190,7 +190,7 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 		h.n++
 		r := row.NewRequest(fmt.Sprintf("q%d", h.n))
 		r.InputTokens, r.Priority = 16, prio
-		log.Printf("%s (priority column %d) -> %d", r.ID, prio, h.pri.Priority(policy.NewRequestView(&r, 0, nil), h.b.View(0, h, false)))
+		log.Printf("%s (priority column %d) -> %g", r.ID, prio, h.pri.Priority(policy.NewRequestView(&r, 0, nil), h.b.View(0, h, false)))
 	case "print":
 		a.Done()
 		h.print(&log)

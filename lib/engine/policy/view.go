@@ -15,16 +15,20 @@ func NewRequestView(r *row.Request, now int64, promptBlocks func() int) RequestV
 	return RequestView{r: r, now: now, pb: promptBlocks}
 }
 
-func (v RequestView) ID() string          { return v.r.ID }
-func (v RequestView) TenantID() string    { return v.r.TenantID }
-func (v RequestView) SLOClass() string    { return v.r.SLOClass }
-func (v RequestView) Model() string       { return v.r.Model }
-func (v RequestView) SessionID() string   { return v.r.SessionID }
-func (v RequestView) Priority() int32     { return v.r.Priority }
-func (v RequestView) InputTokens() int32  { return v.r.InputTokens }
-func (v RequestView) OutputTokens() int32 { return v.r.OutputTokens } // the most it asks for
-func (v RequestView) ArrivalUS() int64    { return v.r.ArrivalUS }
-func (v RequestView) NowUS() int64        { return v.now }
+func (v RequestView) ID() string         { return v.r.ID }
+func (v RequestView) TenantID() string   { return v.r.TenantID }
+func (v RequestView) SLOClass() string   { return v.r.SLOClass }
+func (v RequestView) Model() string      { return v.r.Model }
+func (v RequestView) SessionID() string  { return v.r.SessionID }
+func (v RequestView) Priority() int32    { return v.r.Priority }
+func (v RequestView) InputTokens() int32 { return v.r.InputTokens }
+
+// TrueOutputTokens is the output length the request will generate: an
+// oracle (no real router knows it before the answer ends). Policy bundles
+// see a prediction instead unless they declare oracle: true.
+func (v RequestView) TrueOutputTokens() int32 { return v.r.OutputTokens }
+func (v RequestView) ArrivalUS() int64        { return v.r.ArrivalUS }
+func (v RequestView) NowUS() int64            { return v.now }
 
 // PrefixBlocks is the number of the prompt's engine blocks that carry a
 // prefix-cache key (0 without prefix hashes or with caching off).
@@ -44,10 +48,19 @@ type ReplicaStatus struct {
 	KVTotal  int64
 }
 
+// TierStatus is what a replica reports of one of its lower KV tiers.
+type TierStatus struct {
+	Name        string
+	Used, Total int64   // blocks held, capacity
+	OffloadRate float64 // blocks copied in per second (recent window)
+	ReloadRate  float64 // blocks loaded to the GPU per second (recent window)
+}
+
 // ReplicaView is the router's read-only view of one candidate replica.
 type ReplicaView struct {
 	id, deployment, role, state string
 	s                           ReplicaStatus
+	tiers                       []TierStatus // lower KV tiers, top down; nil without
 }
 
 func (v *ReplicaView) ID() string         { return v.id }
@@ -59,6 +72,10 @@ func (v *ReplicaView) Running() int       { return v.s.Running }
 func (v *ReplicaView) InFlight() int      { return v.s.InFlight }
 func (v *ReplicaView) KVUsed() int64      { return v.s.KVUsed }
 func (v *ReplicaView) KVTotal() int64     { return v.s.KVTotal }
+
+// Tiers is the replica's lower KV tiers as last reported, top down (nil
+// without tiers). Read-only.
+func (v *ReplicaView) Tiers() []TierStatus { return v.tiers }
 
 // Load is waiting + running + in flight: what least-loaded routing uses.
 func (v *ReplicaView) Load() int { return v.s.Waiting + v.s.Running + v.s.InFlight }
@@ -85,11 +102,19 @@ type PrefixOracle interface {
 // candidate replicas for the request (those of the deployments serving its
 // model), refreshed live or every snapshot interval.
 type ClusterView struct {
-	b      *Board
-	now    int64
-	prefix PrefixOracle
-	scores []float64
-	scored bool
+	b        *Board
+	now      int64
+	prefix   PrefixOracle
+	scores   []float64
+	scored   bool
+	filtered []Filtered
+}
+
+// Filtered is a candidate a routing policy ruled out before choosing, and
+// why (kept for decision traces).
+type Filtered struct {
+	Index  int
+	Reason string
 }
 
 func (c *ClusterView) NowUS() int64 { return c.now }
@@ -101,8 +126,9 @@ func (c *ClusterView) Len() int { return len(c.b.reps) }
 func (c *ClusterView) Replica(i int) *ReplicaView { return &c.b.reps[i] }
 
 // CachedBlocks is the number of leading prompt blocks of the request being
-// decided that candidate i holds in its prefix cache (a live view, as a
-// KV-event-fed prefix index gives a real router).
+// decided that candidate i holds in its prefix cache, as a router fed by
+// the replicas' KV-cache events knows it (as late as it hears them:
+// config kv_event_delay).
 func (c *ClusterView) CachedBlocks(i int) int {
 	if c.prefix == nil {
 		return 0
@@ -150,6 +176,20 @@ func (c *ClusterView) Score(i int, s float64) {
 	c.scores[i] = s
 	c.scored = true
 }
+
+// Filter records that candidate i was filtered out of the decision being
+// made (it cannot be the target), with the reason: kept only when a caller
+// asks for scores (decision traces), otherwise free.
+func (c *ClusterView) Filter(i int, reason string) {
+	if c.scores == nil {
+		return
+	}
+	c.filtered = append(c.filtered, Filtered{Index: i, Reason: reason})
+}
+
+// Filtered returns the candidates filtered out in the last decision (nil
+// when none, or when nothing is kept).
+func (c *ClusterView) Filtered() []Filtered { return c.filtered }
 
 // Board is the router's knowledge of one candidate group: the cluster
 // writes it, policies read it through a ClusterView.
@@ -220,6 +260,15 @@ func (b *Board) Set(i int, s ReplicaStatus) {
 	}
 }
 
+// SetTiers reports replica i's lower KV tiers (copied).
+func (b *Board) SetTiers(i int, ts []TierStatus) {
+	r := &b.reps[i]
+	if len(r.tiers) != len(ts) {
+		r.tiers = make([]TierStatus, len(ts))
+	}
+	copy(r.tiers, ts)
+}
+
 // SetState reports replica i's lifecycle state.
 func (b *Board) SetState(i int, state string) { b.reps[i].state = state }
 
@@ -236,6 +285,7 @@ func (b *Board) View(now int64, prefix PrefixOracle, keepScores bool) *ClusterVi
 	v := &b.view
 	v.now, v.prefix, v.scored = now, prefix, false
 	v.scores = nil
+	v.filtered = v.filtered[:0]
 	if keepScores {
 		if len(b.scoreBuf) < len(b.reps) {
 			b.scoreBuf = make([]float64, len(b.reps))
@@ -257,6 +307,11 @@ func (c *ClusterView) Scores() []float64 {
 // Clone copies the board.
 func (b *Board) Clone() *Board {
 	d := &Board{reps: append([]ReplicaView(nil), b.reps...)}
+	for i := range d.reps {
+		if t := d.reps[i].tiers; t != nil {
+			d.reps[i].tiers = append([]TierStatus(nil), t...)
+		}
+	}
 	if b.tree != nil {
 		d.tree = append([]uint64(nil), b.tree...)
 	}

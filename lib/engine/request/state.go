@@ -75,12 +75,12 @@ type State struct {
 	Retired  bool
 
 	// Progress on a replica (owned by its scheduler).
-	S0    int64 // step that completed the prefill (decode start)
-	C0    int32 // computed tokens at decode start
-	Gen0  int32 // generated tokens at decode start
-	Prio  int64 // priority in the waiting queue (larger first)
-	Order int64 // waiting-queue order: enqueue counter, or negative after preemption
-	WIdx  int32 // index in the waiting heap, -1 when not in it
+	S0    int64   // step that completed the prefill (decode start)
+	C0    int32   // computed tokens at decode start
+	Gen0  int32   // generated tokens at decode start
+	Prio  float64 // priority score in the waiting queue (larger first; not NaN)
+	Order int64   // waiting-queue order: enqueue counter, or negative after preemption
+	WIdx  int32   // index in the waiting heap, -1 when not in it
 	// A failed admission stays failed until a block is freed or evicted
 	// (a shorter hit takes fewer blocks out of the free queue), the next
 	// prompt block becomes cached, or the step has less token budget left

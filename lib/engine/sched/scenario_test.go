@@ -59,7 +59,7 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 	case "enqueue":
 		at, rs := h.Read(t, td, a, h.formed)
 		for _, r := range rs {
-			r.Prio = int64(r.Req.Priority) // the cluster's priority stage, under scheduling_policy: priority
+			r.Prio = float64(r.Req.Priority) // the cluster's priority stage, under scheduling_policy: priority
 			h.s.Enqueue(r)
 		}
 		during := ""

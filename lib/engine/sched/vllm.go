@@ -277,11 +277,20 @@ func (s *VLLM) SetPolicies(order Order, victim Victim) {
 	s.victim = victim
 }
 
-// chooseVictim is the request to preempt: the newest running one, or the
-// Victim policy's choice.
+// chooseVictim is the request to preempt: the Victim policy's choice, or
+// vLLM's: the lowest priority, the newest among equals (Scheduler.schedule
+// under the priority policy takes max(running, key=(priority, arrival))
+// with vLLM's smaller-first priorities; under fcfs every priority is 0 and
+// this is the newest running request, running.pop()).
 func (s *VLLM) chooseVictim() *request.State {
 	if s.victim == nil {
-		return s.runTail
+		v := s.runTail
+		for r := v; r != nil; r = r.RPrev {
+			if r.Prio < v.Prio {
+				v = r
+			}
+		}
+		return v
 	}
 	s.scratch = s.scratch[:0]
 	for r := s.runHead; r != nil; r = r.RNext {
@@ -375,8 +384,9 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 			if !s.reserve(r, need) {
 				break
 			}
-			if s.prefilling[i] != r {
-				// A Victim policy preempted an older prefill: r moved up.
+			if i >= len(s.prefilling) || s.prefilling[i] != r {
+				// A Victim policy, or a lower priority, preempted an
+				// older prefill: r moved up.
 				i = indexOf(s.prefilling, r)
 			}
 			s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
@@ -393,9 +403,10 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		s.release(now, true)
 		s.admit(now, budget)
 	}
-	if s.victim != nil && s.preempted > 0 {
-		// A Victim policy may have preempted requests scheduled earlier in
-		// this step (vLLM's own choice never does).
+	if s.preempted > 0 {
+		// A Victim policy, or a low priority, may have preempted requests
+		// scheduled earlier in this step (under fcfs vLLM's choice never
+		// does, and this finds nothing to drop).
 		k := 0
 		for _, r := range s.sched {
 			if r.Chunk > 0 {

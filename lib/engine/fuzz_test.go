@@ -73,6 +73,9 @@ func FuzzRun(f *testing.F) {
 	f.Add([]byte(strings.Repeat("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01", 4)), uint8(0x0e), uint8(0x1c))
 	f.Fuzz(func(t *testing.T, b []byte, kv uint8, routing uint8) {
 		reqs := fuzzRequests(b)
+		for i := range reqs {
+			reqs[i].NumImages = int32(i % 3) // encoded on an encode pool when there is one
+		}
 		c := testConfig()
 		c.Replicas = 2
 		c.Engine.KVBlocks = int64(kv%64) + 2
@@ -199,6 +202,7 @@ func fuzzParallel(t *testing.T, c config.Cluster, kv, routing uint8) (config.Clu
 	d.Parallel = &p
 	d.Latency = config.Latency{Mode: "roofline", Alpha: d.Latency.Alpha}
 	d.Pools = []config.Pool{{Role: "monolithic", Replicas: p.DP}}
+	d.Encode = nil // its pools replace an encode pool fuzzTiered added
 	c.Deployments = []config.Deployment{d}
 	models, _, err := Prepare(&c)
 	if err != nil {
@@ -266,6 +270,16 @@ func fuzzTiered(c config.Cluster, kv, routing uint8) config.Cluster {
 	}
 	if pd {
 		fuzzPDKeys(d, kv, routing)
+	}
+	if routing&0x08 != 0 {
+		// E/P/D: an encode pool before the prefill (or monolithic) pool.
+		d.Pools = append([]config.Pool{{Role: "encode", Replicas: 1 + int(kv&1),
+			Latency: &config.Latency{Mode: "linear", Beta: []float64{1, 0, 0}, ImageEncodeUS: float64(kv%4) * 50}}}, d.Pools...)
+		if kv%4 == 0 {
+			d.Pools[0].Latency.ImageEncodeUS = 1
+		}
+		bw := gbs(0.01)
+		d.Encode = &config.Encode{TokensPerImage: 4, BytesPerToken: 100, Link: "rdma", BandwidthGBs: bw, Latency: us(int64(routing % 7))}
 	}
 	return c
 }

@@ -62,6 +62,8 @@ func TestPDConfigErrors(t *testing.T) {
 			"c.yaml:7: deployments[0].pools[1].autoscaler.policy: did you mean planner?"},
 		{"planner decode without itl", pdBase + "    pools:\n      - {role: prefill, replicas: 1, max_replicas: 2, autoscaler: {policy: planner}}\n      - {role: decode, replicas: 1, max_replicas: 2, autoscaler: {policy: planner}}\n",
 			"c.yaml:7: deployments[0].pools[1].autoscaler: the planner sizes a decode pool for an inter-token latency: set slo.itl"},
+		{"autoscaled encode pool", pdBase + "    pools:\n      - {role: encode, replicas: 1, max_replicas: 2, latency: {image_encode_us: 1000}, autoscaler: {policy: hpa, target: 2}}\n      - {role: monolithic, replicas: 1}\n    encode: {tokens_per_image: 576}\n",
+			"c.yaml:6: deployments[0].pools[0].autoscaler: an encode pool cannot be autoscaled"},
 		{"encode on a deployment without one", pdBase + "    pools: [{role: monolithic, replicas: 1}]\n    encode: {tokens_per_image: 576}\n",
 			"c.yaml:6: deployments[0].encode: only used by a deployment with an encode pool"},
 	} {

@@ -87,6 +87,10 @@ func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall ti
 		fmt.Fprintf(w, "  P/D: %d KV transfers, %.3f GB; %d waited for the decode replica's blocks (backpressure)\n",
 			s.Transfers, float64(s.TransferBytes)/1e9, s.PDBackpressure)
 	}
+	if s.Encodes > 0 {
+		fmt.Fprintf(w, "  E/P/D: %d requests encoded on the encode pool, %.3f GB of embeddings; %.1f ms mean from encode routing to the embeddings' arrival\n",
+			s.Encodes, float64(s.EncodeBytes)/1e9, float64(s.EncodeUS)/float64(s.Encodes)/1e3)
+	}
 }
 
 // tierSummary is "N blocks offloaded to cpu, M to storage; K reloaded

@@ -103,7 +103,8 @@ type Deployment struct {
 	Replicas []int32 // cluster-wide replica indices
 	keys     *request.Keyer
 	group    *group
-	pd       *pdState // nil unless it has prefill and decode pools
+	pd       *pdState  // nil unless it has prefill and decode pools
+	enc      *encState // nil unless it has an encode pool (encode.go)
 	// tiers builds a replica's lower KV tiers over its store (nil: none);
 	// the autoscaler calls it for the fresh store of a restarted replica.
 	tiers func(kv.Store) *kv.Tiers
@@ -154,6 +155,9 @@ type group struct {
 	// sel is the group's P/D deployment when its decider chooses per
 	// request (selective disaggregation, pd.go); nil otherwise.
 	sel *Deployment
+	// enc is the group's deployment with an encode pool (encode.go), nil
+	// when it has none.
+	enc *Deployment
 	// gate is the group's gateway queue (flow control; gateway.go), nil
 	// until a request waits there.
 	gate *gqueue
@@ -195,6 +199,10 @@ type Summary struct {
 	// Disaggregated serving: KV transfers started, their bytes, and those
 	// that waited for the decode replica's blocks.
 	Transfers, TransferBytes, PDBackpressure int64
+	// Encode pools (E/P/D): requests encoded, their embeddings' bytes, and
+	// the µs from their sending to an encode replica to the embeddings'
+	// arrival, summed.
+	Encodes, EncodeBytes, EncodeUS int64
 	// Gateway flow control: requests that waited in the gateway queue
 	// (GatewayQueued, with GatewayWaitUS µs of waiting in all), rejected
 	// by a full queue or band, shed to make room, and rejected at the TTL.
@@ -281,6 +289,8 @@ type Cluster struct {
 	hasStash  bool
 	preloaded bool
 
+	// encodes: some deployment has an encode pool (encode.go).
+	encodes bool
 	// Tiered KV and P/D (nil when no deployment uses them).
 	wakeAt []int64 // per replica: wake-up queued for a KV load
 	// tierStat is scratch for the lower tiers' statuses (reportTiers).
@@ -414,10 +424,19 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				n++
 			}
 			if c.sc != nil {
+				if role == replica.Encode && p.Autoscaler != nil {
+					return nil, fmt.Errorf("%s: an encode pool cannot be autoscaled (not modelled)", cfg.DeploymentKey(i, fmt.Sprintf("pools[%d].autoscaler", pi)))
+				}
 				if err := c.sc.addPool(dep, i, &dcfg[i], pi, first, scfg); err != nil {
 					return nil, err
 				}
 			}
+		}
+		if d.HasEncode() {
+			if dep.enc, err = newEnc(cfg, i, &d, dep); err != nil {
+				return nil, err
+			}
+			dep.enc.route = policy.Clone(c.routing)
 		}
 	}
 	// Decision traces record what the router's view shows, so it is kept
@@ -450,6 +469,12 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	if err := c.buildGroups(dcfg); err != nil {
 		return nil, err
+	}
+	for _, d := range c.deps {
+		if d.enc != nil {
+			d.enc.initEnc()
+			c.encodes = true
+		}
 	}
 	if c.sc != nil {
 		c.sc.initScale()
@@ -499,14 +524,33 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 				g.sel = d
 			}
 			for _, m := range d.Replicas {
-				if c.reps[m].Role == replica.Decode {
+				switch c.reps[m].Role {
+				case replica.Decode:
 					d.pd.decode.members = append(d.pd.decode.members, m)
-				} else {
+				case replica.Encode:
+				default:
 					g.members = append(g.members, m)
 				}
 			}
-		} else {
+		} else if d.enc == nil {
 			g.members = append(g.members, d.Replicas...)
+		} else {
+			for _, m := range d.Replicas {
+				if c.reps[m].Role != replica.Encode {
+					g.members = append(g.members, m)
+				}
+			}
+		}
+		if d.enc != nil {
+			// Requests with images are encoded first (encode.go); the
+			// encode pool is its own candidate group.
+			d.enc.group = &group{deps: []*Deployment{d}}
+			g.enc = d
+			for _, m := range d.Replicas {
+				if c.reps[m].Role == replica.Encode {
+					d.enc.group.members = append(d.enc.group.members, m)
+				}
+			}
 		}
 		for _, a := range dcfg[i].Aliases {
 			if _, ok := byKey[modelKey(a)]; !ok {
@@ -524,8 +568,14 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 			if d.pd != nil && len(g.deps) > 1 {
 				return fmt.Errorf("deployments %s and %s serve the same model: a prefill/decode deployment must be the only one serving its model", g.deps[0].ID, g.deps[1].ID)
 			}
+			if d.enc != nil && len(g.deps) > 1 {
+				return fmt.Errorf("deployments %s and %s serve the same model: a deployment with an encode pool must be the only one serving its model", g.deps[0].ID, g.deps[1].ID)
+			}
 			if d.pd != nil {
 				c.grps = append(c.grps, d.pd.decode)
+			}
+			if d.enc != nil {
+				c.grps = append(c.grps, d.enc.group)
 			}
 		}
 	}
@@ -695,6 +745,8 @@ func (c *Cluster) process(ev *event) {
 			c.fc.expire(ev.r)
 		case evGateWake:
 			// nothing: the dispatch below looks at the snapshot just taken
+		case evEncodeDone:
+			c.encodeDone(ev.inst())
 		default:
 			c.sc.scaleEvent(ev)
 		}

@@ -381,6 +381,10 @@ func (gw *gateway) dispatch() {
 			if dec := c.opts.Decisions; dec != nil {
 				dec.FlowControl(c.now, r, "dispatch", fmt.Sprintf("pool saturation %.3f < %g after %d µs in band %d", s, gw.limit, c.now-p.at, p.b.prio), c.now-p.at)
 			}
+			if needsEncode(q.g, r) {
+				c.encode(r, q.g) // its images first (encode.go)
+				continue
+			}
 			if q.g.sel != nil && c.pd.decide(r, q.g.sel, q.g) {
 				continue // kept on its decode replica (pd.go), or c.err
 			}

@@ -132,6 +132,10 @@ func (c *Cluster) arrive(r *request.State) {
 	if c.fc != nil && c.fc.gate(r, g) {
 		return // waits at the gateway, or was rejected by it (gateway.go)
 	}
+	if needsEncode(g, r) {
+		c.encode(r, g) // its images first, on an encode replica (encode.go)
+		return
+	}
 	if g.sel != nil && c.pd.decide(r, g.sel, g) {
 		return // kept on its decode replica (pd.go), or c.err
 	}

@@ -135,6 +135,9 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 		if sum.Transfers > 0 {
 			h.log.Printf("KV transfers: %d, %d bytes", sum.Transfers, sum.TransferBytes)
 		}
+		if sum.Encodes > 0 {
+			h.log.Printf("encodes: %d, %d bytes of embeddings, %d µs from encode routing to arrival in all", sum.Encodes, sum.EncodeBytes, sum.EncodeUS)
+		}
 		if sum.ScaleUps+sum.ScaleDowns > 0 {
 			var gh []string
 			for i, g := range sum.GPUHours {

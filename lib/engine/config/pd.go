@@ -240,6 +240,9 @@ func (c *Cluster) validatePD(i int, d *Deployment) error {
 		if d.Pools[j].Role != "encode" {
 			continue
 		}
+		if d.Pools[j].Autoscaler != nil {
+			return errors.New(c.Where(fmt.Sprintf("deployments[%d].pools[%d].autoscaler", i, j), "an encode pool cannot be autoscaled (not modelled): give it a fixed replica count"))
+		}
 		l := d.Latency
 		if d.Pools[j].Latency != nil {
 			l = *d.Pools[j].Latency

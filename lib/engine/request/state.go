@@ -102,6 +102,9 @@ type State struct {
 	// PrefillOnly: a disaggregated request on its prefill replica, which
 	// runs the prompt only and hands the request over (phase Transfer).
 	PrefillOnly bool
+	// Encoded: its images were encoded on an encode replica (E/P/D) and
+	// their embeddings are on their way to, or at, its prefill replica.
+	Encoded bool
 
 	// Tier is the tiered-KV part's state of the request (its scheduler's),
 	// allocated at its first load from a lower tier and kept with the State

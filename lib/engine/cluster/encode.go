@@ -39,6 +39,7 @@ type encState struct {
 type encItem struct {
 	r    *request.State
 	life uint32
+	at   int64 // when its embeddings are in place
 }
 
 func newEnc(cfg *config.Cluster, i int, d *config.Deployment, dep *Deployment) (*encState, error) {
@@ -113,7 +114,7 @@ func (c *Cluster) encode(r *request.State, g *group) {
 	r.Phase = request.Arriving
 	rep.InFlight++
 	c.markDirty(rep.Index)
-	en.queue[k] = append(en.queue[k], encItem{r, r.Life})
+	en.queue[k] = append(en.queue[k], encItem{r, r.Life, at})
 	c.sum.Encodes++
 	c.sum.EncodeBytes += int64(math.Ceil(bytes))
 	c.sum.EncodeUS += at - c.now
@@ -134,6 +135,12 @@ func (c *Cluster) encodeDone(inst int32) {
 	rep.InFlight--
 	c.markDirty(inst)
 	r := it.r
+	if c.checks && it.at != c.now {
+		// Causality: a request is routed exactly when its embeddings are
+		// in place, and an encoder's requests leave in order.
+		c.fail(fmt.Errorf("invariant violated: encode replica %s released %s at %d µs, its embeddings in place at %d", rep.ID, r.Req.ID, c.now, it.at))
+		return
+	}
 	if r.Life != it.life || r.Phase == request.Done {
 		return
 	}
@@ -162,7 +169,7 @@ func (en *encState) clone(m *request.Clone) *encState {
 	x.queue = make([][]encItem, len(en.queue))
 	for k, q := range en.queue {
 		for _, it := range q {
-			x.queue[k] = append(x.queue[k], encItem{m.Map(it.r), it.life})
+			x.queue[k] = append(x.queue[k], encItem{m.Map(it.r), it.life, it.at})
 		}
 	}
 	return &x

@@ -25,8 +25,43 @@ func resolveFor(mode string, dep fit.Deployment) (*resolve.Resolved, error) {
 	if err == nil && r.Coeffs == nil && alpha0Override >= 0 {
 		r.Model = alphaModel(r.Model, alpha0Override)
 	}
+	if err == nil && r.Coeffs == nil && seqGPUProbeUS > 0 {
+		r.Model = seqGPUModel(r.Model, seqGPUProbeUS)
+	}
 	return r, err
 }
+
+// seqGPUProbeUS (µs), when > 0, adds that much GPU time per request in
+// every roofline step, on the step's path under either scheduler
+// (-seq-gpu-us: how the tables move with a per-request decode cost the
+// roofline does not charge; docs/latency.md, "Issue 27, second pass").
+var seqGPUProbeUS = 0.0
+
+// seqGPUModel is m with us µs per request added to every step.
+func seqGPUModel(m latency.Model, us float64) latency.Model {
+	if h, ok := m.(latency.HostTimer); ok {
+		return seqGPUHost{seqGPU{m, us}, h}
+	}
+	return seqGPU{m, us}
+}
+
+type seqGPU struct {
+	latency.Model
+	us float64
+}
+
+func (s seqGPU) StepTime(b *latency.Batch) int64 {
+	return s.Model.StepTime(b) + int64(s.us*float64(b.Size())+0.5)
+}
+
+// seqGPUHost keeps m's HostTimer visible through the wrapper.
+type seqGPUHost struct {
+	seqGPU
+	h latency.HostTimer
+}
+
+func (s seqGPUHost) HostStepUS(b *latency.Batch) int64 { return s.h.HostStepUS(b) }
+func (s seqGPUHost) HostTimed() bool                   { return s.h.HostTimed() }
 
 // stackOf narrows auto to another stack's fits where a section measures
 // that stack (Splitwise's steps); "" is vLLM, the engine simulated.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -53,7 +54,7 @@ func readRunInfo(path string) runInfo {
 	if md.Get("blis.policy.sha256") != "" && ri.bundle == "" {
 		ri.bundle = "(no id)"
 	}
-	_ = json.Unmarshal([]byte(md.Get("blis.policy.stages")), &ri.stages)
+	_ = json.Unmarshal([]byte(md.Get(row.MetaPolicyStageKinds)), &ri.stages)
 	ri.oracle = md.Get("blis.policy.oracle") == "true"
 	ri.predictor = md.Get("blis.policy.predictor")
 	if tiers, err := md.KVTiers(); err == nil && len(tiers) > len(trace.FixedTiers) {

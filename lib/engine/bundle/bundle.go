@@ -569,7 +569,7 @@ func (b *Bundle) Provenance() [][2]string {
 		{"blis.policy.sha256", b.SHA256},
 		{MetaOracle, strconv.FormatBool(b.Oracle)},
 		{MetaPredictor, b.Predictor.String()},
-		{MetaStages, b.stageKinds()},
+		{row.MetaPolicyStageKinds, b.stageKinds()},
 	}
 }
 
@@ -594,7 +594,6 @@ func (b *Bundle) stageKinds() string {
 const (
 	MetaOracle    = "blis.policy.oracle"
 	MetaPredictor = "blis.policy.predictor"
-	MetaStages    = "blis.policy.stages"
 )
 
 // RunError is a policy failure while simulating: which policy file and

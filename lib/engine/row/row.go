@@ -22,11 +22,14 @@ const MetaSorted = "blis.sorted"
 // bundle's Provenance, beside .parent_id, .mutations, ...):
 // blis.policy.stages lists the stages the bundle gives, in pipeline order,
 // joined by PolicyStageSep ("routing starlark prefix-load.star; admission
-// queue-limit").
+// queue-limit"); blis.policy.stage_kinds is a JSON object of the stages
+// and their kinds ({"routing": "starlark"}), which the summary's advice
+// reads so as never to contradict the bundle.
 const (
 	MetaPolicyID         = "blis.policy.id"
 	MetaPolicyGeneration = "blis.policy.generation"
 	MetaPolicyStages     = "blis.policy.stages"
+	MetaPolicyStageKinds = "blis.policy.stage_kinds"
 	PolicyStageSep       = "; "
 )
 

@@ -710,13 +710,15 @@ func (dg *disagg) freeSource(r *request.State, p *replica.Replica) {
 	c.markDirty(p.Index)
 }
 
-// leave tidies the P/D state of r as it reaches a final state: its count on
-// its decode replica, and its transfer (dropTransfer).
+// leave tidies the P/D state of r as it reaches a final state: its transfer
+// (dropTransfer: the decode blocks it reserved), then its count on its
+// decode replica, in that order: the last count gone, a draining decode
+// replica stops with a fresh store at once.
 func (dg *disagg) leave(r *request.State) {
-	dg.unbind(r)
 	if r.IsPD() && (r.PD.XferKV.Blocks() > 0 || r.PrefillOnly && r.PD.XferQueued) {
 		dg.dropTransfer(r)
 	}
+	dg.unbind(r)
 }
 
 // orphansOf counts dep's hand-offs waiting for a decode replica.

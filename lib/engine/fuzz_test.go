@@ -68,6 +68,10 @@ func FuzzRun(f *testing.F) {
 	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02\x00\x90\x60\x01\x02\x03\x00", 4)), uint8(0x0a), uint8(0x25))
 	f.Add([]byte(strings.Repeat("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01\x05\xff\x30\x00\x05\x02\x02", 4)), uint8(0x49), uint8(0x66))
 	f.Add([]byte(strings.Repeat("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01\x00\x90\x60\x01\x02\x03\x02", 4)), uint8(0x8b), uint8(0x2b))
+	// Speculative decoding (kv&0x10, routing&0x08): alone, with P/D, two deployments.
+	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x13), uint8(0x0a))
+	f.Add([]byte(strings.Repeat("\x01\x40\xf0\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01", 4)), uint8(0x31), uint8(0x4b))
+	f.Add([]byte(strings.Repeat("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x1a), uint8(0xa9))
 	// DP/EP/PP on a roofline (kv&0x84 == 0x04, routing&0xd0 == 0x10).
 	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x05), uint8(0x15))
 	f.Add([]byte(strings.Repeat("\x01\x40\x20\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01", 4)), uint8(0x0e), uint8(0x1c))
@@ -146,6 +150,9 @@ func FuzzRun(f *testing.F) {
 		}
 		if kv&0x84 == 0x04 && routing&0xd0 == 0x10 {
 			c, models = fuzzParallel(t, c, kv, routing)
+		}
+		if kv&0x10 != 0 && routing&0x08 != 0 {
+			c, models = fuzzSpec(c, models, reqs, kv, routing)
 		}
 		// The engine runs configs validated where they were read.
 		if err := c.Validate(); err != nil {
@@ -336,4 +343,37 @@ func fuzzAutoscaledPD(c config.Cluster, kv, routing uint8) config.Cluster {
 	d.KV = &config.KV{Offload: "none", BytesPerToken: 100}
 	fuzzPDKeys(d, kv, routing)
 	return c
+}
+
+// fuzzSpec turns on speculative decoding in every deployment: 1 to 4
+// drafts, any acceptance (per SLO class too), disable_by_batch_size off or
+// 1 to 3, n-gram (no draft cost) or a fixed draft pass.
+func fuzzSpec(c config.Cluster, models []latency.Model, reqs []row.Request, kv, routing uint8) (config.Cluster, []latency.Model) {
+	s := &config.Speculative{Method: config.SpecNgram, NumSpeculativeTokens: 1 + int(kv>>5)%4,
+		AcceptanceRate: float64(routing%5) / 4, DisableByBatchSize: int(kv) % 4}
+	if routing&0x02 != 0 {
+		s.Method, s.DraftStepUS = config.SpecEagle, float64(kv%7)*10
+	}
+	if kv&0x01 != 0 {
+		s.AcceptanceByClass = map[string]float64{"a": 1, "b": 0}
+		for i := range reqs {
+			reqs[i].SLOClass = []string{"a", "b", ""}[i%3]
+		}
+	}
+	if c.IsFlat() {
+		c.Speculative = s
+	} else {
+		for i := range c.Deployments {
+			c.Deployments[i].Speculative = s
+		}
+	}
+	out := make([]latency.Model, len(models))
+	for i, m := range models {
+		sm := &latency.Speculative{Target: m}
+		if s.DraftStepUS > 0 {
+			sm.Draft = &latency.Linear{Beta0: s.DraftStepUS}
+		}
+		out[i] = sm
+	}
+	return c, out
 }

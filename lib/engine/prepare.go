@@ -62,9 +62,17 @@ func Prepare(cfg *config.Cluster) (models []latency.Model, why []string, err err
 
 func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, string, error) {
 	key := func(k string) string { return cfg.DeploymentKey(i, k) }
+	kvFromMemory := d.Engine.KVBlocks == 0
 	model, why, res, err := resolveModel(cfg, d, key, needsCatalogue(d))
 	if err != nil {
 		return nil, "", err
+	}
+	if d.Speculative != nil {
+		m, w, err := prepareSpec(cfg, i, d, res, model, kvFromMemory)
+		if err != nil {
+			return nil, "", err
+		}
+		model, why = m, why+w
 	}
 	if err := prepareKV(cfg, i, d, res); err != nil {
 		return nil, "", err
@@ -89,6 +97,10 @@ func preparePool(cfg *config.Cluster, i, j int) (latency.Model, string, error) {
 			return fmt.Sprintf("deployments[%d].pools[%d].%s", i, j, k)
 		}
 		return cfg.DeploymentKey(i, k)
+	}
+	if d.Speculative != nil {
+		// Its draft's cost and KV would be the pool's own: not modelled.
+		return nil, "", errors.New(cfg.Where(cfg.DeploymentKey(i, "speculative"), fmt.Sprintf("speculative decoding with a pool on hardware of its own (pools[%d]) is not modelled: drop the pool's gpu, tp, engine and latency keys, or speculative", j)))
 	}
 	if p.GPU != "" {
 		// Checked even when the pool's model needs no catalogue (a linear

@@ -13,7 +13,7 @@ package latency
 // that keeps every closed-loop regime inside the bound; it closes a third of
 // the open-loop gap. A deployment that measured its own sets latency.alpha;
 // blis-calibrate fits one from open-loop stages or closed-loop points.
-const VLLMQueueBaseUS = 3000
+const VLLMQueueBaseUS = 5000
 
 // DefaultAlpha is the serving engine's request-level time outside the GPU
 // step when the deployment has not measured its own (vLLM: α0

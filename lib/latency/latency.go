@@ -13,6 +13,9 @@ type Batch struct {
 	DecodeSeqs    int   // requests generating one token this step
 	DecodeCtx     int64 // Σ KV length (prompt + generated so far) of the decoding requests
 	PrefillImages int   // images of the requests whose first prefill chunk runs this step
+	// Draft is the draft tokens each decoding request carries into this
+	// step for verification (speculative decoding, spec.go); 0: none.
+	Draft int32
 }
 
 // ImageEncodeUS is the vision encoder's time for the images a step

@@ -30,6 +30,7 @@ var Models = []CatalogModel{
 	{"Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b-instruct", []string{"qwen2.5-7b"}},
 	{"Qwen/Qwen3-14B", "qwen3-14b", []string{"qwen3-14b"}},
 	{"Qwen/Qwen3-32B", "qwen3-32b", []string{"qwen3-32b"}},
+	{"Qwen/Qwen3-1.7B", "qwen3-1.7b", []string{"qwen3-1.7b"}},
 	{"Qwen/Qwen3-30B-A3B", "qwen3-30b-a3b", []string{"qwen3-30b-a3b"}},
 	{"mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b-v0.1", []string{"mixtral-8x7b"}},
 	{"mistralai/Mistral-Nemo-Instruct-2407", "mistral-nemo-instruct-2407", []string{"mistral-nemo", "mistral-nemo-12b"}},

@@ -29,6 +29,8 @@ type Cluster struct {
 	Latency     Latency `yaml:"latency,omitempty"`
 	// Parallel adds DP, EP and PP (parallel.go); nil: TP only.
 	Parallel *Parallel `yaml:"parallel,omitempty"`
+	// Speculative is speculative decoding (speculative.go); nil: off.
+	Speculative *Speculative `yaml:"speculative,omitempty"`
 
 	Deployments []Deployment `yaml:"deployments,omitempty"`
 
@@ -66,12 +68,14 @@ type Deployment struct {
 	GPU     string   `yaml:"gpu"`
 	TP      int      `yaml:"tp"`
 	// Parallel adds DP, EP and PP (parallel.go); nil: TP only.
-	Parallel    *Parallel `yaml:"parallel,omitempty"`
-	WeightDtype string    `yaml:"weight_dtype,omitempty"`
-	KVDtype     string    `yaml:"kv_dtype,omitempty"`
-	Engine      Engine    `yaml:"engine"`
-	Latency     Latency   `yaml:"latency"`
-	Pools       []Pool    `yaml:"pools"`
+	Parallel *Parallel `yaml:"parallel,omitempty"`
+	// Speculative is speculative decoding (speculative.go); nil: off.
+	Speculative *Speculative `yaml:"speculative,omitempty"`
+	WeightDtype string       `yaml:"weight_dtype,omitempty"`
+	KVDtype     string       `yaml:"kv_dtype,omitempty"`
+	Engine      Engine       `yaml:"engine"`
+	Latency     Latency      `yaml:"latency"`
+	Pools       []Pool       `yaml:"pools"`
 	// KV adds lower KV tiers (CPU, storage); nil = GPU only.
 	KV *KV `yaml:"kv,omitempty"`
 	// KVTransfer is the prefill→decode KV link of a P/D deployment; nil =
@@ -229,7 +233,7 @@ func (c *Cluster) Resolved() []Deployment {
 	if m, ok := roofline.LookupModel(c.Model); ok {
 		id = m.ShortName()
 	}
-	return []Deployment{{ID: id, Model: c.Model, GPU: c.GPU, TP: c.TP, Parallel: c.Parallel, WeightDtype: c.WeightDtype, KVDtype: c.KVDtype,
+	return []Deployment{{ID: id, Model: c.Model, GPU: c.GPU, TP: c.TP, Parallel: c.Parallel, Speculative: c.Speculative, WeightDtype: c.WeightDtype, KVDtype: c.KVDtype,
 		Engine: c.Engine, Latency: c.Latency, Pools: []Pool{{Role: "monolithic", Replicas: c.Replicas}}}}
 }
 

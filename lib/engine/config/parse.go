@@ -34,7 +34,7 @@ func Read(path string) (Cluster, error) {
 }
 
 // flatKeys are the top-level keys of the flat form.
-var flatKeys = []string{"model", "gpu", "tp", "parallel", "weight_dtype", "kv_dtype", "replicas", "engine", "latency"}
+var flatKeys = []string{"model", "gpu", "tp", "parallel", "speculative", "weight_dtype", "kv_dtype", "replicas", "engine", "latency"}
 
 var lineRE = regexp.MustCompile(`line ([0-9]+): `)
 
@@ -115,22 +115,23 @@ func Suggest(word string, options []string) string { return yamlcheck.Suggest(wo
 
 // flatOut and deploymentsOut are the printed shapes of the two forms.
 type flatOut struct {
-	Model            string    `yaml:"model"`
-	GPU              string    `yaml:"gpu"`
-	TP               int       `yaml:"tp"`
-	WeightDtype      string    `yaml:"weight_dtype"`
-	KVDtype          string    `yaml:"kv_dtype"`
-	Replicas         int       `yaml:"replicas"`
-	Seed             uint64    `yaml:"seed"`
-	Horizon          Duration  `yaml:"horizon"`
-	SnapshotInterval Duration  `yaml:"snapshot_interval"`
-	KVEventDelay     Duration  `yaml:"kv_event_delay"`
-	ClientTimeout    Duration  `yaml:"client_timeout"`
-	Engine           Engine    `yaml:"engine"`
-	Router           Router    `yaml:"router"`
-	Latency          Latency   `yaml:"latency"`
-	Network          Network   `yaml:"network,omitempty"`
-	Parallel         *Parallel `yaml:"parallel,omitempty"`
+	Model            string       `yaml:"model"`
+	GPU              string       `yaml:"gpu"`
+	TP               int          `yaml:"tp"`
+	WeightDtype      string       `yaml:"weight_dtype"`
+	KVDtype          string       `yaml:"kv_dtype"`
+	Replicas         int          `yaml:"replicas"`
+	Seed             uint64       `yaml:"seed"`
+	Horizon          Duration     `yaml:"horizon"`
+	SnapshotInterval Duration     `yaml:"snapshot_interval"`
+	KVEventDelay     Duration     `yaml:"kv_event_delay"`
+	ClientTimeout    Duration     `yaml:"client_timeout"`
+	Engine           Engine       `yaml:"engine"`
+	Router           Router       `yaml:"router"`
+	Latency          Latency      `yaml:"latency"`
+	Network          Network      `yaml:"network,omitempty"`
+	Parallel         *Parallel    `yaml:"parallel,omitempty"`
+	Speculative      *Speculative `yaml:"speculative,omitempty"`
 }
 
 type deploymentsOut struct {
@@ -150,7 +151,7 @@ func (c Cluster) YAML() string {
 	var v any
 	if c.IsFlat() {
 		v = flatOut{c.Model, c.GPU, c.TP, c.WeightDtype, c.KVDtype, c.Replicas, c.Seed, c.Horizon, c.SnapshotInterval,
-			c.KVEventDelay, c.ClientTimeout, c.Engine, c.Router, c.Latency, c.Network, c.Parallel}
+			c.KVEventDelay, c.ClientTimeout, c.Engine, c.Router, c.Latency, c.Network, c.Parallel, c.Speculative}
 	} else {
 		v = deploymentsOut{c.Deployments, c.Seed, c.Horizon, c.SnapshotInterval, c.KVEventDelay, c.ClientTimeout, c.Router, c.Network}
 	}

@@ -36,9 +36,12 @@ func (c *Cluster) Validate() error {
 		if err := c.validateLatency("latency", &c.Latency); err != nil {
 			return err
 		}
-		if c.Parallel != nil {
+		if c.Parallel != nil || c.Speculative != nil {
 			d := c.Resolved()[0]
 			if err := c.validateParallel(0, &d); err != nil {
+				return err
+			}
+			if err := c.validateSpeculative(0, &d); err != nil {
 				return err
 			}
 		}
@@ -88,6 +91,9 @@ func (c *Cluster) validateDeployments() error {
 			return err
 		}
 		if err := c.validateParallel(i, d); err != nil {
+			return err
+		}
+		if err := c.validateSpeculative(i, d); err != nil {
 			return err
 		}
 		if d.KV != nil {

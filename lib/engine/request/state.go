@@ -75,7 +75,8 @@ type State struct {
 	Retired  bool
 
 	// Progress on a replica (owned by its scheduler).
-	S0    int64   // step that completed the prefill (decode start)
+	S0    int64   // step that completed the prefill (decode start); with speculative decoding, the class's token clock then
+	SpecC uint8   // speculative decoding's acceptance class (its scheduler's)
 	C0    int32   // computed tokens at decode start
 	Gen0  int32   // generated tokens at decode start
 	Prio  float64 // priority score in the waiting queue (larger first; not NaN)

@@ -126,7 +126,7 @@ func (h *harness) form(t *testing.T, log *scenario.Log) bool {
 		t.Fatalf("step %d: invariant violated: %v", idx, err)
 	}
 	h.formed = true
-	h.stepEnd = h.Now + h.eng.Model.StepTime(&h.batch)
+	h.stepEnd = h.Now + h.eng.StepTime(&h.batch)
 	kv := h.s.KV()
 	log.Printf("step %d [%d, %d): %s; kv %d/%d; %d waiting", idx, h.Now, h.stepEnd,
 		scenario.Batch(h.Reqs, &h.batch), kv.Used(), kv.Total(), h.s.Waiting())

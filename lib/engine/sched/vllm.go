@@ -25,6 +25,8 @@ type Config struct {
 	// that overlap the prefill: granularity chunk or stream) for the
 	// cluster to read with TakeSends.
 	Sends bool
+	// Spec is speculative decoding (spec.go); nil: one token per decode step.
+	Spec *Spec
 }
 
 // Send is a prefill-only request's progress on a prefill replica: admitted
@@ -94,6 +96,10 @@ type VLLM struct {
 	hold bool
 	// sends since the last TakeSends (Config.Sends).
 	sends []Send
+	// Speculative decoding (nil: off); perDec is the tokens each decoding
+	// request takes from the step's budget (1 + drafts when it speculates).
+	spec   *specState
+	perDec int32
 }
 
 // TakeSends returns the prefill progress recorded since the last call
@@ -112,9 +118,16 @@ type boundEntry struct {
 // NewVLLM returns an empty scheduler over store; keys derives prefix-cache
 // keys at the store's block size. order and victim may be nil (vLLM's own).
 func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victim Victim) *VLLM {
-	return &VLLM{cfg: cfg, kv: store, B: store.BlockSize(), keys: keys, order: order, victim: victim,
-		bound: make([][]boundEntry, store.BlockSize()), waiting: waitQueue{custom: order != nil}}
+	s := &VLLM{cfg: cfg, kv: store, B: store.BlockSize(), keys: keys, order: order, victim: victim,
+		bound: make([][]boundEntry, store.BlockSize()), waiting: waitQueue{custom: order != nil}, perDec: 1}
+	if cfg.Spec != nil {
+		s.spec = newSpecState(cfg.Spec)
+	}
+	return s
 }
+
+// decodeTokens is the budget the decoding requests take in the step.
+func (s *VLLM) decodeTokens() int32 { return int32(s.nDecode) * s.perDec }
 
 // SkipFailed enables the failed-admission shortcut; a test turns it off to
 // check that it never changes a result.
@@ -173,7 +186,7 @@ func (s *VLLM) release(cutoff int64, inclusive bool) {
 // Progress implements Scheduler.
 func (s *VLLM) Progress(r *request.State) int32 {
 	if r.Decoding {
-		return r.Gen0 + int32(s.step-1-r.S0)
+		return r.Gen0 + s.decoded(r)
 	}
 	return r.Generated
 }
@@ -220,7 +233,11 @@ func (s *VLLM) removePrefilling(r *request.State) {
 func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
 	s.registerHeld(r, kvTokens)
 	s.nDecode--
-	s.decA -= int64(r.C0) - r.S0
+	if s.spec != nil {
+		s.specStop(r)
+	} else {
+		s.decA -= int64(r.C0) - r.S0
+	}
 	r.Decoding = false
 }
 
@@ -228,7 +245,7 @@ func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
 // stale step entries are disowned (epoch).
 func (s *VLLM) leave(r *request.State) {
 	if r.Decoding {
-		s.stopDecoding(r, r.C0+int32(s.step-1-r.S0))
+		s.stopDecoding(r, r.C0+s.decoded(r))
 	} else {
 		s.removePrefilling(r)
 	}
@@ -246,7 +263,7 @@ func (s *VLLM) leave(r *request.State) {
 // front of the waiting queue, keeping the tokens it has generated.
 func (s *VLLM) preempt(r *request.State) {
 	if r.Decoding {
-		r.Generated = r.Gen0 + int32(s.step-1-r.S0)
+		r.Generated = r.Gen0 + s.decoded(r)
 	}
 	s.leave(r)
 	if s.onPreempt != nil {
@@ -349,6 +366,10 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 	}
 
 	// Decoding requests that cross a block boundary this step need a block.
+	if s.spec != nil {
+		s.specDecide()
+		s.specBlocks()
+	}
 	bucket := &s.bound[step%int64(B)]
 	for i := 0; i < len(*bucket); {
 		x := (*bucket)[i]
@@ -367,7 +388,7 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 	budget := s.cfg.MaxNumBatchedTokens
 	thr := s.cfg.LongPrefillThreshold
 	for i := 0; i < len(s.prefilling); i++ {
-		left := budget - int32(s.nDecode) - s.used
+		left := budget - s.decodeTokens() - s.used
 		if left <= 0 {
 			break
 		}
@@ -431,6 +452,12 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 	}
 	// A decoding request's KV after step k of its decode is c0+k.
 	b.DecodeCtx = s.decA + int64(s.nDecode)*step
+	if s.spec != nil {
+		b.DecodeCtx = s.specCtx()
+		if s.spec.on && s.nDecode > 0 {
+			b.Draft = s.spec.cfg.K
+		}
+	}
 	s.lastStart = now
 	return true
 }
@@ -444,7 +471,7 @@ func (s *VLLM) admit(now int64, budget int32) {
 		s.order.Sort(now, s.waiting.h)
 	}
 	for s.preempted == 0 && s.waiting.len() > 0 && s.nrun < s.cfg.MaxNumSeqs {
-		left := budget - int32(s.nDecode) - s.used
+		left := budget - s.decodeTokens() - s.used
 		if left <= 0 {
 			break
 		}
@@ -525,6 +552,9 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 	s.lastEnd = now
 	step := s.step
 	B := s.B
+	if s.spec != nil {
+		s.specAdvance()
+	}
 	for _, r := range s.sched {
 		if r.Chunk == 0 {
 			continue // left the replica after being scheduled (cancelled)
@@ -571,6 +601,10 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 			s.finish(now, r, done)
 			continue
 		}
+		if s.spec != nil {
+			s.specStart(r)
+			continue
+		}
 		r.Decoding = true
 		r.S0, r.C0, r.Gen0 = step, r.Computed, r.Generated
 		s.nDecode++
@@ -578,6 +612,9 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		s.finishH.push(step+int64(r.Req.OutputTokens-r.Gen0), r)
 		fb := step + int64(r.KV.Blocks()*B-r.C0+1)
 		s.bound[fb%int64(B)] = append(s.bound[fb%int64(B)], boundEntry{r, r.Epoch})
+	}
+	if s.spec != nil {
+		s.specFinish(now, done)
 	}
 	for r := s.finishH.popDue(step); r != nil; r = s.finishH.popDue(step) {
 		r.Generated = r.Gen0 + int32(step-r.S0)
@@ -645,8 +682,13 @@ func (s *VLLM) Check(full bool) error {
 	if s.nrun > s.cfg.MaxNumSeqs {
 		return fmt.Errorf("step %d: %d running > max_num_seqs %d", s.step, s.nrun, s.cfg.MaxNumSeqs)
 	}
-	if int(s.used)+s.nDecode > int(s.cfg.MaxNumBatchedTokens) {
-		return fmt.Errorf("step %d: %d tokens > max_num_batched_tokens %d", s.step, int(s.used)+s.nDecode, s.cfg.MaxNumBatchedTokens)
+	if t := int(s.used) + int(s.decodeTokens()); t > int(s.cfg.MaxNumBatchedTokens) {
+		return fmt.Errorf("step %d: %d tokens > max_num_batched_tokens %d", s.step, t, s.cfg.MaxNumBatchedTokens)
+	}
+	if s.spec != nil {
+		if err := s.specCheck(); err != nil {
+			return err
+		}
 	}
 	if s.err != nil {
 		return s.err
@@ -674,6 +716,9 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 	d.scratch, d.per = nil, nil
 	d.sends = nil
 	d.loading = mapAll(c, s.loading)
+	if s.spec != nil {
+		d.spec = s.spec.clone(c)
+	}
 	if s.tiers != nil {
 		d.tiers = s.tiers.Clone(store)
 		store.SetLower(d.tiers)

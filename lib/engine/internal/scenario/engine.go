@@ -27,6 +27,18 @@ type Engine struct {
 	BlockSize int32
 	Prefix    bool
 	Model     *latency.Linear
+	// Spec (draft=K accept=α [disable=N] [drafter=(β0, β1, β2)]) is
+	// speculative decoding: the step time is then latency.Speculative over
+	// Model, with a linear draft model when drafter is given.
+	Spec *latency.Speculative
+}
+
+// StepTime is the step's duration under the engine's model.
+func (e *Engine) StepTime(b *latency.Batch) int64 {
+	if e.Spec != nil {
+		return e.Spec.StepTime(b)
+	}
+	return e.Model.StepTime(b)
 }
 
 // ReadEngine reads an engine's keys from a's directive.
@@ -53,6 +65,18 @@ func ReadEngine(a *Args) Engine {
 		e.Model.Beta0, e.Model.Beta1, e.Model.Beta2 = b[0], b[1], b[2]
 	}
 	e.Model.A.PerOutputToken = e.Sched.Alpha2
+	if k := a.Int("draft", 0); k > 0 {
+		alpha := a.Float("accept", 0)
+		e.Sched.Spec = &sched.Spec{K: int32(k), DisableBatch: int(a.Int("disable", 0)),
+			Tokens: []int64{int64(latency.ExpectedTokens(alpha, int(k))*sched.SpecQ + 0.5)}}
+		e.Spec = &latency.Speculative{Target: e.Model}
+		if d := a.Floats("drafter"); d != nil {
+			if len(d) != 3 {
+				a.Fatalf("drafter: expected (β0, β1, β2), found %d values", len(d))
+			}
+			e.Spec.Draft = &latency.Linear{Beta0: d[0], Beta1: d[1], Beta2: d[2]}
+		}
+	}
 	if e.Blocks < 1 || e.BlockSize < 1 || e.Sched.MaxNumBatchedTokens < 1 || e.Sched.MaxNumSeqs < 1 {
 		a.Fatalf("blocks, block, budget and seqs must be >= 1")
 	}
@@ -82,6 +106,15 @@ func (e *Engine) String() string {
 	if e.Sched.Alpha2 > 0 {
 		s += fmt.Sprintf("; α2 %g µs per token", e.Sched.Alpha2)
 	}
+	if sp := e.Sched.Spec; sp != nil {
+		s += fmt.Sprintf("; speculative: %d drafts, %.4g tokens per step", sp.K, float64(sp.Tokens[0])/sched.SpecQ)
+		if sp.DisableBatch > 0 {
+			s += fmt.Sprintf(", off at %d running", sp.DisableBatch)
+		}
+		if d, ok := e.Spec.Draft.(*latency.Linear); ok {
+			s += fmt.Sprintf(", draft pass = %g + %g·tokens + %g·decode µs", d.Beta0, d.Beta1, d.Beta2)
+		}
+	}
 	return s
 }
 
@@ -104,7 +137,10 @@ func Batch(rs []*request.State, b *latency.Batch) string {
 	if len(dec) > 0 {
 		parts = append(parts, "decode "+strings.Join(dec, ", "))
 	}
-	parts = append(parts, Plural(b.PrefillTokens+int64(b.DecodeSeqs), "token"))
+	if b.Draft > 0 {
+		parts = append(parts, Plural(int64(b.Draft), "draft")+" each")
+	}
+	parts = append(parts, Plural(b.PrefillTokens+int64(b.DecodeSeqs)*int64(1+b.Draft), "token"))
 	return strings.Join(parts, "; ")
 }
 

@@ -118,6 +118,7 @@ func (t *Thresholds) defaults() {
 // Stats are the run's decision-level metrics.
 type Stats struct {
 	Decisions       int64            // rows recorded (all kinds)
+	Held            int64            // routing decisions that held their request at the router (action wait)
 	ByKind          map[string]int64 // rows per kind
 	Routed          int64            // routing decisions whose request was scheduled (shadow comparisons)
 	ShadowDivergent int64            // of those, where the shadow model's prediction missed by at least a block
@@ -270,6 +271,21 @@ func (r *Recorder) Prioritized(now int64, st *request.State, prio float64, v *po
 // request's result.
 func (r *Recorder) Routed(now int64, st *request.State, rd policy.RouteDecision, v *policy.ClusterView, cands []int32) {
 	d := r.begin(now, trace.DecisionRouting, st)
+	if rd.Wait {
+		// A hold: written now (its request is routed later, by another
+		// routing row), with what the policy saw of the candidates.
+		d.Action, d.Reason, d.Value = "wait", rd.Reason, rd.WaitUS
+		r.stats.Held++
+		if r.rows() {
+			aggregate(d, v)
+			r.topK(d, v, -1)
+			for _, f := range v.Filtered() {
+				d.Filtered = append(d.Filtered, trace.Filtered{ReplicaID: v.Replica(f.Index).ID(), Reason: f.Reason})
+			}
+		}
+		r.emit(d)
+		return
+	}
 	rep := v.Replica(rd.Target)
 	d.Target, d.Action, d.Reason = rep.ID(), "route", rd.Reason
 	sampled := r.regret.wants(st)
@@ -316,7 +332,7 @@ func (r *Recorder) alloc() *trace.Decision {
 
 // topK fills d.Candidates: the k best-scored candidates (or, when the
 // policy does not score, the least loaded), the chosen one always among
-// them, first.
+// them, first (chosen < 0: none chosen, a hold).
 func (r *Recorder) topK(d *trace.Decision, v *policy.ClusterView, chosen int) {
 	n := v.Len()
 	scores := v.Scores()
@@ -327,6 +343,9 @@ func (r *Recorder) topK(d *trace.Decision, v *policy.ClusterView, chosen int) {
 		}
 	}
 	k := min(r.cfg.TopK-1, len(idx))
+	if chosen < 0 {
+		k = min(r.cfg.TopK, len(idx))
+	}
 	better := func(a, b int) bool {
 		if scores != nil {
 			if scores[a] != scores[b] {
@@ -358,7 +377,9 @@ func (r *Recorder) topK(d *trace.Decision, v *policy.ClusterView, chosen int) {
 		}
 		d.Candidates = append(d.Candidates, c)
 	}
-	add(chosen)
+	if chosen >= 0 {
+		add(chosen)
+	}
 	for _, i := range idx[:k] {
 		add(i)
 	}

@@ -352,6 +352,7 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 	}
 	st := rec.Stats()
 	m["shadow_divergence_rate"] = st.ShadowDivergenceRate()
+	m["route_holds"] = float64(st.Held)
 	var all int64
 	for _, t := range trace.AnomalyTypes {
 		m["anomalies."+t] = float64(st.Anomalies[t])
@@ -370,7 +371,8 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 // standard metrics reported besides the spec's own.
 var standard = []string{"throughput", "output_throughput", "completed_fraction", "ttft_p50", "ttft_p99", "tpot_p99", "e2e_p99",
 	"cache_hit_rate", "preemption_rate", "goodput", "slo_attainment", "jain_fairness", "gpu_hours", "cost_usd",
-	"rejection_rate", "scale_ups", "scale_downs", "scale_oscillations", "cache_hit_rate_gpu", "cache_hit_rate_cpu", "cache_hit_rate_storage"}
+	"rejection_rate", "scale_ups", "scale_downs", "scale_oscillations", "cache_hit_rate_gpu", "cache_hit_rate_cpu", "cache_hit_rate_storage",
+	"router_wait_rate", "router_wait_mean"}
 
 func collect(spec *fitness.Spec, results, scaleEvents, anomalies string) (map[string]float64, error) {
 	ms, err := fitness.Collect([]string{results}, spec, fitness.Side{ScaleEvents: scaleEvents, Anomalies: anomalies})

@@ -68,12 +68,16 @@ type acc struct {
 	schedIn, cached int64 // over llm requests that were scheduled
 	preempt         int64
 	preempted       int64
-	sloN            int64
-	sloHas          [slo.N]int64 // subject rows whose SLO has a target for the metric
-	sloMet          [slo.N]int64
-	sloAll          int64
-	sloScope        *slo.Targets // the SLO of the first subject row
-	sloMixed        bool         // rows under different SLOs
+	// At the router: admitted llm requests, those routed later than
+	// admitted or never routed (held by the routing policy, or queued at
+	// the gateway), and the µs between admission and routing of the routed.
+	admitted, waited, waitN, waitUS int64
+	sloN                            int64
+	sloHas                          [slo.N]int64 // subject rows whose SLO has a target for the metric
+	sloMet                          [slo.N]int64
+	sloAll                          int64
+	sloScope                        *slo.Targets // the SLO of the first subject row
+	sloMixed                        bool         // rows under different SLOs
 }
 
 func newAcc(limit int, light bool, b *budget) *acc {
@@ -97,6 +101,7 @@ type rowv struct {
 	ran                                bool // scheduled at least once (or, measured, produced a token)
 	eff, sched, enq, ttft, tpot, e2e   int64
 	in, gen, cached, preempt           int64
+	adm, routed                        int64 // admitted_us, routed_us (row.Null: none)
 	slo                                *slo.Targets
 }
 
@@ -114,6 +119,19 @@ func (a *acc) add(r *rowv) {
 	a.preempt += r.preempt
 	if r.preempt > 0 {
 		a.preempted++
+	}
+	if r.adm != trace.Null {
+		a.admitted++
+		switch {
+		case r.routed == trace.Null:
+			a.waited++ // never routed: lost or unfinished while it waited
+		case r.routed > r.adm:
+			a.waited++
+			a.waitN++
+			a.waitUS += r.routed - r.adm
+		default:
+			a.waitN++
+		}
 	}
 	completed := r.st == stCompleted
 	if completed {
@@ -223,7 +241,7 @@ func (r *run) span() float64 {
 
 type reader struct {
 	arr, enq, sched, first, fin, ttft, tpot, e2e, in, gen, cached, preempt, inst icol
-	recT, recE, recI, loop, delay                                                icol
+	recT, recE, recI, loop, delay, adm, routed                                   icol
 	status, kind                                                                 *strKey
 	stIdx                                                                        []int8
 	isTool                                                                       []int8
@@ -262,7 +280,7 @@ func readRun(path string, opt *Options) (*run, error) {
 	for _, c := range []string{trace.ColArrivalUS, trace.ColEnqueuedUS, trace.ColFirstScheduledUS, trace.ColFirstTokenUS,
 		trace.ColFinishedUS, trace.ColTTFTUS, trace.ColTPOTUS, trace.ColE2EUS, trace.ColInputTokens, trace.ColGeneratedTokens,
 		trace.ColCachedTokens, trace.ColPreemptions, trace.ColInstanceID, trace.ColRecordedTTFTUS, trace.ColRecordedE2EUS,
-		trace.ColRecordedITLUS, trace.ColLoopIteration, trace.ColDelayUS} {
+		trace.ColRecordedITLUS, trace.ColLoopIteration, trace.ColDelayUS, trace.ColAdmittedUS, trace.ColRoutedUS} {
 		if err := checkInt(src.Path, s, c); err != nil {
 			return nil, err
 		}
@@ -360,7 +378,8 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		{&rd.tpot, trace.ColTPOTUS}, {&rd.e2e, trace.ColE2EUS}, {&rd.in, trace.ColInputTokens},
 		{&rd.gen, trace.ColGeneratedTokens}, {&rd.cached, trace.ColCachedTokens}, {&rd.preempt, trace.ColPreemptions},
 		{&rd.inst, trace.ColInstanceID}, {&rd.recT, trace.ColRecordedTTFTUS}, {&rd.recE, trace.ColRecordedE2EUS},
-		{&rd.recI, trace.ColRecordedITLUS}, {&rd.loop, trace.ColLoopIteration}, {&rd.delay, trace.ColDelayUS}} {
+		{&rd.recI, trace.ColRecordedITLUS}, {&rd.loop, trace.ColLoopIteration}, {&rd.delay, trace.ColDelayUS},
+		{&rd.adm, trace.ColAdmittedUS}, {&rd.routed, trace.ColRoutedUS}} {
 		b.c.bind(rec, idx(b.name))
 	}
 	rd.kv.bind(rec, idx)
@@ -456,6 +475,8 @@ func (r *run) batch(rd *reader, rec arrow.RecordBatch, idx func(string) int, opt
 		v.gen = rd.gen.or(i, 0)
 		v.cached = rd.cached.or(i, 0)
 		v.preempt = rd.preempt.or(i, 0)
+		v.adm = rd.adm.or(i, trace.Null)
+		v.routed = rd.routed.or(i, trace.Null)
 		// A dependent request has no arrival_us; its arrival is when it became ready.
 		switch {
 		case hasArr:

@@ -22,6 +22,7 @@ var MetricNames = []string{
 	"e2e_mean", "e2e_p50", "e2e_p90", "e2e_p95", "e2e_p99",
 	"jain_fairness", "cache_hit_rate", "preemption_rate", "gpu_hours", "cost_usd",
 	"rejection_rate", "scale_ups", "scale_downs", "scale_oscillations", "cache_hit_rate_<tier>",
+	"router_wait_rate", "router_wait_mean",
 }
 
 // TierHitPrefix starts the per-tier hit-rate metrics: cache_hit_rate_gpu,
@@ -41,6 +42,8 @@ var MetricDoc = map[string]string{
 	"gpu_hours":             "GPUs paid for × hours (unscoped only): every replica's GPUs over the span, or the scale-events table's integral for an autoscaled run",
 	"cost_usd":              "gpu_hours × each deployment's gpu_hour_usd (unscoped only; needs the price in the cluster config)",
 	"rejection_rate":        "rejected llm requests / llm requests (admission, or no deployment serving the model)",
+	"router_wait_rate":      "admitted llm requests that waited at the router, held by the routing policy (a wait) or queued at the gateway (flow control): routed after admission, or never routed / admitted llm requests (admitted_us, routed_us; a request rejected by a full gateway queue counts: it was never routed; NaN when none was admitted)",
+	"router_wait_mean":      "mean ms from admission to routing over the admitted llm requests that were routed (0 for a router that never holds or queues; NaN when none was routed)",
 	"scale_ups":             "autoscaler scale-up actions over every pool (unscoped; the scale-events table; 0 for a static cluster)",
 	"scale_downs":           "autoscaler scale-down actions over every pool (unscoped; the scale-events table; 0 for a static cluster)",
 	"scale_oscillations":    "reversals within 10 minutes (up, down, up or down, up, down) over every pool, as blis-report's autoscaling table flags them (unscoped)",
@@ -190,6 +193,13 @@ func (rep *Report) Metric(i int, name, kind, value string) (float64, error) {
 		return ratio(float64(a.preempted), float64(a.llm)), nil
 	case "rejection_rate":
 		return ratio(float64(a.status[stRejected]), float64(a.llm)), nil
+	case "router_wait_rate":
+		return ratio(float64(a.waited), float64(a.admitted)), nil
+	case "router_wait_mean":
+		if a.waitN == 0 {
+			return math.NaN(), nil
+		}
+		return float64(a.waitUS) / float64(a.waitN) / 1000, nil
 	case "jain_fairness":
 		var xs []float64
 		for _, t := range r.tenants {

@@ -84,6 +84,10 @@ func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall ti
 		fmt.Fprintf(w, "  flow control: %d requests waited at the gateway (mean %.1f ms); %d rejected by a full queue or band, %d shed, %d at the TTL\n",
 			s.GatewayQueued, mean, s.GatewayFull, s.GatewayShed, s.GatewayExpired)
 	}
+	if s.RouteHolds > 0 {
+		fmt.Fprintf(w, "  routing holds: %d requests held at the router by the routing policy (%d holds; %.1f ms held on average)\n",
+			s.RouteHeld, s.RouteHolds, float64(s.RouteHeldUS)/float64(s.RouteHeld)/1e3)
+	}
 	if s.Transfers > 0 {
 		fmt.Fprintf(w, "  P/D: %d KV transfers, %.3f GB; %d waited for the decode replica's blocks (backpressure)\n",
 			s.Transfers, float64(s.TransferBytes)/1e9, s.PDBackpressure)

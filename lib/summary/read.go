@@ -29,21 +29,23 @@ type Decision struct {
 
 // Decisions aggregates a decisions table in bounded memory.
 type Decisions struct {
-	Path       string
-	Rows       int64
-	ByKind     map[string]int64
-	Reasons    map[string]int64 // routing reasons
-	Targets    map[string]int64 // routing targets
-	Regret     []float64        // regret_us of sampled rows (ms), in seq order
-	WinRegret  []float64        // window_regret_us (ms)
-	Worst      []Decision       // by regret (sampled rows) or TTFT, worst first, at most 3
-	ByRegret   bool
-	Divergent  int64   // routing rows whose expected and actual cache hits differ
-	Compared   int64   // routing rows with prefix keys and both values
-	WindowUS   int64   // regret replay window (blis.regret_window_us), 0 if unknown
-	Sample     float64 // the regret sample asked for (blis.regret_sample), 0 if none
-	worstLimit int
-	mine       *miner // every routing row, compactly (pattern mining), or nil
+	Path        string
+	Rows        int64
+	ByKind      map[string]int64
+	Reasons     map[string]int64 // routing reasons
+	Targets     map[string]int64 // routing targets
+	Regret      []float64        // regret_us of sampled rows (ms), in seq order
+	WinRegret   []float64        // window_regret_us (ms)
+	Worst       []Decision       // by regret (sampled rows) or TTFT, worst first, at most 3
+	ByRegret    bool
+	Holds       int64 // routing rows with action wait: requests held at the router
+	HoldReasons map[string]int64
+	Divergent   int64   // routing rows whose expected and actual cache hits differ
+	Compared    int64   // routing rows with prefix keys and both values
+	WindowUS    int64   // regret replay window (blis.regret_window_us), 0 if unknown
+	Sample      float64 // the regret sample asked for (blis.regret_sample), 0 if none
+	worstLimit  int
+	mine        *miner // every routing row, compactly (pattern mining), or nil
 }
 
 // Anomalies aggregates an anomalies table: clusters of (type, replica).
@@ -147,7 +149,7 @@ func readDecisions(path string, mine bool) (*Decisions, error) {
 		if err != nil {
 			return nil, err
 		}
-		kind, seq, tm := col(rec, "kind"), col(rec, "seq"), col(rec, "time_us")
+		kind, seq, tm, act := col(rec, "kind"), col(rec, "seq"), col(rec, "time_us"), col(rec, "action")
 		req, ten, cls, tgt, rsn := col(rec, "request_id"), col(rec, "tenant_id"), col(rec, "slo_class"), col(rec, "target"), col(rec, "reason")
 		ttft, reg, wreg := col(rec, "ttft_us"), col(rec, "regret_us"), col(rec, "window_regret_us")
 		exp, hit, pbk := col(rec, "expected_cache_hit_tokens"), col(rec, "cache_hit_tokens"), col(rec, "prompt_blocks")
@@ -164,6 +166,16 @@ func readDecisions(path string, mine bool) (*Decisions, error) {
 			k := trace.StringAt(kind, i)
 			d.ByKind[k]++
 			if k != trace.DecisionRouting {
+				continue
+			}
+			if act != nil && trace.StringAt(act, i) == "wait" {
+				// A hold: no target and no outcome of its own (the
+				// request's route row carries them), so not mined.
+				d.Holds++
+				if d.HoldReasons == nil {
+					d.HoldReasons = map[string]int64{}
+				}
+				d.HoldReasons[trace.StringAt(rsn, i)]++
 				continue
 			}
 			d.Reasons[trace.StringAt(rsn, i)]++

@@ -348,6 +348,9 @@ func (s *writer) audit() {
 	}
 	s.p("`%s`: %d rows (%s).\n\n", base(s.dec.Path), s.dec.Rows, strings.Join(parts, ", "))
 	s.p("Routing reasons: %s.\n\n", topCounts(s.dec.Reasons, 4))
+	if s.dec.Holds > 0 {
+		s.p("Routing holds (requests held at the router, action wait): %d; reasons: %s.\n\n", s.dec.Holds, topCounts(s.dec.HoldReasons, 4))
+	}
 	s.p("Routing targets: %s.\n\n", topCounts(s.dec.Targets, 8))
 	if s.dec.Compared > 0 {
 		s.p("Shadow KV: expected and actual cache hit differ in %d of %d routing rows (%s%%).\n\n", s.dec.Divergent, s.dec.Compared, f(100*float64(s.dec.Divergent)/float64(s.dec.Compared), 2))

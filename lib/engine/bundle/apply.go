@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -334,6 +335,9 @@ func (t *treeRouting) Route(r policy.RequestView, c *policy.ClusterView) policy.
 	ctx := &t.ctx
 	if !t.st.info.perCandidate {
 		n := t.st.tree.eval(ctx)
+		if n.waitUS > 0 {
+			return policy.RouteDecision{Wait: true, WaitUS: n.waitUS, Reason: n.reason}
+		}
 		return t.leaves[n.routeIdx].Route(r, c)
 	}
 	best, bs := 0, 0.0
@@ -527,60 +531,125 @@ func (p *starRouting) Route(rv policy.RequestView, c *policy.ClusterView) policy
 		r.rt.fail(err)
 		return policy.RouteDecision{}
 	}
-	bv := r.board(c)
+	d, err := parseRoute(v, r.board(c), c)
+	if err != nil {
+		r.rt.fail(r.badReturn("%v", err))
+		return policy.RouteDecision{}
+	}
+	return d
+}
+
+const routeWant = `a replica id, ("wait", microseconds[, reason]), {"target": id, "scores": {id: score}, "filtered": {id: reason}} or {"wait": microseconds, "reason": reason, "scores": …, "filtered": …}`
+
+// parseRoute reads a route's answer: a target, or a hold (wait).
+func parseRoute(v starlark.Value, bv *boardVals, c *policy.ClusterView) (policy.RouteDecision, error) {
+	if t, ok := v.(starlark.Tuple); ok && len(t) > 0 && t[0] == starlark.String("wait") {
+		if len(t) < 2 || len(t) > 3 {
+			return policy.RouteDecision{}, fmt.Errorf("%s, expected (\"wait\", microseconds) or (\"wait\", microseconds, reason)", v.String())
+		}
+		d := policy.RouteDecision{Wait: true, Reason: "starlark: wait"}
+		var err error
+		if d.WaitUS, err = waitUS(t[1]); err != nil {
+			return d, fmt.Errorf("%s: %v", v.String(), err)
+		}
+		if len(t) == 3 {
+			s, ok := t[2].(starlark.String)
+			if !ok || s == "" {
+				return d, fmt.Errorf("%s: the reason is a %s, expected a non-empty string", v.String(), t[2].Type())
+			}
+			d.Reason = string(s)
+		}
+		return d, nil
+	}
 	target := v
-	if d, ok := v.(*starlark.Dict); ok {
-		t, found, _ := d.Get(starlark.String("target"))
-		if !found {
-			r.rt.fail(r.badReturn(`a dict without "target"`))
-			return policy.RouteDecision{}
+	var wait starlark.Value
+	reason := ""
+	if dict, ok := v.(*starlark.Dict); ok {
+		t, hasTarget, _ := dict.Get(starlark.String("target"))
+		w, hasWait, _ := dict.Get(starlark.String("wait"))
+		switch {
+		case hasTarget && hasWait:
+			return policy.RouteDecision{}, errors.New(`a dict with both "target" and "wait": route it or hold it, not both`)
+		case !hasTarget && !hasWait:
+			return policy.RouteDecision{}, errors.New(`a dict without "target" (or "wait")`)
 		}
 		target = t
-		if s, found, _ := d.Get(starlark.String("scores")); found {
+		if hasWait {
+			target, wait = nil, w
+		}
+		if s, found, _ := dict.Get(starlark.String("scores")); found {
 			sd, ok := s.(*starlark.Dict)
 			if !ok {
-				r.rt.fail(r.badReturn(`"scores": a %s, expected a dict {replica id: score}`, s.Type()))
-				return policy.RouteDecision{}
+				return policy.RouteDecision{}, fmt.Errorf(`"scores": a %s, expected a dict {replica id: score}`, s.Type())
 			}
 			for _, kv := range sd.Items() {
 				id, ok := kv[0].(starlark.String)
 				i, found := bv.ids[string(id)]
 				if !ok || !found {
-					r.rt.fail(r.badReturn(`"scores": key %s is not a candidate replica id`, kv[0].String()))
-					return policy.RouteDecision{}
+					return policy.RouteDecision{}, fmt.Errorf(`"scores": key %s is not a candidate replica id`, kv[0].String())
 				}
 				f, ok := starlark.AsFloat(kv[1])
 				if !ok {
-					r.rt.fail(r.badReturn(`"scores": %s: a %s, expected a number`, kv[0].String(), kv[1].Type()))
-					return policy.RouteDecision{}
+					return policy.RouteDecision{}, fmt.Errorf(`"scores": %s: a %s, expected a number`, kv[0].String(), kv[1].Type())
 				}
 				c.Score(i, f)
 			}
 		}
-		if f, found, _ := d.Get(starlark.String("filtered")); found {
+		if f, found, _ := dict.Get(starlark.String("filtered")); found {
 			if err := starFiltered(f, bv, c, target); err != nil {
-				r.rt.fail(r.badReturn(`"filtered": %v`, err))
-				return policy.RouteDecision{}
+				return policy.RouteDecision{}, fmt.Errorf(`"filtered": %v`, err)
 			}
 		}
-		for _, kv := range d.Items() {
-			if k, _ := kv[0].(starlark.String); k != "target" && k != "scores" && k != "filtered" {
-				r.rt.fail(r.badReturn(`a dict with key %s, expected {"target": id, "scores": {...}, "filtered": {...}}`, kv[0].String()))
-				return policy.RouteDecision{}
+		for _, kv := range dict.Items() {
+			k, _ := kv[0].(starlark.String)
+			switch k {
+			case "target", "scores", "filtered":
+			case "wait", "reason":
+				if !hasWait {
+					return policy.RouteDecision{}, fmt.Errorf(`a dict with key %s and no "wait"`, kv[0].String())
+				}
+				if k == "reason" {
+					s, ok := kv[1].(starlark.String)
+					if !ok || s == "" {
+						return policy.RouteDecision{}, fmt.Errorf(`"reason": a %s, expected a non-empty string`, kv[1].Type())
+					}
+					reason = string(s)
+				}
+			default:
+				return policy.RouteDecision{}, fmt.Errorf(`a dict with key %s, expected %s`, kv[0].String(), routeWant)
 			}
 		}
+	}
+	if wait != nil {
+		d := policy.RouteDecision{Wait: true, Reason: "starlark: wait"}
+		if reason != "" {
+			d.Reason = reason
+		}
+		var err error
+		if d.WaitUS, err = waitUS(wait); err != nil {
+			return d, fmt.Errorf(`"wait": %v`, err)
+		}
+		return d, nil
 	}
 	id, ok := target.(starlark.String)
 	if !ok {
-		r.rt.fail(r.badReturn(`a %s, expected a replica id or {"target": id, "scores": {id: score}}`, target.Type()))
-		return policy.RouteDecision{}
+		return policy.RouteDecision{}, fmt.Errorf(`a %s, expected %s`, target.Type(), routeWant)
 	}
 	i, found := bv.ids[string(id)]
 	if !found {
-		r.rt.fail(r.badReturn("%s, which is not a candidate replica id", id.String()))
-		return policy.RouteDecision{}
+		return policy.RouteDecision{}, fmt.Errorf("%s, which is not a candidate replica id", id.String())
 	}
-	return policy.RouteDecision{Target: i, Reason: "starlark route"}
+	return policy.RouteDecision{Target: i, Reason: "starlark route"}, nil
+}
+
+// waitUS reads a hold's wait: an integer number of microseconds > 0.
+func waitUS(v starlark.Value) (int64, error) {
+	d, ok := v.(starlark.Int)
+	n, ok2 := d.Int64()
+	if !ok || !ok2 || n <= 0 || n > 1<<50 {
+		return 0, fmt.Errorf("%s, expected an integer number of microseconds > 0 (the time to route the request again)", v.String())
+	}
+	return n, nil
 }
 
 // starFiltered records a route's "filtered" candidates: a dict {id: reason}

@@ -183,6 +183,8 @@ var clusterFields = []field{
 	{name: "min_load", k: kInt, unit: "requests", doc: "smallest outstanding among the candidates", i: func(c *evalCtx) int64 { return int64(c.cv.Replica(c.cv.LeastLoaded()).Load()) }},
 	{name: "queued", k: kInt, unit: "requests", doc: "Σ (queue_depth + in_flight) over the candidates (what queue-limit counts)", i: func(c *evalCtx) int64 { return queued(c.cv) }},
 	{name: "now_us", k: kInt, unit: "µs", doc: "time of the decision", i: func(c *evalCtx) int64 { return c.cv.NowUS() }},
+	{name: "held", k: kInt, unit: "requests", doc: "the candidates' requests held at the router by the routing policy (a wait), not counting this one", i: func(c *evalCtx) int64 { return int64(c.cv.Held()) }},
+	{name: "gateway_queued", k: kInt, unit: "requests", doc: "the candidates' requests queued at the gateway by flow control (router.flow_control), held ones not counted", i: func(c *evalCtx) int64 { return int64(c.cv.GatewayQueued()) }},
 }
 
 func (c *evalCtx) maxLoad() int {

@@ -29,6 +29,9 @@ func FuzzLoad(f *testing.F) {
 		"oracle: true\npredictor: {kind: noisy, error: 0.5}\npriority: {kind: decision_tree, tree: {priority: \"request.output_tokens * 0.5\"}}\n",
 		"predictor: {kind: class, prior: 64}\nscheduler: {kind: decision_tree, tree: {score: \"0 - request.output_tokens\"}}\n",
 		"autoscaler: {kind: decision_tree, tree: {if: \"pool.slo_attainment < 0.9 and pool.since_last_scale_us > 60000000\", then: {delta: 1}, else: {delta: 0}}}\n",
+		"routing: {kind: decision_tree, tree: {if: \"cluster.queued + cluster.held >= 4\", then: {wait_us: 5000, reason: busy}, else: {route: least-loaded}}}\n",
+		"routing: {kind: parameterized, template: least-loaded-hold, params: {queue: 2, wait_us: 500}}\n",
+		"routing: {kind: starlark, source: \"def route(request, cluster):\\n    if cluster.held > 2:\\n        return {\\\"wait\\\": 1000, \\\"reason\\\": \\\"x\\\"}\\n    return (\\\"wait\\\", 10)\\n\"}\n",
 	} {
 		f.Add([]byte(s), []byte("def route(request, cluster):\n    return cluster.replicas[0].id\n"))
 	}

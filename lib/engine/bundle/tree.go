@@ -22,6 +22,7 @@ type node struct {
 	route    string
 	params   policy.Params
 	routeIdx int   // index of the leaf's routing policy in a Runtime
+	waitUS   int64 // routing: hold the request this long instead (> 0)
 	score    *expr // routing (per candidate), scheduler, preemption
 	replicas int64 // autoscaler: an absolute count …
 	delta    int64 // … or a change
@@ -35,7 +36,7 @@ const maxTreeDepth = 64
 var leafKeys = map[string][]string{
 	StageAdmission:  {"admit", "reason", "delay_us"},
 	StagePriority:   {"priority"},
-	StageRouting:    {"route", "params", "score"},
+	StageRouting:    {"route", "params", "score", "wait_us", "reason"},
 	StageScheduler:  {"score"},
 	StagePreemption: {"score"},
 	StageAutoscaler: {"replicas", "delta"},
@@ -170,14 +171,40 @@ func (p *parser) treeNode(n *yaml.Node, path, stage string, depth int, info *tre
 			if nd.score, err = p.scoreExpr(s, path+".score", stage, info); err != nil {
 				return nil, err
 			}
-			if vals["params"] != nil {
-				return nil, p.errf(vals["params"], path+".params", "only with route")
+			for _, k := range []string{"params", "wait_us", "reason"} {
+				if vals[k] != nil {
+					return nil, p.errf(vals[k], path+"."+k, "not in a score leaf (a tree evaluated for each candidate cannot hold the request: give route leaves)")
+				}
 			}
 			break
 		}
+		if w := vals["wait_us"]; w != nil {
+			// A hold: the request waits at the router and is routed again
+			// wait_us later (docs/policies.md).
+			if vals["route"] != nil || vals["params"] != nil {
+				k := "route"
+				if vals["route"] == nil {
+					k = "params"
+				}
+				return nil, p.errf(vals[k], path+"."+k, "a leaf routes the request or holds it (wait_us), not both")
+			}
+			if nd.waitUS, err = p.integer(w, path+".wait_us", 1, 1<<50); err != nil {
+				return nil, err
+			}
+			nd.reason = "decision tree: wait (line " + strconv.Itoa(n.Line) + ")"
+			if r := vals["reason"]; r != nil {
+				if nd.reason, err = p.str(r, path+".reason"); err != nil {
+					return nil, err
+				}
+			}
+			break
+		}
+		if vals["reason"] != nil {
+			return nil, p.errf(vals["reason"], path+".reason", "only with wait_us (a route leaf's reason is its template's)")
+		}
 		r := vals["route"]
 		if r == nil {
-			return nil, p.errf(n, path, "missing route (a routing template: %s) or score (an expression per candidate)", strings.Join(policy.Names(policy.StageRouting), ", "))
+			return nil, p.errf(n, path, "missing route (a routing template: %s), wait_us (hold the request at the router, µs) or score (an expression per candidate)", strings.Join(policy.Names(policy.StageRouting), ", "))
 		}
 		if nd.route, err = p.str(r, path+".route"); err != nil {
 			return nil, err

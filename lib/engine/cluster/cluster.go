@@ -207,6 +207,10 @@ type Summary struct {
 	// (GatewayQueued, with GatewayWaitUS µs of waiting in all), rejected
 	// by a full queue or band, shed to make room, and rejected at the TTL.
 	GatewayQueued, GatewayWaitUS, GatewayFull, GatewayShed, GatewayExpired int64
+	// Holds by the routing policy (policy.RouteDecision.Wait): requests
+	// held at least once, hold decisions, and µs the held requests waited
+	// from their first hold until routed (or lost).
+	RouteHeld, RouteHolds, RouteHeldUS int64
 }
 
 // ServedNothing reports a run in which no request completed because every
@@ -313,7 +317,10 @@ type Cluster struct {
 	err     error
 
 	sc *scaler  // autoscaling; nil without
-	fc *gateway // gateway flow control; nil without
+	fc *gateway // gateway flow control; nil without, until a routing policy holds a request
+	// holdFrom is where the request the gateway is dispatching waited
+	// (a hold keeps its TTL and first hold); nil otherwise.
+	holdFrom *gpos
 }
 
 // New builds a cluster for cfg; models holds each resolved deployment's
@@ -739,10 +746,12 @@ func (c *Cluster) process(ev *event) {
 		c.terminal(r)
 	case evTimeout:
 		c.expire(ev.r)
-	default: // evLifecycle, evScale: autoscaling (scale.go); evGateTTL, evGateWake: flow control (gateway.go); a default keeps the common cases' dispatch as it was
+	default: // evLifecycle, evScale: autoscaling (scale.go); evGateTTL, evGateWake: flow control (gateway.go); evHoldWake: holds (hold.go); a default keeps the common cases' dispatch as it was
 		switch ev.kind() {
 		case evGateTTL:
 			c.fc.expire(ev.r)
+		case evHoldWake:
+			c.fc.wake(ev.r)
 		case evGateWake:
 			// nothing: the dispatch below looks at the snapshot just taken
 		case evEncodeDone:

@@ -94,6 +94,10 @@ func (c *Cluster) encode(r *request.State, g *group) {
 	if c.opts.Policies.Err != nil && c.policyFailed() {
 		return
 	}
+	if rd.Wait {
+		c.holdNowhere(r, rd, "in the encode pool of "+dep.ID)
+		return
+	}
 	if rd.Target < 0 || rd.Target >= len(eg.members) {
 		c.fail(fmt.Errorf("routing policy %s returned encode candidate %d of %d", c.routingName, rd.Target, len(eg.members)))
 		return

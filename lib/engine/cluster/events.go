@@ -17,6 +17,7 @@ const (
 	evToolDone
 	evTimeout
 	evGateTTL   // a request's TTL in the gateway queue (flow control)
+	evHoldWake  // a request held by the routing policy is due (hold.go)
 	evLifecycle // a replica's lifecycle timer (autoscaling): ready, warm, drain timeout
 	evScale     // the autoscaler's sampling tick
 	evSnapshot  // not an event: the rank at which a periodic router snapshot is taken

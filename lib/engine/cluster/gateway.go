@@ -26,6 +26,12 @@ import (
 // or rejects the newcomer; a request that waits longer than the TTL is
 // rejected. Without router.flow_control the cluster holds nil: one nil
 // check per event.
+//
+// The gateway is also where a request waits when the routing policy holds
+// it (hold.go): parked in its band until the time the policy gave, counted
+// against the bounds and the TTL like a queued request, then queued for
+// dispatch and routed again. A run without flow control gets a passive
+// gateway at its first hold: no saturation gate, bounds or TTL.
 type gateway struct {
 	c       *Cluster
 	cfg     config.FlowControl
@@ -39,14 +45,17 @@ type gateway struct {
 	seq     uint64
 	busy    bool
 	wakeAt  int64 // the evGateWake scheduled (snapshot views), 0 if none
+	passive bool  // made for a hold, without router.flow_control: holds only
+	held    int   // requests parked by a hold, all groups (not in queued)
 }
 
 // gqueue is one candidate group's gateway queue.
 type gqueue struct {
 	g      *group
 	bands  []*gband // highest priority first
-	n      int
+	n      int      // requests in the queue, parked ones included (the bounds count them)
 	tokens int64
+	parked int // of n, held by the routing policy until their time
 }
 
 // gband is one priority band of a queue.
@@ -54,8 +63,9 @@ type gband struct {
 	prio   int64
 	maxReq int
 	maxTok int64
-	n      int
+	n      int // requests, parked ones included
 	tokens int64
+	parked int
 	flows  []*gflow // by tenant (round-robin); one flow under global-strict
 	last   string   // round-robin: the tenant served last
 	served bool
@@ -67,7 +77,7 @@ type gband struct {
 type gflow struct {
 	tenant string
 	h      minheap.Heap[gitem, *gitem]
-	n      int
+	n      int // in the heap and live (parked requests are not in it)
 }
 
 type gitem struct {
@@ -84,8 +94,12 @@ type gpos struct {
 	b      *gband
 	f      *gflow
 	seq    uint64
-	at     int64 // when it entered the queue
+	at     int64 // when it entered the queue (the TTL counts from it)
 	tokens int64
+	// A request the routing policy held: parked until wake, then in its
+	// flow; heldAt is its first hold (its wait is counted as held).
+	parked, held bool
+	heldAt, wake int64
 }
 
 func newGateway(c *Cluster, f *config.FlowControl) *gateway {
@@ -105,6 +119,9 @@ func newGateway(c *Cluster, f *config.FlowControl) *gateway {
 
 // saturation is g's pool saturation as the detector sees the router's board.
 func (gw *gateway) saturation(g *group) float64 {
+	if gw.passive {
+		return 0
+	}
 	s := &gw.cfg.Saturation
 	if s.Detector == "concurrency" {
 		return g.board.Concurrency(float64(s.MaxConcurrency))
@@ -165,8 +182,9 @@ func (gw *gateway) flow(b *gband, tenant string) *gflow {
 	return f
 }
 
-// key is r's ordering key in its flow.
-func (gw *gateway) key(r *request.State) int64 {
+// key is r's ordering key in its flow, for a request that entered the
+// queue at at.
+func (gw *gateway) key(r *request.State, at int64) int64 {
 	switch gw.cfg.Ordering {
 	case "edf":
 		d := int64(math.MaxInt64)
@@ -174,7 +192,7 @@ func (gw *gateway) key(r *request.State) int64 {
 			d = r.Deadline
 		}
 		if gw.ttl > 0 {
-			d = min(d, gw.c.now+gw.ttl)
+			d = min(d, at+gw.ttl)
 		}
 		return d
 	case "slo-deadline":
@@ -183,42 +201,30 @@ func (gw *gateway) key(r *request.State) int64 {
 		}
 		return math.MaxInt64
 	}
-	return gw.c.now
+	return at
 }
 
 // gate takes an admitted, prioritised request of group g: false to route
 // it now (the queue is empty and the pool not saturated), true when the
 // gateway keeps it (queued, or rejected because the queue is full).
 func (gw *gateway) gate(r *request.State, g *group) bool {
+	if gw.passive {
+		return false
+	}
 	c := gw.c
 	q := g.gate
-	if (q == nil || q.n == 0) && gw.saturation(g) < gw.limit {
+	if (q == nil || q.n-q.parked == 0) && gw.saturation(g) < gw.limit {
 		return false
 	}
 	q = gw.queueOf(g)
 	b := gw.band(q, bandOf(r.Prio))
 	tok := int64(r.Req.InputTokens)
-	if b.maxReq > 0 && b.n+1 > b.maxReq || b.maxTok > 0 && b.tokens+tok > b.maxTok {
-		gw.reject(r, fmt.Sprintf("flow control: priority band %d full (%d requests, %d tokens queued)", b.prio, b.n, b.tokens), "reject")
-		c.sum.GatewayFull++
+	if !gw.room(r, q, b, tok) {
 		return true
-	}
-	for gw.cfg.MaxRequests > 0 && q.n+1 > gw.cfg.MaxRequests || gw.cfg.MaxTokens > 0 && q.tokens+tok > gw.cfg.MaxTokens {
-		v := gw.victim(q, bandOf(r.Prio))
-		if v == nil {
-			gw.reject(r, fmt.Sprintf("flow control: gateway queue full (%d requests, %d tokens queued)", q.n, q.tokens), "reject")
-			c.sum.GatewayFull++
-			return true
-		}
-		vp := gw.remove(v)
-		vb := vp.b.prio
-		c.sum.GatewayWaitUS += c.now - vp.at
-		gw.reject(v, fmt.Sprintf("flow control: shed from priority band %d for a request of priority %s (queue full)", vb, strconv.FormatFloat(r.Prio, 'f', -1, 64)), "shed")
-		c.sum.GatewayShed++
 	}
 	f := gw.flow(b, r.Req.TenantID)
 	gw.seq++
-	f.h.Push(gitem{key: gw.key(r), seq: gw.seq, r: r})
+	f.h.Push(gitem{key: gw.key(r, c.now), seq: gw.seq, r: r})
 	f.n++
 	b.n++
 	b.tokens += tok
@@ -226,6 +232,7 @@ func (gw *gateway) gate(r *request.State, g *group) bool {
 	q.tokens += tok
 	gw.queued++
 	gw.where[r] = &gpos{q: q, b: b, f: f, seq: gw.seq, at: c.now, tokens: tok}
+	gw.sync(q)
 	r.Phase = request.Arriving
 	c.sum.GatewayQueued++
 	if gw.ttl > 0 {
@@ -239,6 +246,45 @@ func (gw *gateway) gate(r *request.State, g *group) bool {
 	}
 	return true
 }
+
+// room makes room in q and its band b for r (tok prompt tokens), shedding
+// a lower sheddable request when the queue is full; false when r was
+// rejected instead (its band, or the queue with nothing to shed, is full).
+func (gw *gateway) room(r *request.State, q *gqueue, b *gband, tok int64) bool {
+	c := gw.c
+	if b.maxReq > 0 && b.n+1 > b.maxReq || b.maxTok > 0 && b.tokens+tok > b.maxTok {
+		gw.reject(r, fmt.Sprintf("flow control: priority band %d full (%d requests, %d tokens queued)", b.prio, b.n, b.tokens), "reject")
+		c.sum.GatewayFull++
+		return false
+	}
+	for gw.cfg.MaxRequests > 0 && q.n+1 > gw.cfg.MaxRequests || gw.cfg.MaxTokens > 0 && q.tokens+tok > gw.cfg.MaxTokens {
+		v := gw.victim(q, bandOf(r.Prio))
+		if v == nil {
+			gw.reject(r, fmt.Sprintf("flow control: gateway queue full (%d requests, %d tokens queued)", q.n, q.tokens), "reject")
+			c.sum.GatewayFull++
+			return false
+		}
+		vp := gw.remove(v)
+		vb := vp.b.prio
+		gw.waited(vp)
+		gw.reject(v, fmt.Sprintf("flow control: shed from priority band %d for a request of priority %s (queue full)", vb, strconv.FormatFloat(r.Prio, 'f', -1, 64)), "shed")
+		c.sum.GatewayShed++
+	}
+	return true
+}
+
+// waited counts the wait of a request leaving the queue: at the gateway,
+// or held by the routing policy since its first hold.
+func (gw *gateway) waited(p *gpos) {
+	if p.held {
+		gw.c.sum.RouteHeldUS += gw.c.now - p.heldAt
+	} else {
+		gw.c.sum.GatewayWaitUS += gw.c.now - p.at
+	}
+}
+
+// sync tells q's group's board how many of its requests wait at the router.
+func (gw *gateway) sync(q *gqueue) { q.g.board.SetWaiting(q.parked, q.n-q.parked) }
 
 // victim is the request a full queue sheds for a newcomer of priority p:
 // the newest of the lowest sheddable band (priority < 0) below p, or nil.
@@ -261,6 +307,15 @@ func (gw *gateway) victim(q *gqueue, p int64) *request.State {
 				}
 			}
 		}
+		if b.parked > 0 {
+			// Parked requests are in no heap: the newest is the largest
+			// seq, whatever the map's order.
+			for r, p := range gw.where {
+				if p.parked && p.b == b && p.seq > bs {
+					best, bs = r, p.seq
+				}
+			}
+		}
 		return best
 	}
 	return nil
@@ -275,18 +330,25 @@ func (gw *gateway) live(it *gitem) bool {
 func (gw *gateway) remove(r *request.State) *gpos {
 	p := gw.where[r]
 	delete(gw.where, r)
-	p.f.n--
+	if p.parked {
+		p.b.parked--
+		p.q.parked--
+		gw.held--
+	} else {
+		p.f.n--
+		gw.queued--
+	}
 	p.b.n--
 	p.b.tokens -= p.tokens
 	p.q.n--
 	p.q.tokens -= p.tokens
-	gw.queued--
+	gw.sync(p.q)
 	return p
 }
 
 func (gw *gateway) reject(r *request.State, why, action string) {
 	c := gw.c
-	if dec := c.opts.Decisions; dec != nil {
+	if dec := c.opts.Decisions; dec != nil && !gw.passive {
 		dec.FlowControl(c.now, r, action, why, bandOf(r.Prio))
 	}
 	r.Status, r.Reason = row.StatusRejected, why
@@ -297,8 +359,7 @@ func (gw *gateway) reject(r *request.State, why, action string) {
 // cancel forgets a queued request whose client gave up.
 func (gw *gateway) cancel(r *request.State) {
 	if gw.where[r] != nil {
-		p := gw.remove(r)
-		gw.c.sum.GatewayWaitUS += gw.c.now - p.at
+		gw.waited(gw.remove(r))
 	}
 }
 
@@ -309,16 +370,20 @@ func (gw *gateway) expire(r *request.State) {
 		return // dispatched (or queued again since)
 	}
 	gw.remove(r)
-	gw.c.sum.GatewayWaitUS += gw.ttl
+	gw.waited(p)
 	gw.c.sum.GatewayExpired++
-	gw.reject(r, fmt.Sprintf("flow control: waited the gateway's TTL (%s) in priority band %d", gw.cfg.TTL, p.b.prio), "expire")
+	why := fmt.Sprintf("flow control: waited the gateway's TTL (%s) in priority band %d", gw.cfg.TTL, p.b.prio)
+	if p.held {
+		why += " (held by the routing policy)"
+	}
+	gw.reject(r, why, "expire")
 }
 
 // pop takes q's next request: the highest band with requests, its flow by
 // the fairness policy, that flow's first by the ordering policy.
 func (gw *gateway) pop(q *gqueue) *request.State {
 	for _, b := range q.bands {
-		if b.n == 0 {
+		if b.n-b.parked == 0 {
 			continue
 		}
 		f := b.flows[0]
@@ -355,7 +420,7 @@ func (gw *gateway) dispatch() {
 	defer func() { gw.busy = false }()
 	c := gw.c
 	for _, q := range gw.qs {
-		for q.n > 0 && c.err == nil {
+		for q.n-q.parked > 0 && c.err == nil {
 			if c.liveView {
 				c.refreshDirty()
 			}
@@ -370,27 +435,41 @@ func (gw *gateway) dispatch() {
 					if b == p.b {
 						break
 					}
-					if b.n > 0 {
-						c.fail(fmt.Errorf("invariant violated: gateway dispatched %s from band %d while band %d holds %d", r.Req.ID, p.b.prio, b.prio, b.n))
+					if b.n-b.parked > 0 {
+						c.fail(fmt.Errorf("invariant violated: gateway dispatched %s from band %d while band %d holds %d", r.Req.ID, p.b.prio, b.prio, b.n-b.parked))
 						return
 					}
 				}
 				gw.check(q)
 			}
-			c.sum.GatewayWaitUS += c.now - p.at
-			if dec := c.opts.Decisions; dec != nil {
+			if !p.held {
+				c.sum.GatewayWaitUS += c.now - p.at
+			}
+			if dec := c.opts.Decisions; dec != nil && !gw.passive {
 				dec.FlowControl(c.now, r, "dispatch", fmt.Sprintf("pool saturation %.3f < %g after %d µs in band %d", s, gw.limit, c.now-p.at, p.b.prio), c.now-p.at)
+			}
+			if c.sc != nil && !c.sc.canServe(q.g) {
+				c.sc.hold(q.g, r) // an autoscaled pool with no replica serving (scale.go)
+				continue
 			}
 			if needsEncode(q.g, r) {
 				c.encode(r, q.g) // its images first (encode.go)
 				continue
 			}
 			if q.g.sel != nil && c.pd.decide(r, q.g.sel, q.g) {
+				if p.held {
+					c.sum.RouteHeldUS += c.now - p.heldAt // kept on its decode replica: its hold ends
+				}
 				continue // kept on its decode replica (pd.go), or c.err
 			}
 			c.cur, c.curG = r, q.g
 			view := q.g.board.View(c.now, c.oracleFor(q.g), c.opts.Decisions != nil)
+			c.holdFrom = p // a hold again keeps its TTL and its first hold (hold.go)
 			c.route(r, q.g, policy.NewRequestView(&r.Req, c.now, c.pbFn), view)
+			c.holdFrom = nil
+			if p.held && gw.where[r] == nil {
+				c.sum.RouteHeldUS += c.now - p.heldAt // routed (or lost): its hold ends
+			}
 		}
 	}
 	if c.snapEvery > 0 && gw.queued > 0 && gw.wakeAt < c.snapAt {
@@ -404,22 +483,23 @@ func (gw *gateway) dispatch() {
 
 // check asserts q's counts (--check-invariants).
 func (gw *gateway) check(q *gqueue) {
-	n, tok := 0, int64(0)
+	n, tok, parked := 0, int64(0), 0
 	for _, b := range q.bands {
 		fn := 0
 		for _, f := range b.flows {
 			fn += f.n
 		}
-		if fn != b.n {
-			gw.c.fail(fmt.Errorf("invariant violated: gateway band %d counts %d requests, its flows %d", b.prio, b.n, fn))
+		if fn != b.n-b.parked {
+			gw.c.fail(fmt.Errorf("invariant violated: gateway band %d counts %d requests (%d parked), its flows %d", b.prio, b.n, b.parked, fn))
 		}
 		if b.maxReq > 0 && b.n > b.maxReq || b.maxTok > 0 && b.tokens > b.maxTok {
 			gw.c.fail(fmt.Errorf("invariant violated: gateway band %d holds %d requests, %d tokens (bounds %d, %d)", b.prio, b.n, b.tokens, b.maxReq, b.maxTok))
 		}
 		n += b.n
 		tok += b.tokens
+		parked += b.parked
 	}
-	if n != q.n || tok != q.tokens {
+	if n != q.n || tok != q.tokens || parked != q.parked {
 		gw.c.fail(fmt.Errorf("invariant violated: gateway queue counts %d requests, %d tokens; its bands %d, %d", q.n, q.tokens, n, tok))
 	}
 	if m := gw.cfg.MaxRequests; m > 0 && q.n > m || gw.cfg.MaxTokens > 0 && q.tokens > gw.cfg.MaxTokens {
@@ -437,6 +517,11 @@ func (gw *gateway) queuedIn(g *group) int {
 
 // finish names the reason of requests still queued when the run ends.
 func (gw *gateway) finish() {
+	for r, p := range gw.where { // each request's own reason: the order cannot leak
+		if p.parked {
+			r.Reason = fmt.Sprintf("held at the router by the routing policy until %d µs", p.wake)
+		}
+	}
 	for _, q := range gw.qs {
 		for _, b := range q.bands {
 			for _, f := range b.flows {
@@ -454,28 +539,35 @@ func (gw *gateway) finish() {
 func (gw *gateway) clone(m *request.Clone, d *Cluster, grpMap map[*group]*group) *gateway {
 	x := *gw
 	x.c = d
+	x.busy = false // a fork taken during a dispatch dispatches on its own
 	x.where = make(map[*request.State]*gpos, len(gw.where))
 	x.qs = make([]*gqueue, len(gw.qs))
+	bands := map[*gband]*gband{}
+	flows := map[*gflow]*gflow{}
 	for i, q := range gw.qs {
-		y := &gqueue{g: grpMap[q.g], n: q.n, tokens: q.tokens}
+		y := &gqueue{g: grpMap[q.g], n: q.n, tokens: q.tokens, parked: q.parked}
 		y.g.gate = y
 		for _, b := range q.bands {
 			yb := *b
+			bands[b] = &yb
 			yb.flows = make([]*gflow, len(b.flows))
 			for j, f := range b.flows {
 				yf := &gflow{tenant: f.tenant, n: f.n}
+				flows[f] = yf
 				yf.h.S = make([]gitem, len(f.h.S))
 				for k, it := range f.h.S {
 					yf.h.S[k] = gitem{key: it.key, seq: it.seq, r: m.Map(it.r)}
-					if p := gw.where[it.r]; p != nil && p.seq == it.seq {
-						x.where[yf.h.S[k].r] = &gpos{q: y, b: &yb, f: yf, seq: p.seq, at: p.at, tokens: p.tokens}
-					}
 				}
 				yb.flows[j] = yf
 			}
 			y.bands = append(y.bands, &yb)
 		}
 		x.qs[i] = y
+	}
+	for r, p := range gw.where { // into a map: the order cannot leak
+		yp := *p
+		yp.q, yp.b, yp.f = grpMap[p.q.g].gate, bands[p.b], flows[p.f]
+		x.where[m.Map(r)] = &yp
 	}
 	return &x
 }

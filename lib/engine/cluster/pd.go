@@ -214,6 +214,10 @@ func (dg *disagg) pickDecode(r *request.State, dep *Deployment) {
 	if c.opts.Policies.Err != nil && c.policyFailed() {
 		return
 	}
+	if rd.Wait {
+		c.holdNowhere(r, rd, "in the decode pool of "+dep.ID)
+		return
+	}
 	if rd.Target < 0 || rd.Target >= len(g.members) {
 		c.fail(fmt.Errorf("routing policy %s returned decode candidate %d of %d", c.routingName, rd.Target, len(g.members)))
 		return

@@ -152,6 +152,10 @@ func (c *Cluster) route(r *request.State, g *group, rv policy.RequestView, view 
 	if c.opts.Policies.Err != nil && c.policyFailed() {
 		return
 	}
+	if rd.Wait {
+		c.hold(r, g, rd, view) // hold.go
+		return
+	}
 	if rd.Target < 0 || rd.Target >= len(g.members) {
 		c.fail(fmt.Errorf("routing policy %s returned candidate %d of %d", c.routingName, rd.Target, len(g.members)))
 		return

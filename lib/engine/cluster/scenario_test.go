@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/bundle"
 	"github.com/blis-sim/blis/lib/engine/cluster"
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/internal/scenario"
@@ -27,7 +28,9 @@ import (
 // (docs/engine.md, "Scenario tests"). Invariants are checked throughout
 // (Options.CheckInvariants). Commands:
 //
-//	config [log=(route, step, result, preempt, transfer, scale)]
+//	bundle             a policy bundle (YAML, Starlark inline) for the
+//	                   configs that follow
+//	config [log=(route, step, result, preempt, transfer, scale, gateway)]
 //	                   a cluster from the cluster YAML in the input (the
 //	                   latency model comes from latency.beta/alpha, as
 //	                   engine.Prepare builds it); log picks the lines shown
@@ -45,6 +48,7 @@ func TestScenarios(t *testing.T) {
 
 type harness struct {
 	c      *cluster.Cluster
+	bundle string // the policy bundle for the next config ("" = the config's router keys)
 	cfg    config.Cluster
 	log    scenario.Log // the command being run's output: the sinks write here
 	show   map[string]bool
@@ -57,10 +61,15 @@ var kinds = []string{"route", "step", "result", "preempt", "transfer", "scale", 
 func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 	a := scenario.Of(t, td)
 	h.log.Reset()
-	if td.Cmd != "config" && h.c == nil {
+	if td.Cmd != "config" && td.Cmd != "bundle" && h.c == nil {
 		a.Fatalf("%s before config", td.Cmd)
 	}
 	switch td.Cmd {
+	case "bundle":
+		a.Done()
+		h.bundle = td.Input
+		h.log.Printf("ok")
+		return h.log.String()
 	case "config":
 		show := a.Strs("log")
 		a.Done()
@@ -132,6 +141,12 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 		}
 		h.log.Printf("summary: %d injected: %d completed, %d dropped, %d rejected, %d timed out, %d unfinished; %d steps, %d preemptions; ended at %d",
 			sum.Injected, sum.Completed, sum.Dropped, sum.Rejected, sum.TimedOut, sum.Unfinished, sum.Steps, sum.Preemptions, sum.SimEndUS)
+		if sum.RouteHolds > 0 {
+			h.log.Printf("routing holds: %d requests held, %d holds, %d µs held in all", sum.RouteHeld, sum.RouteHolds, sum.RouteHeldUS)
+		}
+		if sum.GatewayQueued+sum.GatewayExpired > 0 {
+			h.log.Printf("gateway: %d queued, %d µs waited, %d expired", sum.GatewayQueued, sum.GatewayWaitUS, sum.GatewayExpired)
+		}
 		if sum.Transfers > 0 {
 			h.log.Printf("KV transfers: %d, %d bytes", sum.Transfers, sum.TransferBytes)
 		}
@@ -176,7 +191,21 @@ func (h *harness) config(a *scenario.Args, yaml string, show []string) {
 		h.show[k] = true
 	}
 	h.cfg, h.rows, h.scales = cfg, 0, 0
-	h.c, err = cluster.New(&h.cfg, models, results{h}, cluster.Options{Steps: steps{h}, CheckInvariants: true, Decisions: h})
+	opts := cluster.Options{Steps: steps{h}, CheckInvariants: true, Decisions: h}
+	if h.bundle != "" {
+		b, err := bundle.Parse("bundle.yaml", []byte(h.bundle), bundle.Env{})
+		if err != nil {
+			h.log.Printf("error: %v", err)
+			return
+		}
+		rt, err := b.Instantiate(&h.cfg)
+		if err != nil {
+			h.log.Printf("error: %v", err)
+			return
+		}
+		opts.Policies = rt.Policies()
+	}
+	h.c, err = cluster.New(&h.cfg, models, results{h}, opts)
 	if err != nil {
 		h.log.Printf("error: %v", err)
 		h.c = nil
@@ -319,10 +348,15 @@ func (h *harness) Admitted(now int64, r *request.State, d policy.AdmitDecision, 
 
 func (h *harness) Prioritized(int64, *request.State, float64, *policy.ClusterView) {}
 
-func (h *harness) Routed(now int64, r *request.State, d policy.RouteDecision, _ *policy.ClusterView, cands []int32) {
-	if h.show["route"] {
-		h.log.Printf("t=%d route %s -> %s (%s)", now, r.Req.ID, h.c.Replicas()[cands[d.Target]].ID, d.Reason)
+func (h *harness) Routed(now int64, r *request.State, d policy.RouteDecision, v *policy.ClusterView, cands []int32) {
+	if !h.show["route"] {
+		return
 	}
+	if d.Wait {
+		h.log.Printf("t=%d hold %s for %d µs (%s); %d held before it", now, r.Req.ID, d.WaitUS, d.Reason, v.Held())
+		return
+	}
+	h.log.Printf("t=%d route %s -> %s (%s)", now, r.Req.ID, h.c.Replicas()[cands[d.Target]].ID, d.Reason)
 }
 
 func (h *harness) Preempted(now int64, rep *replica.Replica, victim *request.State) {

@@ -40,6 +40,13 @@ var templates = []*Template{
 		build: func(Params, Env) any { return &roundRobin{} }},
 	{Stage: StageRouting, Name: "least-loaded", Doc: "fewest waiting + running + in flight (lowest index on ties)",
 		build: func(Params, Env) any { return leastLoaded{} }},
+	{Stage: StageRouting, Name: "least-loaded-hold",
+		Doc: "least loaded among the candidates with fewer than queue requests waiting or in flight; when none has, hold the request at the router and look again wait_us later (flow control by the router: replicas' queues stay short, requests bind late)",
+		Params: []Param{
+			{Name: "queue", Default: 1, Min: 1, Max: inf, Integer: true, Doc: "waiting + in flight at which a replica takes no more requests"},
+			{Name: "wait_us", Default: 10000, Min: 1, Max: 1 << 50, Integer: true, Doc: "µs a held request waits before routing is asked again"},
+		},
+		build: func(p Params, _ Env) any { return leastLoadedHold{queue: int(p["queue"]), waitUS: int64(p["wait_us"])} }},
 	{Stage: StageRouting, Name: "least-kv", Doc: "smallest fraction of KV blocks in use, then least loaded",
 		build: func(Params, Env) any { return leastKV{} }},
 	{Stage: StageRouting, Name: "prefix-affinity", Doc: "most leading prompt blocks in the prefix cache, then least loaded",
@@ -75,6 +82,7 @@ func (fcfs) Name() string            { return "fcfs" }
 func (requestPriority) Name() string { return "request" }
 func (*roundRobin) Name() string     { return "round-robin" }
 func (leastLoaded) Name() string     { return "least-loaded" }
+func (leastLoadedHold) Name() string { return "least-loaded-hold" }
 func (leastKV) Name() string         { return "least-kv" }
 func (prefixAffinity) Name() string  { return "prefix-affinity" }
 func (weighted) Name() string        { return "weighted" }
@@ -83,12 +91,13 @@ func (*powerOfTwo) Name() string     { return "power-of-two" }
 
 // What each built-in router weighs (Signals): advice that would tell it
 // to weigh what it already weighs is wrong.
-func (*roundRobin) Signals() Signal    { return 0 }
-func (leastLoaded) Signals() Signal    { return SignalLoad }
-func (leastKV) Signals() Signal        { return SignalKV | SignalLoad }
-func (prefixAffinity) Signals() Signal { return SignalPrefix | SignalLoad }
-func (*random) Signals() Signal        { return 0 }
-func (*powerOfTwo) Signals() Signal    { return SignalLoad }
+func (*roundRobin) Signals() Signal     { return 0 }
+func (leastLoaded) Signals() Signal     { return SignalLoad }
+func (leastLoadedHold) Signals() Signal { return SignalLoad }
+func (leastKV) Signals() Signal         { return SignalKV | SignalLoad }
+func (prefixAffinity) Signals() Signal  { return SignalPrefix | SignalLoad }
+func (*random) Signals() Signal         { return 0 }
+func (*powerOfTwo) Signals() Signal     { return SignalLoad }
 func (p weighted) Signals() Signal {
 	var s Signal
 	if p.load != 0 {
@@ -103,13 +112,14 @@ func (p weighted) Signals() Signal {
 	return s
 }
 
-func (*roundRobin) ReadsPrefix() bool    { return false }
-func (leastLoaded) ReadsPrefix() bool    { return false }
-func (leastKV) ReadsPrefix() bool        { return false }
-func (prefixAffinity) ReadsPrefix() bool { return true }
-func (p weighted) ReadsPrefix() bool     { return p.prefix != 0 }
-func (*random) ReadsPrefix() bool        { return false }
-func (*powerOfTwo) ReadsPrefix() bool    { return false }
+func (*roundRobin) ReadsPrefix() bool     { return false }
+func (leastLoaded) ReadsPrefix() bool     { return false }
+func (leastLoadedHold) ReadsPrefix() bool { return false }
+func (leastKV) ReadsPrefix() bool         { return false }
+func (prefixAffinity) ReadsPrefix() bool  { return true }
+func (p weighted) ReadsPrefix() bool      { return p.prefix != 0 }
+func (*random) ReadsPrefix() bool         { return false }
+func (*powerOfTwo) ReadsPrefix() bool     { return false }
 
 type admitAll struct{}
 
@@ -172,6 +182,36 @@ func (leastLoaded) Route(_ RequestView, c *ClusterView) RouteDecision {
 		}
 	}
 	return RouteDecision{Target: best, Reason: "least-loaded: fewest waiting + running + in flight"}
+}
+
+// leastLoadedHold routes to the least loaded candidate whose queue
+// (waiting + in flight) is below queue, and holds the request when none
+// is.
+type leastLoadedHold struct {
+	queue  int
+	waitUS int64
+}
+
+func (p leastLoadedHold) Route(_ RequestView, c *ClusterView) RouteDecision {
+	reps := c.b.reps
+	best, bl := -1, 0
+	for i := range reps {
+		v := &reps[i]
+		c.Score(i, -float64(v.Load()))
+		if v.s.Waiting+v.s.InFlight >= p.queue {
+			if c.KeepsScores() {
+				c.Filter(i, fmt.Sprintf("queue %d ≥ %d", v.s.Waiting+v.s.InFlight, p.queue))
+			}
+			continue
+		}
+		if l := v.Load(); best < 0 || l < bl {
+			best, bl = i, l
+		}
+	}
+	if best < 0 {
+		return RouteDecision{Wait: true, WaitUS: p.waitUS, Reason: fmt.Sprintf("least-loaded-hold: every candidate has ≥ %d waiting or in flight", p.queue)}
+	}
+	return RouteDecision{Target: best, Reason: "least-loaded-hold: fewest waiting + running + in flight among the short queues"}
 }
 
 type leastKV struct{}

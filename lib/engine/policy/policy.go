@@ -28,10 +28,14 @@ type AdmitDecision struct {
 	DelayUS int64  // Delay: ask again this much later (> 0)
 }
 
-// RouteDecision is a routing policy's answer.
+// RouteDecision is a routing policy's answer: a target, or, with Wait,
+// hold the request at the router and ask again WaitUS later (flow control
+// by the policy: docs/policies.md, "Holding a request at the router").
 type RouteDecision struct {
-	Target int    // candidate index in the ClusterView
+	Target int    // candidate index in the ClusterView (ignored with Wait)
 	Reason string // short: which rule decided (kept for traces)
+	Wait   bool   // hold the request at the router instead of routing it
+	WaitUS int64  // Wait: route it again this much later (> 0)
 }
 
 // Admission decides whether a request enters the cluster.

@@ -202,6 +202,9 @@ type Board struct {
 	// to date in O(log n) per change; nil on small boards (a scan is
 	// cheaper there).
 	tree []uint64
+	// held and gated count the group's requests waiting at the router:
+	// held by the routing policy, and queued by flow control.
+	held, gated int
 }
 
 // TreeMinReplicas is the board size above which the load tree is kept.
@@ -296,6 +299,18 @@ func (b *Board) View(now int64, prefix PrefixOracle, keepScores bool) *ClusterVi
 	return v
 }
 
+// SetWaiting reports the group's requests waiting at the router: held by
+// the routing policy (a Wait decision) and queued at the gateway.
+func (b *Board) SetWaiting(held, gated int) { b.held, b.gated = held, gated }
+
+// Held is the number of the candidates' requests held at the router by the
+// routing policy (Wait decisions), waiting to be routed again.
+func (c *ClusterView) Held() int { return c.b.held }
+
+// GatewayQueued is the number of the candidates' requests queued at the
+// gateway by flow control (router.flow_control), held ones not counted.
+func (c *ClusterView) GatewayQueued() int { return c.b.gated }
+
 // Scores returns the scores recorded in the last decision, or nil.
 func (c *ClusterView) Scores() []float64 {
 	if !c.scored {
@@ -306,7 +321,7 @@ func (c *ClusterView) Scores() []float64 {
 
 // Clone copies the board.
 func (b *Board) Clone() *Board {
-	d := &Board{reps: append([]ReplicaView(nil), b.reps...)}
+	d := &Board{reps: append([]ReplicaView(nil), b.reps...), held: b.held, gated: b.gated}
 	for i := range d.reps {
 		if t := d.reps[i].tiers; t != nil {
 			d.reps[i].tiers = append([]TierStatus(nil), t...)

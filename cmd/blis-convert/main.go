@@ -87,6 +87,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "id-col", Usage: "generic csv/jsonl: request id column"},
 			&cli.StringFlag{Name: "model-col", Usage: "generic csv/jsonl: model column"},
 			&cli.StringFlag{Name: "tenant-col", Usage: "generic csv/jsonl: tenant column"},
+			&cli.StringFlag{Name: "lora-col", Usage: "generic csv/jsonl: LoRA adapter column (the requests' lora)"},
 			&cli.StringFlag{Name: "session-col", Usage: "generic csv/jsonl: session column"},
 		},
 		Action: action,
@@ -117,7 +118,7 @@ func action(c *cli.Context) error {
 		Generic: convert.Generic{
 			TimeCol: c.String("time-col"), InputCol: c.String("input-col"), OutputCol: c.String("output-col"),
 			TimeUnit: c.String("time-unit"), IDCol: c.String("id-col"), ModelCol: c.String("model-col"),
-			TenantCol: c.String("tenant-col"), SessionCol: c.String("session-col"),
+			TenantCol: c.String("tenant-col"), SessionCol: c.String("session-col"), LoRACol: c.String("lora-col"),
 		},
 		Args: os.Args[1:], Tool: c.App.Name,
 	}

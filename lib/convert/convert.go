@@ -47,6 +47,7 @@ type Generic struct {
 	TimeUnit                     string // s, ms, us, ns or iso
 	IDCol, ModelCol, TenantCol   string
 	SessionCol                   string
+	LoRACol                      string // the LoRA adapter (requests' lora)
 }
 
 // Row is one converted request before rebasing. T is its time on the

@@ -57,6 +57,9 @@ func dump(t *testing.T, data []byte) string {
 		if r.RequestType != "" || r.NumImages != 0 {
 			fmt.Fprintf(&b, " type=%s images=%d", r.RequestType, r.NumImages)
 		}
+		if r.LoRA != "" {
+			fmt.Fprintf(&b, " lora=%s", r.LoRA)
+		}
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -98,6 +101,7 @@ func TestGolden(t *testing.T) {
 		{"otel_usage", Options{Inputs: []string{"testdata/otel_usage.handwritten.json"}}},
 		{"otel_dag", Options{Inputs: []string{"testdata/otel_fanout.handwritten.json"}, Sessions: "closed"}},
 		{"generic_csv", Options{Inputs: []string{"testdata/generic.handwritten.csv"}, Generic: Generic{TimeCol: "when_ms", TimeUnit: "ms", InputCol: "prompt", OutputCol: "completion", IDCol: "req", ModelCol: "model", TenantCol: "tenant"}}},
+		{"generic_csv_lora", Options{Inputs: []string{"testdata/generic.handwritten.csv"}, Generic: Generic{TimeCol: "when_ms", TimeUnit: "ms", InputCol: "prompt", OutputCol: "completion", LoRACol: "tenant"}}},
 		{"generic_jsonl", Options{Inputs: []string{"testdata/generic.handwritten.jsonl"}, Generic: Generic{TimeCol: "ts", TimeUnit: "iso", InputCol: "in", OutputCol: "out", IDCol: "id", SessionCol: "user"}}},
 		{"window_speedup", Options{Inputs: []string{"testdata/azure2023_code.head12.csv"}, Start: "100ms", End: "400ms", Speedup: 2}},
 		{"limit_sample", Options{Inputs: []string{"testdata/azure2023_code.head12.csv"}, Limit: 4, Sample: 0.5, Seed: 7}},

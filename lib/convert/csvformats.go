@@ -389,9 +389,9 @@ func unitWord(mult int64, iso bool) string {
 
 type genericCSV struct {
 	*csvBase
-	ts, inCol, out, id, model, tenant, session int
-	mult                                       int64
-	iso                                        bool
+	ts, inCol, out, id, model, tenant, session, lora int
+	mult                                             int64
+	iso                                              bool
 }
 
 func newGenericCSV(in *input, o *Options) (parser, error) {
@@ -407,14 +407,14 @@ func newGenericCSV(in *input, o *Options) (parser, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &genericCSV{csvBase: c, mult: mult, iso: iso, id: -1, model: -1, tenant: -1, session: -1}
+	p := &genericCSV{csvBase: c, mult: mult, iso: iso, id: -1, model: -1, tenant: -1, session: -1, lora: -1}
 	c.fm.ownIDs = g.IDCol != ""
 	for _, x := range []struct {
 		dst  *int
 		name string
 		req  bool
 	}{{&p.ts, g.TimeCol, true}, {&p.inCol, g.InputCol, true}, {&p.out, g.OutputCol, true},
-		{&p.id, g.IDCol, false}, {&p.model, g.ModelCol, false}, {&p.tenant, g.TenantCol, false}, {&p.session, g.SessionCol, false}} {
+		{&p.id, g.IDCol, false}, {&p.model, g.ModelCol, false}, {&p.tenant, g.TenantCol, false}, {&p.session, g.SessionCol, false}, {&p.lora, g.LoRACol, false}} {
 		if x.name == "" {
 			continue
 		}
@@ -457,6 +457,9 @@ func (p *genericCSV) next(r *Row) error {
 	}
 	if p.session >= 0 {
 		r.SessionID = string(trimSpace(f[p.session]))
+	}
+	if p.lora >= 0 {
+		r.LoRA = string(trimSpace(f[p.lora]))
 	}
 	return nil
 }

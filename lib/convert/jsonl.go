@@ -490,6 +490,9 @@ func (p *genericJSONL) next(r *Row) error {
 	if r.TenantID, err = p.str(m, p.g.TenantCol); err != nil {
 		return err
 	}
-	r.SessionID, err = p.str(m, p.g.SessionCol)
+	if r.SessionID, err = p.str(m, p.g.SessionCol); err != nil {
+		return err
+	}
+	r.LoRA, err = p.str(m, p.g.LoRACol)
 	return err
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,6 +82,10 @@ func FuzzRun(f *testing.F) {
 	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x1d), uint8(0x22))
 	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x9d), uint8(0x2a))
 	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x31), uint8(0x42))
+	// LoRA (kv&0x02, routing&0x10): alone, with speculative decoding and P/D, two deployments.
+	f.Add([]byte(strings.Repeat("\x00\x90\x60\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x02), uint8(0x11))
+	f.Add([]byte(strings.Repeat("\x01\x40\xf0\x01\x00\x00\x00\x02\x80\x40\x04\x01\x01\x01", 4)), uint8(0x73), uint8(0x5a))
+	f.Add([]byte(strings.Repeat("\x10\x90\xff\x01\x02\x03\x00\x00\x90\x60\x01\x02\x03\x01", 4)), uint8(0x1b), uint8(0x9d))
 	f.Fuzz(func(t *testing.T, b []byte, kv uint8, routing uint8) {
 		reqs := fuzzRequests(b)
 		for i := range reqs {
@@ -94,7 +99,9 @@ func FuzzRun(f *testing.F) {
 		c.Engine.LongPrefillThreshold = int(kv % 3 * 16)
 		c.Engine.SchedulingPolicy = "priority"
 		c.Router.Priority = "request"
-		names := policy.Names(policy.StageRouting)
+		// lora-affinity is fuzzed with adapters (fuzzLoRA); without them it is
+		// least-loaded, and leaving it out keeps the seeds' routing%8.
+		names := slices.DeleteFunc(policy.Names(policy.StageRouting), func(n string) bool { return n == "lora-affinity" })
 		c.Router.Routing = names[int(routing)%len(names)]
 		c.Latency.Alpha = []float64{10, 0.5, 2}
 		c.Engine.AsyncScheduling = kv&0x40 != 0
@@ -159,6 +166,9 @@ func FuzzRun(f *testing.F) {
 		}
 		if kv&0x10 != 0 && routing&0x08 != 0 {
 			c, models = fuzzSpec(c, models, reqs, kv, routing)
+		}
+		if kv&0x02 != 0 && routing&0x10 != 0 {
+			c, models = fuzzLoRA(c, models, reqs, kv, routing)
 		}
 		// The engine runs configs validated where they were read.
 		if err := c.Validate(); err != nil {
@@ -383,6 +393,42 @@ func fuzzSpec(c config.Cluster, models []latency.Model, reqs []row.Request, kv, 
 			sm.Draft = &latency.Linear{Beta0: s.DraftStepUS}
 		}
 		out[i] = sm
+	}
+	return c, out
+}
+
+// fuzzLoRA gives every deployment 1 to 5 adapters with 1 to 3 slots (and
+// now and then a host-memory cache), loads of 0 to 6 ms and a kernel cost,
+// and the requests adapters (or the base model); routing by lora-affinity
+// now and then.
+func fuzzLoRA(c config.Cluster, models []latency.Model, reqs []row.Request, kv, routing uint8) (config.Cluster, []latency.Model) {
+	n := 1 + int(kv>>2)%5
+	l := &config.LoRA{MaxLoras: 1 + int(routing>>5)%3, MaxLoraRank: 64, HostGBps: 1, StorageGBps: 0.5}
+	if kv&0x01 != 0 {
+		l.MaxCPULoras = l.MaxLoras + int(kv>>4)%2
+	}
+	for i := 0; i < n; i++ {
+		l.Adapters = append(l.Adapters, config.Adapter{Name: fmt.Sprintf("a%d", i), Rank: 8 << (i % 4),
+			Bytes: int64(i%4) * 2e6, FLOPs: int64(i+1) * 1e4})
+	}
+	for i := range reqs {
+		if k := (i + int(routing)) % (n + 1); k < n {
+			reqs[i].LoRA = l.Adapters[k].Name
+		}
+	}
+	if routing&0x04 != 0 {
+		c.Router.Routing = "lora-affinity"
+	}
+	if c.IsFlat() {
+		c.LoRA = l
+	} else {
+		for i := range c.Deployments {
+			c.Deployments[i].LoRA = l
+		}
+	}
+	out := make([]latency.Model, len(models))
+	for i, m := range models {
+		out[i] = &latency.LoRA{Base: m, FLOPsPerUS: 1e3, BytesPerUS: 1e4}
 	}
 	return c, out
 }

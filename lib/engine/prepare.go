@@ -74,6 +74,13 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 		}
 		model, why = m, why+w
 	}
+	if d.LoRA != nil {
+		m, w, err := prepareLoRA(cfg, i, d, res, model, kvFromMemory)
+		if err != nil {
+			return nil, "", err
+		}
+		model, why = m, why+w
+	}
 	if err := prepareKV(cfg, i, d, res); err != nil {
 		return nil, "", err
 	}
@@ -97,6 +104,10 @@ func preparePool(cfg *config.Cluster, i, j int) (latency.Model, string, error) {
 			return fmt.Sprintf("deployments[%d].pools[%d].%s", i, j, k)
 		}
 		return cfg.DeploymentKey(i, k)
+	}
+	if d.LoRA != nil {
+		// Its adapters' memory and cost would be the pool's own: not modelled.
+		return nil, "", errors.New(cfg.Where(cfg.DeploymentKey(i, "lora"), fmt.Sprintf("LoRA adapters with a pool on hardware of its own (pools[%d]) are not modelled: drop the pool's gpu, tp, engine and latency keys, or lora", j)))
 	}
 	if d.Speculative != nil {
 		// Its draft's cost and KV would be the pool's own: not modelled.

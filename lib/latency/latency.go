@@ -16,6 +16,10 @@ type Batch struct {
 	// Draft is the draft tokens each decoding request carries into this
 	// step for verification (speculative decoding, spec.go); 0: none.
 	Draft int32
+	// LoRA adapters (lora.go): the shrink/expand FLOPs of the step's
+	// adapted tokens, the bytes of the distinct adapters its requests use,
+	// and the µs of the adapter loads that run before the forward pass.
+	LoRAFLOPs, LoRABytes, LoRALoadUS int64
 }
 
 // ImageEncodeUS is the vision encoder's time for the images a step

@@ -73,6 +73,9 @@ func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall ti
 	}
 	fmt.Fprintf(w, "  %d preemptions, %d prefix-cached prompt tokens, %d cache blocks evicted; at most %d requests held in memory\n",
 		s.Preemptions, s.CachedTokens, s.Evictions, s.PeakHeld)
+	if s.LoRALoads > 0 {
+		fmt.Fprintf(w, "  LoRA: %d adapter loads into GPU slots\n", s.LoRALoads)
+	}
 	if tiers := tierSummary(s); tiers != "" {
 		fmt.Fprintf(w, "  KV tiers: %s; %d thrashing reloads\n", tiers, s.ThrashLoads)
 	}

@@ -29,7 +29,19 @@ func TestExamplesThroughEngine(t *testing.T) {
 			cfg := config.Default()
 			cfg.Replicas = 2
 			cfg.Engine.KVBlocks = 50000
-			model := &latency.Linear{Beta0: 4000, Beta1: 0.5, Beta2: 30, Label: "test"}
+			var model latency.Model = &latency.Linear{Beta0: 4000, Beta1: 0.5, Beta2: 30, Label: "test"}
+			// A workload with LoRA adapters runs on a registry of them.
+			seen := map[string]bool{}
+			for _, r := range rows {
+				if r.LoRA != "" && !seen[r.LoRA] {
+					if cfg.LoRA == nil {
+						cfg.LoRA = &config.LoRA{MaxLoras: 2, MaxLoraRank: 16, HostGBps: 64}
+						model = &latency.LoRA{Base: model, FLOPsPerUS: 1e8, BytesPerUS: 3e6}
+					}
+					seen[r.LoRA] = true
+					cfg.LoRA.Adapters = append(cfg.LoRA.Adapters, config.Adapter{Name: r.LoRA, Rank: 16, Bytes: 27e6, FLOPs: 27e6})
+				}
+			}
 			var sink resultSink
 			sum, err := engine.Run(cfg, []latency.Model{model}, engine.SliceSource(rows), &sink, engine.Options{PrefixBlockSize: s.PrefixBlockSize, CheckInvariants: true})
 			if err != nil {

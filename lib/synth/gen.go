@@ -56,14 +56,14 @@ type clientGen struct {
 
 	// Issue-19 streams, created only for the clients that use the feature,
 	// so a spec without it keeps every other stream's draws.
-	rs, mm, corr, convRNG, prioRNG rng
-	lastSys                        seg
-	hasLast                        bool
-	syncA                          *arrivals // synchronized_burst attack: its burst clock
-	syncRNG                        rng
-	syncNext                       int64 // next attack burst arrival (-1: none)
-	syncN                          int32
-	sessMean                       float64 // output_spread: the session's own mean answer length
+	rs, mm, corr, convRNG, prioRNG, loraRNG rng
+	lastSys                                 seg
+	hasLast                                 bool
+	syncA                                   *arrivals // synchronized_burst attack: its burst clock
+	syncRNG                                 rng
+	syncNext                                int64 // next attack burst arrival (-1: none)
+	syncN                                   int32
+	sessMean                                float64 // output_spread: the session's own mean answer length
 }
 
 type user struct {
@@ -91,6 +91,7 @@ type Generator struct {
 	nseg    uint64
 	// Per-session values the rows copy.
 	prio  int32
+	lora  string // the session's LoRA adapter ("" = base model)
 	rtype string
 	nimg  int32 // images in the next row's prompt (images() sets it, row() clears it)
 }
@@ -179,6 +180,9 @@ func newGenerator(s *Spec, emit Emit) *Generator {
 		}
 		if c.Priority != nil && !c.Priority.constant {
 			cg.prioRNG = newRNG(s.Seed, pre+"priority")
+		}
+		if c.LoRA != nil {
+			cg.loraRNG = newRNG(s.Seed, pre+"lora")
 		}
 		cg.syncNext = -1
 		if b := c.Behaviour; b.syncArrival != nil {
@@ -316,6 +320,10 @@ func (g *Generator) session(cg *clientGen, t int64) error {
 		cg.lastSys, cg.hasLast = sys, true
 	}
 	g.prio = c.prio
+	g.lora = ""
+	if c.LoRA != nil {
+		g.lora = c.LoRA.draw(cg.loraRNG)
+	}
 	if c.Priority != nil && !c.Priority.constant {
 		g.prio = int32(math.Round(c.Priority.Sample(cg.prioRNG)))
 	}
@@ -664,7 +672,7 @@ func (g *Generator) row(cg *clientGen, id string, arrival int64, deps []string, 
 		TenantID: c.TenantID, SLOClass: c.SLOClass, Model: c.Model, Priority: g.prio,
 		StepID: step, LoopIteration: iter, Streaming: streaming,
 		RecordedTTFTUS: trace.Null, RecordedE2EUS: trace.Null, RecordedITLUS: trace.Null,
-		RequestType: g.rtype, NumImages: g.nimg,
+		RequestType: g.rtype, NumImages: g.nimg, LoRA: g.lora,
 	}
 	if g.nimg > 0 && c.RequestType == "" {
 		r.RequestType = trace.TypeMultimodal

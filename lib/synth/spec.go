@@ -92,6 +92,8 @@ type Client struct {
 	Correlation               *Correlation `yaml:"correlation"`
 	Archetype                 *Archetype   `yaml:"archetype"`
 	ConversationalProbability *float64     `yaml:"conversational_probability"`
+	// LoRA assigns sessions LoRA adapters (lora.go); nil: the base model.
+	LoRA *LoRAUse `yaml:"lora"`
 
 	replay []int64 // replayed arrival times, µs from the first
 	plan   *plan

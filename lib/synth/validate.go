@@ -168,6 +168,9 @@ func (s *Spec) compile() error {
 		if err := s.compileClient(c, p, groups); err != nil {
 			return err
 		}
+		if err := s.compileLoRA(c, p); err != nil {
+			return err
+		}
 		if c.RateFraction != nil {
 			fractions += *c.RateFraction
 		}

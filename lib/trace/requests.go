@@ -38,6 +38,7 @@ type requestBuilder struct {
 	rtype     *dictCol
 	images    *array.Int32Builder
 	stage     *dictCol
+	lora      *dictCol
 }
 
 func newRequestBuilder(w *batchWriter) requestBuilder {
@@ -55,7 +56,7 @@ func newRequestBuilder(w *batchWriter) requestBuilder {
 		srcStatus: w.dicts[16], rTTFT: f(17).(*array.Int64Builder),
 		rE2E: f(18).(*array.Int64Builder), rITL: f(19).(*array.Int64Builder),
 		srcRow: f(20).(*array.Int64Builder), timeout: f(21).(*array.Int64Builder),
-		rtype: w.dicts[22], images: f(23).(*array.Int32Builder), stage: w.dicts[24],
+		rtype: w.dicts[22], images: f(23).(*array.Int32Builder), stage: w.dicts[24], lora: w.dicts[25],
 	}
 	rb.depsV = rb.deps.ValueBuilder().(*array.StringBuilder)
 	rb.hashesV = rb.hashes.ValueBuilder().(*array.Uint64Builder)
@@ -116,6 +117,7 @@ func (b *requestBuilder) append(r *Request) {
 	b.rtype.append(r.RequestType)
 	b.images.Append(r.NumImages)
 	b.stage.append(r.Stage)
+	b.lora.append(r.LoRA)
 }
 
 // RequestWriter writes Request rows in batches.
@@ -151,7 +153,7 @@ func (w *RequestWriter) Abort() { w.abort() }
 // requestCols decodes request columns of a batch.
 type requestCols struct {
 	id, kind, session, tenant, slo, model, step, srcStatus strCol
-	rtype, stage                                           strCol
+	rtype, stage, lora                                     strCol
 	arrival, delay, in, out, prio, loop, rTTFT, rE2E       intCol
 	rITL, srcRow, timeout, images                          intCol
 	stream                                                 boolCol
@@ -169,7 +171,7 @@ func checkRequestSchema(s *arrow.Schema) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("not a requests table: missing column(s) %v", missing)
 	}
-	for _, c := range []string{ColRequestID, ColKind, ColSessionID, ColTenantID, ColSLOClass, ColModel, ColStepID, ColSourceStatus, ColRequestType, ColStage} {
+	for _, c := range []string{ColRequestID, ColKind, ColSessionID, ColTenantID, ColSLOClass, ColModel, ColStepID, ColSourceStatus, ColRequestType, ColStage, ColLoRA} {
 		if err := checkString(s, c); err != nil {
 			return err
 		}
@@ -211,6 +213,7 @@ func (c *requestCols) bind(rec arrow.RecordBatch) {
 	c.rtype.bind(rec, ColRequestType)
 	c.images.bind(rec, ColNumImages)
 	c.stage.bind(rec, ColStage)
+	c.lora.bind(rec, ColLoRA)
 	c.stream.bind(rec, ColStreaming)
 	c.deps.bind(rec, ColDependsOn)
 	c.hashes.bind(rec, ColPrefixHashes)
@@ -237,7 +240,7 @@ func (c *requestCols) decode(i int, r *Request) error {
 		ID: c.id.get(i), Kind: c.kind.get(i), SessionID: c.session.get(i),
 		TenantID: c.tenant.get(i), SLOClass: c.slo.get(i), Model: c.model.get(i),
 		StepID: c.step.get(i), SourceStatus: c.srcStatus.get(i), RequestType: c.rtype.get(i),
-		Stage:     c.stage.get(i),
+		Stage: c.stage.get(i), LoRA: c.lora.get(i),
 		ArrivalUS: nullable(&c.arrival, i), RecordedTTFTUS: nullable(&c.rTTFT, i),
 		RecordedE2EUS: nullable(&c.rE2E, i), RecordedITLUS: nullable(&c.rITL, i),
 		Streaming: c.stream.get(i, true), DependsOn: c.deps.get(i), PrefixHashes: c.hashes.get(i),

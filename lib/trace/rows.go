@@ -47,6 +47,7 @@ const (
 	ColRequestType           = row.ColRequestType
 	ColNumImages             = row.ColNumImages
 	ColStage                 = row.ColStage
+	ColLoRA                  = row.ColLoRA
 	TypeCompletion           = row.TypeCompletion
 	TypeChat                 = row.TypeChat
 	TypeAgentic              = row.TypeAgentic

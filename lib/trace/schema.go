@@ -73,6 +73,7 @@ var requestFields = []arrow.Field{
 	field(ColRequestType, dictString, true),
 	field(ColNumImages, arrow.PrimitiveTypes.Int32, false),
 	field(ColStage, dictString, true),
+	field(ColLoRA, dictString, true),
 }
 
 var resultOnlyFields = []arrow.Field{

@@ -731,3 +731,36 @@ func TestRunStepBudget(t *testing.T) {
 		t.Fatalf("interrupted: %v", err)
 	}
 }
+
+// TestLoRAAffinityStarlark: the examples' Starlark lora-affinity routes
+// exactly as the built-in, live and with snapshots.
+func TestLoRAAffinityStarlark(t *testing.T) {
+	reqs := workload(3000, 60)
+	for i := range reqs {
+		if k := i % 7; k < 6 {
+			reqs[i].LoRA = fmt.Sprint("a", k)
+		}
+	}
+	for _, snap := range []int64{0, 50_000} {
+		cfg := testCluster(8)
+		cfg.SnapshotInterval = config.Duration(snap * 1000)
+		cfg.LoRA = &config.LoRA{MaxLoras: 2, MaxLoraRank: 16}
+		for k := 0; k < 6; k++ {
+			cfg.LoRA.Adapters = append(cfg.LoRA.Adapters, config.Adapter{Name: fmt.Sprint("a", k), Rank: 8 << (k % 2)})
+		}
+		want := cfg
+		want.Router.Routing = "lora-affinity"
+		a, sa, err := simulate(t, want, "", reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := simulate(t, cfg, filepath.Join(examples, "lora-affinity.yaml"), reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(t, "lora-affinity starlark", a, b)
+		if len(spread(a)) < 3 || sa.LoRALoads == 0 {
+			t.Fatalf("the workload used %d replicas and loaded %d adapters: not a test", len(spread(a)), sa.LoRALoads)
+		}
+	}
+}

@@ -64,6 +64,7 @@ var requestFields = []field{
 	{name: "input_tokens", k: kInt, unit: "tokens", doc: "prompt length", i: func(c *evalCtx) int64 { return int64(c.rv.InputTokens()) }},
 	{name: "output_tokens", k: kInt, unit: "tokens", doc: "the output length as a router can know it: the bundle's predictor's (predictor:), the true length only with oracle: true; None in Starlark when unknown (no predictor), and a tree may then not read it", i: outputField},
 	{name: "arrival_us", k: kInt, unit: "µs", doc: "arrival time", i: func(c *evalCtx) int64 { return c.rv.ArrivalUS() }},
+	{name: "lora", k: kString, doc: "LoRA adapter (\"\" = the base model)", s: func(c *evalCtx) string { return c.rv.LoRA() }},
 	{name: "prefix_blocks", k: kInt, unit: "blocks", doc: "prompt blocks carrying a prefix-cache key", i: func(c *evalCtx) int64 { return int64(c.rv.PrefixBlocks()) }},
 	{name: "now_us", k: kInt, unit: "µs", doc: "time of the decision", i: func(c *evalCtx) int64 { return c.rv.NowUS() }},
 }
@@ -110,6 +111,9 @@ var replicaFields = []field{
 	{name: "recent_ttft_us", k: kFloat, unit: "µs", doc: "recent time to first token (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().ttft }},
 	{name: "recent_tpot_us", k: kFloat, unit: "µs", doc: "recent time per output token (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().tpot }},
 	{name: "estimated_wait_us", k: kFloat, unit: "µs", doc: "recent wait in its queue, enqueued → first scheduled (EWMA, weight 1/16)", f: func(c *evalCtx) float64 { return c.repStats().wait }},
+	{name: "lora_resident", k: kBool, doc: "the request's LoRA adapter is in one of its GPU slots, as last reported (false for the base model)", b: func(c *evalCtx) bool { return c.replica().HasLoRA(c.rv.LoRA()) }},
+	{name: "lora_free_slots", k: kInt, unit: "adapters", doc: "adapter slots not held by an adapter its running requests use (max_loras − running adapters; 0 without LoRA)", i: func(c *evalCtx) int64 { return int64(c.replica().LoRAFreeSlots()) }},
+	{name: "lora_count", k: kInt, unit: "adapters", doc: "LoRA adapters in its GPU slots (0 without LoRA)", i: func(c *evalCtx) int64 { return int64(len(c.replica().LoRAs())) }},
 	{name: "kv_lower_used_blocks", k: kInt, unit: "blocks", doc: "blocks held in its lower KV tiers, all tiers (0 without tiers); per tier in Starlark: r.kv_tiers", i: func(c *evalCtx) int64 { return lower(c).used }},
 	{name: "kv_lower_total_blocks", k: kInt, unit: "blocks", doc: "capacity of its lower KV tiers, all tiers (0 without tiers)", i: func(c *evalCtx) int64 { return lower(c).total }},
 	{name: "kv_lower_utilization", k: kFloat, unit: "fraction", doc: "kv_lower_used_blocks / kv_lower_total_blocks (0 without tiers)", f: func(c *evalCtx) float64 { return lower(c).util() }},

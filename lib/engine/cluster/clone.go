@@ -37,6 +37,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	d.opts.Steps = steps
 	d.opts.Progress = nil
 	d.opts.Decisions = nil // forks are not traced
+	d.loraBuf = nil        // scratch
 	d.holdFrom = nil       // a fork taken in a dispatch's routing decision places that request itself
 
 	d.h.S = make([]event, len(c.h.S))

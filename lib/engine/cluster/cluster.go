@@ -114,6 +114,8 @@ type Deployment struct {
 	// replicas, latency model and engine (its own with heterogeneous P/D,
 	// else the deployment's).
 	pools []dpool
+	// lora is the scheduler's view of its adapters (nil: none).
+	lora *sched.LoRA
 }
 
 // dpool is one pool of a deployment.
@@ -174,6 +176,7 @@ type Summary struct {
 	Preemptions  int64   // recompute preemptions
 	Evictions    int64   // prefix-cache blocks evicted for reuse
 	CachedTokens int64   // prompt tokens served from the prefix cache (completed requests)
+	LoRALoads    int64   // LoRA adapters loaded into GPU slots, all replicas
 	BusyUS       []int64 // per replica: time spent in steps
 	// PeakHeld is the most requests held in memory at once (in flight, or
 	// finished but still nameable by a later row): what memory grows with.
@@ -297,6 +300,10 @@ type Cluster struct {
 	encodes bool
 	// Tiered KV and P/D (nil when no deployment uses them).
 	wakeAt []int64 // per replica: wake-up queued for a KV load
+	// hasLoRA: some deployment has LoRA adapters (lora.go); loraBuf is
+	// scratch for reportLoRAs.
+	hasLoRA bool
+	loraBuf []string
 	// tierStat is scratch for the lower tiers' statuses (reportTiers).
 	tierStat []policy.TierStatus
 	pd       *disagg  // P/D hand-offs (nil without P/D pools)
@@ -386,6 +393,8 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				dep.tierCol = append(dep.tierCol, slices.Index(c.tierNames, t.Name))
 			}
 		}
+		dep.lora = loraConfig(d.LoRA)
+		c.hasLoRA = c.hasLoRA || dep.lora != nil
 		n := 0
 		for pi, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)
@@ -400,7 +409,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			alpha := m.Alpha()
 			scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 				LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
-				Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative)}
+				Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative), LoRA: dep.lora}
 			// The step model with the engine's CPU work, added to the GPU step
 			// or overlapped with it as the scheduler does (latency.WithHost).
 			stepModel := latency.WithHost(m, e.AsyncScheduling)
@@ -882,6 +891,9 @@ func (c *Cluster) report(b *policy.Board, j int, i int32) {
 	b.Set(j, c.status(i))
 	if c.wakeAt != nil {
 		c.reportTiers(b, j, i)
+	}
+	if c.hasLoRA {
+		c.reportLoRAs(b, j, i)
 	}
 }
 

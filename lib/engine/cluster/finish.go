@@ -57,7 +57,7 @@ func (c *Cluster) Finish() (Summary, error) {
 		return c.sum, c.err
 	}
 	c.sum.BusyUS = c.sum.BusyUS[:0]
-	c.sum.Steps, c.sum.Preemptions, c.sum.Evictions = 0, 0, 0
+	c.sum.Steps, c.sum.Preemptions, c.sum.Evictions, c.sum.LoRALoads = 0, 0, 0, 0
 	c.sum.TierOffloads, c.sum.TierLoads, c.sum.ThrashLoads = nil, nil, 0
 	if n := len(c.tierNames); n > 0 {
 		c.sum.TierOffloads, c.sum.TierLoads = make([]int64, n), make([]int64, n)
@@ -73,6 +73,9 @@ func (c *Cluster) Finish() (Summary, error) {
 		c.sum.Steps += rep.Steps
 		c.sum.Preemptions += rep.Sched.Preemptions()
 		c.sum.Evictions += rep.Sched.KV().Evictions()
+		if l, ok := rep.Sched.(interface{ LoRALoads() int64 }); ok {
+			c.sum.LoRALoads += l.LoRALoads()
+		}
 		c.sum.BusyUS = append(c.sum.BusyUS, rep.BusyUS)
 		if c.checks {
 			if err := rep.Sched.KV().Check(); err != nil {

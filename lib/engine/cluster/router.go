@@ -89,6 +89,9 @@ func (c *Cluster) arrive(r *request.State) {
 		c.terminal(r)
 		return
 	}
+	if r.Req.LoRA != "" && !c.loraKnown(g, r) {
+		return
+	}
 	if c.sc != nil {
 		c.sc.scaleArrival(g, r)
 		if !c.sc.canServe(g) {

@@ -31,6 +31,8 @@ type Cluster struct {
 	Parallel *Parallel `yaml:"parallel,omitempty"`
 	// Speculative is speculative decoding (speculative.go); nil: off.
 	Speculative *Speculative `yaml:"speculative,omitempty"`
+	// LoRA is the LoRA adapters (lora.go); nil: none.
+	LoRA *LoRA `yaml:"lora,omitempty"`
 
 	Deployments []Deployment `yaml:"deployments,omitempty"`
 
@@ -71,11 +73,13 @@ type Deployment struct {
 	Parallel *Parallel `yaml:"parallel,omitempty"`
 	// Speculative is speculative decoding (speculative.go); nil: off.
 	Speculative *Speculative `yaml:"speculative,omitempty"`
-	WeightDtype string       `yaml:"weight_dtype,omitempty"`
-	KVDtype     string       `yaml:"kv_dtype,omitempty"`
-	Engine      Engine       `yaml:"engine"`
-	Latency     Latency      `yaml:"latency"`
-	Pools       []Pool       `yaml:"pools"`
+	// LoRA is the LoRA adapters (lora.go); nil: none.
+	LoRA        *LoRA   `yaml:"lora,omitempty"`
+	WeightDtype string  `yaml:"weight_dtype,omitempty"`
+	KVDtype     string  `yaml:"kv_dtype,omitempty"`
+	Engine      Engine  `yaml:"engine"`
+	Latency     Latency `yaml:"latency"`
+	Pools       []Pool  `yaml:"pools"`
 	// KV adds lower KV tiers (CPU, storage); nil = GPU only.
 	KV *KV `yaml:"kv,omitempty"`
 	// KVTransfer is the prefill→decode KV link of a P/D deployment; nil =
@@ -233,7 +237,7 @@ func (c *Cluster) Resolved() []Deployment {
 	if m, ok := roofline.LookupModel(c.Model); ok {
 		id = m.ShortName()
 	}
-	return []Deployment{{ID: id, Model: c.Model, GPU: c.GPU, TP: c.TP, Parallel: c.Parallel, Speculative: c.Speculative, WeightDtype: c.WeightDtype, KVDtype: c.KVDtype,
+	return []Deployment{{ID: id, Model: c.Model, GPU: c.GPU, TP: c.TP, Parallel: c.Parallel, Speculative: c.Speculative, LoRA: c.LoRA, WeightDtype: c.WeightDtype, KVDtype: c.KVDtype,
 		Engine: c.Engine, Latency: c.Latency, Pools: []Pool{{Role: "monolithic", Replicas: c.Replicas}}}}
 }
 

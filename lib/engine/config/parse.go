@@ -34,7 +34,7 @@ func Read(path string) (Cluster, error) {
 }
 
 // flatKeys are the top-level keys of the flat form.
-var flatKeys = []string{"model", "gpu", "tp", "parallel", "speculative", "weight_dtype", "kv_dtype", "replicas", "engine", "latency"}
+var flatKeys = []string{"model", "gpu", "tp", "parallel", "speculative", "lora", "weight_dtype", "kv_dtype", "replicas", "engine", "latency"}
 
 var lineRE = regexp.MustCompile(`line ([0-9]+): `)
 
@@ -132,6 +132,7 @@ type flatOut struct {
 	Network          Network      `yaml:"network,omitempty"`
 	Parallel         *Parallel    `yaml:"parallel,omitempty"`
 	Speculative      *Speculative `yaml:"speculative,omitempty"`
+	LoRA             *LoRA        `yaml:"lora,omitempty"`
 }
 
 type deploymentsOut struct {
@@ -151,7 +152,7 @@ func (c Cluster) YAML() string {
 	var v any
 	if c.IsFlat() {
 		v = flatOut{c.Model, c.GPU, c.TP, c.WeightDtype, c.KVDtype, c.Replicas, c.Seed, c.Horizon, c.SnapshotInterval,
-			c.KVEventDelay, c.ClientTimeout, c.Engine, c.Router, c.Latency, c.Network, c.Parallel, c.Speculative}
+			c.KVEventDelay, c.ClientTimeout, c.Engine, c.Router, c.Latency, c.Network, c.Parallel, c.Speculative, c.LoRA}
 	} else {
 		v = deploymentsOut{c.Deployments, c.Seed, c.Horizon, c.SnapshotInterval, c.KVEventDelay, c.ClientTimeout, c.Router, c.Network}
 	}

@@ -36,12 +36,15 @@ func (c *Cluster) Validate() error {
 		if err := c.validateLatency("latency", &c.Latency); err != nil {
 			return err
 		}
-		if c.Parallel != nil || c.Speculative != nil {
+		if c.Parallel != nil || c.Speculative != nil || c.LoRA != nil {
 			d := c.Resolved()[0]
 			if err := c.validateParallel(0, &d); err != nil {
 				return err
 			}
 			if err := c.validateSpeculative(0, &d); err != nil {
+				return err
+			}
+			if err := c.validateLoRA(0, &d); err != nil {
 				return err
 			}
 		}
@@ -94,6 +97,9 @@ func (c *Cluster) validateDeployments() error {
 			return err
 		}
 		if err := c.validateSpeculative(i, d); err != nil {
+			return err
+		}
+		if err := c.validateLoRA(i, d); err != nil {
 			return err
 		}
 		if d.KV != nil {

@@ -66,6 +66,11 @@ var templates = []*Template{
 			return nil
 		},
 		build: func(p Params, _ Env) any { return weighted{load: p["load"], kv: p["kv"], prefix: p["prefix"]} }},
+	{Stage: StageRouting, Name: "lora-affinity",
+		Doc: "highest −load + (slack + ½ if the request's LoRA adapter is resident; −(slack + ½) if not and every slot holds an adapter in use): the adapter's replicas unless more than slack requests busier than the least loaded, never one where it would wait for a slot if another has one",
+
+		Params: []Param{{Name: "slack", Default: 8, Min: 0, Max: inf, Integer: true, Doc: "requests a replica holding the adapter may have over the least loaded and still be chosen"}},
+		build:  func(p Params, _ Env) any { return loraAffinity{slack: p["slack"]} }},
 	{Stage: StageRouting, Name: "random", Doc: "a candidate drawn uniformly (seeded stream policy:routing)",
 		build: func(_ Params, env Env) any { return &random{src: *rng.PCG(env.Seed, "policy:routing")} }},
 	{Stage: StageRouting, Name: "power-of-two", Doc: "the less loaded of two distinct candidates drawn uniformly (seeded stream policy:routing)",
@@ -86,6 +91,7 @@ func (leastLoadedHold) Name() string { return "least-loaded-hold" }
 func (leastKV) Name() string         { return "least-kv" }
 func (prefixAffinity) Name() string  { return "prefix-affinity" }
 func (weighted) Name() string        { return "weighted" }
+func (loraAffinity) Name() string    { return "lora-affinity" }
 func (*random) Name() string         { return "random" }
 func (*powerOfTwo) Name() string     { return "power-of-two" }
 
@@ -97,6 +103,7 @@ func (leastLoadedHold) Signals() Signal { return SignalLoad }
 func (leastKV) Signals() Signal         { return SignalKV | SignalLoad }
 func (prefixAffinity) Signals() Signal  { return SignalPrefix | SignalLoad }
 func (*random) Signals() Signal         { return 0 }
+func (loraAffinity) Signals() Signal    { return SignalLoad }
 func (*powerOfTwo) Signals() Signal     { return SignalLoad }
 func (p weighted) Signals() Signal {
 	var s Signal
@@ -119,6 +126,7 @@ func (leastKV) ReadsPrefix() bool         { return false }
 func (prefixAffinity) ReadsPrefix() bool  { return true }
 func (p weighted) ReadsPrefix() bool      { return p.prefix != 0 }
 func (*random) ReadsPrefix() bool         { return false }
+func (loraAffinity) ReadsPrefix() bool    { return false }
 func (*powerOfTwo) ReadsPrefix() bool     { return false }
 
 type admitAll struct{}
@@ -306,6 +314,46 @@ func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
 		}
 	}
 	return RouteDecision{Target: best, Reason: "weighted: highest score"}
+}
+
+// loraAffinity routes a request to a replica that has its LoRA adapter in
+// a GPU slot (no cold load, no wait for a slot) unless that replica is
+// more than slack requests busier than the least loaded, and away from
+// replicas where it would wait for a slot (every slot held by an adapter
+// running requests use; llm-d's LoRA affinity scorer ranks them last
+// too): the highest −load + bonus, bonus slack + ½ if resident, −(slack +
+// ½) if no slot is free, else 0; lowest index on ties. A request without
+// an adapter goes to the least loaded.
+type loraAffinity struct{ slack float64 }
+
+func (p loraAffinity) Route(r RequestView, c *ClusterView) RouteDecision {
+	name := r.LoRA()
+	if name == "" && !c.KeepsScores() {
+		return RouteDecision{Target: c.LeastLoaded(), Reason: "lora-affinity: no adapter, least loaded"}
+	}
+	reps := c.b.reps
+	best, bs, res := 0, 0.0, false
+	for i := range reps {
+		v := &reps[i]
+		sc := -float64(v.Load())
+		h := v.HasLoRA(name)
+		if h {
+			sc += p.slack + 0.5
+		} else if name != "" && v.LoRAFreeSlots() <= 0 {
+			sc -= p.slack + 0.5
+		}
+		c.Score(i, sc)
+		if i == 0 || sc > bs {
+			best, bs, res = i, sc, h
+		}
+	}
+	switch {
+	case name == "":
+		return RouteDecision{Target: best, Reason: "lora-affinity: no adapter, least loaded"}
+	case res:
+		return RouteDecision{Target: best, Reason: "lora-affinity: adapter resident"}
+	}
+	return RouteDecision{Target: best, Reason: "lora-affinity: adapter not resident within slack, least loaded"}
 }
 
 // random draws from its own PCG, held by value so that a clone continues

@@ -23,6 +23,9 @@ func (v RequestView) SessionID() string  { return v.r.SessionID }
 func (v RequestView) Priority() int32    { return v.r.Priority }
 func (v RequestView) InputTokens() int32 { return v.r.InputTokens }
 
+// LoRA is the request's LoRA adapter ("" = the base model).
+func (v RequestView) LoRA() string { return v.r.LoRA }
+
 // TrueOutputTokens is the output length the request will generate: an
 // oracle (no real router knows it before the answer ends). Policy bundles
 // see a prediction instead unless they declare oracle: true.
@@ -61,6 +64,8 @@ type ReplicaView struct {
 	id, deployment, role, state string
 	s                           ReplicaStatus
 	tiers                       []TierStatus // lower KV tiers, top down; nil without
+	loras                       []string     // LoRA adapters in its GPU slots, as last reported
+	loraFree                    int          // slots not held by an adapter of a running request
 }
 
 func (v *ReplicaView) ID() string         { return v.id }
@@ -76,6 +81,29 @@ func (v *ReplicaView) KVTotal() int64     { return v.s.KVTotal }
 // Tiers is the replica's lower KV tiers as last reported, top down (nil
 // without tiers). Read-only.
 func (v *ReplicaView) Tiers() []TierStatus { return v.tiers }
+
+// LoRAs is the LoRA adapters resident in the replica's GPU slots as last
+// reported (vLLM's vllm:lora_requests_info gauge lists those running and
+// waiting), in registry order; nil without LoRA. Read-only.
+func (v *ReplicaView) LoRAs() []string { return v.loras }
+
+// LoRAFreeSlots is the adapter slots not held by an adapter that running
+// requests use (max_loras − running adapters): a request whose adapter is
+// not resident waits for a slot where this is 0.
+func (v *ReplicaView) LoRAFreeSlots() int { return v.loraFree }
+
+// HasLoRA reports whether adapter name is resident on the replica.
+func (v *ReplicaView) HasLoRA(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, n := range v.loras {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
 
 // Load is waiting + running + in flight: what least-loaded routing uses.
 func (v *ReplicaView) Load() int { return v.s.Waiting + v.s.Running + v.s.InFlight }
@@ -272,6 +300,14 @@ func (b *Board) SetTiers(i int, ts []TierStatus) {
 	copy(r.tiers, ts)
 }
 
+// SetLoRAs reports replica i's resident LoRA adapters (copied) and its
+// free slots.
+func (b *Board) SetLoRAs(i int, names []string, free int) {
+	r := &b.reps[i]
+	r.loras = append(r.loras[:0], names...)
+	r.loraFree = free
+}
+
 // SetState reports replica i's lifecycle state.
 func (b *Board) SetState(i int, state string) { b.reps[i].state = state }
 
@@ -325,6 +361,9 @@ func (b *Board) Clone() *Board {
 	for i := range d.reps {
 		if t := d.reps[i].tiers; t != nil {
 			d.reps[i].tiers = append([]TierStatus(nil), t...)
+		}
+		if l := d.reps[i].loras; l != nil {
+			d.reps[i].loras = append([]string(nil), l...)
 		}
 	}
 	if b.tree != nil {

@@ -77,6 +77,7 @@ type State struct {
 	// Progress on a replica (owned by its scheduler).
 	S0    int64   // step that completed the prefill (decode start); with speculative decoding, the class's token clock then
 	SpecC uint8   // speculative decoding's acceptance class (its scheduler's)
+	LoRA  uint16  // LoRA adapter number on its replica (its scheduler's; 0 = base model)
 	C0    int32   // computed tokens at decode start
 	Gen0  int32   // generated tokens at decode start
 	Prio  float64 // priority score in the waiting queue (larger first; not NaN)

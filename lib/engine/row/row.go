@@ -64,6 +64,7 @@ type Request struct {
 	RequestType    string // "" (unknown) or one of RequestTypes
 	NumImages      int32  // images in the prompt; their tokens are counted in InputTokens
 	Stage          string // load stage of a staged benchmark ("" when none)
+	LoRA           string // LoRA adapter the request is served with ("" = the base model)
 }
 
 // NewRequest returns a request with the documented defaults: an LLM call,
@@ -164,6 +165,7 @@ const (
 	ColRequestType    = "request_type" // completion, chat, agentic, reasoning, multimodal
 	ColNumImages      = "num_images"   // images sent with the prompt (their tokens are in input_tokens)
 	ColStage          = "stage"        // load stage of a staged benchmark (inference-perf's stage_N)
+	ColLoRA           = "lora"         // LoRA adapter (vLLM's model name of a --lora-modules entry); null = the base model
 )
 
 // Request types (request_type). Null means unknown.

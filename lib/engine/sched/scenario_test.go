@@ -168,4 +168,7 @@ func (h *harness) print(log *scenario.Log) {
 	log.Printf("t=%d: %d waiting, %d running; kv %d/%d used, %d evictions; %d preemptions", h.Now,
 		h.s.Waiting(), h.s.Running(), kv.Used(), kv.Total(), kv.Evictions(), h.s.Preemptions())
 	h.Print(log, h.s.Progress)
+	if h.eng.Sched.LoRA != nil {
+		log.Printf("lora: resident %v, %d loads", h.s.ResidentLoRAs(nil), h.s.LoRALoads())
+	}
 }

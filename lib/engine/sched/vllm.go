@@ -27,6 +27,8 @@ type Config struct {
 	Sends bool
 	// Spec is speculative decoding (spec.go); nil: one token per decode step.
 	Spec *Spec
+	// LoRA is the replica's adapters (lora.go); nil: none.
+	LoRA *LoRA
 }
 
 // Send is a prefill-only request's progress on a prefill replica: admitted
@@ -100,6 +102,8 @@ type VLLM struct {
 	// request takes from the step's budget (1 + drafts when it speculates).
 	spec   *specState
 	perDec int32
+	// LoRA adapters (nil: none).
+	lora *loraState
 }
 
 // TakeSends returns the prefill progress recorded since the last call
@@ -122,6 +126,9 @@ func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victi
 		bound: make([][]boundEntry, store.BlockSize()), waiting: waitQueue{custom: order != nil}, perDec: 1}
 	if cfg.Spec != nil {
 		s.spec = newSpecState(cfg.Spec)
+	}
+	if cfg.LoRA != nil {
+		s.lora = newLoRAState(cfg.LoRA)
 	}
 	return s
 }
@@ -156,6 +163,9 @@ func (s *VLLM) Enqueue(r *request.State) {
 	r.Phase = request.Waiting
 	s.enqSeq++
 	r.Order = s.enqSeq
+	if s.lora != nil {
+		r.LoRA = s.loraOf(r)
+	}
 	if s.cfg.Async {
 		s.pending = append(s.pending, r)
 		return
@@ -215,6 +225,9 @@ func (s *VLLM) runRemove(r *request.State) {
 	}
 	r.RPrev, r.RNext = nil, nil
 	s.nrun--
+	if s.lora != nil && r.LoRA != 0 {
+		s.loraDrop(r)
+	}
 }
 
 func (s *VLLM) removePrefilling(r *request.State) {
@@ -233,6 +246,9 @@ func (s *VLLM) removePrefilling(r *request.State) {
 func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
 	s.registerHeld(r, kvTokens)
 	s.nDecode--
+	if s.lora != nil && r.LoRA != 0 {
+		s.lora.dec -= s.lora.cfg.FLOPs[r.LoRA-1]
+	}
 	if s.spec != nil {
 		s.specStop(r)
 	} else {
@@ -458,6 +474,9 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 			b.Draft = s.spec.cfg.K
 		}
 	}
+	if s.lora != nil {
+		s.loraBatch(b)
+	}
 	s.lastStart = now
 	return true
 }
@@ -476,6 +495,11 @@ func (s *VLLM) admit(now int64, budget int32) {
 			break
 		}
 		r := s.waiting.peek()
+		if s.lora != nil && r.LoRA != 0 && !s.loraFits(r) {
+			// vLLM skips it and takes the requests behind it.
+			s.lora.skipped = append(s.lora.skipped, s.waiting.pop())
+			continue
+		}
 		if SkipFailed && r.Failed && s.kv.Free() <= r.FailFree && left >= r.FailLeft && s.kv.Evictions() == r.FailEvict && !s.kv.Has(r.Keys, r.FailHits) {
 			break
 		}
@@ -534,6 +558,9 @@ func (s *VLLM) admit(now int64, budget int32) {
 		}
 		r.Phase = request.Running
 		s.runAppend(r)
+		if s.lora != nil && r.LoRA != 0 {
+			s.loraTake(r)
+		}
 		s.prefilling = append(s.prefilling, r)
 		r.Chunk = n
 		s.used += n
@@ -541,6 +568,9 @@ func (s *VLLM) admit(now int64, budget int32) {
 		if s.cfg.Sends && r.PrefillOnly {
 			s.sends = append(s.sends, Send{R: r, Start: now, End: row.Null})
 		}
+	}
+	if s.lora != nil && len(s.lora.skipped) > 0 {
+		s.loraRequeue()
 	}
 }
 
@@ -600,6 +630,9 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		if r.Generated >= r.Req.OutputTokens {
 			s.finish(now, r, done)
 			continue
+		}
+		if s.lora != nil && r.LoRA != 0 {
+			s.lora.dec += s.lora.cfg.FLOPs[r.LoRA-1]
 		}
 		if s.spec != nil {
 			s.specStart(r)
@@ -690,6 +723,11 @@ func (s *VLLM) Check(full bool) error {
 			return err
 		}
 	}
+	if s.lora != nil {
+		if err := s.loraCheck(); err != nil {
+			return err
+		}
+	}
 	if s.err != nil {
 		return s.err
 	}
@@ -718,6 +756,9 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 	d.loading = mapAll(c, s.loading)
 	if s.spec != nil {
 		d.spec = s.spec.clone(c)
+	}
+	if s.lora != nil {
+		d.lora = s.lora.clone(c)
 	}
 	if s.tiers != nil {
 		d.tiers = s.tiers.Clone(store)

@@ -31,10 +31,19 @@ type Engine struct {
 	// speculative decoding: the step time is then latency.Speculative over
 	// Model, with a linear draft model when drafter is given.
 	Spec *latency.Speculative
+	// LoRA (loras=N adapters=(a, b, …) [lora_load=µs] [lora_tok=µs]
+	// [lora_read=µs] [cpu_loras=N lora_fetch=µs]) is N adapter slots: an
+	// adapted token's shrink/expand costs lora_tok µs, each distinct
+	// adapter's weights lora_read µs (the step pays the larger sum), a load
+	// into a slot lora_load µs, one from storage lora_fetch more.
+	LoRA *latency.LoRA
 }
 
 // StepTime is the step's duration under the engine's model.
 func (e *Engine) StepTime(b *latency.Batch) int64 {
+	if e.LoRA != nil {
+		return e.LoRA.StepTime(b)
+	}
 	if e.Spec != nil {
 		return e.Spec.StepTime(b)
 	}
@@ -77,6 +86,22 @@ func ReadEngine(a *Args) Engine {
 			e.Spec.Draft = &latency.Linear{Beta0: d[0], Beta1: d[1], Beta2: d[2]}
 		}
 	}
+	if n := a.Int("loras", 0); n > 0 {
+		names := a.Strs("adapters")
+		l := &sched.LoRA{MaxLoras: int(n), MaxCPU: int(a.Int("cpu_loras", 0)), Index: map[string]uint16{}, Names: names}
+		load, tok, read, fetch := a.Int("lora_load", 0), a.Int("lora_tok", 0), a.Int("lora_read", 0), a.Int("lora_fetch", 0)
+		for i, nm := range names {
+			l.Index[nm] = uint16(i + 1)
+			l.Bytes, l.FLOPs = append(l.Bytes, read), append(l.FLOPs, tok)
+			l.LoadUS, l.FetchUS = append(l.LoadUS, load), append(l.FetchUS, fetch)
+		}
+		e.Sched.LoRA = l
+		var base latency.Model = e.Model
+		if e.Spec != nil {
+			base = e.Spec
+		}
+		e.LoRA = &latency.LoRA{Base: base, FLOPsPerUS: 1, BytesPerUS: 1}
+	}
 	if e.Blocks < 1 || e.BlockSize < 1 || e.Sched.MaxNumBatchedTokens < 1 || e.Sched.MaxNumSeqs < 1 {
 		a.Fatalf("blocks, block, budget and seqs must be >= 1")
 	}
@@ -115,6 +140,12 @@ func (e *Engine) String() string {
 			s += fmt.Sprintf(", draft pass = %g + %g·tokens + %g·decode µs", d.Beta0, d.Beta1, d.Beta2)
 		}
 	}
+	if l := e.Sched.LoRA; l != nil {
+		s += fmt.Sprintf("; LoRA: %s for %s; + max(%d·adapted tokens, %d·adapters) µs, loads %d µs", Plural(int64(l.MaxLoras), "slot"), strings.Join(l.Names, ", "), l.FLOPs[0], l.Bytes[0], l.LoadUS[0])
+		if l.MaxCPU > 0 {
+			s += fmt.Sprintf(", %d in host memory, fetches %d µs", l.MaxCPU, l.FetchUS[0])
+		}
+	}
 	return s
 }
 
@@ -141,6 +172,9 @@ func Batch(rs []*request.State, b *latency.Batch) string {
 		parts = append(parts, Plural(int64(b.Draft), "draft")+" each")
 	}
 	parts = append(parts, Plural(b.PrefillTokens+int64(b.DecodeSeqs)*int64(1+b.Draft), "token"))
+	if b.LoRAFLOPs > 0 || b.LoRALoadUS > 0 {
+		parts = append(parts, fmt.Sprintf("lora %d·tok %d·read, load %d µs", b.LoRAFLOPs, b.LoRABytes, b.LoRALoadUS))
+	}
 	return strings.Join(parts, "; ")
 }
 

@@ -284,6 +284,7 @@ func Request(name string, a *Args) row.Request {
 	r.Priority = int32(a.Int("prio", 0))
 	r.Model = a.Str("model", "")
 	r.NumImages = int32(a.Int("images", 0))
+	r.LoRA = a.Str("lora", "")
 	v := r
 	if v.ArrivalUS == row.Null && len(v.DependsOn) == 0 {
 		v.ArrivalUS = 0 // a replica's scenario: arrival is the harness's clock

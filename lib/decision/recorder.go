@@ -442,6 +442,22 @@ func (r *Recorder) KVTransfer(now int64, st *request.State, from, to string, blo
 	r.emit(d)
 }
 
+// Disagg records a decision of disaggregated serving: the P/D decider's,
+// or a decode or encode replica's pick, with what the policy saw of the
+// replica it is about.
+func (r *Recorder) Disagg(now int64, st *request.State, kind string, v *policy.ClusterView, target int, action, reason string, value int64) {
+	d := r.begin(now, kind, st)
+	rep := v.Replica(target)
+	d.Target, d.Action, d.Reason, d.Value = rep.ID(), action, reason, value
+	if r.rows() {
+		d.Waiting, d.Running, d.InFlight = int32(rep.Waiting()), int32(rep.Running()), int32(rep.InFlight())
+		d.KVUtil = rep.KVUtilization()
+		d.CachedBlocks = int32(v.CachedBlocks(target))
+		d.PromptBlocks = int32(len(st.Keys))
+	}
+	r.emit(d)
+}
+
 // FlowControl records a decision of the gateway's flow control.
 func (r *Recorder) FlowControl(now int64, st *request.State, action, reason string, value int64) {
 	d := r.begin(now, trace.DecisionFlow, st)

@@ -384,7 +384,7 @@ func TestAutoscalerConfigErrors(t *testing.T) {
 		{"factor below 1", pool("replicas: 1, max_replicas: 3", "target: 4, warmup: {initial_factor: 0.5}"), "autoscaler.warmup.initial_factor: expected a step-time factor in [1, 100]"},
 		{"bad drain", pool("replicas: 1, max_replicas: 3", "target: 4, drain: {mode: kill}"), "autoscaler.drain.mode: expected immediate, wait or redirect"},
 		{"bad bandwidth", pool("replicas: 1, max_replicas: 3", "target: 4, weight_load: {bandwidth_gb_s: 0}"), "autoscaler.weight_load.bandwidth_gb_s: expected a number > 0"},
-		{"slo without slo", pool("replicas: 1, max_replicas: 3", "policy: slo, target: 0.9"), "autoscaler.slo: the slo policy needs slo.ttft or slo.e2e"},
+		{"slo without slo", pool("replicas: 1, max_replicas: 3", "policy: slo, target: 0.9"), "autoscaler.slo: the slo policy needs slo.ttft, slo.e2e or slo.itl"},
 		{"utilisation above 1", pool("replicas: 1, max_replicas: 3", "metric: utilization, target: 80"), "autoscaler.target: expected a fraction in (0, 1] for utilization"},
 		{"zero start no max", pool("replicas: 0", "target: 4"), "deployments[0].pools[0].max_replicas: expected >= 1 for a pool starting at 0 replicas"},
 		{"negative trigger", pool("replicas: 1, max_replicas: 3", "target: 4, triggers: {queue_depth_above: -1}"), "autoscaler.triggers.queue_depth_above: expected a number >= 0"},

@@ -94,11 +94,16 @@ func FuzzRun(f *testing.F) {
 		if errors.As(err, &re) {
 			return
 		}
-		if err != nil && c.Router.Routing == "least-loaded-hold" && strings.Contains(err.Error(), "in the decode pool of") {
-			return // a hold when picking the decode replica: nowhere to wait, an error by design
+		if err != nil && c.Router.Routing == "least-loaded-hold" && (strings.Contains(err.Error(), "in the decode pool of") || strings.Contains(err.Error(), "in the encode pool of")) {
+			return // a hold when picking the decode or encode replica: not honoured there, an error by design
 		}
 		if err != nil {
-			t.Fatal(err)
+			if testing.Verbose() {
+				for _, r := range reqs {
+					t.Logf("%s at=%d in=%d out=%d deps=%v delay=%d timeout=%d prio=%d model=%q", r.ID, r.ArrivalUS, r.InputTokens, r.OutputTokens, r.DependsOn, r.DelayUS, r.TimeoutUS, r.Priority, r.Model)
+				}
+			}
+			t.Fatalf("%v\nconfig:\n%s", err, c.YAML())
 		}
 		if len(sink.rs) != len(reqs) || sum.Injected != int64(len(reqs)) {
 			t.Fatalf("%d rows, %d results, summary %+v", len(reqs), len(sink.rs), sum)
@@ -116,6 +121,9 @@ func FuzzRun(f *testing.F) {
 func fuzzCase(t *testing.T, b []byte, kv, routing uint8) (config.Cluster, []latency.Model, []row.Request) {
 	t.Helper()
 	reqs := fuzzRequests(b)
+	for i := range reqs {
+		reqs[i].NumImages = int32(i % 3) // encoded on an encode pool when there is one
+	}
 	c := testConfig()
 	c.Replicas = 2
 	c.Engine.KVBlocks = int64(kv%64) + 2
@@ -174,6 +182,11 @@ func fuzzCase(t *testing.T, b []byte, kv, routing uint8) (config.Cluster, []late
 		if a.ScaleToZero {
 			p.Replicas = int(kv>>1) % 2
 		}
+		if routing&0x40 != 0 && len(c.Deployments) == 1 {
+			// P/D with both pools autoscaled, each on its own (the
+			// planner too), the decode pool from zero at times.
+			c = fuzzAutoscaledPD(c, kv, routing)
+		}
 	} else if routing&0x80 == 0 && (kv&0x20 != 0 || routing&0x40 != 0) {
 		// Tiered KV and/or P/D on one deployment.
 		c = fuzzTiered(c, kv, routing)
@@ -193,6 +206,15 @@ func fuzzCase(t *testing.T, b []byte, kv, routing uint8) (config.Cluster, []late
 	// The engine runs configs validated where they were read.
 	if err := c.Validate(); err != nil {
 		t.Fatalf("the generated config is invalid: %v", err)
+	}
+	for _, ref := range c.OwnPools() {
+		// A pool with hardware of its own: its linear model.
+		l := c.Deployments[ref.Dep].Latency
+		if p := c.Deployments[ref.Dep].Pools[ref.Pool]; p.Latency != nil {
+			l = *p.Latency
+		}
+		m, _ := linearModel(&l)
+		models = append(models, m)
 	}
 	return c, models, reqs
 }
@@ -214,6 +236,7 @@ func fuzzParallel(t *testing.T, c config.Cluster, kv, routing uint8) (config.Clu
 	d.Parallel = &p
 	d.Latency = config.Latency{Mode: "roofline", Alpha: d.Latency.Alpha}
 	d.Pools = []config.Pool{{Role: "monolithic", Replicas: p.DP}}
+	d.Encode = nil // its pools replace an encode pool fuzzTiered added
 	c.Deployments = []config.Deployment{d}
 	models, _, err := Prepare(&c)
 	if err != nil {
@@ -280,15 +303,72 @@ func fuzzTiered(c config.Cluster, kv, routing uint8) config.Cluster {
 		}
 	}
 	if pd {
-		routings := []string{"decode-first", "prefill-first"}
-		d.KVTransfer = &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(0.05), Latency: us(int64(routing % 30)),
-			Granularity: "block", Routing: routings[int(kv>>3)&1], MaxQueue: int(routing%3) + 1,
-			Pipelined: kv&2 != 0, Layers: 1 + int(routing/3)%5}
-		if d.KVTransfer.Routing == "decode-first" {
-			// chunk and stream reserve the decode blocks at the prefill's start.
-			d.KVTransfer.Granularity = []string{"block", "chunk", "stream"}[int(routing/15)%3]
-		}
+		fuzzPDKeys(d, kv, routing)
 	}
+	if routing&0x08 != 0 {
+		// E/P/D: an encode pool before the prefill (or monolithic) pool.
+		d.Pools = append([]config.Pool{{Role: "encode", Replicas: 1 + int(kv&1),
+			Latency: &config.Latency{Mode: "linear", Beta: []float64{1, 0, 0}, ImageEncodeUS: float64(kv%4) * 50}}}, d.Pools...)
+		if kv%4 == 0 {
+			d.Pools[0].Latency.ImageEncodeUS = 1
+		}
+		bw := gbs(0.01)
+		d.Encode = &config.Encode{TokensPerImage: 4, BytesPerToken: 100, Link: "rdma", BandwidthGBs: bw, Latency: us(int64(routing % 7))}
+	}
+	return c
+}
+
+// fuzzPDKeys gives P/D deployment d a KV transfer (granularity, pipelining,
+// routing, fair or fifo links), a decider, and a prefill pool with
+// hardware of its own (engine limits, KV size, linear model) at times.
+func fuzzPDKeys(d *config.Deployment, kv, routing uint8) {
+	routings := []string{"decode-first", "prefill-first"}
+	x := &config.KVTransfer{Link: "rdma", BandwidthGBs: gbs(0.05), Latency: us(int64(routing % 30)),
+		Granularity: "block", Routing: routings[int(kv>>3)&1], MaxQueue: int(routing%3) + 1,
+		Pipelined: kv&2 != 0, Layers: 1 + int(routing/3)%5, Sharing: "fifo"}
+	d.KVTransfer = x
+	if x.Routing == "decode-first" {
+		// chunk and stream reserve the decode blocks at the prefill's start.
+		x.Granularity = []string{"block", "chunk", "stream"}[int(routing/15)%3]
+		// A decider, chosen per request after the decode replica.
+		d.PD = &config.PD{Decider: config.PDDeciders[int(kv/5)%3], Threshold: int(kv%4) * 32, MaxPrefillQueue: int(routing % 3)}
+	}
+	if x.Granularity != "stream" && !x.Pipelined && routing&4 != 0 {
+		x.Sharing = "fair"
+	}
+	if kv&4 != 0 {
+		e := d.Engine
+		e.KVBlocks, e.MaxNumSeqs = d.Engine.KVBlocks+int64(kv%7), 2+int(routing%3)
+		d.Pools[0].Engine = &e
+		d.Pools[0].Latency = &config.Latency{Mode: "linear", Beta: []float64{500, 2, 20}}
+	}
+}
+
+// fuzzAutoscaledPD turns the autoscaled fuzz config's one pool into a
+// prefill pool and adds a decode pool, each with its own autoscaler.
+func fuzzAutoscaledPD(c config.Cluster, kv, routing uint8) config.Cluster {
+	d := &c.Deployments[0]
+	pre := d.Pools[0]
+	pre.Role = "prefill"
+	a := *pre.Autoscaler
+	a.SLO.ITL = config.Duration(5e6)
+	if routing&8 != 0 {
+		a.Policy = "planner"
+	}
+	pre.Autoscaler = &a
+	dec := pre
+	dec.Role = "decode"
+	b := a
+	b.ScaleToZero = kv&2 != 0
+	b.Drain.Mode = []string{"immediate", "wait", "redirect"}[int(routing/3)%3]
+	dec.Autoscaler = &b
+	dec.Replicas = int(kv>>2) % 2
+	if !b.ScaleToZero && dec.Replicas == 0 {
+		dec.Replicas = 1
+	}
+	d.Pools = []config.Pool{pre, dec}
+	d.KV = &config.KV{Offload: "none", BytesPerToken: 100}
+	fuzzPDKeys(d, kv, routing)
 	return c
 }
 

@@ -159,6 +159,9 @@ func (l *traceLog) FlowControl(now int64, r *request.State, action, reason strin
 	l.add("%d flow %s %s %s %d", now, r.Req.ID, action, reason, value)
 }
 func (l *traceLog) Anomaly(a *row.Anomaly) { l.add("anomaly %+v", *a) }
+func (l *traceLog) Disagg(now int64, r *request.State, kind string, v *policy.ClusterView, target int, action, reason string, value int64) {
+	l.add("%d %s %s %s %d %s %d %s", now, kind, r.Req.ID, action, target, reason, value, l.view(v))
+}
 
 // FuzzLeap is FuzzRun's cluster space (gateway flow control and DP/EP/PP
 // with it) with more step models and the features that read a replica

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/blis-sim/blis/lib/engine/config"
@@ -14,14 +15,32 @@ import (
 // Prepare picks the latency model each deployment asks for and fills its
 // engine.kv_blocks when 0 (KV capacity from GPU memory ×
 // gpu_memory_utilization minus weights, over the model's KV bytes per
-// token). It returns the models in config.Cluster.Resolved order and one
-// line per deployment for stderr. A latency.beta in the config is used as a
-// linear model; KV capacity then still comes from the catalogues unless
-// kv_blocks is set. Errors name the file, line and key.
+// token). It returns the models in config.Cluster.Resolved order, then one
+// for each pool with hardware of its own (config.Cluster.OwnPools order:
+// heterogeneous P/D), and one line per model for stderr. A latency.beta in
+// the config is used as a linear model; KV capacity then still comes from
+// the catalogues unless kv_blocks is set. Errors name the file, line and
+// key.
 func Prepare(cfg *config.Cluster) (models []latency.Model, why []string, err error) {
 	deps := cfg.Resolved()
+	var poolModels []latency.Model
+	var poolWhy []string
 	for i := range deps {
 		d := &deps[i]
+		// A pool's own hardware first: a pool that inherits the
+		// deployment's engine must not inherit a kv_blocks computed for
+		// the deployment's GPU.
+		for j := range d.Pools {
+			if !d.Pools[j].OwnHardware() {
+				continue
+			}
+			m, w, err := preparePool(cfg, i, j)
+			if err != nil {
+				return nil, nil, err
+			}
+			poolModels = append(poolModels, m)
+			poolWhy = append(poolWhy, fmt.Sprintf("%s pool %d (%s): %s", d.ID, j, d.Pools[j].Role, w))
+		}
 		m, w, err := prepare(cfg, i, d)
 		if err != nil {
 			return nil, nil, err
@@ -38,14 +57,91 @@ func Prepare(cfg *config.Cluster) (models []latency.Model, why []string, err err
 		}
 		why = append(why, w)
 	}
-	return models, why, nil
+	return append(models, poolModels...), append(why, poolWhy...), nil
 }
 
 func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, string, error) {
 	key := func(k string) string { return cfg.DeploymentKey(i, k) }
+	kvFromMemory := d.Engine.KVBlocks == 0
+	model, why, res, err := resolveModel(cfg, d, key, needsCatalogue(d))
+	if err != nil {
+		return nil, "", err
+	}
+	if d.Speculative != nil {
+		m, w, err := prepareSpec(cfg, i, d, res, model, kvFromMemory)
+		if err != nil {
+			return nil, "", err
+		}
+		model, why = m, why+w
+	}
+	if d.LoRA != nil {
+		m, w, err := prepareLoRA(cfg, i, d, res, model, kvFromMemory)
+		if err != nil {
+			return nil, "", err
+		}
+		model, why = m, why+w
+	}
+	if err := prepareKV(cfg, i, d, res); err != nil {
+		return nil, "", err
+	}
+	if err := prepareLinks(cfg, i, d, res); err != nil {
+		return nil, "", err
+	}
+	return model, why, nil
+}
+
+// preparePool resolves the latency model and KV blocks of pool j of
+// deployment i, which has hardware of its own; errors name the pool's
+// keys. The pool's engine gets its computed kv_blocks.
+func preparePool(cfg *config.Cluster, i, j int) (latency.Model, string, error) {
+	d := &cfg.Deployments[i]
+	d.Pools = slices.Clone(d.Pools) // the caller's config keeps its pools
+	p := &d.Pools[j]
+	key := func(k string) string {
+		own := strings.HasPrefix(k, "gpu") && p.GPU != "" || k == "tp" && p.TP != 0 ||
+			strings.HasPrefix(k, "engine") && p.Engine != nil || strings.HasPrefix(k, "latency") && p.Latency != nil
+		if own {
+			return fmt.Sprintf("deployments[%d].pools[%d].%s", i, j, k)
+		}
+		return cfg.DeploymentKey(i, k)
+	}
+	if d.LoRA != nil {
+		// Its adapters' memory and cost would be the pool's own: not modelled.
+		return nil, "", errors.New(cfg.Where(cfg.DeploymentKey(i, "lora"), fmt.Sprintf("LoRA adapters with a pool on hardware of its own (pools[%d]) are not modelled: drop the pool's gpu, tp, engine and latency keys, or lora", j)))
+	}
+	if d.Speculative != nil {
+		// Its draft's cost and KV would be the pool's own: not modelled.
+		return nil, "", errors.New(cfg.Where(cfg.DeploymentKey(i, "speculative"), fmt.Sprintf("speculative decoding with a pool on hardware of its own (pools[%d]) is not modelled: drop the pool's gpu, tp, engine and latency keys, or speculative", j)))
+	}
+	if p.GPU != "" {
+		// Checked even when the pool's model needs no catalogue (a linear
+		// model with kv_blocks): a typo must not pass.
+		if _, err := roofline.LoadGPU(p.GPU); err != nil {
+			msg := err.Error()
+			if s := config.Suggest(p.GPU, roofline.GPUNames()); s != "" {
+				msg = fmt.Sprintf("did you mean %s? (%s)", s, msg)
+			}
+			return nil, "", errors.New(cfg.Where(key("gpu"), msg))
+		}
+	}
+	x := d.ForPool(j)
+	model, why, _, err := resolveModel(cfg, &x, key, false)
+	if err != nil {
+		return nil, "", err
+	}
+	e := x.Engine
+	p.Engine = &e
+	return model, why, nil
+}
+
+// resolveModel picks d's latency model (d: a deployment, or a pool's view
+// of it) and fills d.Engine.KVBlocks when 0 and its pools' weight-load
+// bytes; catalogue asks for the catalogue's view of the hardware even when
+// the model needs none (res is then returned).
+func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) string, catalogue bool) (latency.Model, string, *resolve.Resolved, error) {
 	lin, isLinear := linearModel(&d.Latency)
 	var res *resolve.Resolved
-	if !isLinear || d.Engine.KVBlocks == 0 || needsCatalogue(d) {
+	if !isLinear || d.Engine.KVBlocks == 0 || catalogue {
 		mode := d.Latency.Mode
 		if mode == "linear" {
 			mode = "auto"
@@ -54,10 +150,10 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 		res, err = resolve.Resolve(resolve.Spec{Mode: mode, Model: d.Model, GPU: d.GPU, TP: d.TP,
 			WeightDtype: d.WeightDtype, KVDtype: d.KVDtype, CoefficientsFile: d.Latency.Coefficients})
 		if err != nil {
-			return nil, "", resolveErr(cfg, i, err)
+			return nil, "", nil, resolveErr(cfg, key, err)
 		}
-		if err := prepareParallel(cfg, i, d, res); err != nil {
-			return nil, "", err
+		if err := prepareParallel(cfg, key, d, res); err != nil {
+			return nil, "", nil, err
 		}
 	}
 	var model latency.Model
@@ -80,64 +176,47 @@ func prepare(cfg *config.Cluster, i int, d *config.Deployment) (latency.Model, s
 			res, err = resolve.Resolve(resolve.Spec{Mode: "roofline", Model: d.Model, GPU: d.GPU, TP: d.TP,
 				WeightDtype: d.WeightDtype, KVDtype: d.KVDtype})
 			if err != nil {
-				return nil, "", errors.New(cfg.Where(key("pools"), fmt.Sprintf("autoscaler.weight_load: the model's weight bytes are unknown (%v): set weight_load.time or weight_load.bytes", err)))
+				return nil, "", nil, errors.New(cfg.Where(key("pools"), fmt.Sprintf("autoscaler.weight_load: the model's weight bytes are unknown (%v): set weight_load.time or weight_load.bytes", err)))
 			}
 		}
 		if res.Roofline == nil {
-			return nil, "", errors.New(cfg.Where(key("pools"), "autoscaler.weight_load: the model's weight bytes are unknown: set weight_load.time or weight_load.bytes"))
+			return nil, "", nil, errors.New(cfg.Where(key("pools"), "autoscaler.weight_load: the model's weight bytes are unknown: set weight_load.time or weight_load.bytes"))
 		}
 		b := res.Roofline.WeightBytesPerRank() * float64(res.Roofline.GPUs())
 		for _, p := range d.Pools {
+			// A pool with hardware of its own was filled first, by its own
+			// view (preparePool); a deployment's view skips none left.
 			if a := p.Autoscaler; a != nil && a.WeightLoad.Time == 0 && a.WeightLoad.Bytes == 0 {
 				a.WeightLoad.Bytes = b
 			}
 		}
 	}
-	kvFromMemory := d.Engine.KVBlocks == 0
 	if d.Engine.KVBlocks == 0 {
 		tokens, err := res.KVCapacityTokens(d.Engine.GPUMemoryUtilization)
 		if err != nil {
-			return nil, "", errors.New(cfg.Where(key("gpu"), err.Error()))
+			return nil, "", nil, errors.New(cfg.Where(key("gpu"), err.Error()))
 		}
 		d.Engine.KVBlocks = tokens / int64(d.Engine.BlockSize)
 		if d.Engine.KVBlocks < 1 {
-			return nil, "", errors.New(cfg.Where(key("engine.kv_blocks"), fmt.Sprintf("%s on %s tp%d holds %d KV tokens: less than one block of %d", d.Model, d.GPU, d.TP, tokens, d.Engine.BlockSize)))
+			return nil, "", nil, errors.New(cfg.Where(key("engine.kv_blocks"), fmt.Sprintf("%s on %s tp%d holds %d KV tokens: less than one block of %d", d.Model, d.GPU, d.TP, tokens, d.Engine.BlockSize)))
 		}
 		if d.Engine.KVBlocks > 1<<31-1 {
 			d.Engine.KVBlocks = 1<<31 - 1
 		}
 		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g)", d.Engine.KVBlocks, d.Engine.BlockSize, d.Engine.GPUMemoryUtilization)
 	}
-	if d.Speculative != nil {
-		m, w, err := prepareSpec(cfg, i, d, res, model, kvFromMemory)
-		if err != nil {
-			return nil, "", err
-		}
-		model, why = m, why+w
-	}
-	if d.LoRA != nil {
-		m, w, err := prepareLoRA(cfg, i, d, res, model, kvFromMemory)
-		if err != nil {
-			return nil, "", err
-		}
-		model, why = m, why+w
-	}
-	if err := prepareKV(cfg, i, d, res); err != nil {
-		return nil, "", err
-	}
-	return model, why, nil
+	return model, why, res, nil
 }
 
 // prepareParallel adds a deployment's DP, EP and PP to its roofline
 // (docs/latency.md, "Data, expert and pipeline parallelism"). Fitted
 // coefficients describe TP alone: auto then takes the roofline, and an
 // explicit fitted model is an error naming the key.
-func prepareParallel(cfg *config.Cluster, i int, d *config.Deployment, res *resolve.Resolved) error {
+func prepareParallel(cfg *config.Cluster, key func(string) string, d *config.Deployment, res *resolve.Resolved) error {
 	p := d.Parallel.Roofline()
 	if !p.On() {
 		return nil
 	}
-	key := func(k string) string { return cfg.DeploymentKey(i, k) }
 	if res.Coeffs != nil {
 		if d.Latency.Mode == "fitted" || d.Latency.Coefficients != "" {
 			return errors.New(cfg.Where(key("parallel"), fmt.Sprintf("fitted coefficients (%s) describe TP alone: use latency.mode roofline with dp, expert_parallel or pp", res.Path)))
@@ -177,7 +256,7 @@ func describeParallel(p roofline.Parallel) string {
 // resolveErr points a catalogue error at the config key it is about. The
 // resolver speaks in flags ("--gpu: unknown GPU"); a config from a file
 // gets "cluster.yaml:4: deployments[1].gpu: unknown GPU" instead.
-func resolveErr(cfg *config.Cluster, i int, err error) error {
+func resolveErr(cfg *config.Cluster, key func(string) string, err error) error {
 	if cfg.Name == "" {
 		return err
 	}
@@ -186,10 +265,10 @@ func resolveErr(cfg *config.Cluster, i int, err error) error {
 		{"--weight-dtype", "weight_dtype"}, {"--kv-dtype", "kv_dtype"}, {"--coefficients", "latency.coefficients"},
 		{"--latency", "latency.mode"}} {
 		if rest, ok := strings.CutPrefix(msg, f.flag+": "); ok {
-			return errors.New(cfg.Where(cfg.DeploymentKey(i, f.key), rest))
+			return errors.New(cfg.Where(key(f.key), rest))
 		}
 	}
-	return errors.New(cfg.Where(cfg.DeploymentKey(i, "model"), msg))
+	return errors.New(cfg.Where(key("model"), msg))
 }
 
 // linearModel returns the linear model given by latency.beta/alpha, if any.

@@ -27,6 +27,9 @@ func TestSpeculativeConfigErrors(t *testing.T) {
 		{flat("qwen3-32b", "{method: draft_model, model: qwen3-14b}"), "c.yaml:4: speculative.method: the draft's weights (27.5"},
 		{"model: qwen3-32b\ngpu: h100\nlatency: {beta: [1000, 10, 100]}\nengine: {kv_blocks: 100}\nspeculative: {method: eagle}\n",
 			"c.yaml:5: speculative.method: eagle: the target's architecture is unknown"},
+		// A P/D pool on hardware of its own would need its own draft.
+		{"deployments:\n  - id: d\n    model: qwen3-32b\n    gpu: h100\n    speculative: {method: ngram}\n    pools:\n      - {role: prefill, replicas: 1, gpu: h200}\n      - {role: decode, replicas: 1}\n",
+			"c.yaml:5: deployments[0].speculative: speculative decoding with a pool on hardware of its own (pools[0]) is not modelled"},
 	} {
 		c, err := config.Parse("c.yaml", []byte(tc.yaml))
 		if err == nil {

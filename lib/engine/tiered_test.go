@@ -229,7 +229,7 @@ func TestKVConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"decode without prefill", base + "    pools: [{role: decode, replicas: 2}]\n", "c.yaml:5: deployments[0].pools: a decode pool needs a prefill pool"},
 		{"prefill without decode", base + "    pools: [{role: prefill, replicas: 2}]\n", "a prefill pool needs a decode pool"},
-		{"bad role", base + "    pools: [{role: prefil, replicas: 2}]\n", "deployments[0].pools[0].role: expected monolithic, prefill or decode"},
+		{"bad role", base + "    pools: [{role: prefil, replicas: 2}]\n", "c.yaml:5: deployments[0].pools[0].role: did you mean prefill? (expected monolithic, prefill, decode or encode, found \"prefil\")"},
 		{"zero transfer bandwidth", base + "    pools: [{role: prefill, replicas: 1}, {role: decode, replicas: 1}]\n    kv_transfer: {bandwidth_gb_s: 0}\n", "c.yaml:6: deployments[0].kv_transfer.bandwidth_gb_s: expected a finite bandwidth > 0"},
 		{"zero tier bandwidth", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 10, bandwidth_gb_s: 0}]\n", "c.yaml:7: deployments[0].kv.tiers[0].bandwidth_gb_s: expected a finite bandwidth > 0"},
 		{"cpu tier too large", base + "    pools: [{role: monolithic, replicas: 1}]\n    kv:\n      tiers: [{name: cpu, capacity_gib: 100000}]\n", "deployments[0].kv.tiers[0].capacity_gib: 100000 GiB of cpu per replica is more than a machine plausibly has (at most 4096 GiB)"},

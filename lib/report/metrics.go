@@ -251,14 +251,20 @@ func (rep *Report) billed(i int, name string) (float64, error) {
 		if d.Autoscaled {
 			return 0, fmt.Errorf("%s: deployment %s is autoscaled: its %s come from the run's scale-events table (blis-sim --scale-events; score the run alone with blis-report --scale-events FILE, or with blis-eval)", r.path, d.ID, name)
 		}
-		g := float64(d.TP*max(d.PP, 1)*d.Replicas) * hours
-		if cost {
-			if d.GPUHourUSD <= 0 {
-				return 0, fmt.Errorf("%s: cost_usd: deployment %s has no price: set gpu_hour_usd on it in the cluster config", r.path, d.ID)
-			}
-			g *= d.GPUHourUSD
+		pools := d.Pools
+		if len(pools) == 0 {
+			pools = []trace.SimPool{{TP: d.TP, PP: d.PP, Replicas: d.Replicas, GPUHourUSD: d.GPUHourUSD}}
 		}
-		total += g
+		for _, p := range pools {
+			g := float64(p.TP*max(p.PP, 1)*p.Replicas) * hours
+			if cost {
+				if p.GPUHourUSD <= 0 {
+					return 0, fmt.Errorf("%s: cost_usd: deployment %s has no price: set gpu_hour_usd on it (or on each of its pools) in the cluster config", r.path, d.ID)
+				}
+				g *= p.GPUHourUSD
+			}
+			total += g
+		}
 	}
 	return total, nil
 }

@@ -99,6 +99,10 @@ func TestBilledMetrics(t *testing.T) {
 	priced.GPUHourUSD = 3
 	auto := priced
 	auto.Autoscaled = true
+	// Heterogeneous pools: 1 prefill replica at TP4 ($4/GPU-hour) and 2
+	// decode replicas at TP1 (the deployment's $3).
+	hetero := priced
+	hetero.Pools = []trace.SimPool{{Role: "prefill", GPU: "h200", TP: 4, Replicas: 1, GPUHourUSD: 4}, {Role: "decode", GPU: "h100", TP: 1, Replicas: 2, GPUHourUSD: 3}}
 	scale := func() string {
 		row := func(ts int64, action string, replicas int32) trace.ScaleEvent {
 			e := trace.ScaleEvent{TimeUS: ts * 1e6, Deployment: "d", Action: action, Replicas: replicas, Ready: replicas,
@@ -121,6 +125,8 @@ func TestBilledMetrics(t *testing.T) {
 		{"static gpu-hours", write("static.arrow", static), "", "gpu_hours", "", span, ""},
 		{"static cost", write("priced.arrow", priced), "", "cost_usd", "", 3 * span, ""},
 		{"no price", write("static2.arrow", static), "", "cost_usd", "", 0, "deployment d has no price: set gpu_hour_usd"},
+		{"heterogeneous gpu-hours", write("hetero.arrow", hetero), "", "gpu_hours", "", 6 * 1.702 / 3600, ""},
+		{"heterogeneous cost", write("hetero2.arrow", hetero), "", "cost_usd", "", (4*4 + 2*3) * 1.702 / 3600, ""},
 		{"autoscaled without events", write("auto.arrow", auto), "", "gpu_hours", "", 0, "deployment d is autoscaled"},
 		{"autoscaled gpu-hours", write("auto2.arrow", auto), scale(), "gpu_hours", "", 4.888889, ""},
 		{"autoscaled cost", write("auto3.arrow", auto), scale(), "cost_usd", "", 12.222222, ""},

@@ -23,6 +23,19 @@ func Describe(cfg *config.Cluster, models []latency.Model) []trace.SimDeployment
 		}
 		out[i] = trace.SimDeployment{ID: d.ID, Model: d.Model, GPU: d.GPU, TP: d.TP, Replicas: n, KVBlocks: d.Engine.KVBlocks,
 			Autoscaled: auto, GPUHourUSD: d.GPUHourUSD, SchedulingPolicy: d.Engine.SchedulingPolicy}
+		for _, p := range d.Pools {
+			if p.OwnHardware() {
+				for k := range d.Pools {
+					hw := d.ForPool(k)
+					sp := trace.SimPool{Role: d.Pools[k].Role, GPU: hw.GPU, TP: hw.TP, Replicas: d.Pools[k].Replicas, GPUHourUSD: hw.GPUHourUSD}
+					if g := hw.GPUsPerReplica(); g != hw.TP {
+						sp.PP = g / hw.TP
+					}
+					out[i].Pools = append(out[i].Pools, sp)
+				}
+				break
+			}
+		}
 		if g := d.GPUsPerReplica(); g != d.TP {
 			out[i].PP = g / d.TP
 		}

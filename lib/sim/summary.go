@@ -8,6 +8,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/badinput"
 	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/row"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -28,14 +29,14 @@ func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall ti
 	deps := cfg.Resolved()
 	if len(s.Deployments) == 1 {
 		d, dc := s.Deployments[0], deps[0]
-		fmt.Fprintf(w, "  %s × %s on %s tp%d, router %s, %d KV blocks of %d tokens each\n",
-			count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, router, d.KVBlocks, d.BlockSize)
+		fmt.Fprintf(w, "  %s × %s %s, router %s, %d KV blocks of %d tokens each\n",
+			count(d.Replicas, "replica"), dc.Model, onHardware(&dc), router, d.KVBlocks, d.BlockSize)
 	} else {
 		fmt.Fprintf(w, "  %d deployments, router %s\n", len(s.Deployments), router)
 		for i, d := range s.Deployments {
 			dc := deps[i]
-			fmt.Fprintf(w, "    %s: %s × %s on %s tp%d, %d KV blocks of %d tokens each\n",
-				d.ID, count(d.Replicas, "replica"), dc.Model, dc.GPU, dc.TP, d.KVBlocks, d.BlockSize)
+			fmt.Fprintf(w, "    %s: %s × %s %s, %d KV blocks of %d tokens each\n",
+				d.ID, count(d.Replicas, "replica"), dc.Model, onHardware(&dc), d.KVBlocks, d.BlockSize)
 		}
 	}
 	var busy int64
@@ -93,6 +94,10 @@ func (o *Outcome) WriteSummary(w io.Writer, setup *Setup, router string, wall ti
 	if s.Transfers > 0 {
 		fmt.Fprintf(w, "  P/D: %d KV transfers, %.3f GB; %d waited for the decode replica's blocks (backpressure)\n",
 			s.Transfers, float64(s.TransferBytes)/1e9, s.PDBackpressure)
+	}
+	if s.Encodes > 0 {
+		fmt.Fprintf(w, "  E/P/D: %d requests encoded on the encode pool, %.3f GB of embeddings; %.1f ms mean from encode routing to the embeddings' arrival\n",
+			s.Encodes, float64(s.EncodeBytes)/1e9, float64(s.EncodeUS)/float64(s.Encodes)/1e3)
 	}
 }
 
@@ -185,4 +190,21 @@ func (c *ClientWaits) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  client: at most %d requests in flight; %d of %d waited for a slot (mean %s, max %s; client_wait_us)\n", c.Limit, c.waited, c.sent,
 		(time.Duration(c.sum/c.waited) * time.Microsecond).Round(time.Millisecond), (time.Duration(c.max) * time.Microsecond).Round(time.Millisecond))
+}
+
+// onHardware is "on GPU tpN" for deployment d, naming the pools that run
+// on hardware of their own (heterogeneous P/D) after it.
+func onHardware(d *config.Deployment) string {
+	s := fmt.Sprintf("on %s tp%d", d.GPU, d.TP)
+	var own []string
+	for j, p := range d.Pools {
+		if p.OwnHardware() {
+			hw := d.ForPool(j)
+			own = append(own, fmt.Sprintf("%s pool on %s tp%d", p.Role, hw.GPU, hw.TP))
+		}
+	}
+	if len(own) > 0 {
+		s += " (" + strings.Join(own, "; ") + ")"
+	}
+	return s
 }

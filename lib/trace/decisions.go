@@ -28,11 +28,17 @@ const (
 	DecisionScale      = "scale"        // emitted by autoscaling (issue 14)
 	DecisionKVTransfer = "kv_transfer"  // emitted by prefill/decode disaggregation (issue 13)
 	DecisionFlow       = "flow_control" // emitted by the gateway's flow control (issue 31)
+	// Emitted by disaggregated serving (issue 31): the P/D decider's
+	// choice (disaggregate or local), the decode replica's pick, and an
+	// encode replica's pick.
+	DecisionPD            = "pd"
+	DecisionDecodeRouting = "decode_routing"
+	DecisionEncodeRouting = "encode_routing"
 )
 
 // DecisionKinds lists every kind, in documentation order.
 var DecisionKinds = []string{DecisionAdmission, DecisionPriority, DecisionRouting, DecisionBatch,
-	DecisionPreemption, DecisionScale, DecisionKVTransfer, DecisionFlow}
+	DecisionPreemption, DecisionScale, DecisionKVTransfer, DecisionFlow, DecisionPD, DecisionDecodeRouting, DecisionEncodeRouting}
 
 // Candidate is one of a routing decision's top-k candidates with what the
 // policy saw of it, and, for a decision sampled for counterfactual regret,

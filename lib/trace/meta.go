@@ -317,6 +317,19 @@ type SimDeployment struct {
 	GPUHourUSD float64 `json:"gpu_hour_usd,omitempty"`
 	// SchedulingPolicy is the engine's waiting order: fcfs or priority.
 	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
+	// Pools describe each pool when some pool runs on hardware of its own
+	// (heterogeneous P/D): GPU-hours and cost are then summed per pool.
+	Pools []SimPool `json:"pools,omitempty"`
+}
+
+// SimPool is one pool of a deployment whose pools differ in hardware.
+type SimPool struct {
+	Role       string  `json:"role"`
+	GPU        string  `json:"gpu"`
+	TP         int     `json:"tp"`
+	PP         int     `json:"pp,omitempty"` // absent: 1
+	Replicas   int     `json:"replicas"`
+	GPUHourUSD float64 `json:"gpu_hour_usd,omitempty"`
 }
 
 // SetSimDeployments records the deployments of a run.

@@ -45,6 +45,12 @@ type Metrics struct {
 	// Finished counts the requests that reached a final state on the pool
 	// in the window.
 	Finished int
+	// Means for the planner (planner.go): the prompt and output tokens of
+	// the requests arriving for the pool's model in the window, and the
+	// TTFT, inter-token latency (TPOT) and duration (E2E) of the requests
+	// completed on the pool (0 when none).
+	InputTokensMean, OutputTokensMean     float64
+	TTFTMeanUS, ITLMeanUS, DurationMeanUS float64
 }
 
 // PoolView is what a policy sees of one pool at an evaluation.
@@ -69,6 +75,10 @@ type PoolView struct {
 	// SinceLastScaleUS is the time since the pool's last scale action
 	// (-1 before the first).
 	SinceLastScaleUS int64
+	// Perf is the pool's engine as a performance model (its latency model
+	// and limits): what NVIDIA Dynamo's planner reads from its
+	// pre-deployment profile. Nil when the cluster gives none.
+	Perf Perf
 }
 
 // Recommendation is a policy's answer: the replica count it wants and why.
@@ -98,6 +108,8 @@ func New(a *config.Autoscaler) (Policy, error) {
 			low = 0.5
 		}
 		return &SLO{Target: a.Target, LowUtilization: low}, nil
+	case "planner":
+		return &Planner{ITLUS: float64(a.SLO.ITL.US())}, nil
 	}
 	return nil, fmt.Errorf("unknown autoscaler policy %q", a.Policy)
 }

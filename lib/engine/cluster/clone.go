@@ -54,6 +54,9 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 			p.route = policy.Clone(dep.pd.route)
 			x.pd = &p
 		}
+		if dep.enc != nil {
+			x.enc = dep.enc.clone(m)
+		}
 		d.deps[i] = &x
 		depMap[dep] = &x
 	}
@@ -81,6 +84,12 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 		for _, dep := range g.deps {
 			x.deps = append(x.deps, depMap[dep])
 		}
+		if g.sel != nil {
+			x.sel = depMap[g.sel]
+		}
+		if g.enc != nil {
+			x.enc = depMap[g.enc]
+		}
 		if g.index != nil {
 			x.index = g.index.clone(&d.now)
 			slots := g.members
@@ -98,6 +107,9 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 		dep.group = grpMap[dep.group]
 		if dep.pd != nil {
 			dep.pd.decode = grpMap[dep.pd.decode]
+		}
+		if dep.enc != nil {
+			dep.enc.group = grpMap[dep.enc.group]
 		}
 	}
 	d.rgroup = make([]*group, len(c.rgroup))

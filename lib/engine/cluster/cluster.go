@@ -113,19 +113,44 @@ type Deployment struct {
 	Replicas []int32 // cluster-wide replica indices
 	keys     *request.Keyer
 	group    *group
-	// stepModel is the model its replicas step with (the host work
-	// added), ramps its leaping prices (leap.go; nil with NoLeap).
-	stepModel latency.Model
-	ramps     *replica.Ramps
-	spec      bool     // speculative decoding: its replicas are stepped (replica.HoldSpeculative)
-	pd        *pdState // nil unless it has prefill and decode pools
+	spec     bool      // speculative decoding: its replicas are stepped (replica.HoldSpeculative)
+	pd       *pdState  // nil unless it has prefill and decode pools
+	enc      *encState // nil unless it has an encode pool (encode.go)
 	// tiers builds a replica's lower KV tiers over its store (nil: none);
 	// the autoscaler calls it for the fresh store of a restarted replica.
 	tiers func(kv.Store) *kv.Tiers
 	// tierCol maps the deployment's tier i to the run's (Summary.TierNames).
 	tierCol []int
+	// pools are the deployment's pools, in config order: each one's
+	// replicas, latency model and engine (its own with heterogeneous P/D,
+	// else the deployment's).
+	pools []dpool
 	// lora is the scheduler's view of its adapters (nil: none).
 	lora *sched.LoRA
+}
+
+// dpool is one pool of a deployment.
+type dpool struct {
+	role        replica.Role
+	first, n    int32 // its replicas: cluster-wide indices [first, first+n)
+	model       latency.Model
+	engine      config.Engine
+	linkBytesUS float64 // its network bandwidth for KV and embedding transfers, bytes per µs (0: unused)
+	cfg         *config.Pool
+	// stepModel is the model its replicas step with (the host work
+	// added), ramps its leaping prices (leap.go; nil with NoLeap).
+	stepModel latency.Model
+	ramps     *replica.Ramps
+}
+
+// poolOf returns the pool of replica m (one of the deployment's).
+func (d *Deployment) poolOf(m int32) *dpool {
+	for i := range d.pools {
+		if p := &d.pools[i]; m >= p.first && m < p.first+p.n {
+			return p
+		}
+	}
+	return nil
 }
 
 // group is the set of deployments a request's model selects: routing
@@ -144,6 +169,12 @@ type group struct {
 	posOfSlot []int32
 	held      []heldReq
 	hbuf      []int32
+	// sel is the group's P/D deployment when its decider chooses per
+	// request (selective disaggregation, pd.go); nil otherwise.
+	sel *Deployment
+	// enc is the group's deployment with an encode pool (encode.go), nil
+	// when it has none.
+	enc *Deployment
 	// gate is the group's gateway queue (flow control; gateway.go), nil
 	// until a request waits there.
 	gate *gqueue
@@ -187,6 +218,10 @@ type Summary struct {
 	// Disaggregated serving: KV transfers started, their bytes, and those
 	// that waited for the decode replica's blocks.
 	Transfers, TransferBytes, PDBackpressure int64
+	// Encode pools (E/P/D): requests encoded, their embeddings' bytes, and
+	// the µs from their sending to an encode replica to the embeddings'
+	// arrival, summed.
+	Encodes, EncodeBytes, EncodeUS int64
 	// Gateway flow control: requests that waited in the gateway queue
 	// (GatewayQueued, with GatewayWaitUS µs of waiting in all), rejected
 	// by a full queue or band, shed to make room, and rejected at the TTL.
@@ -277,6 +312,8 @@ type Cluster struct {
 	hasStash  bool
 	preloaded bool
 
+	// encodes: some deployment has an encode pool (encode.go).
+	encodes bool
 	// Tiered KV and P/D (nil when no deployment uses them).
 	wakeAt []int64 // per replica: wake-up queued for a KV load
 	// hasLoRA: some deployment has LoRA adapters (lora.go); loraBuf is
@@ -318,12 +355,22 @@ type Cluster struct {
 }
 
 // New builds a cluster for cfg; models holds each resolved deployment's
-// latency model (config.Cluster.Resolved order), whose KV blocks must be
-// set.
+// latency model (config.Cluster.Resolved order), then each pool's with
+// hardware of its own (config.Cluster.OwnPools order), as engine.Prepare
+// returns them; KV blocks must be set.
 func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (*Cluster, error) {
 	dcfg := cfg.Resolved()
-	if len(models) != len(dcfg) {
-		return nil, fmt.Errorf("%d latency models for %d deployments", len(models), len(dcfg))
+	own := cfg.OwnPools()
+	if len(models) != len(dcfg)+len(own) {
+		return nil, fmt.Errorf("%d latency models for %d deployments and %d pools with hardware of their own", len(models), len(dcfg), len(own))
+	}
+	poolModel := func(i, j int) latency.Model {
+		for k, o := range own {
+			if o.Dep == i && o.Pool == j {
+				return models[len(dcfg)+k]
+			}
+		}
+		return models[i]
 	}
 	c := &Cluster{cfg: cfg, sink: sink, opts: opts, checks: opts.CheckInvariants,
 		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
@@ -362,9 +409,6 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				return nil, err
 			}
 			dep.pd.route = policy.Clone(c.routing)
-			if c.sc != nil {
-				return nil, fmt.Errorf("%s: prefill/decode pools cannot be autoscaled (or report scale events) yet", cfg.DeploymentKey(i, "pools"))
-			}
 		}
 		if d.KV != nil && d.KV.HasTiers() {
 			di := i
@@ -373,21 +417,29 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				dep.tierCol = append(dep.tierCol, slices.Index(c.tierNames, t.Name))
 			}
 		}
-		alpha := models[i].Alpha()
-		scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
-			LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
-			Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative), LoRA: loraConfig(d.LoRA)}
-		dep.lora = scfg.LoRA
+		dep.lora = loraConfig(d.LoRA)
 		c.hasLoRA = c.hasLoRA || dep.lora != nil
-		// The step model with the engine's CPU work, added to the GPU step
-		// or overlapped with it as the scheduler does (latency.WithHost).
-		stepModel := latency.WithHost(models[i], e.AsyncScheduling)
-		dep.stepModel = stepModel
 		dep.spec = d.Speculative != nil
 		n := 0
 		for pi, p := range d.Pools {
 			role, _ := replica.ParseRole(p.Role)
 			first := int32(len(c.reps))
+			e, m := d.Engine, poolModel(i, pi)
+			if p.Engine != nil {
+				e = *p.Engine
+				if e.KVBlocks <= 0 {
+					return nil, fmt.Errorf("%s is 0: set it, or compute it from GPU memory (engine.Prepare does)", cfg.DeploymentKey(i, fmt.Sprintf("pools[%d].engine.kv_blocks", pi)))
+				}
+			}
+			alpha := m.Alpha()
+			scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
+				LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
+				Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative), LoRA: dep.lora}
+			// The step model with the engine's CPU work, added to the GPU step
+			// or overlapped with it as the scheduler does (latency.WithHost).
+			stepModel := latency.WithHost(m, e.AsyncScheduling)
+			dep.pools = append(dep.pools, dpool{role: role, first: first, n: int32(poolSlots(&p)), model: m, engine: e,
+				linkBytesUS: p.LinkGBs * 1e3, cfg: &d.Pools[pi], stepModel: stepModel})
 			for k := 0; k < poolSlots(&p); k++ {
 				idx := int32(len(c.reps))
 				store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
@@ -413,10 +465,19 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				n++
 			}
 			if c.sc != nil {
+				if role == replica.Encode && p.Autoscaler != nil {
+					return nil, fmt.Errorf("%s: an encode pool cannot be autoscaled (not modelled)", cfg.DeploymentKey(i, fmt.Sprintf("pools[%d].autoscaler", pi)))
+				}
 				if err := c.sc.addPool(dep, i, &dcfg[i], pi, first, scfg); err != nil {
 					return nil, err
 				}
 			}
+		}
+		if d.HasEncode() {
+			if dep.enc, err = newEnc(cfg, i, &d, dep); err != nil {
+				return nil, err
+			}
+			dep.enc.route = policy.Clone(c.routing)
 		}
 	}
 	// Decision traces record what the router's view shows, so it is kept
@@ -425,7 +486,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	c.liveView = c.snapEvery == 0 && (opts.Decisions != nil || c.fc != nil || !(policy.Blind(c.admission) && policy.Blind(c.priority) && policy.Blind(c.routing)))
 	for _, rep := range c.reps {
 		rep.WantSteps = opts.Steps != nil || opts.Decisions != nil && opts.Decisions.WantBatches()
-		rep.ImageEncodeUS = dcfg[rep.Deployment].Latency.ImageEncodeUS
+		rep.ImageEncodeUS = c.deps[rep.Deployment].imageEncodeUS(rep, &dcfg[rep.Deployment])
 	}
 	if opts.Decisions != nil {
 		c.hookPreemptions(true)
@@ -451,6 +512,12 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	if err := c.buildGroups(dcfg); err != nil {
 		return nil, err
+	}
+	for _, d := range c.deps {
+		if d.enc != nil {
+			d.enc.initEnc()
+			c.encodes = true
+		}
 	}
 	if c.sc != nil {
 		c.sc.initScale()
@@ -496,15 +563,37 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 			// Requests are routed to the prefill pool; the decode pool is
 			// its own candidate group (pickDecode).
 			d.pd.decode = &group{deps: []*Deployment{d}}
+			if d.pd.selective {
+				g.sel = d
+			}
 			for _, m := range d.Replicas {
-				if c.reps[m].Role == replica.Decode {
+				switch c.reps[m].Role {
+				case replica.Decode:
 					d.pd.decode.members = append(d.pd.decode.members, m)
-				} else {
+				case replica.Encode:
+				default:
 					g.members = append(g.members, m)
 				}
 			}
-		} else {
+		} else if d.enc == nil {
 			g.members = append(g.members, d.Replicas...)
+		} else {
+			for _, m := range d.Replicas {
+				if c.reps[m].Role != replica.Encode {
+					g.members = append(g.members, m)
+				}
+			}
+		}
+		if d.enc != nil {
+			// Requests with images are encoded first (encode.go); the
+			// encode pool is its own candidate group.
+			d.enc.group = &group{deps: []*Deployment{d}}
+			g.enc = d
+			for _, m := range d.Replicas {
+				if c.reps[m].Role == replica.Encode {
+					d.enc.group.members = append(d.enc.group.members, m)
+				}
+			}
 		}
 		for _, a := range dcfg[i].Aliases {
 			if _, ok := byKey[modelKey(a)]; !ok {
@@ -522,8 +611,14 @@ func (c *Cluster) buildGroups(dcfg []config.Deployment) error {
 			if d.pd != nil && len(g.deps) > 1 {
 				return fmt.Errorf("deployments %s and %s serve the same model: a prefill/decode deployment must be the only one serving its model", g.deps[0].ID, g.deps[1].ID)
 			}
+			if d.enc != nil && len(g.deps) > 1 {
+				return fmt.Errorf("deployments %s and %s serve the same model: a deployment with an encode pool must be the only one serving its model", g.deps[0].ID, g.deps[1].ID)
+			}
 			if d.pd != nil {
 				c.grps = append(c.grps, d.pd.decode)
+			}
+			if d.enc != nil {
+				c.grps = append(c.grps, d.enc.group)
 			}
 		}
 	}
@@ -680,7 +775,7 @@ func (c *Cluster) process(ev *event) {
 	case evStepEnd:
 		c.end(c.reps[ev.inst()])
 	case evXferDone:
-		c.pd.xferDone(ev.r)
+		c.pd.event(ev)
 	case evWake:
 		c.wake(c.reps[ev.inst()])
 	case evToolDone:
@@ -698,6 +793,8 @@ func (c *Cluster) process(ev *event) {
 			c.fc.wake(ev.r)
 		case evGateWake:
 			// nothing: the dispatch below looks at the snapshot just taken
+		case evEncodeDone:
+			c.encodeDone(ev.inst())
 		default:
 			c.sc.scaleEvent(ev)
 		}

@@ -27,6 +27,11 @@ type Decisions interface {
 	// pd_backpressure).
 	Scale(now int64, deployment, replicaID, action, reason string, replicas int)
 	KVTransfer(now int64, r *request.State, from, to string, blocks int64, reason string)
+	// Disagg is a decision of disaggregated serving (pd.go): kind is
+	// row.DecisionPD (the decider: action disaggregate or local),
+	// row.DecisionDecodeRouting or row.DecisionEncodeRouting (a pick);
+	// target is the replica it is about, a position in v.
+	Disagg(now int64, r *request.State, kind string, v *policy.ClusterView, target int, action, reason string, value int64)
 	// FlowControl hears the gateway queue's decisions (action: enqueue,
 	// dispatch, reject, shed, expire; value: the band's priority, or the
 	// wait in µs for dispatch).

@@ -11,8 +11,9 @@ import (
 // same-time arrival has reached its queue. A request finishing exactly at
 // its deadline completes (step end before timeout).
 const (
-	evStepEnd  uint8 = iota
-	evXferDone       // a P/D KV transfer ends: the prefill replica frees its blocks
+	evStepEnd    uint8 = iota
+	evXferDone         // a P/D KV transfer ends: the prefill replica frees its blocks
+	evEncodeDone       // an encode replica's oldest request's embeddings arrive (encode.go)
 	evToolDone
 	evTimeout
 	evGateTTL   // a request's TTL in the gateway queue (flow control)

@@ -34,7 +34,7 @@ import (
 // autoscaling (it starts, drains and stops replicas, holds requests at the
 // router and re-routes drained ones). With neither, the cluster is
 // separable.
-func (c *Cluster) Separable() bool { return c.sc == nil && c.pd == nil && c.fc == nil }
+func (c *Cluster) Separable() bool { return c.sc == nil && c.pd == nil && c.fc == nil && !c.encodes }
 
 // StopArrivals makes the cluster's router take no more requests: later
 // arrivals (rows read ahead, requests delayed by admission or in network
@@ -147,8 +147,8 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 			if !onIt && !(with && r == c.cur) {
 				continue
 			}
-		case evXferDone, evLifecycle, evScale:
-			panic("internal error: cluster.ForkReplica met a prefill/decode or autoscaling event in a separable cluster")
+		case evXferDone, evEncodeDone, evLifecycle, evScale:
+			panic("internal error: cluster.ForkReplica met a prefill/decode, encode or autoscaling event in a separable cluster")
 		default: // arrivals and tool timers: nothing a stopped router lets reach a replica
 			continue
 		}

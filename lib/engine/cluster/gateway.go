@@ -449,9 +449,19 @@ func (gw *gateway) dispatch() {
 			if dec := c.opts.Decisions; dec != nil && !gw.passive {
 				dec.FlowControl(c.now, r, "dispatch", fmt.Sprintf("pool saturation %.3f < %g after %d µs in band %d", s, gw.limit, c.now-p.at, p.b.prio), c.now-p.at)
 			}
-			if q.g.board.Len() == 0 && c.sc != nil {
+			if c.sc != nil && !c.sc.canServe(q.g) {
 				c.sc.hold(q.g, r) // an autoscaled pool with no replica serving (scale.go)
 				continue
+			}
+			if needsEncode(q.g, r) {
+				c.encode(r, q.g) // its images first (encode.go)
+				continue
+			}
+			if q.g.sel != nil && c.pd.decide(r, q.g.sel, q.g) {
+				if p.held {
+					c.sum.RouteHeldUS += c.now - p.heldAt // kept on its decode replica: its hold ends
+				}
+				continue // kept on its decode replica (pd.go), or c.err
 			}
 			c.cur, c.curG = r, q.g
 			view := q.g.board.View(c.now, c.oracleFor(q.g), c.opts.Decisions != nil)

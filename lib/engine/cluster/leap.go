@@ -36,7 +36,7 @@ func (s *leapSet) remove(i int32) {
 	s.pos[i] = -1
 }
 
-// initLeap gives every replica its deployment's ramps, and holds those
+// initLeap gives every replica its pool's ramps, and holds those
 // whose steps must be taken one at a time: steps rows (each step's own
 // row), prefill replicas (their steps are prefills), lower KV tiers whose
 // rates a policy may read, speculative decoding (tokens per step not one),
@@ -50,10 +50,16 @@ func (c *Cluster) initLeap() {
 		c.leap.pos[i] = -1
 	}
 	for _, d := range c.deps {
-		d.ramps = replica.NewRamps(d.stepModel)
+		for pi := range d.pools {
+			// Each pool its own ramps: a pool may run on hardware of its own.
+			p := &d.pools[pi]
+			p.ramps = replica.NewRamps(p.stepModel)
+			for m := p.first; m < p.first+p.n; m++ {
+				c.reps[m].Ramps = p.ramps
+			}
+		}
 		for _, m := range d.Replicas {
 			rep := c.reps[m]
-			rep.Ramps = d.ramps
 			if rep.WantSteps {
 				rep.HoldLeap(replica.HoldSteps)
 			}

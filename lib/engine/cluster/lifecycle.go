@@ -34,8 +34,8 @@ func (c *Cluster) terminal(r *request.State) {
 	if r.Phase == request.Done {
 		return
 	}
-	if c.pd != nil && r.IsPD() && (r.PD.XferKV.Blocks() > 0 || r.PrefillOnly && r.PD.XferQueued) {
-		c.pd.dropTransfer(r)
+	if c.pd != nil && r.PD != nil {
+		c.pd.leave(r)
 	}
 	r.Phase = request.Done
 	c.liveRemove(r)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/kv"
@@ -22,17 +23,58 @@ type disagg struct {
 	outQ     []int32            // per prefill replica: hand-offs not yet transferred
 	linkFree []int64            // per prefill replica: its outgoing link is busy until
 	incoming [][]*request.State // per decode replica: hand-offs waiting for its blocks
+	links    *links             // fair sharing (pdlink.go); nil when every link is fifo
+	// bound counts, per decode replica, the requests bound to it that have
+	// not reached it (prefilling, or in transfer): a draining decode
+	// replica stops only when none is left. orphans are hand-offs waiting
+	// for a decode replica to serve (an autoscaled decode pool at zero).
+	bound   []int32
+	orphans []*request.State
+	// quiet is a replica being killed (evict): P/D code neither starts a
+	// step on it nor stops it meanwhile; -1 otherwise.
+	quiet int32
+}
+
+// kick starts a step on rep if it can (Cluster.kick), unless it is being
+// killed.
+func (dg *disagg) kick(rep *replica.Replica) {
+	if rep.Index != dg.quiet {
+		dg.c.kick(rep)
+	}
 }
 
 func newDisagg(c *Cluster) *disagg {
 	n := len(c.reps)
-	return &disagg{c: c, outQ: make([]int32, n), linkFree: make([]int64, n), incoming: make([][]*request.State, n)}
+	dg := &disagg{c: c, outQ: make([]int32, n), linkFree: make([]int64, n), incoming: make([][]*request.State, n),
+		bound: make([]int32, n), quiet: -1}
+	for _, d := range c.deps {
+		if d.pd != nil && d.pd.fair && dg.links == nil {
+			dg.links = newLinks(c)
+		}
+	}
+	return dg
+}
+
+// event runs a P/D event: a request's transfer (or pipelined start) at
+// its time, or the end of the next fair-shared flow (no request).
+func (dg *disagg) event(ev *event) {
+	if ev.r == nil {
+		dg.linkEvent(ev.life())
+		return
+	}
+	dg.xferDone(ev.r)
 }
 
 // clone copies the part for d, a clone of its cluster (m maps requests).
 func (dg *disagg) clone(d *Cluster, m *request.Clone) *disagg {
 	x := &disagg{c: d, outQ: append([]int32(nil), dg.outQ...), linkFree: append([]int64(nil), dg.linkFree...),
-		incoming: make([][]*request.State, len(dg.incoming))}
+		incoming: make([][]*request.State, len(dg.incoming)), bound: append([]int32(nil), dg.bound...), quiet: -1}
+	for _, r := range dg.orphans {
+		x.orphans = append(x.orphans, m.Map(r))
+	}
+	if dg.links != nil {
+		x.links = dg.links.clone(m)
+	}
 	for i, q := range dg.incoming {
 		if len(q) > 0 {
 			x.incoming[i] = make([]*request.State, len(q))
@@ -56,6 +98,7 @@ type pdState struct {
 	// the prefill runs (stream: layer by layer within each chunk's step).
 	overlap, stream bool
 	pipelined       bool
+	fair            bool // sharing: fair (pdlink.go)
 	layers          int64
 	bytesPerToken   float64
 	decode          *group // the decode pool's candidates
@@ -63,7 +106,23 @@ type pdState struct {
 	// at the start, so that a stateful policy (round-robin's turn, random's
 	// stream) keeps one state per pool instead of alternating between them.
 	route policy.Routing
+	// The decider (config.PD): selective is false for always (every
+	// request with output tokens is disaggregated, nothing is decided per
+	// request); threshold is the uncached prompt tokens from which a
+	// request is disaggregated (never: beyond any prompt); maxPQ the
+	// prefill pool's queue per replica above which a request stays local
+	// (0: no limit).
+	selective bool
+	threshold int64
+	maxPQ     int
 }
+
+// Decision kinds of disaggregated serving (the decisions table's kind).
+const (
+	decisionPD     = "pd"
+	decisionDecode = "decode_routing"
+	decisionEncode = "encode_routing"
+)
 
 // newTiers builds one replica's lower KV tiers from its deployment's kv
 // section (nil when it has none).
@@ -100,16 +159,40 @@ func newTiers(cfg *config.Cluster, i int, d *config.Deployment, store kv.Store) 
 // the defaults).
 func newPD(cfg *config.Cluster, i int, d *config.Deployment) (*pdState, error) {
 	x := d.KVTransfer
-	if x == nil || x.BandwidthGBs == nil || d.KV == nil || d.KV.BytesPerToken <= 0 {
+	// A transfer runs at the slower of the two pools' links (each pool's
+	// own with heterogeneous P/D; engine.Prepare fills them), else at the
+	// deployment's bandwidth.
+	bw := math.Inf(1)
+	for _, p := range d.Pools {
+		if p.Role != "prefill" && p.Role != "decode" {
+			continue
+		}
+		switch {
+		case p.LinkGBs > 0:
+			bw = min(bw, p.LinkGBs)
+		case x != nil && x.BandwidthGBs != nil:
+			bw = min(bw, *x.BandwidthGBs)
+		default:
+			bw = math.NaN()
+		}
+	}
+	if x == nil || !(bw > 0) || math.IsInf(bw, 1) || d.KV == nil || d.KV.BytesPerToken <= 0 {
 		return nil, fmt.Errorf("%s: the KV transfer's bandwidth and the KV bytes per token are unset (engine.Prepare fills them)", cfg.DeploymentKey(i, "kv_transfer"))
 	}
 	if x.NeedsLayers() && x.Layers <= 0 {
 		return nil, fmt.Errorf("%s: the model's layer count is unset (engine.Prepare fills it)", cfg.DeploymentKey(i, "kv_transfer.layers"))
 	}
-	return &pdState{bytesUS: *x.BandwidthGBs * 1e3, latUS: x.Latency.US(), maxQueue: int32(x.MaxQueue),
+	pd := &pdState{bytesUS: bw * 1e3, latUS: x.Latency.US(), maxQueue: int32(x.MaxQueue),
 		decodeFirst: x.Routing == "decode-first", bytesPerToken: d.KV.BytesPerToken,
 		overlap: x.Granularity != "block", stream: x.Granularity == "stream", pipelined: x.Pipelined,
-		layers: int64(max(1, x.Layers))}, nil
+		layers: int64(max(1, x.Layers)), fair: x.Sharing == "fair"}
+	if p := d.PD; p != nil && p.Decider != "always" {
+		pd.selective, pd.threshold, pd.maxPQ = true, int64(p.Threshold), p.MaxPrefillQueue
+		if p.Decider == "never" {
+			pd.threshold = math.MaxInt64
+		}
+	}
+	return pd, nil
 }
 
 // pickDecode runs the routing policy over the decode pool of r's
@@ -118,6 +201,9 @@ func newPD(cfg *config.Cluster, i int, d *config.Deployment) (*pdState, error) {
 func (dg *disagg) pickDecode(r *request.State, dep *Deployment) {
 	c := dg.c
 	g := dep.pd.decode
+	if g.board.Len() == 0 {
+		return // an autoscaled decode pool at zero: the caller waits
+	}
 	if c.liveView {
 		c.refreshDirty()
 	}
@@ -136,7 +222,181 @@ func (dg *disagg) pickDecode(r *request.State, dep *Deployment) {
 		c.fail(fmt.Errorf("routing policy %s returned decode candidate %d of %d", c.routingName, rd.Target, len(g.members)))
 		return
 	}
-	r.PD.DReplica = g.members[rd.Target]
+	dg.bind(r, g.members[rd.Target])
+	if dec := c.opts.Decisions; dec != nil {
+		dep.keys.Ensure(r)
+		dec.Disagg(c.now, r, decisionDecode, view, rd.Target, "route", rd.Reason, int64(view.CachedBlocks(rd.Target)))
+	}
+}
+
+// placed sets up a request the router placed on replica rep of P/D
+// deployment dep: on a prefill replica it prefills only and is handed off
+// (its decode replica chosen now with decode-first, or already by the
+// decider); on a decode replica (kept local by the decider) it is an
+// ordinary request. False: the run failed (c.err).
+func (dg *disagg) placed(r *request.State, dep *Deployment, rep *replica.Replica) bool {
+	c := dg.c
+	if rep.Role == replica.Decode {
+		r.PrefillOnly = false
+		return true
+	}
+	if dep.pd.selective {
+		r.PD.PReplica = rep.Index // decide gave r its hand-off state and decode replica
+	} else {
+		dg.unbind(r) // a redirected request's earlier decode replica
+		r.NewHandoff().PReplica = rep.Index
+	}
+	r.PrefillOnly = r.Req.OutputTokens > 0
+	if r.PrefillOnly {
+		// It decodes with its whole sequence's KV on a decode replica.
+		dp := dep.decodePool()
+		B := int64(dp.engine.BlockSize)
+		tokens := int64(r.Req.InputTokens) + int64(r.Req.OutputTokens) - 1
+		if need := (tokens + B - 1) / B; need > dp.engine.KVBlocks {
+			dg.unbind(r)
+			r.Status = row.StatusDropped
+			r.Reason = fmt.Sprintf("needs %d KV blocks (%d tokens), a decode replica of %s has %d", need, tokens, dep.ID, dp.engine.KVBlocks)
+			c.terminal(r)
+			return false
+		}
+	}
+	if dep.pd.decodeFirst && r.PrefillOnly && r.PD.DReplica < 0 {
+		dg.pickDecode(r, dep)
+		if r.PD.DReplica < 0 {
+			if c.err == nil {
+				c.fail(fmt.Errorf("internal error: request %s placed with no decode replica serving", r.Req.ID))
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// decodePool is the deployment's decode pool.
+func (d *Deployment) decodePool() *dpool {
+	for i := range d.pools {
+		if d.pools[i].role == replica.Decode {
+			return &d.pools[i]
+		}
+	}
+	return nil
+}
+
+// bind makes decode replica d r's: r counts among the requests d must
+// receive before it may stop.
+func (dg *disagg) bind(r *request.State, d int32) {
+	r.PD.DReplica, r.PD.Bound = d, true
+	dg.bound[d]++
+}
+
+// unbind ends r's count on its decode replica: r reached it, left, or
+// goes elsewhere; a draining replica waiting for it may stop.
+func (dg *disagg) unbind(r *request.State) {
+	c := dg.c
+	if r.PD == nil || !r.PD.Bound {
+		return
+	}
+	r.PD.Bound = false
+	d := r.PD.DReplica
+	dg.bound[d]--
+	if c.sc != nil && c.reps[d].State == replica.Draining && !c.reps[d].Busy() && d != dg.quiet {
+		c.sc.drainedCheck(c.reps[d])
+	}
+}
+
+// pdBusy reports whether rep still takes part in a hand-off: a prefill
+// replica holding source blocks of transfers, a decode replica with
+// requests bound to it or waiting for its blocks (a draining replica waits
+// for them).
+func (dg *disagg) pdBusy(rep *replica.Replica) bool {
+	i := rep.Index
+	return dg.outQ[i] > 0 || dg.bound[i] > 0 || len(dg.incoming[i]) > 0
+}
+
+// decide is the decider of a selective P/D deployment dep for r, admitted
+// and prioritised over its prefill pool g. As llm-d's P/D profile handler
+// and NVIDIA Dynamo's conditional disaggregation do, the decode replica is
+// chosen first (the routing policy over the decode pool); then r goes to
+// the prefill pool when the prompt tokens that replica does not hold in
+// its prefix cache number at least the threshold (and, with
+// max_prefill_queue, while the prefill pool's queue per replica is at most
+// that), else it prefills on its decode replica, which serves both roles.
+// It reports whether r was placed (kept local) or the run failed; false:
+// r goes on to the prefill pool's routing, its decode replica chosen.
+func (dg *disagg) decide(r *request.State, dep *Deployment, g *group) bool {
+	c := dg.c
+	pd := dep.pd
+	dg.unbind(r) // a redirected request's earlier decode replica
+	r.NewHandoff()
+	if r.Req.OutputTokens == 0 && g.board.Len() > 0 {
+		return false // a prefill-only request: nothing to decode
+	}
+	dg.pickDecode(r, dep)
+	if r.PD.DReplica < 0 {
+		if c.err == nil {
+			c.fail(fmt.Errorf("internal error: request %s decided with no decode replica serving", r.Req.ID))
+		}
+		return true
+	}
+	d := c.reps[r.PD.DReplica]
+	dep.keys.Ensure(r)
+	st := d.Sched.KV()
+	hit := int64(st.Lookup(r.Keys, len(r.Keys))) * int64(st.BlockSize())
+	uncached := max(0, int64(r.Req.InputTokens)-hit)
+	remote := uncached >= pd.threshold
+	var reason string
+	switch {
+	case g.board.Len() == 0:
+		remote, reason = false, "no prefill replica serving (an autoscaled pool at zero)"
+	case pd.threshold == math.MaxInt64:
+		reason = "decider never"
+	case remote:
+		reason = fmt.Sprintf("%d uncached prompt tokens on %s >= threshold %d", uncached, d.ID, pd.threshold)
+	default:
+		reason = fmt.Sprintf("%d uncached prompt tokens on %s < threshold %d", uncached, d.ID, pd.threshold)
+	}
+	if remote && pd.maxPQ > 0 {
+		q := 0
+		for _, m := range g.members {
+			q += c.reps[m].Sched.Load().Waiting + c.reps[m].InFlight
+		}
+		if n := len(g.members); n == 0 || q > pd.maxPQ*n {
+			remote = false
+			reason += fmt.Sprintf("; prefill queue %d over %d replicas > max_prefill_queue %d per replica", q, n, pd.maxPQ)
+		}
+	}
+	dg.traceDecision(r, dep, remote, reason, uncached)
+	if remote {
+		// Back to the prefill pool's decision: its candidates and oracle.
+		c.cur, c.curG = r, g
+		c.oracleFor(g)
+		return false
+	}
+	dg.unbind(r) // an ordinary request on d from now
+	dec := c.opts.Decisions
+	pos := int(c.gpos[d.Index])
+	if dec != nil {
+		view := pd.decode.board.View(c.now, c.oracleFor(pd.decode), true)
+		dec.Routed(c.now, r, policy.RouteDecision{Target: pos, Reason: reason}, view, pd.decode.members)
+	}
+	c.place(r, pd.decode, pos)
+	return true
+}
+
+// traceDecision records the decider's choice (decision traces only).
+func (dg *disagg) traceDecision(r *request.State, dep *Deployment, remote bool, reason string, uncached int64) {
+	c := dg.c
+	dec := c.opts.Decisions
+	if dec == nil {
+		return
+	}
+	action := "local"
+	if remote {
+		action = "disaggregate"
+	}
+	g := dep.pd.decode
+	view := g.board.View(c.now, c.oracleFor(g), false)
+	dec.Disagg(c.now, r, decisionPD, view, int(c.gpos[r.PD.DReplica]), action, reason, uncached)
 }
 
 // handoff takes a request whose prefill ended on p: its blocks there stay
@@ -162,11 +422,21 @@ func (dg *disagg) handoff(r *request.State, p *replica.Replica) {
 	if r.PD.DReplica < 0 {
 		dg.pickDecode(r, dep)
 		if r.PD.DReplica < 0 {
-			return // c.err
+			if c.err == nil {
+				dg.orphans = append(dg.orphans, r) // the decode pool is at zero
+			}
+			return
 		}
 	}
+	dg.toDecode(r, dep)
+}
+
+// toDecode sends a handed-off request to its decode replica: it asks for
+// the replica's blocks (or has them, reserved during its prefill) and its
+// KV goes on the link once it has them.
+func (dg *disagg) toDecode(r *request.State, dep *Deployment) {
 	r.Replica = r.PD.DReplica
-	d := c.reps[r.PD.DReplica]
+	d := dg.c.reps[r.PD.DReplica]
 	switch {
 	case r.KV.Blocks() > 0:
 		// Reserved during the prefill (chunk, stream): the last chunk's
@@ -245,6 +515,15 @@ func (dg *disagg) send(r *request.State, pd *pdState, to int32, s, d int64) {
 	from := r.PD.XferTok
 	r.PD.XferTok = to
 	bytes := int64(math.Ceil(float64(to)*pd.bytesPerToken)) - int64(math.Ceil(float64(from)*pd.bytesPerToken))
+	r.PD.XferBytes += bytes
+	if pd.fair {
+		// A flow sharing the links from now (block and chunk: all of it
+		// is ready at s = now).
+		if bytes > 0 {
+			dg.startFlow(r, bytes, r.PD.PReplica, r.PD.DReplica)
+		}
+		return
+	}
 	x := float64(bytes) / pd.bytesUS
 	L := pd.layers
 	a := max(dg.linkFree[r.PD.PReplica], r.PD.XferRes, s+(d+L-1)/L)
@@ -253,7 +532,6 @@ func (dg *disagg) send(r *request.State, pd *pdState, to int32, s, d int64) {
 		end = max(end, s+d+int64(math.Ceil(x/float64(L))))
 	}
 	dg.linkFree[r.PD.PReplica] = end
-	r.PD.XferBytes += bytes
 	r.PD.XferSendAt, r.PD.XferFirst, r.PD.XferEnd = a, a+int64(math.Ceil(x/float64(L))), end
 }
 
@@ -313,6 +591,21 @@ func (dg *disagg) sendRest(r *request.State, dep *Deployment, d *replica.Replica
 	if in := r.Req.InputTokens; r.PD.XferTok < in {
 		dg.send(r, dep.pd, in, c.now, 0)
 	}
+	if dep.pd.fair {
+		r.PD.XferLast = true
+		if r.PD.Flows > 0 {
+			return // in place latency after its last flow ends (flowsDone)
+		}
+		r.PD.XferEnd = max(r.PD.XferEnd, c.now)
+	}
+	dg.transferEnds(r, dep, d)
+}
+
+// transferEnds schedules the arrival of r's KV, whose last byte left at
+// XferEnd: at XferDone = XferEnd + latency (and, pipelined, the decode
+// replica may take it at XferReady).
+func (dg *disagg) transferEnds(r *request.State, dep *Deployment, d *replica.Replica) {
+	c := dg.c
 	r.PD.XferDone = r.PD.XferEnd + dep.pd.latUS
 	r.PD.XferWaitUS = max(0, r.PD.XferSendAt-r.PD.XferStart)
 	r.PD.XferReady = r.PD.XferDone
@@ -354,7 +647,7 @@ func (dg *disagg) pipelinedReady(r *request.State, dep *Deployment) int64 {
 func (dg *disagg) decodeStepEstimate(r *request.State, dep *Deployment) int64 {
 	ctx := int64(r.Req.InputTokens - 1)
 	b := latency.Batch{PrefillSeqs: 1, PrefillTokens: 1, PrefillCtx: ctx, PrefillAttn: ctx + 1}
-	return max(0, dep.Latency.StepTime(&b))
+	return max(0, dep.poolOf(r.PD.DReplica).model.StepTime(&b))
 }
 
 // xferDone ends r's KV transfer: the prefill replica frees its blocks (one
@@ -385,8 +678,9 @@ func (dg *disagg) xferDone(r *request.State) {
 	r.Computed = r.Req.InputTokens - 1
 	c.cut(d)
 	d.Sched.Resume(r)
+	dg.unbind(r) // after it is on d: a draining d must not stop before
 	c.markDirty(d.Index)
-	c.kick(d)
+	dg.kick(d)
 }
 
 // checkReady checks the hand-off rule as the decode replica takes r: never
@@ -408,6 +702,12 @@ func (dg *disagg) checkReady(r *request.State) {
 // releaseSource frees r's blocks on its prefill replica p and lets p take
 // new prefills again once its outgoing queue is short.
 func (dg *disagg) releaseSource(r *request.State, p *replica.Replica) {
+	dg.freeSource(r, p)
+	dg.kick(p)
+}
+
+// freeSource is releaseSource without starting a step on p.
+func (dg *disagg) freeSource(r *request.State, p *replica.Replica) {
 	c := dg.c
 	c.cut(p)
 	p.Sched.KV().Release(&r.PD.XferKV)
@@ -416,7 +716,51 @@ func (dg *disagg) releaseSource(r *request.State, p *replica.Replica) {
 		p.Sched.Hold(false)
 	}
 	c.markDirty(p.Index)
-	c.kick(p)
+}
+
+// leave tidies the P/D state of r as it reaches a final state: its transfer
+// (dropTransfer: the decode blocks it reserved), then its count on its
+// decode replica, in that order: the last count gone, a draining decode
+// replica stops with a fresh store at once.
+func (dg *disagg) leave(r *request.State) {
+	if r.IsPD() && (r.PD.XferKV.Blocks() > 0 || r.PrefillOnly && r.PD.XferQueued) {
+		dg.dropTransfer(r)
+	}
+	dg.unbind(r)
+}
+
+// orphansOf counts dep's hand-offs waiting for a decode replica.
+func (dg *disagg) orphansOf(dep *Deployment) int {
+	n := 0
+	for _, r := range dg.orphans {
+		if dg.c.deps[dg.c.reps[r.PD.PReplica].Deployment] == dep {
+			n++
+		}
+	}
+	return n
+}
+
+// adoptOrphans gives the hand-offs that waited for a decode replica of
+// dep one, now that its decode pool serves again.
+func (dg *disagg) adoptOrphans(dep *Deployment) {
+	c := dg.c
+	k := 0
+	for _, r := range dg.orphans {
+		if c.deps[c.reps[r.PD.PReplica].Deployment] != dep || c.err != nil {
+			dg.orphans[k] = r
+			k++
+			continue
+		}
+		dg.pickDecode(r, dep)
+		if r.PD.DReplica < 0 {
+			dg.orphans[k] = r
+			k++
+			continue
+		}
+		dg.toDecode(r, dep)
+	}
+	clear(dg.orphans[k:])
+	dg.orphans = dg.orphans[:k]
 }
 
 // dropTransfer ends the transfer side of a P/D request that leaves early
@@ -429,6 +773,7 @@ func (dg *disagg) dropTransfer(r *request.State) {
 		dg.unreserve(r)
 		return
 	}
+	dg.dropFlows(r)
 	if r.PD.XferKV.Blocks() > 0 {
 		if c.checks && r.Status != row.StatusTimedOut && c.now < r.PD.XferEnd {
 			c.fail(fmt.Errorf("invariant violated: request %s finished at %d, before the last byte of its KV left its prefill replica (%d)", r.Req.ID, c.now, r.PD.XferEnd))
@@ -446,6 +791,7 @@ func (dg *disagg) unreserve(r *request.State) {
 	}
 	d := c.reps[r.PD.DReplica]
 	c.cut(d)
+	dg.dropFlows(r)
 	if r.PD.XferKV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.PD.XferKV)
 	} else {
@@ -454,7 +800,7 @@ func (dg *disagg) unreserve(r *request.State) {
 	r.PD.XferQueued, r.PD.XferTok = false, 0
 	c.markDirty(d.Index)
 	dg.admitIncoming(d)
-	c.kick(d)
+	dg.kick(d)
 }
 
 // unqueue takes r out of decode replica d's incoming queue.
@@ -473,8 +819,15 @@ func (dg *disagg) unqueue(r *request.State, d *replica.Replica) {
 // cancelTransfer drops a request whose client gave up during its hand-off.
 func (dg *disagg) cancelTransfer(r *request.State) {
 	c := dg.c
+	if r.PD.DReplica < 0 {
+		// Waiting for a decode replica to serve.
+		dg.orphans = slices.DeleteFunc(dg.orphans, func(x *request.State) bool { return x == r })
+		dg.releaseSource(r, c.reps[r.PD.PReplica])
+		return
+	}
 	d := c.reps[r.PD.DReplica]
 	c.cut(d)
+	dg.dropFlows(r)
 	if r.KV.Blocks() > 0 {
 		d.Sched.KV().Release(&r.KV) // reserved, in flight
 	} else {
@@ -482,7 +835,7 @@ func (dg *disagg) cancelTransfer(r *request.State) {
 	}
 	dg.releaseSource(r, c.reps[r.PD.PReplica])
 	dg.admitIncoming(d)
-	c.kick(d)
+	dg.kick(d)
 }
 
 // pdResult fills a P/D request's result columns.
@@ -526,4 +879,117 @@ func (dg *disagg) traceTransfer(r *request.State, p, d *replica.Replica, blocks 
 	c.ReportAnomaly(&row.Anomaly{Type: row.AnomalyPDBackpressure, TimeUS: r.PD.XferRes - wait, EndUS: r.PD.XferRes, Severity: sev,
 		Magnitude: float64(wait), ReplicaID: d.ID, Requests: []string{r.Req.ID},
 		Description: fmt.Sprintf("%s waited %d µs after its prefill on %s for %d KV blocks on decode replica %s", r.Req.ID, wait, p.ID, blocks, d.ID)})
+}
+
+// imageEncodeUS is the vision encoder's time per image on rep: its pool's
+// latency.image_encode_us (or the deployment's); 0 on every replica but
+// the encode pool's when the deployment has one (they receive embeddings).
+func (d *Deployment) imageEncodeUS(rep *replica.Replica, cfg *config.Deployment) float64 {
+	p := d.poolOf(rep.Index)
+	us := cfg.Latency.ImageEncodeUS
+	if p != nil && p.cfg.Latency != nil {
+		us = p.cfg.Latency.ImageEncodeUS
+	}
+	if cfg.HasEncode() && (p == nil || p.role != replica.Encode) {
+		return 0
+	}
+	return us
+}
+
+// rebind frees the requests bound to decode replica rep (draining with
+// redirect) that have not been handed off yet: they choose a decode
+// replica again at their hand-off; a reservation made for them is given
+// back (what was sent is sent again).
+func (dg *disagg) rebind(rep *replica.Replica) {
+	c := dg.c
+	for _, r := range dg.boundTo(rep) {
+		if r.Phase == request.Transfer {
+			continue // handed off: it finishes on rep
+		}
+		if r.PrefillOnly {
+			dg.unreserve(r)
+		}
+		dg.unbind(r)
+		r.PD.DReplica = -1
+		c.markDirty(r.Replica)
+	}
+}
+
+// evict takes rep's part in hand-offs away as it is killed (drain
+// immediate, or a drain's timeout): a hand-off in transfer to or from it is
+// dropped (counted with the drain's drops); a request still prefilling for
+// a decode replica rep chooses another at its hand-off; a pipelined request
+// already decoding elsewhere keeps what has arrived (its source blocks are
+// freed now: the rest was on the wire).
+func (dg *disagg) evict(rep *replica.Replica, reason string) {
+	c := dg.c
+	// rep is idle and about to stop (the scaler keeps it quiet meanwhile):
+	// its blocks are freed with its store.
+	drop := func(r *request.State) {
+		p := c.reps[r.PD.PReplica]
+		dg.dropFlows(r)
+		if r.PD.DReplica < 0 {
+			dg.orphans = slices.DeleteFunc(dg.orphans, func(x *request.State) bool { return x == r })
+		} else {
+			d := c.reps[r.PD.DReplica]
+			if r.KV.Blocks() > 0 {
+				d.Sched.KV().Release(&r.KV)
+			} else {
+				dg.unqueue(r, d)
+			}
+			if d != rep {
+				dg.admitIncoming(d)
+			}
+			dg.kick(d)
+		}
+		dg.freeSource(r, p)
+		dg.kick(p)
+		r.Status, r.Reason, r.Finished = row.StatusDropped, reason, c.now
+		c.sum.DrainDropped++
+		c.terminal(r)
+	}
+	if rep.Role == replica.Decode {
+		for _, r := range dg.boundTo(rep) {
+			switch {
+			case r.Phase == request.Transfer:
+				drop(r)
+			case r.Replica != rep.Index:
+				if r.PrefillOnly {
+					dg.unreserve(r)
+				}
+				dg.unbind(r)
+				r.PD.DReplica = -1
+			}
+		}
+		return
+	}
+	var srcs []*request.State
+	for r := c.liveH; r != nil; r = r.LNext {
+		if r.IsPD() && r.PD.PReplica == rep.Index && r.PD.XferKV.Blocks() > 0 && (r.Phase == request.Transfer || r.Replica != rep.Index) {
+			srcs = append(srcs, r)
+		}
+	}
+	for _, r := range srcs {
+		if r.Phase == request.Transfer {
+			drop(r)
+			continue
+		}
+		dg.dropFlows(r)
+		dg.freeSource(r, rep)
+	}
+}
+
+// boundTo lists the live requests bound to decode replica rep.
+func (dg *disagg) boundTo(rep *replica.Replica) []*request.State {
+	c := dg.c
+	var out []*request.State
+	if dg.bound[rep.Index] == 0 {
+		return nil
+	}
+	for r := c.liveH; r != nil; r = r.LNext {
+		if r.PD != nil && r.PD.Bound && r.PD.DReplica == rep.Index {
+			out = append(out, r)
+		}
+	}
+	return out
 }

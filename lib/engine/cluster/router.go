@@ -93,8 +93,8 @@ func (c *Cluster) arrive(r *request.State) {
 		return
 	}
 	if c.sc != nil {
-		c.sc.scaleArrival(g)
-		if g.board.Len() == 0 {
+		c.sc.scaleArrival(g, r)
+		if !c.sc.canServe(g) {
 			c.sc.hold(g, r) // no replica serving: wait at the router (scale.go)
 			return
 		}
@@ -134,6 +134,13 @@ func (c *Cluster) arrive(r *request.State) {
 	}
 	if c.fc != nil && c.fc.gate(r, g) {
 		return // waits at the gateway, or was rejected by it (gateway.go)
+	}
+	if needsEncode(g, r) {
+		c.encode(r, g) // its images first, on an encode replica (encode.go)
+		return
+	}
+	if g.sel != nil && c.pd.decide(r, g.sel, g) {
+		return // kept on its decode replica (pd.go), or c.err
 	}
 	if dec != nil {
 		view = g.board.View(c.now, c.oracleFor(g), true) // fresh scores for routing
@@ -188,6 +195,9 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 	kv := rep.Sched.KV()
 	B := int64(kv.BlockSize())
 	tokens := int64(r.Req.InputTokens) + int64(max(r.Req.OutputTokens, 1)) - 1
+	if dep.pd != nil && rep.Role == replica.Prefill && r.Req.OutputTokens > 0 {
+		tokens = int64(r.Req.InputTokens) // its prompt's KV only here; placed checks the decode pool's
+	}
 	need := (tokens + B - 1) / B
 	if need > int64(kv.Total()) || tokens > math.MaxInt32-B {
 		r.Status = row.StatusDropped
@@ -202,15 +212,8 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 		c.terminal(r)
 		return
 	}
-	if dep.pd != nil {
-		r.PrefillOnly = r.Req.OutputTokens > 0
-		r.NewHandoff().PReplica = rep.Index
-		if dep.pd.decodeFirst && r.PrefillOnly {
-			c.pd.pickDecode(r, dep)
-			if r.PD.DReplica < 0 {
-				return // c.err
-			}
-		}
+	if dep.pd != nil && !c.pd.placed(r, dep, rep) {
+		return // c.err
 	}
 	rep.InFlight++
 	if g != nil {
@@ -218,7 +221,7 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 	}
 	c.markDirty(rep.Index)
 	r.Phase = request.Routed
-	c.h.push(c.now+dep.Latency.Alpha().QueueDelay(r.Req.InputTokens), evEnqueue, rep.Index, r)
+	c.h.push(c.now+rep.Model.Alpha().QueueDelay(r.Req.InputTokens), evEnqueue, rep.Index, r)
 }
 
 // promptBlocks answers RequestView.PrefixBlocks for the decision in

@@ -55,12 +55,15 @@ type spool struct {
 	dep    *Deployment
 	depIdx int32
 	idx    int
+	role   replica.Role
 	cfg    *config.Autoscaler // nil: a static pool (scale-events rows only)
 	min    int
 	max    int
 	slots  []int32 // replica indices
 	g      *group
 	scfg   sched.Config
+	engine config.Engine // its replicas' (a restarted one gets a fresh store of its size)
+	perf   *poolPerf     // its engine as a performance model (the planner's profile)
 	ctrl   *autoscale.Controller
 	delay  *autoscale.Delay
 	loadUS int64
@@ -88,11 +91,16 @@ type spool struct {
 
 // bucket is one sampling period of a pool.
 type bucket struct {
-	dur                          int64
-	queue, running, kv, ready    float64 // sums over ready replicas at the sample
-	busy, readyUS                int64
-	arrivals, finished, met      int
-	ttft, e2e                    []int64
+	dur                       int64
+	queue, running, kv, ready float64 // sums over ready replicas at the sample
+	busy, readyUS             int64
+	arrivals, finished, met   int
+	ttft, e2e                 []int64
+	// for the planner: the arrivals' prompt and output tokens; the
+	// completed requests' Σ TTFT, Σ TPOT (over those with one), Σ E2E
+	inTok, outTok                int64
+	ttftSum, itlSum, e2eSum      float64
+	itlN                         int
 	utilSample                   float64 // busy / readyUS of this bucket (NaN when no replica was ready)
 	queuePerReady, arrivalRateHz float64
 }
@@ -126,8 +134,12 @@ func (sc *scaler) addPool(dep *Deployment, depIdx int, d *config.Deployment, pi 
 	s := c.sc
 	p := &d.Pools[pi]
 	n := int32(poolSlots(p))
-	sp := &spool{dep: dep, depIdx: int32(depIdx), idx: pi, cfg: p.Autoscaler, scfg: scfg, tp: int32(d.GPUsPerReplica()),
-		price: d.GPUHourUSD, lastAction: math.MinInt64}
+	hw := d.ForPool(pi) // the pool's own GPU, TP and price, else the deployment's
+	dp := &dep.pools[len(dep.pools)-1]
+	role, _ := replica.ParseRole(p.Role)
+	sp := &spool{dep: dep, depIdx: int32(depIdx), idx: pi, role: role, cfg: p.Autoscaler, scfg: scfg, tp: int32(hw.GPUsPerReplica()),
+		price: hw.GPUHourUSD, engine: dp.engine, lastAction: math.MinInt64,
+		perf: &poolPerf{m: dp.model, e: dp.engine}}
 	sp.min, sp.max = p.Bounds()
 	for k := int32(0); k < n; k++ {
 		sp.slots = append(sp.slots, first+k)
@@ -174,7 +186,7 @@ func (sc *scaler) initScale() {
 	s.gen = make([]uint32, len(c.reps))
 	s.killEnd = make([]bool, len(c.reps))
 	for i, sp := range s.pools {
-		sp.g = sp.dep.group
+		sp.g = sp.group()
 		if sp.cfg != nil {
 			for _, m := range sp.slots {
 				s.poolOf[m] = int32(i)
@@ -193,17 +205,38 @@ func (sc *scaler) initScale() {
 	}
 }
 
+// group is the candidate group whose board shows the pool's replicas: a
+// decode pool's own (P/D), else its deployment's.
+func (sp *spool) group() *group {
+	if sp.role == replica.Decode {
+		return sp.dep.pd.decode
+	}
+	return sp.dep.group
+}
+
 // dynamic reports whether g has an autoscaled pool.
 func (sc *scaler) dynamic(g *group) bool {
 	if sc == nil {
 		return false
 	}
 	for _, sp := range sc.pools {
-		if sp.cfg != nil && sp.dep.group == g {
+		if sp.cfg != nil && sp.group() == g {
 			return true
 		}
 	}
 	return false
+}
+
+// canServe reports whether a request for g can be routed now: some
+// replica of g serves, and with P/D whose decode replica is chosen at
+// arrival, some decode replica too. A selective deployment with no
+// prefill replica serving keeps its requests local.
+func (sc *scaler) canServe(g *group) bool {
+	pd := g.deps[0].pd
+	if pd == nil || !pd.decodeFirst && !pd.selective {
+		return g.board.Len() > 0
+	}
+	return pd.decode.board.Len() > 0 && (g.board.Len() > 0 || pd.selective)
 }
 
 func routable(st replica.State) bool { return st == replica.Serving || st == replica.Warming }
@@ -246,6 +279,13 @@ func (sc *scaler) rebuildBoard(g *group) {
 	if len(ms) > 0 && len(g.held) > 0 {
 		sc.releaseHeld(g)
 	}
+	if d := g.deps[0]; d.pd != nil && g == d.pd.decode && len(ms) > 0 {
+		// A decode pool back from zero: the requests that waited for it.
+		c.pd.adoptOrphans(d)
+		if len(d.group.held) > 0 && sc.canServe(d.group) {
+			sc.releaseHeld(d.group)
+		}
+	}
 }
 
 // heldReq is a request waiting at the router for a replica to serve it.
@@ -279,15 +319,17 @@ func (sc *scaler) releaseHeld(g *group) {
 	c.sc.noCount = false
 }
 
-// scaleArrival counts a request arriving for g's pools.
-func (sc *scaler) scaleArrival(g *group) {
+// scaleArrival counts request r arriving for g's pools.
+func (sc *scaler) scaleArrival(g *group, r *request.State) {
 	c := sc.c
 	if c.sc.noCount {
 		return
 	}
 	for _, sp := range c.sc.pools {
-		if sp.cfg != nil && sp.g == g {
+		if sp.cfg != nil && sp.dep.group == g {
 			sp.cur.arrivals++
+			sp.cur.inTok += int64(r.Req.InputTokens)
+			sp.cur.outTok += int64(r.Req.OutputTokens)
 		}
 	}
 }
@@ -295,7 +337,16 @@ func (sc *scaler) scaleArrival(g *group) {
 // scaleFinished records r's outcome for its replica's pool.
 func (sc *scaler) scaleFinished(r *request.State) {
 	c := sc.c
-	p := c.sc.poolOf[r.Replica]
+	if r.IsPD() && r.PD.PReplica != r.Replica {
+		// Its prefill pool sees it too (its TTFT is the prefill's doing).
+		sc.finishedOn(c.sc.poolOf[r.PD.PReplica], r)
+	}
+	sc.finishedOn(c.sc.poolOf[r.Replica], r)
+}
+
+// finishedOn records r's outcome for autoscaled pool p (-1: none).
+func (sc *scaler) finishedOn(p int32, r *request.State) {
+	c := sc.c
 	if p < 0 || r.Req.Kind != row.KindLLM {
 		return
 	}
@@ -308,8 +359,16 @@ func (sc *scaler) scaleFinished(r *request.State) {
 	ttft, e2e := r.FirstTok-r.Req.ArrivalUS, r.Finished-r.Req.ArrivalUS
 	b.ttft = append(b.ttft, ttft)
 	b.e2e = append(b.e2e, e2e)
+	b.ttftSum += float64(ttft)
+	b.e2eSum += float64(e2e)
+	tpot := int64(0)
+	if r.Generated > 1 {
+		tpot = (r.Finished - r.FirstTok) / int64(r.Generated-1)
+		b.itlSum += float64(tpot)
+		b.itlN++
+	}
 	slo := &sp.cfg.SLO
-	if (slo.TTFT == 0 || ttft <= slo.TTFT.US()) && (slo.E2E == 0 || e2e <= slo.E2E.US()) {
+	if (slo.TTFT == 0 || ttft <= slo.TTFT.US()) && (slo.E2E == 0 || e2e <= slo.E2E.US()) && (slo.ITL == 0 || tpot <= slo.ITL.US()) {
 		b.met++
 	}
 }
@@ -425,7 +484,7 @@ func (sc *scaler) scaleTick() {
 	// the router (a pool at zero replicas), then stop.
 	next := int64(math.MaxInt64)
 	for _, sp := range s.pools {
-		if sp.cfg != nil && len(sp.g.held) > 0 {
+		if sp.cfg != nil && (len(sp.g.held) > 0 || sp.g != sp.dep.group && (len(sp.dep.group.held) > 0 || c.pd.orphansOf(sp.dep) > 0)) {
 			next = min(next, sp.nextEval)
 		}
 	}
@@ -472,6 +531,9 @@ func (sc *scaler) sample(sp *spool) {
 		}
 		l := rep.Sched.Load()
 		b.queue += float64(l.Waiting + rep.InFlight)
+		if c.pd != nil {
+			b.queue += float64(len(c.pd.incoming[m])) // hand-offs waiting for its blocks
+		}
 		b.running += float64(l.Running)
 		if l.KVTotal > 0 {
 			b.kv += float64(l.KVUsed) / float64(l.KVTotal)
@@ -481,6 +543,9 @@ func (sc *scaler) sample(sp *spool) {
 		b.readyUS += b.dur
 	}
 	b.queue += float64(sc.heldLive(sp.g))
+	if sp.g != sp.dep.group {
+		b.queue += float64(sc.heldLive(sp.dep.group) + c.pd.orphansOf(sp.dep))
+	}
 	// Keep the bucket's latency buffers for reuse.
 	old := &sp.ring[sp.head]
 	tt, ee := old.ttft[:0], old.e2e[:0]
@@ -515,7 +580,9 @@ func (sc *scaler) metrics(sp *spool, n int) autoscale.Metrics {
 	c := sc.c
 	m := autoscale.Metrics{SLOAttainment: math.NaN()}
 	var q, run, kvs, ready, busy, readyUS float64
-	var arr, fin, met int
+	var arr, fin, met, itlN int
+	var inTok, outTok int64
+	var ttftSum, itlSum, e2eSum float64
 	lat, e2e := c.sc.lat[:0], c.sc.lat2[:0]
 	for k := 1; k <= min(n, sp.filled); k++ {
 		b := sp.recent(k)
@@ -529,6 +596,8 @@ func (sc *scaler) metrics(sp *spool, n int) autoscale.Metrics {
 		arr += b.arrivals
 		fin += b.finished
 		met += b.met
+		inTok, outTok = inTok+b.inTok, outTok+b.outTok
+		ttftSum, itlSum, e2eSum, itlN = ttftSum+b.ttftSum, itlSum+b.itlSum, e2eSum+b.e2eSum, itlN+b.itlN
 		lat = append(lat, b.ttft...)
 		e2e = append(e2e, b.e2e...)
 	}
@@ -544,7 +613,16 @@ func (sc *scaler) metrics(sp *spool, n int) autoscale.Metrics {
 		m.RequestRate = float64(arr) / (float64(m.WindowUS) / 1e6)
 	}
 	m.Finished = fin
-	if fin > 0 && (sp.cfg.SLO.TTFT > 0 || sp.cfg.SLO.E2E > 0) {
+	if arr > 0 {
+		m.InputTokensMean, m.OutputTokensMean = float64(inTok)/float64(arr), float64(outTok)/float64(arr)
+	}
+	if n := len(lat); n > 0 {
+		m.TTFTMeanUS, m.DurationMeanUS = ttftSum/float64(n), e2eSum/float64(n)
+	}
+	if itlN > 0 {
+		m.ITLMeanUS = itlSum / float64(itlN)
+	}
+	if fin > 0 && (sp.cfg.SLO.TTFT > 0 || sp.cfg.SLO.E2E > 0 || sp.cfg.SLO.ITL > 0) {
 		m.SLOAttainment = float64(met) / float64(fin)
 	}
 	m.TTFTP50US, m.TTFTP99US = percentiles(lat)
@@ -598,7 +676,13 @@ func (sc *scaler) poolView(sp *spool) autoscale.PoolView {
 		}
 	}
 	v.Pending = v.Waiting + v.InFlight + sc.heldLive(sp.g)
+	if sp.g != sp.dep.group {
+		// A decode pool at zero holds its deployment's arrivals (chosen
+		// first) or hand-offs (chosen at the prefill's end).
+		v.Pending += sc.heldLive(sp.dep.group) + c.pd.orphansOf(sp.dep)
+	}
 	v.Role = c.reps[sp.slots[0]].Role.String()
+	v.Perf = sp.perf
 	return v
 }
 
@@ -830,6 +914,9 @@ func (sc *scaler) onReplica(rep *replica.Replica, phases ...request.Phase) []*re
 func (sc *scaler) redirect(rep *replica.Replica) {
 	c := sc.c
 	c.cut(rep)
+	if c.pd != nil && rep.Role == replica.Decode {
+		c.pd.rebind(rep) // requests not yet sent to it choose again at their hand-off
+	}
 	for _, r := range sc.onReplica(rep, request.Waiting) {
 		if r.FirstSched != row.Null {
 			continue
@@ -850,6 +937,12 @@ func (sc *scaler) kill(rep *replica.Replica, reason string) {
 	c := sc.c
 	c.cut(rep)
 	c.sc.killEnd[rep.Index] = false
+	if c.pd != nil {
+		// Nothing the drops below set off may start a step on rep or stop
+		// it before its kill ends.
+		c.pd.quiet = rep.Index
+		c.pd.evict(rep, reason) // hand-offs from or to it
+	}
 	for _, r := range sc.onReplica(rep, request.Routed, request.Waiting, request.Running) {
 		if r.Phase == request.Routed {
 			rep.InFlight--
@@ -860,6 +953,9 @@ func (sc *scaler) kill(rep *replica.Replica, reason string) {
 		r.Status, r.Reason, r.Finished = row.StatusDropped, reason, c.now
 		c.sum.DrainDropped++
 		c.terminal(r)
+	}
+	if c.pd != nil {
+		c.pd.quiet = -1
 	}
 	sc.stop(c.sc.pools[c.sc.poolOf[rep.Index]], rep, reason)
 }
@@ -885,7 +981,7 @@ func (sc *scaler) drainedCheck(rep *replica.Replica) bool {
 	if c.sc.killEnd[rep.Index] {
 		return false // killed by its timer at the end of its step
 	}
-	if rep.Busy() || rep.InFlight > 0 || rep.Sched.HasWork() {
+	if rep.Busy() || rep.InFlight > 0 || rep.Sched.HasWork() || c.pd != nil && c.pd.pdBusy(rep) {
 		return false
 	}
 	sc.stop(c.sc.pools[c.sc.poolOf[rep.Index]], rep, "drained")
@@ -897,7 +993,7 @@ func (sc *scaler) drainedCheck(rep *replica.Replica) bool {
 func (sc *scaler) stop(sp *spool, rep *replica.Replica, reason string) {
 	c := sc.c
 	i := rep.Index
-	if c.checks && (rep.Busy() || rep.InFlight != 0 || rep.Sched.HasWork()) {
+	if c.checks && (rep.Busy() || rep.InFlight != 0 || rep.Sched.HasWork() || c.pd != nil && c.pd.pdBusy(rep)) {
 		c.fail(fmt.Errorf("invariant violated: replica %s stopped with work (busy %v, in flight %d, waiting %d, running %d)",
 			rep.ID, rep.Busy(), rep.InFlight, rep.Sched.Waiting(), rep.Sched.Running()))
 	}
@@ -918,7 +1014,7 @@ func (sc *scaler) stop(sp *spool, rep *replica.Replica, reason string) {
 			c.sc.thrash += t.Stats.ThrashLoad
 		}
 	}
-	e := sp.dep.Engine
+	e := sp.engine
 	store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
 	var order sched.Order
 	var victim sched.Victim
@@ -1154,4 +1250,44 @@ func (sc *scaler) reportOscillations(sp *spool) {
 			ReplicaID:   fmt.Sprintf("%s/pool%d", sp.dep.ID, sp.idx),
 			Description: fmt.Sprintf("pool %s/%d scaled %s within %s", sp.dep.ID, sp.idx, pattern, config.Duration((o.EndUS-o.StartUS)*1000))})
 	}
+}
+
+// poolPerf is a pool's engine as the planner's performance model
+// (autoscale.Perf): its latency model (the GPU step, without the engine's
+// CPU work or a warm-up) and its limits.
+type poolPerf struct {
+	m latency.Model
+	e config.Engine
+}
+
+// PrefillUS is a lone prompt of n tokens prefilled in chunks of the step
+// budget (and long_prefill_token_threshold), each step one chunk over the
+// context before it.
+func (p *poolPerf) PrefillUS(n float64) float64 {
+	tokens := int64(math.Round(n))
+	chunk := int64(p.e.MaxNumBatchedTokens)
+	if t := int64(p.e.LongPrefillThreshold); t > 0 {
+		chunk = min(chunk, t)
+	}
+	var us float64
+	for done := int64(0); done < tokens; {
+		k := min(chunk, tokens-done)
+		b := latency.Batch{PrefillSeqs: 1, PrefillTokens: k, PrefillCtx: done, PrefillAttn: k * (done + (k+1)/2)}
+		us += float64(p.m.StepTime(&b))
+		done += k
+	}
+	return us
+}
+
+// DecodeStepUS is a step decoding batch sequences of ctx tokens each.
+func (p *poolPerf) DecodeStepUS(batch int, ctx float64) float64 {
+	b := latency.Batch{DecodeSeqs: batch, DecodeCtx: int64(math.Round(float64(batch) * ctx))}
+	return float64(p.m.StepTime(&b))
+}
+
+// MaxBatch is the most sequences of ctx tokens a replica holds: its
+// max_num_seqs, and its KV blocks over each sequence's.
+func (p *poolPerf) MaxBatch(ctx float64) int {
+	per := int64(math.Ceil(ctx / float64(p.e.BlockSize)))
+	return int(min(int64(p.e.MaxNumSeqs), p.e.KVBlocks/max(per, 1)))
 }

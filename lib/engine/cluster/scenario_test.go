@@ -150,6 +150,9 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 		if sum.Transfers > 0 {
 			h.log.Printf("KV transfers: %d, %d bytes", sum.Transfers, sum.TransferBytes)
 		}
+		if sum.Encodes > 0 {
+			h.log.Printf("encodes: %d, %d bytes of embeddings, %d µs from encode routing to arrival in all", sum.Encodes, sum.EncodeBytes, sum.EncodeUS)
+		}
 		if sum.ScaleUps+sum.ScaleDowns > 0 {
 			var gh []string
 			for i, g := range sum.GPUHours {
@@ -368,6 +371,12 @@ func (h *harness) Anomaly(*row.Anomaly) {}
 
 // Scale decisions are logged from the scale-events rows (scaleRows).
 func (h *harness) Scale(int64, string, string, string, string, int) {}
+
+func (h *harness) Disagg(now int64, r *request.State, kind string, v *policy.ClusterView, target int, action, reason string, value int64) {
+	if h.show["route"] {
+		h.log.Printf("t=%d %s %s -> %s: %s (%s)", now, kind, r.Req.ID, v.Replica(target).ID(), action, reason)
+	}
+}
 
 func (h *harness) FlowControl(now int64, r *request.State, action, reason string, value int64) {
 	if h.show["gateway"] {

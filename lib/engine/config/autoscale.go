@@ -11,8 +11,9 @@ import (
 // Autoscaler is a pool's autoscaler (docs/engine.md, "Autoscaling"). A
 // pool without one keeps its replicas for the whole run.
 type Autoscaler struct {
-	// Policy is hpa, queue-threshold or slo (a policy bundle's autoscaler
-	// stage replaces it through cluster.Policies.Autoscale).
+	// Policy is hpa, queue-threshold, slo or planner (NVIDIA Dynamo's SLA
+	// planner, for prefill and decode pools); a policy bundle's autoscaler
+	// stage replaces it through cluster.Policies.Autoscale.
 	Policy string `yaml:"policy"`
 	// Interval is how often the policy is evaluated (Kubernetes' HPA sync
 	// period is 15 s).
@@ -51,10 +52,12 @@ type Autoscaler struct {
 	Triggers     Triggers     `yaml:"triggers"`
 }
 
-// SLOSpec bounds a request's latency for SLO attainment.
+// SLOSpec bounds a request's latency for SLO attainment; ITL is also the
+// planner's decode target.
 type SLOSpec struct {
 	TTFT Duration `yaml:"ttft"`
 	E2E  Duration `yaml:"e2e"`
+	ITL  Duration `yaml:"itl"` // time per output token (tpot)
 }
 
 // Stabilization windows: scale-down follows the highest recommendation of
@@ -161,9 +164,16 @@ func (c *Cluster) validateAutoscaler(at string, p *Pool) error {
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch a.Policy {
 	case "hpa", "queue-threshold", "slo":
+	case "planner":
+		switch {
+		case p.Role != "prefill" && p.Role != "decode":
+			return bad(k("policy"), "the planner sizes prefill and decode pools (NVIDIA Dynamo's SLA planner), not a %s pool: use hpa, queue-threshold or slo", p.Role)
+		case p.Role == "decode" && a.SLO.ITL <= 0:
+			return bad(at, "the planner sizes a decode pool for an inter-token latency: set slo.itl (e.g. 40ms)")
+		}
 	default:
-		msg := fmt.Sprintf("expected hpa, queue-threshold or slo, found %q", a.Policy)
-		if s := Suggest(a.Policy, []string{"hpa", "queue-threshold", "slo"}); s != "" {
+		msg := fmt.Sprintf("expected hpa, queue-threshold, slo or planner, found %q", a.Policy)
+		if s := Suggest(a.Policy, []string{"hpa", "queue-threshold", "slo", "planner"}); s != "" {
 			msg = "did you mean " + s + "? (" + msg + ")"
 		}
 		return errors.New(c.Where(k("policy"), msg))
@@ -177,7 +187,7 @@ func (c *Cluster) validateAutoscaler(at string, p *Pool) error {
 		return bad(k("sample"), "expected <= interval (%s), found %s", a.Interval, a.Sample)
 	case a.Window < 0:
 		return bad(k("window"), "expected >= 0, found %s", a.Window)
-	case !finite(a.Target) || a.Target <= 0:
+	case a.Policy != "planner" && (!finite(a.Target) || a.Target <= 0):
 		return bad(k("target"), "expected a number > 0, found %g", a.Target)
 	case a.Policy == "slo" && a.Target > 1:
 		return bad(k("target"), "expected the SLO attainment to keep, in (0, 1], found %g", a.Target)
@@ -189,8 +199,8 @@ func (c *Cluster) validateAutoscaler(at string, p *Pool) error {
 		return bad(k("low"), "expected < target (%g), found %g", a.Target, a.Low)
 	case a.Step < 1:
 		return bad(k("step"), "expected an integer >= 1, found %d", a.Step)
-	case a.Policy == "slo" && a.SLO.TTFT == 0 && a.SLO.E2E == 0:
-		return bad(k("slo"), "the slo policy needs slo.ttft or slo.e2e")
+	case a.Policy == "slo" && a.SLO.TTFT == 0 && a.SLO.E2E == 0 && a.SLO.ITL == 0:
+		return bad(k("slo"), "the slo policy needs slo.ttft, slo.e2e or slo.itl")
 	}
 	if a.Policy == "hpa" {
 		ok := false
@@ -262,8 +272,8 @@ func (c *Cluster) validateAutoscaler(at string, p *Pool) error {
 	if t.SLOBelow > 1 {
 		return bad(k("triggers.slo_below"), "expected an attainment in [0, 1], found %g", t.SLOBelow)
 	}
-	if t.SLOBelow > 0 && a.SLO.TTFT == 0 && a.SLO.E2E == 0 {
-		return bad(k("triggers.slo_below"), "needs slo.ttft or slo.e2e")
+	if t.SLOBelow > 0 && a.SLO.TTFT == 0 && a.SLO.E2E == 0 && a.SLO.ITL == 0 {
+		return bad(k("triggers.slo_below"), "needs slo.ttft, slo.e2e or slo.itl")
 	}
 	if t.UtilizationLow > 0 && t.UtilizationHigh > 0 && t.UtilizationLow >= t.UtilizationHigh {
 		return bad(k("triggers.utilization_low"), "expected < utilization_high (%g), found %g", t.UtilizationHigh, t.UtilizationLow)

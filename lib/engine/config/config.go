@@ -88,11 +88,19 @@ type Deployment struct {
 	// GPUHourUSD is the price of one GPU-hour, for the cost in blis-report
 	// (0 = not priced).
 	GPUHourUSD float64 `yaml:"gpu_hour_usd,omitempty"`
+	// PD decides which requests of a P/D deployment go to its prefill pool
+	// (nil = every request: decider always).
+	PD *PD `yaml:"pd,omitempty"`
+	// Encode is how an encode pool ships image embeddings (required with
+	// an encode pool).
+	Encode *Encode `yaml:"encode,omitempty"`
 }
 
 // Pool is a set of identical replicas with one role.
 type Pool struct {
-	Role     string `yaml:"role"` // monolithic, or prefill and decode (disaggregated serving)
+	// Role is monolithic, prefill or decode (disaggregated serving), or
+	// encode (multimodal requests' images, E/P/D).
+	Role     string `yaml:"role"`
 	Replicas int    `yaml:"replicas"`
 	// MinReplicas and MaxReplicas bound the pool once autoscaling lands;
 	// 0 means "= replicas".
@@ -102,6 +110,21 @@ type Pool struct {
 	// its bounds (see Bounds and autoscale.go); replicas is then the count
 	// at the start (0 allowed).
 	Autoscaler *Autoscaler `yaml:"autoscaler,omitempty"`
+
+	// Hardware of the pool's own (heterogeneous P/D, pd.go): a GPU and TP
+	// other than the deployment's, engine keys merged over the
+	// deployment's (a nil Engine is the deployment's), and a latency
+	// section in place of the deployment's (nil: the deployment's).
+	GPU        string   `yaml:"gpu,omitempty"`
+	TP         int      `yaml:"tp,omitempty"`
+	Engine     *Engine  `yaml:"engine,omitempty"`
+	Latency    *Latency `yaml:"latency,omitempty"`
+	GPUHourUSD float64  `yaml:"gpu_hour_usd,omitempty"`
+	// LinkGBs is the pool's network bandwidth for KV and embedding
+	// transfers, 10^9 B/s per replica (engine.Prepare fills it: the
+	// kv_transfer bandwidth, or its link's default for the pool's GPU and
+	// TP).
+	LinkGBs float64 `yaml:"-"`
 }
 
 // Engine holds one replica's vLLM-v1 scheduler and KV-cache settings.
@@ -181,11 +204,16 @@ func defaultDeployment() Deployment {
 	return Deployment{TP: 1, Engine: DefaultEngine(), Latency: Latency{Mode: "auto"}}
 }
 
-// UnmarshalYAML fills absent keys with their defaults.
+// UnmarshalYAML fills absent keys with their defaults; a pool's engine
+// keys are read over the deployment's, a pool's latency section over the
+// defaults (mergePools).
 func (d *Deployment) UnmarshalYAML(n *yaml.Node) error {
 	*d = defaultDeployment()
 	type plain Deployment
-	return n.Decode((*plain)(d))
+	if err := n.Decode((*plain)(d)); err != nil {
+		return err
+	}
+	return d.mergePools(n)
 }
 
 // UnmarshalYAML fills absent keys with their defaults.

@@ -81,6 +81,12 @@ type KVTransfer struct {
 	// blocks or in flight) above which a prefill replica admits no new
 	// prefills; 0 = 8.
 	MaxQueue int `yaml:"max_queue,omitempty"`
+	// Sharing is how transfers that overlap share the links: fifo ("" too;
+	// each
+	// prefill replica's link sends one transfer at a time, at full
+	// bandwidth) or fair (every transfer in progress gets a max-min fair
+	// share of its sender's and its receiver's link).
+	Sharing string `yaml:"sharing"`
 }
 
 // Defaults of the KV settings.
@@ -120,7 +126,7 @@ var TierKinds = map[string]TierKind{
 
 // DefaultKVTransfer is the kv_transfer of a deployment that gives none.
 func DefaultKVTransfer() KVTransfer {
-	return KVTransfer{Link: "rdma", Granularity: "block", Routing: "decode-first"}
+	return KVTransfer{Link: "rdma", Granularity: "block", Routing: "decode-first", Sharing: "fifo"}
 }
 
 // NeedsLayers reports whether the transfer is timed per layer (stream
@@ -141,6 +147,16 @@ func (k *KV) HasTiers() bool { return len(k.Tiers) > 0 && k.Offload != "none" }
 func (d *Deployment) IsPD() bool {
 	for _, p := range d.Pools {
 		if p.Role == "prefill" || p.Role == "decode" {
+			return true
+		}
+	}
+	return false
+}
+
+// HasEncode reports whether the deployment has an encode pool.
+func (d *Deployment) HasEncode() bool {
+	for _, p := range d.Pools {
+		if p.Role == "encode" {
 			return true
 		}
 	}
@@ -210,6 +226,13 @@ func (c *Cluster) validateKVTransfer(at string, t *KVTransfer) error {
 		return errors.New(c.Where(k("layers"), fmt.Sprintf("expected the model's layer count (1 to 10000), found %d", t.Layers)))
 	case t.MaxQueue < 0:
 		return errors.New(c.Where(k("max_queue"), fmt.Sprintf("expected >= 0, found %d", t.MaxQueue)))
+	case t.Sharing != "" && t.Sharing != "fifo" && t.Sharing != "fair":
+		return errors.New(c.Where(k("sharing"), fmt.Sprintf("expected fifo or fair, found %q", t.Sharing)))
+	case t.Sharing == "fair" && (t.Granularity == "stream" || t.Pipelined):
+		// A streamed piece is paced by the prefill's compute, and a
+		// pipelined start needs the last byte's time when the transfer
+		// begins: under fair sharing both depend on transfers not begun yet.
+		return errors.New(c.Where(k("sharing"), fmt.Sprintf("fair sharing times each transfer as a flow that later transfers slow down: use granularity block or chunk without pipelined (found granularity %s, pipelined %v), or sharing: fifo", t.Granularity, t.Pipelined)))
 	}
 	return nil
 }
@@ -226,10 +249,11 @@ func tierKindNames() []string {
 	return names
 }
 
-// validatePools checks a deployment's pool roles: monolithic alone, or
-// prefill and decode together.
+// validatePools checks a deployment's pool roles: monolithic pools, or
+// one prefill and one decode pool; and at most one encode pool beside
+// them.
 func (c *Cluster) validatePools(i int, d *Deployment) error {
-	var mono, pre, dec int
+	var mono, pre, dec, enc int
 	for j, p := range d.Pools {
 		switch p.Role {
 		case "monolithic":
@@ -238,8 +262,14 @@ func (c *Cluster) validatePools(i int, d *Deployment) error {
 			pre++
 		case "decode":
 			dec++
+		case "encode":
+			enc++
 		default:
-			return errors.New(c.Where(fmt.Sprintf("deployments[%d].pools[%d].role", i, j), fmt.Sprintf("expected monolithic, prefill or decode, found %q", p.Role)))
+			msg := fmt.Sprintf("expected monolithic, prefill, decode or encode, found %q", p.Role)
+			if s := Suggest(p.Role, []string{"monolithic", "prefill", "decode", "encode"}); s != "" {
+				msg = "did you mean " + s + "? (" + msg + ")"
+			}
+			return errors.New(c.Where(fmt.Sprintf("deployments[%d].pools[%d].role", i, j), msg))
 		}
 	}
 	at := fmt.Sprintf("deployments[%d].pools", i)
@@ -252,6 +282,10 @@ func (c *Cluster) validatePools(i int, d *Deployment) error {
 		return errors.New(c.Where(at, "a deployment is either monolithic or prefill/decode; put the monolithic pool in its own deployment"))
 	case pre > 1 || dec > 1:
 		return errors.New(c.Where(at, "expected one prefill pool and one decode pool"))
+	case enc > 1:
+		return errors.New(c.Where(at, "expected at most one encode pool"))
+	case enc > 0 && mono == 0 && pre == 0:
+		return errors.New(c.Where(at, "an encode pool encodes images for a monolithic or prefill pool: add one"))
 	}
 	return nil
 }

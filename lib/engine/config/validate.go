@@ -107,6 +107,9 @@ func (c *Cluster) validateDeployments() error {
 				return err
 			}
 		}
+		if err := c.validatePD(i, d); err != nil {
+			return err
+		}
 		if d.KVTransfer != nil {
 			if !d.IsPD() {
 				return errors.New(c.Where(key("kv_transfer"), "only used by a deployment with prefill and decode pools"))
@@ -138,6 +141,9 @@ func (c *Cluster) validateDeployments() error {
 				if err := c.validateAutoscaler(pk("autoscaler"), p); err != nil {
 					return err
 				}
+			}
+			if err := c.validatePoolHardware(i, j, d); err != nil {
+				return err
 			}
 			total += ScaleSlots(p)
 			if total > MaxReplicas {

@@ -34,14 +34,16 @@ func (s State) String() string { return stateNames[s] }
 // Role is what a replica's pool does.
 type Role uint8
 
-// Pool roles. Prefill and Decode arrive with disaggregated serving.
+// Pool roles. Prefill and Decode arrive with disaggregated serving, Encode
+// with disaggregated multimodal encoding (E/P/D).
 const (
 	Monolithic Role = iota
 	Prefill
 	Decode
+	Encode
 )
 
-var roleNames = [...]string{"monolithic", "prefill", "decode"}
+var roleNames = [...]string{"monolithic", "prefill", "decode", "encode"}
 
 func (r Role) String() string { return roleNames[r] }
 

@@ -104,6 +104,9 @@ type State struct {
 	// PrefillOnly: a disaggregated request on its prefill replica, which
 	// runs the prompt only and hands the request over (phase Transfer).
 	PrefillOnly bool
+	// Encoded: its images were encoded on an encode replica (E/P/D) and
+	// their embeddings are on their way to, or at, its prefill replica.
+	Encoded bool
 
 	// Tier is the tiered-KV part's state of the request (its scheduler's),
 	// allocated at its first load from a lower tier and kept with the State
@@ -194,6 +197,13 @@ type Handoff struct {
 	XferDone   int64 // the last byte arrived
 	XferBytes  int64
 	XferWaitUS int64 // prefill end to the last piece's start (decode blocks, link queue), >= 0
+	// Fair link sharing: the request's flows in progress, and whether the
+	// whole prompt is on the links (its transfer ends with its last flow).
+	Flows    int32
+	XferLast bool
+	// Bound: counted among the requests bound to DReplica that have not
+	// reached it (a draining decode replica waits for them).
+	Bound bool
 }
 
 func (t *Handoff) reset() {

@@ -283,6 +283,7 @@ func Request(name string, a *Args) row.Request {
 	r.PrefixHashes = a.Keys("prefix")
 	r.Priority = int32(a.Int("prio", 0))
 	r.Model = a.Str("model", "")
+	r.NumImages = int32(a.Int("images", 0))
 	r.LoRA = a.Str("lora", "")
 	v := r
 	if v.ArrivalUS == row.Null && len(v.DependsOn) == 0 {

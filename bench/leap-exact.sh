@@ -23,6 +23,9 @@ for w in chat-multiturn mixed-tenants closed-loop react two-models autoscale-diu
   "$work/blis-synth" -q -o "$work/$w.arrows" "examples/workloads/$w.yaml"
 done
 "$work/blis-synth" -q -o "$work/moe.arrows" bench/moe/chat.yaml
+"$work/blis-synth" -q -o "$work/pd-long.arrows" bench/pd-hetero/long-prompt-70b.yaml
+"$work/blis-synth" -q -o "$work/pd-mixed.arrows" bench/pd-selective/mixed.yaml
+"$work/blis-synth" -q -o "$work/pd-day.arrows" bench/pd-planner/day.yaml
 cat >"$work/sync.yaml" <<'EOF'
 replicas: 8
 engine: {async_scheduling: false}
@@ -85,5 +88,9 @@ check "client cap 200, chat" "$work/chat-multiturn.arrows" --replicas 16 --route
 check "gateway flow control" "$work/flow-control.arrows" --cluster examples/clusters/flow-control.yaml
 check "flow control, chat" "$work/chat-multiturn.arrows" --cluster examples/clusters/flow-control.yaml
 check "MoE DP8 + EP" "$work/moe.arrows" --cluster examples/clusters/moe-ep.yaml
+check "P/D on hardware of its own" "$work/pd-long.arrows" --cluster examples/clusters/pd-hetero.yaml
+check "P/D selective, fair links" "$work/pd-mixed.arrows" --cluster examples/clusters/pd-selective.yaml
+check "P/D pools by the planner" "$work/pd-day.arrows" --cluster examples/clusters/pd-planner.yaml --scale-events @D/scale.arrow
+check "E/P/D, multimodal" "$work/reasoning-multimodal.arrows" --cluster examples/clusters/epd.yaml
 check "1,000 replicas, least-loaded" "$work/fleet.arrows" --replicas 1000 --router least-loaded
 exit $fail

@@ -102,8 +102,8 @@ type Pool struct {
 	// encode (multimodal requests' images, E/P/D).
 	Role     string `yaml:"role"`
 	Replicas int    `yaml:"replicas"`
-	// MinReplicas and MaxReplicas bound the pool once autoscaling lands;
-	// 0 means "= replicas".
+	// MinReplicas and MaxReplicas bound an autoscaled pool; 0 means
+	// "= replicas".
 	MinReplicas int `yaml:"min_replicas,omitempty"`
 	MaxReplicas int `yaml:"max_replicas,omitempty"`
 	// Autoscaler, when set, adds and removes the pool's replicas within

@@ -66,32 +66,49 @@ func (f *frameReader) Message() (*ipc.Message, error) {
 		return nil, fmt.Errorf("corrupt Arrow stream: message metadata length %d", n)
 	}
 	// Read what arrives rather than allocating whatever a header claims.
-	mb := bytes.NewBuffer(make([]byte, 0, min(n, 1<<16)))
-	if k, err := io.CopyN(mb, f.r, int64(n)); err != nil {
-		if err == io.EOF && k < int64(n) {
-			return nil, ErrTruncated
-		}
+	meta, err := readN(f.r, int64(n), 1<<16)
+	if err != nil {
 		return nil, err
 	}
-	meta := mb.Bytes()
 	bodyLen, err := checkMessage(meta)
 	if err != nil {
 		return nil, fmt.Errorf("corrupt Arrow stream: %w", err)
 	}
 	// Trust the declared length up to a size no real batch reaches; beyond
 	// it, grow as bytes arrive so a forged header cannot exhaust memory.
-	body := bytes.NewBuffer(make([]byte, 0, min(bodyLen, trustedBodyBytes)))
-	if n, err := io.CopyN(body, f.r, bodyLen); err != nil {
-		if err == io.EOF && n < bodyLen {
-			return nil, ErrTruncated
-		}
+	body, err := readN(f.r, bodyLen, trustedBodyBytes)
+	if err != nil {
 		return nil, err
 	}
 	if f.cur != nil {
 		f.cur.Release()
 	}
-	f.cur = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body.Bytes()))
+	f.cur = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
 	return f.cur, nil
+}
+
+// readN reads n bytes of r: into one allocation of n when n is at most
+// trusted, else into a buffer that grows as bytes arrive (a forged length
+// costs what was sent, not what it claims). One exact allocation matters:
+// a bytes.Buffer filled to its capacity doubles it before it sees EOF, and
+// that copy and clear were a fifth of blis-sim's time on a 100k-request run.
+func readN(r io.Reader, n, trusted int64) ([]byte, error) {
+	if n <= trusted {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, truncated(err)
+		}
+		return b, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(trusted))
+	if k, err := io.CopyN(&buf, r, n); err != nil {
+		if err == io.EOF && k < n {
+			return nil, ErrTruncated
+		}
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func truncated(err error) error {

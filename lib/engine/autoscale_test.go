@@ -301,20 +301,7 @@ func TestAutoscaleDeterminism(t *testing.T) {
 			if err := f.preloadAll(&sliceSource{reqs: reqs}); err != nil {
 				t.Fatal(err)
 			}
-			runUntil(t, cl, f, at)
-			before := len(orig.rs)
-			forked := &memSink{}
-			fork := cl.Clone(forked, nil)
-			ff := *f
-			ff.c = fork
-			finish(t, fork, &ff)
-			finish(t, cl, f)
-			if !reflect.DeepEqual(orig.rs, straight.rs) {
-				t.Fatalf("fork at %d µs: the original's results changed", at)
-			}
-			if !reflect.DeepEqual(forked.rs, straight.rs[before:]) {
-				t.Fatalf("fork at %d µs: the fork differs", at)
-			}
+			checkFork(t, cl, f, orig, straight, at)
 		}
 	}
 }

@@ -57,23 +57,31 @@ func TestCloneContinuesIdentically(t *testing.T) {
 				for _, at := range []int64{0, 500_000, 2_000_000, 4_000_000} {
 					orig := &memSink{}
 					cl, f := start(t, c, reqs, orig, opts)
-					runUntil(t, cl, f, at)
-					before := len(orig.rs)
-					forked := &memSink{}
-					fork := cl.Clone(forked, nil)
-					ff := *f // an in-memory table's feeder is a position in it
-					ff.c = fork
-					finish(t, fork, &ff)
-					finish(t, cl, f)
-					if !reflect.DeepEqual(orig.rs, straight.rs) {
-						t.Fatalf("fork at %d µs: the original's results changed", at)
-					}
-					if !reflect.DeepEqual(forked.rs, straight.rs[before:]) {
-						t.Fatalf("fork at %d µs: the fork wrote %d results, want the %d after the fork", at, len(forked.rs), len(straight.rs)-before)
-					}
+					checkFork(t, cl, f, orig, straight, at)
 				}
 			})
 		}
+	}
+}
+
+// checkFork runs cl to at, forks it there and finishes both: the original
+// must still write straight's results, and the fork the ones the original
+// wrote after the fork (a fork shares no state with its original).
+func checkFork(t *testing.T, cl *cluster.Cluster, f *feeder, orig, straight *memSink, at int64) {
+	t.Helper()
+	runUntil(t, cl, f, at)
+	before := len(orig.rs)
+	forked := &memSink{}
+	fork := cl.Clone(forked, nil)
+	ff := *f // an in-memory table's feeder is a position in it
+	ff.c = fork
+	finish(t, fork, &ff)
+	finish(t, cl, f)
+	if !reflect.DeepEqual(orig.rs, straight.rs) {
+		t.Fatalf("fork at %d µs: the original's results changed", at)
+	}
+	if !reflect.DeepEqual(forked.rs, straight.rs[before:]) {
+		t.Fatalf("fork at %d µs: the fork wrote %d results, want the %d after the fork", at, len(forked.rs), len(straight.rs)-before)
 	}
 }
 
@@ -215,19 +223,6 @@ scheduler: {kind: starlark, file: sched.star}
 		orig := &memSink{}
 		c, opts, s := apply(orig)
 		cl, f := start(t, c, reqs, s, opts)
-		runUntil(t, cl, f, at)
-		before := len(orig.rs)
-		forked := &memSink{}
-		fork := cl.Clone(forked, nil)
-		ff := *f
-		ff.c = fork
-		finish(t, fork, &ff)
-		finish(t, cl, f)
-		if !reflect.DeepEqual(orig.rs, straight.rs) {
-			t.Fatalf("fork at %d µs: the original's results changed (the fork shared the bundle's state)", at)
-		}
-		if !reflect.DeepEqual(forked.rs, straight.rs[before:]) {
-			t.Fatalf("fork at %d µs: the fork's %d results differ from the %d the original wrote after the fork", at, len(forked.rs), len(straight.rs)-before)
-		}
+		checkFork(t, cl, f, orig, straight, at)
 	}
 }

@@ -349,20 +349,7 @@ func TestTieredPDCloneAndDeterminism(t *testing.T) {
 			for _, at := range []int64{300_000, 1_500_000, 3_000_000} {
 				orig := &memSink{}
 				cl, f := start(t, c, reqs, orig, opts)
-				runUntil(t, cl, f, at)
-				before := len(orig.rs)
-				forked := &memSink{}
-				fork := cl.Clone(forked, nil)
-				ff := *f
-				ff.c = fork
-				finish(t, fork, &ff)
-				finish(t, cl, f)
-				if !reflect.DeepEqual(orig.rs, straight.rs) {
-					t.Fatalf("fork at %d µs: the original's results changed", at)
-				}
-				if !reflect.DeepEqual(forked.rs, straight.rs[before:]) {
-					t.Fatalf("fork at %d µs: the fork wrote %d results, want the %d after the fork", at, len(forked.rs), len(straight.rs)-before)
-				}
+				checkFork(t, cl, f, orig, straight, at)
 			}
 		})
 	}

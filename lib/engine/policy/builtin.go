@@ -287,6 +287,15 @@ func lessLoaded(c *ClusterView, i, j int) bool {
 type weighted struct{ load, kv, prefix float64 }
 
 func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
+	pb := 0
+	if p.prefix != 0 {
+		pb = r.PrefixBlocks()
+	}
+	if pb == 0 && p.kv != 0 && !c.KeepsScores() && c.b.tree != nil && p.finite() {
+		if best, ok := p.indexed(c); ok {
+			return RouteDecision{Target: best, Reason: "weighted: highest score"}
+		}
+	}
 	reps := c.current()
 	maxLoad := 1
 	for i := range reps {
@@ -294,16 +303,12 @@ func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
 			maxLoad = l
 		}
 	}
-	pb := 0
-	if p.prefix != 0 {
-		pb = r.PrefixBlocks()
-	}
 	best, bs := 0, 0.0
 	for i := range reps {
 		v := &reps[i]
-		sc := p.load * (1 - float64(v.Load())/float64(maxLoad))
+		sc := p.loadScore(v.Load(), maxLoad)
 		if v.s.KVTotal > 0 {
-			sc += p.kv * (1 - float64(v.s.KVUsed)/float64(v.s.KVTotal))
+			sc = p.withKV(sc, float64(v.s.KVUsed)/float64(v.s.KVTotal))
 		}
 		if pb > 0 {
 			sc += p.prefix * float64(c.CachedBlocks(i)) / float64(pb)
@@ -314,6 +319,64 @@ func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
 		}
 	}
 	return RouteDecision{Target: best, Reason: "weighted: highest score"}
+}
+
+// loadScore and withKV are the score's first two terms, rounded at each
+// operation (explicit conversions forbid fusing) so that the scan and the
+// index compute the same numbers on every platform.
+func (p weighted) loadScore(load, maxLoad int) float64 {
+	return float64(p.load * float64(1-float64(load)/float64(maxLoad)))
+}
+
+func (p weighted) withKV(sc, used float64) float64 {
+	return float64(sc + float64(p.kv*float64(1-used)))
+}
+
+func (p weighted) finite() bool {
+	return !math.IsInf(p.load, 0) && !math.IsInf(p.kv, 0) && !math.IsInf(p.prefix, 0)
+}
+
+// indexed is Route's choice without a prefix term, from the board's
+// kvIndex: the scan's (the highest score, the lowest index among equals)
+// from the first replica of each load that could still win. Not ok when
+// the index cannot be sure (then scan).
+func (p weighted) indexed(c *ClusterView) (int, bool) {
+	b := c.b
+	x := b.kvIndex()
+	if !x.usable() {
+		return 0, false
+	}
+	if x.seq++; x.seq == 0 {
+		clear(x.stamp)
+		x.seq = 1
+	}
+	maxLoad := max(x.maxL, 1)
+	best, bs := -1, 0.0
+	visited := 0
+	for l := int(uint32(b.tree[1] >> 32)); l <= x.maxL; l++ {
+		if best >= 0 && p.withKV(p.loadScore(l, maxLoad), 0) < bs {
+			break // no replica of this load or more can reach bs
+		}
+		if visited++; visited > len(b.reps) {
+			return 0, false // loads too sparse: a scan is cheaper
+		}
+		i := x.first(b, l, c.now)
+		if i < 0 {
+			continue
+		}
+		q := x.q[i]
+		s := p.withKV(p.loadScore(l, maxLoad), q)
+		// Replicas of this load with a larger fraction score less, unless
+		// rounding makes the next possible fraction score the same: then
+		// the lowest index among them is not i's to know.
+		if nq := x.nextAbove(q); !math.IsInf(nq, 1) && p.withKV(p.loadScore(l, maxLoad), nq) >= s {
+			return 0, false
+		}
+		if best < 0 || s > bs || s == bs && i < best {
+			best, bs = i, s
+		}
+	}
+	return best, best >= 0
 }
 
 // loraAffinity routes a request to a replica that has its LoRA adapter in

@@ -291,9 +291,15 @@ func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
 	if p.prefix != 0 {
 		pb = r.PrefixBlocks()
 	}
-	if pb == 0 && p.kv != 0 && !c.KeepsScores() && c.b.tree != nil && p.finite() {
-		if best, ok := p.indexed(c); ok {
-			return RouteDecision{Target: best, Reason: "weighted: highest score"}
+	if p.kv != 0 && !c.KeepsScores() && c.b.tree != nil && p.finite() {
+		hs, ok := []int32(nil), true
+		if pb > 0 {
+			hs, ok = c.PrefixHolders()
+		}
+		if ok {
+			if best, ok := p.indexed(c, pb, hs); ok {
+				return RouteDecision{Target: best, Reason: "weighted: highest score"}
+			}
 		}
 	}
 	reps := c.current()
@@ -311,7 +317,7 @@ func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
 			sc = p.withKV(sc, float64(v.s.KVUsed)/float64(v.s.KVTotal))
 		}
 		if pb > 0 {
-			sc += p.prefix * float64(c.CachedBlocks(i)) / float64(pb)
+			sc = p.withPrefix(sc, c.CachedBlocks(i), pb)
 		}
 		c.Score(i, sc)
 		if i == 0 || sc > bs {
@@ -332,15 +338,22 @@ func (p weighted) withKV(sc, used float64) float64 {
 	return float64(sc + float64(p.kv*float64(1-used)))
 }
 
+func (p weighted) withPrefix(sc float64, cached, pb int) float64 {
+	return float64(sc + float64(p.prefix*float64(cached)/float64(pb)))
+}
+
 func (p weighted) finite() bool {
 	return !math.IsInf(p.load, 0) && !math.IsInf(p.kv, 0) && !math.IsInf(p.prefix, 0)
 }
 
-// indexed is Route's choice without a prefix term, from the board's
-// kvIndex: the scan's (the highest score, the lowest index among equals)
-// from the first replica of each load that could still win. Not ok when
-// the index cannot be sure (then scan).
-func (p weighted) indexed(c *ClusterView) (int, bool) {
+// indexed is Route's choice from the board's kvIndex: the scan's (the
+// highest score, the lowest index among equals) from the first replica of
+// each load that could still win, on the load and KV terms; then, with
+// prompt blocks (pb > 0), the holders of its prefix (hs) scored in full.
+// A replica holding none scores its two terms (the prefix term adds 0),
+// so none beats the first pick, and one equal to it comes after it. Not ok
+// when the index cannot be sure (then scan).
+func (p weighted) indexed(c *ClusterView, pb int, hs []int32) (int, bool) {
 	b := c.b
 	x := b.kvIndex()
 	if !x.usable() {
@@ -376,7 +389,24 @@ func (p weighted) indexed(c *ClusterView) (int, bool) {
 			best, bs = i, s
 		}
 	}
-	return best, best >= 0
+	if best < 0 {
+		return 0, false
+	}
+	if pb > 0 && p.prefix != 0 {
+		for _, h := range hs {
+			i := int(h)
+			v := c.Replica(i) // brought up to date, as the scan's
+			s := p.loadScore(v.Load(), maxLoad)
+			if v.s.KVTotal > 0 {
+				s = p.withKV(s, float64(v.s.KVUsed)/float64(v.s.KVTotal))
+			}
+			s = p.withPrefix(s, c.CachedBlocks(i), pb)
+			if s > bs || s == bs && i < best {
+				best, bs = i, s
+			}
+		}
+	}
+	return best, true
 }
 
 // loraAffinity routes a request to a replica that has its LoRA adapter in

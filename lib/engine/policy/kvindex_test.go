@@ -5,14 +5,25 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/blis-sim/blis/lib/engine/row"
 )
+
+// fakeOracle is a global prefix index's answer for one request.
+type fakeOracle struct {
+	cached  map[int]int
+	holders []int32
+}
+
+func (o *fakeOracle) CachedBlocks(i int) int   { return o.cached[i] }
+func (o *fakeOracle) Holders() ([]int32, bool) { return o.holders, true }
 
 // TestWeightedIndexMatchesScan routes over random boards twice: through
 // the kvIndex (a board whose replicas in spans report KV use only when
 // read, as the cluster's do) and by the full scan over the true statuses
-// (scores kept, which always scans). Small KV totals and few loads make
-// ties, equal fractions over different totals and rounding collisions
-// common.
+// (scores kept, which always scans), with and without prompt blocks held
+// by a few replicas. Small KV totals and few loads make ties, equal
+// fractions over different totals and rounding collisions common.
 func TestWeightedIndexMatchesScan(t *testing.T) {
 	weights := []float64{0, 0.1, 0.5, 1, 2, 3, 1e-9, 1e9}
 	totalSets := [][]int64{{1000}, {1000, 1001}, {3, 6, 9}, {28000, 14000}, {1, 2}}
@@ -58,10 +69,24 @@ func TestWeightedIndexMatchesScan(t *testing.T) {
 		}
 		for round := 0; round < 200; round++ {
 			now := int64(round)
-			got := p.Route(RequestView{}, lazy.View(now, nil, false))
-			want := p.Route(RequestView{}, truth.View(now, nil, true))
+			// Half the requests have prompt blocks, some held by a few
+			// replicas (a global prefix index's holders).
+			pb, o := 0, &fakeOracle{cached: map[int]int{}}
+			if rnd.IntN(2) == 0 {
+				pb = 1 + rnd.IntN(8)
+				for k := rnd.IntN(4); k > 0; k-- {
+					i := rnd.IntN(n)
+					if _, dup := o.cached[i]; !dup {
+						o.cached[i] = 1 + rnd.IntN(pb)
+						o.holders = append(o.holders, int32(i))
+					}
+				}
+			}
+			rv := NewRequestView(&row.Request{}, now, func() int { return pb })
+			got := p.Route(rv, lazy.View(now, o, false))
+			want := p.Route(rv, truth.View(now, o, true))
 			if got.Target != want.Target || got.Reason != want.Reason {
-				t.Fatalf("seed %d round %d (weights %v, totals %v): index chose %d, scan %d", seed, round, p, totals, got.Target, want.Target)
+				t.Fatalf("seed %d round %d (weights %v, totals %v, %d prompt blocks, cached %v): index chose %d, scan %d", seed, round, p, totals, pb, o.cached, got.Target, want.Target)
 			}
 			switch rnd.IntN(3) {
 			case 0:

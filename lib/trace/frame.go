@@ -141,8 +141,11 @@ func (b fbuf) table(pos int) (table, error) {
 	if vt < 0 || vt+4 > len(b) {
 		return table{}, errFB
 	}
+	// A vtable is 4 bytes and a uint16 per field: an odd size is forged,
+	// and flatbuffers' reader would take a field the half-entry only
+	// starts as present where field below calls it absent.
 	vsize := int(binary.LittleEndian.Uint16(b[vt:]))
-	if vsize < 4 || vt+vsize > len(b) {
+	if vsize < 4 || vsize%2 != 0 || vt+vsize > len(b) {
 		return table{}, errFB
 	}
 	return table{pos: pos, vt: vt, vsize: vsize}, nil

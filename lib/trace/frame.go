@@ -270,13 +270,7 @@ func checkMessage(meta []byte) (int64, error) {
 	}
 	switch htype {
 	case hdrSchema:
-		if err := b.tables(hdr, 1, func(f table) error { return checkField(b, f, 0) }); err != nil {
-			return 0, err
-		}
-		if err := checkKeyValues(b, hdr, 2); err != nil {
-			return 0, err
-		}
-		_, _, err = b.vector(hdr, 3, 8)
+		err = checkSchema(b, hdr)
 	case hdrDictionaryBatch:
 		if rb, ok, e := b.subtable(hdr, 1); e != nil {
 			err = e
@@ -287,6 +281,47 @@ func checkMessage(meta []byte) (int64, error) {
 		err = checkRecordBatch(b, hdr)
 	}
 	return bodyLen, err
+}
+
+// checkSchema validates a Schema table: its fields (recursively), metadata
+// and features.
+func checkSchema(b fbuf, sc table) error {
+	if err := b.tables(sc, 1, func(f table) error { return checkField(b, f, 0) }); err != nil {
+		return err
+	}
+	if err := checkKeyValues(b, sc, 2); err != nil {
+		return err
+	}
+	_, _, err := b.vector(sc, 3, 8)
+	return err
+}
+
+// checkFooter validates an Arrow IPC file's Footer flatbuffer the way
+// checkMessage does a stream's messages: its schema, its blocks of
+// dictionaries and record batches (24-byte structs) and its metadata.
+func checkFooter(footer []byte) error {
+	b := fbuf(footer)
+	root, err := b.u32(0)
+	if err != nil {
+		return err
+	}
+	ft, err := b.table(root)
+	if err != nil {
+		return err
+	}
+	if sc, ok, err := b.subtable(ft, 1); err != nil {
+		return err
+	} else if ok {
+		if err := checkSchema(b, sc); err != nil {
+			return err
+		}
+	}
+	for _, id := range []int{2, 3} {
+		if _, _, err := b.vector(ft, id, 24); err != nil {
+			return err
+		}
+	}
+	return checkKeyValues(b, ft, 4)
 }
 
 func checkRecordBatch(b fbuf, rb table) error {

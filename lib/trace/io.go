@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -352,12 +353,48 @@ func openIPCFile(path string) (BatchReader, error) {
 	if n, _ := f.ReadAt(magic[:], 0); n < len(magic) || string(magic[:]) != "ARROW1" {
 		return openStream(f)
 	}
+	if err := checkFileFooter(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("not an Arrow IPC file: %w", err)
+	}
 	fr, err := ipc.NewFileReader(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("not an Arrow IPC file: %w", err)
 	}
 	return &fileReader{f: f, fr: fr}, nil
+}
+
+// checkFileFooter reads an IPC file's footer (its flatbuffer, then its
+// int32 length and the magic "ARROW1" at the end) and checks it before
+// arrow-go sizes allocations by what it claims.
+func checkFileFooter(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var tail [10]byte
+	if st.Size() < 6+int64(len(tail)) {
+		return errors.New("too short for an Arrow IPC file")
+	}
+	if _, err := f.ReadAt(tail[:], st.Size()-int64(len(tail))); err != nil {
+		return err
+	}
+	if string(tail[4:]) != "ARROW1" {
+		return errors.New("no ARROW1 magic at its end")
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(tail[:4])))
+	if n <= 0 || n > st.Size()-6-int64(len(tail)) || n > maxMetadataBytes {
+		return fmt.Errorf("footer length %d in a file of %d bytes", n, st.Size())
+	}
+	footer := make([]byte, n)
+	if _, err := f.ReadAt(footer, st.Size()-int64(len(tail))-n); err != nil {
+		return err
+	}
+	if err := checkFooter(footer); err != nil {
+		return fmt.Errorf("footer: %w", err)
+	}
+	return nil
 }
 
 func (r *fileReader) Schema() *arrow.Schema { return r.fr.Schema() }

@@ -275,12 +275,20 @@ func (c *requestCols) decode(i int, r *Request) error {
 	return r.Validate()
 }
 
-// RequestReader decodes a requests table batch by batch.
+// RequestReader decodes a requests table a slice of rows at a time.
 type RequestReader struct {
 	src  *Source
 	cols requestCols
 	row  int64
+	// The next row to decode of the batch bound to cols (valid until
+	// the next src.Next), and its rows.
+	pos, of int
 }
+
+// decodeRows bounds the rows Next decodes at once: a batch of BatchRows
+// decoded whole is 10 MB of Request values, which blis-sim's peak memory
+// and caches paid for; this many stay in the processor's cache.
+const decodeRows = 1024
 
 // NewRequestReader checks that src holds a requests table (or at least its
 // required columns) and returns a reader over it. A results table is read
@@ -298,25 +306,32 @@ func NewRequestReader(src *Source) (*RequestReader, error) {
 	return &RequestReader{src: src}, nil
 }
 
-// Next decodes the next batch into buf (reusing its storage) and returns it,
-// or io.EOF after the last batch. A bad row stops decoding with a *RowError.
+// Next decodes the next rows into buf (reusing its storage) and returns
+// them, or io.EOF after the last row. A bad row stops decoding with a
+// *RowError.
 func (r *RequestReader) Next(buf []Request) ([]Request, error) {
-	rec, err := r.src.Next()
-	if err != nil {
-		return buf[:0], err
+	if r.pos >= r.of {
+		rec, err := r.src.Next()
+		if err != nil {
+			r.pos, r.of = 0, 0
+			return buf[:0], err
+		}
+		r.cols.bind(rec)
+		r.pos, r.of = 0, int(rec.NumRows())
 	}
-	r.cols.bind(rec)
-	n := int(rec.NumRows())
+	n := min(r.of-r.pos, decodeRows)
 	if cap(buf) < n {
 		buf = make([]Request, n)
 	}
 	buf = buf[:n]
-	for i := 0; i < n; i++ {
+	for i := range buf {
 		r.row++
-		if err := r.cols.decode(i, &buf[i]); err != nil {
+		if err := r.cols.decode(r.pos+i, &buf[i]); err != nil {
+			r.pos = r.of // a bad row ends the table
 			return buf[:i], &RowError{Path: r.src.Path, Row: r.row, RequestID: buf[i].ID, SourceRow: buf[i].SourceRow, Err: err}
 		}
 	}
+	r.pos += n
 	return buf, nil
 }
 

@@ -18,22 +18,24 @@ type batchWriter struct {
 	schema *arrow.Schema
 	b      *array.RecordBuilder
 	dicts  []*dictCol // by field index; nil for plain columns
+	pool   *recycler  // the builders' memory, reused batch after batch
 	n      int
 	rows   int64
 }
 
 func newBatchWriter(sink Sink, schema *arrow.Schema) batchWriter {
-	w := batchWriter{sink: sink, schema: schema, b: array.NewRecordBuilder(Alloc, schema), dicts: make([]*dictCol, schema.NumFields())}
+	pool := newRecycler()
+	w := batchWriter{sink: sink, schema: schema, b: array.NewRecordBuilder(pool, schema), dicts: make([]*dictCol, schema.NumFields()), pool: pool}
 	for i, f := range schema.Fields() {
 		if dt, ok := f.Type.(*arrow.DictionaryType); ok {
-			w.dicts[i] = &dictCol{dt: dt, index: map[string]int32{}, nullable: f.Nullable}
+			w.dicts[i] = &dictCol{dt: dt, index: map[string]int32{}, nullable: f.Nullable, mem: pool}
 		}
 	}
 	// Room for a small table only: a table that fills a batch gets a full
 	// batch's room after its first flush. Reserving BatchRows up front cost
 	// 13 MB of zeroed memory per results table, most of a 1,000-row run's
 	// time in a sweep.
-	w.b.Reserve(firstBatchRows)
+	w.reserve(firstBatchRows)
 	return w
 }
 
@@ -42,47 +44,76 @@ const firstBatchRows = 1024
 func (w *batchWriter) flush() error { return w.flushBatch(false) }
 
 // flushBatch writes the rows held; final skips reserving room for more.
+// Room for the next batch is reserved after the batch is written and
+// released, so that it reuses the batch's buffers (see recycler).
 func (w *batchWriter) flushBatch(final bool) error {
 	if w.n == 0 {
 		return nil
 	}
 	cols := make([]arrow.Array, len(w.dicts))
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
+	var data []int // string and list builders' value sizes, by field index
 	for i, d := range w.dicts {
 		if d != nil {
 			cols[i] = d.build()
 			continue
 		}
 		fb := w.b.Field(i)
-		var data int
 		switch x := fb.(type) {
 		case *array.StringBuilder:
-			data = x.DataLen()
+			data = growTo(data, len(w.dicts))
+			data[i] = x.DataLen()
 		case *array.ListBuilder:
-			data = x.ValueBuilder().Len()
+			data = growTo(data, len(w.dicts))
+			data[i] = x.ValueBuilder().Len()
 		}
 		cols[i] = fb.NewArray()
-		if final {
-			continue
-		}
-		fb.Reserve(BatchRows)
-		switch x := fb.(type) {
-		case *array.StringBuilder:
-			x.ReserveData(data)
-		case *array.ListBuilder:
-			x.ValueBuilder().Reserve(data)
-		}
 	}
 	rec := array.NewRecordBatch(w.schema, cols, int64(w.n))
-	defer rec.Release()
+	for _, c := range cols {
+		c.Release()
+	}
 	w.n = 0
-	return w.sink.Write(rec)
+	err := w.sink.Write(rec)
+	rec.Release()
+	if final {
+		return err
+	}
+	w.reserve(BatchRows)
+	for i, d := range w.dicts {
+		if d != nil {
+			continue
+		}
+		switch x := w.b.Field(i).(type) {
+		case *array.StringBuilder:
+			x.ReserveData(data[i])
+		case *array.ListBuilder:
+			x.ValueBuilder().Reserve(data[i])
+		}
+	}
+	return err
+}
+
+// reserve makes room for rows rows in the plain columns' builders (the
+// dictionary columns' arrow builders are never used: see dictCol). Arrow
+// rounds a reservation of k to the power of two above k, so 32,768 rows
+// asked as such get room for 65,536: ask for one less.
+func (w *batchWriter) reserve(rows int) {
+	for i, d := range w.dicts {
+		if d != nil {
+			continue
+		}
+		fb := w.b.Field(i)
+		if need := rows - 1 - fb.Len(); need > 0 {
+			fb.Reserve(need)
+		}
+	}
+}
+
+func growTo(xs []int, n int) []int {
+	if xs == nil {
+		xs = make([]int, n)
+	}
+	return xs
 }
 
 func (w *batchWriter) added() error {
@@ -90,6 +121,11 @@ func (w *batchWriter) added() error {
 	w.rows++
 	if w.n >= BatchRows {
 		return w.flush()
+	}
+	if w.n == firstBatchRows && w.rows == firstBatchRows {
+		// A table past its first room: a whole batch's room now, rather
+		// than doubling five times through sizes no later batch uses.
+		w.reserve(BatchRows)
 	}
 	return nil
 }
@@ -101,24 +137,24 @@ func (w *batchWriter) close() error {
 	if cerr := w.sink.Close(); err == nil {
 		err = cerr
 	}
+	w.release()
+	return err
+}
+
+func (w *batchWriter) release() {
 	w.b.Release()
 	for _, d := range w.dicts {
 		if d != nil && d.dict != nil {
 			d.dict.Release()
 		}
 	}
-	return err
+	w.pool.drop()
 }
 
 // abort discards the output of a failed run (see Abort) and releases the builders.
 func (w *batchWriter) abort() {
 	Abort(w.sink)
-	w.b.Release()
-	for _, d := range w.dicts {
-		if d != nil && d.dict != nil {
-			d.dict.Release()
-		}
-	}
+	w.release()
 }
 
 // dictCol accumulates one dictionary<int32, string> column.
@@ -131,6 +167,7 @@ type dictCol struct {
 	valid    []bool // nil until the batch's first null
 	dict     arrow.Array
 	dictLen  int
+	mem      memory.Allocator
 	// The previous value and its index: consecutive rows usually repeat a
 	// dictionary value (one tenant's session), and this skips the map.
 	last    string
@@ -187,12 +224,15 @@ func (d *dictCol) build() arrow.Array {
 		if d.dict != nil {
 			d.dict.Release()
 		}
-		sb := array.NewStringBuilder(Alloc)
+		sb := array.NewStringBuilder(d.mem)
 		sb.AppendValues(d.values, nil)
 		d.dict, d.dictLen = sb.NewArray(), len(d.values)
 		sb.Release()
 	}
-	ib := array.NewInt32Builder(Alloc)
+	ib := array.NewInt32Builder(d.mem)
+	if len(d.idx) > 1 {
+		ib.Reserve(len(d.idx) - 1) // exactly len(d.idx): see reserve
+	}
 	ib.AppendValues(d.idx, d.valid)
 	indices := ib.NewArray()
 	ib.Release()

@@ -30,6 +30,13 @@ const maxRecycled = 64 << 20
 func newRecycler() *recycler { return &recycler{} }
 
 func (p *recycler) Allocate(size int) []byte {
+	b := p.take(size)
+	clear(b[:cap(b)]) // what Arrow's own allocator hands out: zeroed memory
+	return b
+}
+
+// take is Allocate without clearing: for a buffer about to be overwritten.
+func (p *recycler) take(size int) []byte {
 	p.mu.Lock()
 	best := -1
 	for i, b := range p.free {
@@ -46,8 +53,6 @@ func (p *recycler) Allocate(size int) []byte {
 		p.free = p.free[:last]
 		p.bytes -= cap(b)
 		p.mu.Unlock()
-		b = b[:cap(b)]
-		clear(b) // what Arrow's own allocator hands out: zeroed memory
 		return b[:size]
 	}
 	p.mu.Unlock()

@@ -303,6 +303,7 @@ func NewRequestReader(src *Source) (*RequestReader, error) {
 	if err := checkRequestSchema(src.Schema()); err != nil {
 		return nil, &InputError{Err: fmt.Errorf("%s: %w", src.Path, err)}
 	}
+	src.recycleBodies() // every value is copied out of a batch (see decode)
 	return &RequestReader{src: src}, nil
 }
 

@@ -82,6 +82,10 @@ func checkData(d arrow.ArrayData, depth int) error {
 			return fmt.Errorf("%d bytes for %d dictionary indices", bufLen(d, 1), end)
 		}
 		b := d.Buffers()[1].Bytes()
+		var valid []byte // the validity bitmap, nil when no value is null
+		if d.NullN() != 0 && len(d.Buffers()) > 0 && d.Buffers()[0] != nil {
+			valid = d.Buffers()[0].Bytes()
+		}
 		for i := off; i < end; i++ {
 			var idx int64
 			switch w {
@@ -94,7 +98,7 @@ func checkData(d arrow.ArrayData, depth int) error {
 			case 8:
 				idx = int64(binary.LittleEndian.Uint64(b[8*i:]))
 			}
-			if (idx < 0 || idx >= int64(dict.Len())) && !isNull(d, i) {
+			if (idx < 0 || idx >= int64(dict.Len())) && (valid == nil || valid[i/8]&(1<<(i%8)) != 0) {
 				return fmt.Errorf("dictionary index %d outside a dictionary of %d values", idx, dict.Len())
 			}
 		}
@@ -106,13 +110,6 @@ func checkData(d arrow.ArrayData, depth int) error {
 		}
 	}
 	return nil
-}
-
-func isNull(d arrow.ArrayData, i int) bool {
-	if d.NullN() == 0 || len(d.Buffers()) == 0 || d.Buffers()[0] == nil {
-		return false
-	}
-	return d.Buffers()[0].Bytes()[i/8]&(1<<(i%8)) == 0
 }
 
 // checkOffsets checks int32 offsets [off, end] are monotone and within limit.

@@ -30,13 +30,15 @@ const maxRecycled = 64 << 20
 func newRecycler() *recycler { return &recycler{} }
 
 func (p *recycler) Allocate(size int) []byte {
-	b := p.take(size)
+	b := p.take(size, size)
 	clear(b[:cap(b)]) // what Arrow's own allocator hands out: zeroed memory
 	return b
 }
 
-// take is Allocate without clearing: for a buffer about to be overwritten.
-func (p *recycler) take(size int) []byte {
+// take is Allocate without clearing, for a buffer about to be
+// overwritten; a new buffer gets room for room bytes (>= size), so that
+// slightly larger sizes to come can reuse it.
+func (p *recycler) take(size, room int) []byte {
 	p.mu.Lock()
 	best := -1
 	for i, b := range p.free {
@@ -56,7 +58,7 @@ func (p *recycler) take(size int) []byte {
 		return b[:size]
 	}
 	p.mu.Unlock()
-	return memory.DefaultAllocator.Allocate(size)
+	return memory.DefaultAllocator.Allocate(max(size, room))[:size]
 }
 
 func (p *recycler) Reallocate(size int, b []byte) []byte {

@@ -71,9 +71,10 @@ func appendNullable64(b *array.Int64Builder, v int64) {
 	}
 }
 
-func (b *requestBuilder) append(r *Request) {
+// put appends r into builders with room for the row (see put64).
+func (b *requestBuilder) put(r *Request) {
 	b.id.Append(r.ID)
-	appendNullable64(b.arrival, r.ArrivalUS)
+	put64(b.arrival, r.ArrivalUS)
 	if len(r.DependsOn) == 0 {
 		b.deps.AppendNull()
 	} else {
@@ -82,10 +83,10 @@ func (b *requestBuilder) append(r *Request) {
 			b.depsV.Append(d)
 		}
 	}
-	b.delay.Append(r.DelayUS)
+	b.delay.UnsafeAppend(r.DelayUS)
 	b.kind.append(r.Kind)
-	b.in.Append(r.InputTokens)
-	b.out.Append(r.OutputTokens)
+	put32(b.in, r.InputTokens)
+	put32(b.out, r.OutputTokens)
 	if len(r.PrefixHashes) == 0 {
 		b.hashes.AppendNull()
 	} else {
@@ -100,22 +101,22 @@ func (b *requestBuilder) append(r *Request) {
 	b.tenant.append(r.TenantID)
 	b.slo.append(r.SLOClass)
 	b.model.append(r.Model)
-	b.prio.Append(r.Priority)
+	put32(b.prio, r.Priority)
 	b.step.append(r.StepID)
-	b.loop.Append(r.LoopIteration)
-	b.stream.Append(r.Streaming)
+	put32(b.loop, r.LoopIteration)
+	b.stream.UnsafeAppend(r.Streaming)
 	b.srcStatus.append(r.SourceStatus)
-	appendNullable64(b.rTTFT, r.RecordedTTFTUS)
-	appendNullable64(b.rE2E, r.RecordedE2EUS)
-	appendNullable64(b.rITL, r.RecordedITLUS)
-	b.srcRow.Append(r.SourceRow)
+	put64(b.rTTFT, r.RecordedTTFTUS)
+	put64(b.rE2E, r.RecordedE2EUS)
+	put64(b.rITL, r.RecordedITLUS)
+	b.srcRow.UnsafeAppend(r.SourceRow)
 	if r.TimeoutUS == 0 {
-		b.timeout.AppendNull()
+		b.timeout.UnsafeAppendBoolToBitmap(false)
 	} else {
-		b.timeout.Append(r.TimeoutUS)
+		b.timeout.UnsafeAppend(r.TimeoutUS)
 	}
 	b.rtype.append(r.RequestType)
-	b.images.Append(r.NumImages)
+	put32(b.images, r.NumImages)
 	b.stage.append(r.Stage)
 	b.lora.append(r.LoRA)
 }
@@ -136,7 +137,7 @@ func NewRequestWriter(sink Sink, schema *arrow.Schema) *RequestWriter {
 
 // Write appends one request.
 func (w *RequestWriter) Write(r *Request) error {
-	w.rb.append(r)
+	w.rb.put(r)
 	return w.added()
 }
 

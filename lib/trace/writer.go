@@ -21,6 +21,10 @@ type batchWriter struct {
 	pool   *recycler  // the builders' memory, reused batch after batch
 	n      int
 	rows   int64
+	// room is the rows every plain column's builder has room for, always
+	// more than n between rows: a writer may append a row's fixed-width
+	// values with the builders' Unsafe methods (see put64).
+	room int
 }
 
 func newBatchWriter(sink Sink, schema *arrow.Schema) batchWriter {
@@ -107,6 +111,7 @@ func (w *batchWriter) reserve(rows int) {
 			fb.Reserve(need)
 		}
 	}
+	w.room = rows
 }
 
 func growTo(xs []int, n int) []int {
@@ -122,13 +127,26 @@ func (w *batchWriter) added() error {
 	if w.n >= BatchRows {
 		return w.flush()
 	}
-	if w.n == firstBatchRows && w.rows == firstBatchRows {
+	if w.n >= w.room {
 		// A table past its first room: a whole batch's room now, rather
 		// than doubling five times through sizes no later batch uses.
 		w.reserve(BatchRows)
 	}
 	return nil
 }
+
+// put64 appends v (Null: a null) to a builder of the batch being filled;
+// put32 appends v. The builders have room for the row (batchWriter.room),
+// which is what Append would check value by value.
+func put64(b *array.Int64Builder, v int64) {
+	if v == Null {
+		b.UnsafeAppendBoolToBitmap(false)
+	} else {
+		b.UnsafeAppend(v)
+	}
+}
+
+func put32(b *array.Int32Builder, v int32) { b.UnsafeAppend(v) }
 
 // close flushes, closes the sink and releases the builders. It always
 // writes the schema, so an empty table is still a valid stream.

@@ -181,8 +181,9 @@ type dictCol struct {
 	nullable bool
 	index    map[string]int32
 	values   []string
-	idx      []int32
-	valid    []bool // nil until the batch's first null
+	idx      []int32 // -1 for a null
+	nulls    int     // in idx
+	valid    []bool  // build's scratch
 	dict     arrow.Array
 	dictLen  int
 	mem      memory.Allocator
@@ -195,28 +196,16 @@ type dictCol struct {
 
 // appendNulls appends n nulls (the column is nullable).
 func (d *dictCol) appendNulls(n int) {
-	if d.valid == nil {
-		d.valid = make([]bool, len(d.idx), BatchRows)
-		for i := range d.valid {
-			d.valid[i] = true
-		}
-	}
+	d.nulls += n
 	for ; n > 0; n-- {
-		d.valid = append(d.valid, false)
-		d.idx = append(d.idx, 0)
+		d.idx = append(d.idx, -1)
 	}
 }
 
 func (d *dictCol) append(v string) {
 	if v == "" && d.nullable {
-		if d.valid == nil {
-			d.valid = make([]bool, len(d.idx), BatchRows)
-			for i := range d.valid {
-				d.valid[i] = true
-			}
-		}
-		d.valid = append(d.valid, false)
-		d.idx = append(d.idx, 0)
+		d.idx = append(d.idx, -1)
+		d.nulls++
 		return
 	}
 	var i int32
@@ -232,9 +221,6 @@ func (d *dictCol) append(v string) {
 		d.last, d.lastI, d.hasLast = v, i, true
 	}
 	d.idx = append(d.idx, i)
-	if d.valid != nil {
-		d.valid = append(d.valid, true)
-	}
 }
 
 func (d *dictCol) build() arrow.Array {
@@ -251,12 +237,24 @@ func (d *dictCol) build() arrow.Array {
 	if len(d.idx) > 1 {
 		ib.Reserve(len(d.idx) - 1) // exactly len(d.idx): see reserve
 	}
-	ib.AppendValues(d.idx, d.valid)
+	var valid []bool
+	if d.nulls > 0 {
+		// A null's index is written as 0 under its cleared validity bit.
+		valid = d.valid[:0]
+		for k, x := range d.idx {
+			valid = append(valid, x >= 0)
+			if x < 0 {
+				d.idx[k] = 0
+			}
+		}
+		d.valid = valid
+	}
+	ib.AppendValues(d.idx, valid)
 	indices := ib.NewArray()
 	ib.Release()
 	out := array.NewDictionaryArray(d.dt, indices, d.dict)
 	indices.Release()
-	d.idx, d.valid = d.idx[:0], nil
+	d.idx, d.nulls = d.idx[:0], 0
 	return out
 }
 

@@ -337,6 +337,9 @@ func (r *RequestReader) Next(buf []Request) ([]Request, error) {
 	return buf, nil
 }
 
+// RowsValidated says every row Next returns has passed Request.Validate.
+func (r *RequestReader) RowsValidated() bool { return true }
+
 // ReadAllRequests reads a whole requests table into memory: for tests and
 // small inputs only; the simulator streams.
 func ReadAllRequests(src *Source) ([]Request, error) {

@@ -84,7 +84,7 @@ func (f *frameReader) Message() (*ipc.Message, error) {
 	var body *memory.Buffer
 	if f.pool != nil && bodyLen <= trustedBodyBytes {
 		// Room for a batch an eighth larger: batches of a table differ a little.
-		b := f.pool.take(int(bodyLen), int(bodyLen+bodyLen/8))
+		b, _ := f.pool.take(int(bodyLen), int(bodyLen+bodyLen/8))
 		if _, err := io.ReadFull(f.r, b); err != nil {
 			f.pool.Free(b)
 			return nil, truncated(err)

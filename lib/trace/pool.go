@@ -30,15 +30,17 @@ const maxRecycled = 64 << 20
 func newRecycler() *recycler { return &recycler{} }
 
 func (p *recycler) Allocate(size int) []byte {
-	b := p.take(size, size)
-	clear(b[:cap(b)]) // what Arrow's own allocator hands out: zeroed memory
+	b, reused := p.take(size, size)
+	if reused {
+		clear(b[:cap(b)]) // what Arrow's own allocator hands out: zeroed memory
+	}
 	return b
 }
 
-// take is Allocate without clearing, for a buffer about to be
-// overwritten; a new buffer gets room for room bytes (>= size), so that
-// slightly larger sizes to come can reuse it.
-func (p *recycler) take(size, room int) []byte {
+// take is Allocate without clearing a reused buffer (a new one is zeroed),
+// for a buffer about to be overwritten; a new buffer gets room for room
+// bytes (>= size), so that slightly larger sizes to come can reuse it.
+func (p *recycler) take(size, room int) (b []byte, reused bool) {
 	p.mu.Lock()
 	best := -1
 	for i, b := range p.free {
@@ -48,18 +50,22 @@ func (p *recycler) take(size, room int) []byte {
 		}
 	}
 	if best >= 0 {
-		b := p.free[best]
+		b = p.free[best]
 		last := len(p.free) - 1
 		p.free[best] = p.free[last]
 		p.free[last] = nil
 		p.free = p.free[:last]
 		p.bytes -= cap(b)
 		p.mu.Unlock()
-		return b[:size]
+		return b[:size], true
 	}
 	p.mu.Unlock()
-	return memory.DefaultAllocator.Allocate(max(size, room))[:size]
+	return goAlloc.Allocate(max(size, room))[:size], false
 }
+
+// goAlloc hands out new buffers: Go's, zeroed (arrow's DefaultAllocator
+// is C's malloc under the mallocator build tag).
+var goAlloc = memory.NewGoAllocator()
 
 func (p *recycler) Reallocate(size int, b []byte) []byte {
 	if cap(b) >= size {

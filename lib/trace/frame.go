@@ -24,6 +24,7 @@ type frameReader struct {
 	hdr  [8]byte
 	cur  *ipc.Message
 	refs int
+	pool *recycler // message bodies, when recycled (Source.recycleBodies)
 }
 
 const (
@@ -74,16 +75,33 @@ func (f *frameReader) Message() (*ipc.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corrupt Arrow stream: %w", err)
 	}
-	// Trust the declared length up to a size no real batch reaches; beyond
-	// it, grow as bytes arrive so a forged header cannot exhaust memory.
-	body, err := readN(f.r, bodyLen, trustedBodyBytes)
-	if err != nil {
-		return nil, err
-	}
+	// The previous message goes first, so that its body, once the batch
+	// made of it is released too, can take this one.
 	if f.cur != nil {
 		f.cur.Release()
+		f.cur = nil
 	}
-	f.cur = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
+	var body *memory.Buffer
+	if f.pool != nil && bodyLen <= trustedBodyBytes {
+		// Room for a batch an eighth larger: batches of a table differ a little.
+		b, _ := f.pool.take(int(bodyLen), int(bodyLen+bodyLen/8))
+		if _, err := io.ReadFull(f.r, b); err != nil {
+			f.pool.Free(b)
+			return nil, truncated(err)
+		}
+		body = memory.NewBufferWithAllocator(b, f.pool)
+	} else {
+		// Trust the declared length up to a size no real batch reaches;
+		// beyond it, grow as bytes arrive so a forged header cannot
+		// exhaust memory.
+		b, err := readN(f.r, bodyLen, trustedBodyBytes)
+		if err != nil {
+			return nil, err
+		}
+		body = memory.NewBufferBytes(b)
+	}
+	f.cur = ipc.NewMessage(memory.NewBufferBytes(meta), body)
+	body.Release() // the message holds it now
 	return f.cur, nil
 }
 

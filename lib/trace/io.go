@@ -286,6 +286,18 @@ func (s *Source) Next() (arrow.RecordBatch, error) {
 // Close releases the source.
 func (s *Source) Close() error { return s.r.Close() }
 
+// recycleBodies lets a stream read each batch into the memory of an
+// earlier batch once no reference to it is left (Arrow's reference counts
+// say so), instead of fresh memory every batch. Only for a reader that
+// copies every value out of a batch before asking for the next and keeps
+// a batch only by retaining it: a string taken from a batch without a copy
+// would change under its holder.
+func (s *Source) recycleBodies() {
+	if r, ok := s.r.(interface{ recycleBodies() }); ok {
+		r.recycleBodies()
+	}
+}
+
 // Expect returns an error unless the table is of the given kind. Tables with
 // no blis.table key (written by other tools) are accepted.
 func (s *Source) Expect(table string) error {
@@ -299,6 +311,7 @@ func (s *Source) Expect(table string) error {
 type streamReader struct {
 	rd *ipc.Reader
 	c  io.Closer
+	fr *frameReader
 }
 
 func openStream(rc io.ReadCloser) (BatchReader, error) {
@@ -321,8 +334,12 @@ func openStream(rc io.ReadCloser) (BatchReader, error) {
 		}
 		return nil, fmt.Errorf("not an Arrow IPC stream: %w", err)
 	}
-	return &streamReader{rd: rd, c: rc}, nil
+	return &streamReader{rd: rd, c: rc, fr: fr}, nil
 }
+
+// recycleBodies lets the next message reuse the memory of a batch nobody
+// holds any more (see Source.recycleBodies).
+func (s *streamReader) recycleBodies() { s.fr.pool = newRecycler() }
 
 func (s *streamReader) Schema() *arrow.Schema { return s.rd.Schema() }
 func (s *streamReader) Next() (arrow.RecordBatch, error) {

@@ -291,8 +291,10 @@ func (p *Replica) CatchUp(t int64, ended, formedAt func(dur int64) bool) {
 		r := s.runs[s.ri]
 		left := min(r.n-s.rk, s.priced-1-s.done)
 		var k int64 // this run's steps that end before t
-		if t > s.doneEnd {
-			k = min(left, (t-s.doneEnd-1)/r.dur)
+		if d := t - s.doneEnd - 1; d >= left*r.dur {
+			k = left // the whole rest of the run (no division: the common case)
+		} else if d >= 0 {
+			k = d / r.dur
 		}
 		s.done += k
 		s.doneEnd += k * r.dur

@@ -61,12 +61,16 @@ func (s *VLLM) Span() (Span, bool) {
 	visit := min(n-1, B)
 	var round int64
 	s.leapMask = 0
+	// Bucket indices advance by one, wrapping: no division per step.
+	p := (first + 1) % B
 	for k := int64(1); k <= visit; k++ {
-		p := (first + k) % B
 		m := int64(len(s.bound[p]))
 		round += m
 		if m > 0 && B <= 64 {
 			s.leapMask |= 1 << uint(p)
+		}
+		if p++; p == B {
+			p = 0
 		}
 	}
 	free := int64(s.kv.Free())
@@ -82,13 +86,15 @@ func (s *VLLM) Span() (Span, bool) {
 	} else if round == 0 {
 		k = n - 1
 	}
-	for k < n-1 {
-		need := int64(len(s.bound[(first+1+k)%B]))
+	for p = (first + 1 + k) % B; k < n-1; k++ {
+		need := int64(len(s.bound[p]))
 		if need > free {
 			break
 		}
 		free -= need
-		k++
+		if p++; p == B {
+			p = 0
+		}
 	}
 	if k < 1 {
 		return Span{}, false
@@ -130,22 +136,24 @@ func (s *VLLM) AdvanceTo(next int64, formed bool, lastStart, lastEnd int64) {
 func (s *VLLM) advanceBlocks(from, to int64) {
 	B := int64(s.B)
 	avail, taken := s.kv.AnonHead(), int32(0)
+	p := from % B // j % B, kept as j advances
 	for j := from; j <= to; {
 		if B <= 64 {
 			// Jump to the next step whose bucket has entries.
-			p := j % B
 			m := s.leapMask >> uint(p)
 			if m == 0 {
 				j += B - p
+				p = 0
 				continue
 			}
-			j += int64(bits.TrailingZeros64(m))
+			tz := int64(bits.TrailingZeros64(m))
+			j, p = j+tz, p+tz
 			if j > to {
 				break
 			}
 		}
 		// As Form: stale entries are dropped (swapped with the last).
-		bucket := &s.bound[j%B]
+		bucket := &s.bound[p]
 		for i := 0; i < len(*bucket); {
 			x := (*bucket)[i]
 			if x.epoch != x.r.Epoch {
@@ -166,6 +174,9 @@ func (s *VLLM) advanceBlocks(from, to int64) {
 			i++
 		}
 		j++
+		if p++; p == B {
+			p = 0
+		}
 	}
 	s.kv.TakeAnon(taken)
 }

@@ -57,7 +57,7 @@ type eventHeap struct {
 }
 
 // Len is the number of events queued.
-func (h *eventHeap) Len() int { return len(h.S) + len(h.ends.s) }
+func (h *eventHeap) Len() int { return len(h.S) + h.ends.len() }
 
 // next is the time and key of the next event; ok is false when none is
 // queued.
@@ -65,21 +65,20 @@ func (h *eventHeap) next() (t int64, key uint64, ok bool) {
 	if len(h.S) > 0 {
 		t, key, ok = h.S[0].t, h.S[0].key, true
 	}
-	if len(h.ends.s) > 0 {
-		if e := &h.ends.s[0]; !ok || e.t < t || e.t == t && e.key < key {
-			t, key, ok = e.t, e.key, true
-		}
+	if e := h.ends.top(); e != nil && (!ok || e.t < t || e.t == t && e.key < key) {
+		t, key, ok = e.t, e.key, true
 	}
 	return t, key, ok
 }
 
 // pop removes and returns the next event; the queue must not be empty.
 func (h *eventHeap) pop() event {
+	h.ends.flush()
 	if n := len(h.ends.s); n > 0 {
 		e := &h.ends.s[0]
 		if len(h.S) == 0 || e.t < h.S[0].t || e.t == h.S[0].t && e.key < h.S[0].key {
 			ev := event{t: e.t, key: e.key, tag: uint64(uint32(e.rep)) << 32}
-			h.ends.remove(e.rep)
+			h.ends.hold()
 			return ev
 		}
 	}
@@ -185,6 +184,7 @@ func (h *eventHeap) pushGen(t int64, kind uint8, inst int32, gen uint32) {
 // clone copies the queue.
 func (h *eventHeap) clone(m *request.Clone) eventHeap {
 	d := eventHeap{S: make([]event, len(h.S)), seq: h.seq, ends: h.ends.clone()}
+	d.ends.flush()
 	for i, e := range h.S {
 		e.r = m.Map(e.r)
 		d.S[i] = e
@@ -194,9 +194,15 @@ func (h *eventHeap) clone(m *request.Clone) eventHeap {
 
 // endHeap is the step ends: a min-heap with one slot per replica, whose
 // position it tracks (pos), so that a replica's end can move.
+//
+// The end popped last stays at the root, held (gone for every reader),
+// until the next change: the replica's next step end, set while its end
+// is processed (most often), replaces it in one pass down the heap
+// instead of a removal and an insertion.
 type endHeap struct {
-	s   []endEntry
-	pos []int32 // by replica: index in s, −1 when it has no step end
+	s    []endEntry
+	pos  []int32 // by replica: index in s, −1 when it has no step end
+	held int32   // 1 + the replica whose popped end is held at s[0]; 0: none
 }
 
 type endEntry struct {
@@ -217,14 +223,71 @@ func (h *endHeap) init(n int) {
 
 // at is replica rep's step end (ok false: none).
 func (h *endHeap) at(rep int32) (t int64, ok bool) {
-	if p := h.pos[rep]; p >= 0 {
-		return h.s[p].t, true
+	e, ok := h.entry(rep)
+	return e.t, ok
+}
+
+// entry is replica rep's step end (ok false: none).
+func (h *endHeap) entry(rep int32) (e endEntry, ok bool) {
+	if p := h.pos[rep]; p >= 0 && h.held != rep+1 {
+		return h.s[p], true
 	}
-	return 0, false
+	return endEntry{}, false
+}
+
+// len is the number of step ends queued.
+func (h *endHeap) len() int {
+	if h.held != 0 {
+		return len(h.s) - 1
+	}
+	return len(h.s)
+}
+
+// top is the earliest step end (nil: none): with the root held, the
+// earlier of its children.
+func (h *endHeap) top() *endEntry {
+	if h.held == 0 {
+		if len(h.s) > 0 {
+			return &h.s[0]
+		}
+		return nil
+	}
+	switch len(h.s) {
+	case 1:
+		return nil
+	case 2:
+		return &h.s[1]
+	}
+	if h.s[2].less(&h.s[1]) {
+		return &h.s[2]
+	}
+	return &h.s[1]
+}
+
+// hold takes the root out for readers, leaving it in place (pop).
+func (h *endHeap) hold() { h.held = h.s[0].rep + 1 }
+
+// flush removes the held root, if any.
+func (h *endHeap) flush() {
+	if h.held != 0 {
+		rep := h.held - 1
+		h.held = 0
+		h.remove(rep)
+	}
 }
 
 // set gives replica rep the step end (t, key).
 func (h *endHeap) set(rep int32, t int64, key uint64) {
+	if h.held != 0 {
+		if h.held == rep+1 {
+			// Its popped end, at the root: replaced.
+			h.held = 0
+			h.s[0] = endEntry{t, key, rep}
+			h.down(0)
+			return
+		}
+		h.flush()
+	}
 	p := h.pos[rep]
 	if p < 0 {
 		p = int32(len(h.s))
@@ -243,8 +306,12 @@ func (h *endHeap) set(rep int32, t int64, key uint64) {
 	}
 }
 
-// remove takes replica rep's step end out.
+// remove takes replica rep's step end out (none: nothing to do).
 func (h *endHeap) remove(rep int32) {
+	h.flush()
+	if h.pos[rep] < 0 {
+		return
+	}
 	p := int(h.pos[rep])
 	n := len(h.s) - 1
 	h.pos[rep] = -1
@@ -300,7 +367,7 @@ func (h *endHeap) down(i int) {
 }
 
 func (h *endHeap) clone() endHeap {
-	return endHeap{s: append([]endEntry(nil), h.s...), pos: append([]int32(nil), h.pos...)}
+	return endHeap{s: append([]endEntry(nil), h.s...), pos: append([]int32(nil), h.pos...), held: h.held}
 }
 
 // retireHeap orders finished requests by the root arrival they hang off.

@@ -274,8 +274,7 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 		a.endPos[a.endRep] = -1 // the previous fork's replica, whatever it did
 	}
 	d.h.ends = endHeap{s: a.ends[:0], pos: a.endPos}
-	if p := c.h.ends.pos[i]; p >= 0 {
-		e := c.h.ends.s[p]
+	if e, ok := c.h.ends.entry(i); ok {
 		d.h.ends.set(i, e.t, e.key)
 	}
 	a.ends, a.endRep = d.h.ends.s, i

@@ -60,18 +60,22 @@ func (s *VLLM) Span() (Span, bool) {
 	B := int64(s.B)
 	visit := min(n-1, B)
 	var round int64
-	s.leapMask = 0
+	var mask uint64
 	// Bucket indices advance by one, wrapping: no division per step.
 	p := (first + 1) % B
 	for k := int64(1); k <= visit; k++ {
 		m := int64(len(s.bound[p]))
 		round += m
-		if m > 0 && B <= 64 {
-			s.leapMask |= 1 << uint(p)
+		if m > 0 {
+			mask |= 1 << uint(p) // (0 from p = 64 on)
 		}
 		if p++; p == B {
 			p = 0
 		}
+	}
+	s.leapMask = 0
+	if B <= 64 {
+		s.leapMask = mask
 	}
 	free := int64(s.kv.Free())
 	if clean {
@@ -152,33 +156,42 @@ func (s *VLLM) advanceBlocks(from, to int64) {
 				break
 			}
 		}
-		// As Form: stale entries are dropped (swapped with the last).
-		bucket := &s.bound[p]
-		for i := 0; i < len(*bucket); {
-			x := (*bucket)[i]
-			if x.epoch != x.r.Epoch {
-				last := len(*bucket) - 1
-				(*bucket)[i] = (*bucket)[last]
-				(*bucket)[last] = boundEntry{}
-				*bucket = (*bucket)[:last]
-				continue
-			}
-			if taken < avail && x.r.IDBlocks(1) == 0 {
-				x.r.KV.Anon++
-				taken++
-			} else {
-				s.kv.TakeAnon(taken)
-				s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
-				avail, taken = s.kv.AnonHead(), 0
-			}
-			i++
-		}
+		avail, taken = s.allocBucket(&s.bound[p], avail, taken)
 		j++
 		if p++; p == B {
 			p = 0
 		}
 	}
 	s.kv.TakeAnon(taken)
+}
+
+// allocBucket gives each live entry of a bucket its block, as Form would
+// with blocks to spare; stale entries are dropped (swapped with the last,
+// as Form does). Anonymous blocks from the head run of the free queue
+// (avail of them, taken so far not yet taken from the store) are counted
+// and taken at once (TakeAnon), before any other block; the caller takes
+// the last count.
+func (s *VLLM) allocBucket(bucket *[]boundEntry, avail, taken int32) (int32, int32) {
+	for i := 0; i < len(*bucket); {
+		x := (*bucket)[i]
+		if x.epoch != x.r.Epoch {
+			last := len(*bucket) - 1
+			(*bucket)[i] = (*bucket)[last]
+			(*bucket)[last] = boundEntry{}
+			*bucket = (*bucket)[:last]
+			continue
+		}
+		if taken < avail && x.r.IDBlocks(1) == 0 {
+			x.r.KV.Anon++
+			taken++
+		} else {
+			s.kv.TakeAnon(taken)
+			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+			avail, taken = s.kv.AnonHead(), 0
+		}
+		i++
+	}
+	return avail, taken
 }
 
 // advanceAnon gives the blocks of steps from..to in one call per request

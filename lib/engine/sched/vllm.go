@@ -390,17 +390,24 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		s.specBlocks()
 	}
 	bucket := &s.bound[step%int64(B)]
-	for i := 0; i < len(*bucket); {
-		x := (*bucket)[i]
-		if x.epoch != x.r.Epoch || !s.reserve(x.r, 1) {
-			last := len(*bucket) - 1
-			(*bucket)[i] = (*bucket)[last]
-			(*bucket)[last] = boundEntry{}
-			*bucket = (*bucket)[:last]
-			continue
+	if s.kv.Free() >= int32(len(*bucket)) {
+		// A block for each without preempting anyone: taken as
+		// advanceBlocks takes them, anonymous ones at once.
+		_, taken := s.allocBucket(bucket, s.kv.AnonHead(), 0)
+		s.kv.TakeAnon(taken)
+	} else {
+		for i := 0; i < len(*bucket); {
+			x := (*bucket)[i]
+			if x.epoch != x.r.Epoch || !s.reserve(x.r, 1) {
+				last := len(*bucket) - 1
+				(*bucket)[i] = (*bucket)[last]
+				(*bucket)[last] = boundEntry{}
+				*bucket = (*bucket)[:last]
+				continue
+			}
+			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+			i++
 		}
-		s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
-		i++
 	}
 
 	// Running requests still in prefill get their next chunk.

@@ -262,7 +262,9 @@ func (s *span) price() {
 			next = seenV
 		}
 		k := lo - i + 1
-		if v > 0 && (maxLeapEnd-end)/v < k {
+		// (one step fits: checked above; runs are mostly one step long
+		// at larger batches, so the division is skipped then)
+		if k > 1 && v > 0 && (maxLeapEnd-end)/v < k {
 			k = (maxLeapEnd - end) / v
 			n = i + k
 			next = -1

@@ -28,7 +28,8 @@ type Paged struct {
 	q         []qent  // free queue from q[qh]; a cached entry is valid iff its block's qpos matches
 	qh        int
 	qoff      int64 // absolute position of q[0]
-	cached    keyTable
+	idx       blockIndex
+	nHashed   int // blocks holding a key
 	evictions int64
 	obs       Observer
 	low       Observer // lower KV tiers (nil: GPU only)
@@ -52,7 +53,7 @@ type block struct {
 func NewPaged(blocks int32, blockSize int32) *Paged {
 	// Block structs are created as ids are first needed: a run without
 	// prefix hashes never allocates them.
-	c := &Paged{blockSize: blockSize, total: blocks, free: blocks, cached: newKeyTable(blocks)}
+	c := &Paged{blockSize: blockSize, total: blocks, free: blocks}
 	if blocks > 0 {
 		c.q = append(c.q, qent{id: -1, n: blocks})
 	}
@@ -152,7 +153,15 @@ func (c *Paged) newID() int32 {
 		c.idFree = c.idFree[:n-1]
 		return id
 	}
-	c.b = append(c.b, block{})
+	if len(c.b) == cap(c.b) {
+		// Grown by use, never past the cache's blocks (append's growth
+		// would overshoot a full cache's by up to a quarter).
+		b := make([]block, len(c.b), min(max(2*len(c.b), 64), int(c.total)))
+		copy(b, c.b)
+		c.b = b
+	}
+	c.b = c.b[:len(c.b)+1]
+	c.b[len(c.b)-1] = block{}
 	return int32(len(c.b) - 1)
 }
 
@@ -188,8 +197,8 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 		}
 		bl.qpos = 0
 		if bl.hashed {
-			c.cached.del(bl.key, id)
-			bl.hashed = false
+			bl.hashed = false // its index entry is now stale
+			c.nHashed--
 			c.evictions++
 			if c.obs != nil {
 				c.obs.Evicted(bl.key)
@@ -246,7 +255,7 @@ func (c *Paged) Lookup(keys []uint64, max int) int {
 		max = len(keys)
 	}
 	for i := 0; i < max; i++ {
-		if _, ok := c.cached.get(keys[i]); !ok {
+		if _, ok := c.idx.find(keys[i], c.b); !ok {
 			return i
 		}
 	}
@@ -258,7 +267,7 @@ func (c *Paged) Has(keys []uint64, i int) bool {
 	if i >= len(keys) {
 		return false
 	}
-	_, ok := c.cached.get(keys[i])
+	_, ok := c.idx.find(keys[i], c.b)
 	return ok
 }
 
@@ -266,7 +275,7 @@ func (c *Paged) Has(keys []uint64, i int) bool {
 func (c *Paged) HitCost(keys []uint64, n int) int32 {
 	var k int32
 	for i := 0; i < n; i++ {
-		if id, _ := c.cached.get(keys[i]); c.b[id].refcnt == 0 {
+		if id, _ := c.idx.find(keys[i], c.b); c.b[id].refcnt == 0 {
 			k++
 		}
 	}
@@ -276,7 +285,7 @@ func (c *Paged) HitCost(keys []uint64, n int) int32 {
 // Touch implements Store.
 func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 	for i := 0; i < n; i++ {
-		id, _ := c.cached.get(keys[i])
+		id, _ := c.idx.find(keys[i], c.b)
 		bl := &c.b[id]
 		if bl.refcnt == 0 {
 			bl.qpos = 0 // its queue entry is now stale
@@ -291,6 +300,9 @@ func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 // Register implements Store. A key already cached in another block keeps
 // its block, as in vLLM.
 func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
+	if to-from > 1 {
+		c.idx.prefetch(keys[from:to], c.b, c.nHashed)
+	}
 	for j := from; j < to; j++ {
 		id := h.IDs[j]
 		bl := &c.b[id]
@@ -298,12 +310,12 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 			continue
 		}
 		k := keys[j]
-		if _, ok := c.cached.get(k); ok {
+		if !c.idx.add(k, id, c.b, c.nHashed) {
 			continue
 		}
-		c.cached.put(k, id)
 		bl.key = k
 		bl.hashed = true
+		c.nHashed++
 		if c.obs != nil {
 			c.obs.Cached(k)
 		}
@@ -369,13 +381,13 @@ func (c *Paged) Check() error {
 	for id := range c.b {
 		if c.b[id].hashed {
 			hashed++
-			if got, ok := c.cached.get(c.b[id].key); !ok || got != int32(id) {
+			if got, ok := c.idx.find(c.b[id].key, c.b); !ok || got != int32(id) {
 				return fmt.Errorf("KV block %d holds a key the cache index does not map to it", id)
 			}
 		}
 	}
-	if hashed != c.cached.n {
-		return fmt.Errorf("KV cache index holds %d keys, %d blocks are hashed", c.cached.n, hashed)
+	if hashed != c.nHashed || c.idx.n < hashed || 4*c.idx.n > 3*len(c.idx.slots) {
+		return fmt.Errorf("KV cache index holds %d entries in %d slots, %d blocks are hashed (counter says %d)", c.idx.n, len(c.idx.slots), hashed, c.nHashed)
 	}
 	return nil
 }
@@ -386,7 +398,7 @@ func (c *Paged) Clone() Store {
 	d.b = append([]block(nil), c.b...)
 	d.idFree = append([]int32(nil), c.idFree...)
 	d.q = append([]qent(nil), c.q...)
-	d.cached = c.cached.clone()
+	d.idx.slots = append([]uint64(nil), c.idx.slots...)
 	d.obs, d.low = nil, nil
 	return &d
 }
@@ -399,12 +411,12 @@ func (c *Paged) CloneInto(dst Store) Store {
 	if d == nil || d == c {
 		return c.Clone()
 	}
-	b, idFree, q, keys, vals := d.b, d.idFree, d.q, d.cached.keys, d.cached.vals
+	b, idFree, q, slots := d.b, d.idFree, d.q, d.idx.slots
 	*d = *c
 	d.b = append(b[:0], c.b...)
 	d.idFree = append(idFree[:0], c.idFree...)
 	d.q = append(q[:0], c.q...)
-	d.cached = c.cached.cloneInto(keys, vals)
+	d.idx.slots = append(slots[:0], c.idx.slots...)
 	d.obs, d.low = nil, nil
 	return d
 }

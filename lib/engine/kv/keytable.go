@@ -171,7 +171,7 @@ func (x *blockIndex) find(k uint64, b []block) (int32, bool) {
 		}
 		if s&0xFFFFFFFF == fp {
 			id := int32(s>>32) - 1
-			if bl := &b[id]; bl.hashed && bl.key == k {
+			if bl := &b[id]; bl.hashed() && bl.key == k {
 				return id, true
 			}
 		}
@@ -182,7 +182,9 @@ func (x *blockIndex) find(k uint64, b []block) (int32, bool) {
 }
 
 // add indexes k in block id, unless a block holds k already (false). The
-// caller marks the block hashed; hashed blocks number at most hashed.
+// caller marks the block hashed; hashed blocks number at most hashed. (A
+// stale entry of the same block is left alone: a live entry may follow it
+// in the probe run.)
 func (x *blockIndex) add(k uint64, id int32, b []block, hashed int) bool {
 	if 4*(x.n+1) > 3*len(x.slots) {
 		x.rebuild(b, hashed)
@@ -196,11 +198,8 @@ func (x *blockIndex) add(k uint64, id int32, b []block, hashed int) bool {
 		}
 		if s&0xFFFFFFFF == fp {
 			old := int32(s>>32) - 1
-			if bl := &b[old]; bl.hashed && bl.key == k {
+			if bl := &b[old]; bl.hashed() && bl.key == k {
 				return false
-			}
-			if old == id {
-				return true // its own stale entry: live again
 			}
 		}
 		if i++; i == len(x.slots) {
@@ -223,7 +222,7 @@ func (x *blockIndex) rebuild(b []block, hashed int) {
 	x.n = 0
 	for id := range b {
 		bl := &b[id]
-		if !bl.hashed {
+		if !bl.hashed() {
 			continue
 		}
 		i := x.home(bl.key)

@@ -25,9 +25,8 @@ type Paged struct {
 	idsHeld   int32 // identified blocks with references
 	b         []block
 	idFree    []int32 // created ids holding nothing
-	q         []qent  // free queue from q[qh]; a cached entry is valid iff its block's qpos matches
+	q         []qent  // free queue from q[qh]; a cached entry is valid iff it carries its block's gen
 	qh        int
-	qoff      int64 // absolute position of q[0]
 	idx       blockIndex
 	nHashed   int // blocks holding a key
 	evictions int64
@@ -35,19 +34,31 @@ type Paged struct {
 	low       Observer // lower KV tiers (nil: GPU only)
 }
 
-// qent is a free-queue entry: a cached block (id >= 0) or n anonymous blocks.
+// qent is a free-queue entry: a cached block (id >= 0, n its gen when
+// queued) or n anonymous blocks (id < 0).
 type qent struct {
 	id int32
 	n  int32
 }
 
-// block is one identified KV block.
+// block is one identified KV block, 16 bytes: a full cache holds a record
+// per block on every replica of a fleet.
+//
+// gen changes each time the block enters or leaves the free queue, so an
+// entry queued before is stale. A stale entry could pass for live only
+// after 2^31 more entries of the same block were queued behind it, all
+// still in the queue (entries leave it from the head only): 16 GiB of
+// queue.
 type block struct {
-	key    uint64
-	qpos   int64 // absolute free-queue position + 1 while in the queue, else 0
-	refcnt int32
-	hashed bool
+	key  uint64
+	gen  uint32
+	refs uint32 // references, and hashedBit while the block holds key
 }
+
+const hashedBit = 1 << 31
+
+func (b *block) hashed() bool  { return b.refs&hashedBit != 0 }
+func (b *block) refcnt() int32 { return int32(b.refs &^ hashedBit) }
 
 // NewPaged returns an empty cache of blocks blocks of blockSize tokens.
 func NewPaged(blocks int32, blockSize int32) *Paged {
@@ -86,7 +97,7 @@ func (c *Paged) CleanFree() int32 {
 			n += e.n
 			continue
 		}
-		if c.b[e.id].qpos == c.qoff+int64(i)+1 {
+		if c.b[e.id].gen == uint32(e.n) {
 			break // a cached block: the next Alloc past here evicts it
 		}
 	}
@@ -114,7 +125,6 @@ func (c *Paged) TakeAnon(n int32) {
 	}
 	if c.qh > 4096 && c.qh > len(c.q)/2 {
 		m := copy(c.q, c.q[c.qh:])
-		c.qoff += int64(c.qh)
 		c.q = c.q[:m]
 		c.qh = 0
 	}
@@ -143,8 +153,9 @@ func (c *Paged) pushAnon(n int32) {
 
 func (c *Paged) pushCached(id int32) {
 	c.free++
-	c.b[id].qpos = c.qoff + int64(len(c.q)) + 1
-	c.q = append(c.q, qent{id: id})
+	bl := &c.b[id]
+	bl.gen++
+	c.q = append(c.q, qent{id: id, n: int32(bl.gen)})
 }
 
 func (c *Paged) newID() int32 {
@@ -182,22 +193,21 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 			n -= t
 			for ; t > 0 && k > 0; t, k = t-1, k-1 {
 				id := c.newID()
-				c.b[id].refcnt = 1
+				c.b[id].refs = 1
 				c.idsHeld++
 				h.IDs = append(h.IDs, id)
 			}
 			continue
 		}
 		id := e.id
-		pos := c.qoff + int64(c.qh) + 1
 		c.qh++
 		bl := &c.b[id]
-		if bl.qpos != pos {
+		if bl.gen != uint32(e.n) {
 			continue // taken back by a cache hit since it was queued
 		}
-		bl.qpos = 0
-		if bl.hashed {
-			bl.hashed = false // its index entry is now stale
+		bl.gen++
+		if bl.hashed() {
+			bl.refs &^= hashedBit // its index entry is now stale
 			c.nHashed--
 			c.evictions++
 			if c.obs != nil {
@@ -210,7 +220,7 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 		n--
 		if k > 0 {
 			k--
-			bl.refcnt = 1
+			bl.refs = 1
 			c.idsHeld++
 			h.IDs = append(h.IDs, id)
 		} else {
@@ -219,7 +229,6 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 	}
 	if c.qh > 4096 && c.qh > len(c.q)/2 {
 		m := copy(c.q, c.q[c.qh:])
-		c.qoff += int64(c.qh)
 		c.q = c.q[:m]
 		c.qh = 0
 	}
@@ -234,12 +243,12 @@ func (c *Paged) Release(h *Handle) {
 	for i := len(h.IDs) - 1; i >= 0; i-- {
 		id := h.IDs[i]
 		bl := &c.b[id]
-		bl.refcnt--
-		if bl.refcnt > 0 {
+		bl.refs--
+		if bl.refcnt() > 0 {
 			continue
 		}
 		c.idsHeld--
-		if bl.hashed {
+		if bl.hashed() {
 			c.pushCached(id)
 		} else {
 			c.idFree = append(c.idFree, id)
@@ -275,7 +284,7 @@ func (c *Paged) Has(keys []uint64, i int) bool {
 func (c *Paged) HitCost(keys []uint64, n int) int32 {
 	var k int32
 	for i := 0; i < n; i++ {
-		if id, _ := c.idx.find(keys[i], c.b); c.b[id].refcnt == 0 {
+		if id, _ := c.idx.find(keys[i], c.b); c.b[id].refcnt() == 0 {
 			k++
 		}
 	}
@@ -287,12 +296,12 @@ func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 	for i := 0; i < n; i++ {
 		id, _ := c.idx.find(keys[i], c.b)
 		bl := &c.b[id]
-		if bl.refcnt == 0 {
-			bl.qpos = 0 // its queue entry is now stale
+		if bl.refcnt() == 0 {
+			bl.gen++ // its queue entry is now stale
 			c.free--
 			c.idsHeld++
 		}
-		bl.refcnt++
+		bl.refs++
 		h.IDs = append(h.IDs, id)
 	}
 }
@@ -306,7 +315,7 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 	for j := from; j < to; j++ {
 		id := h.IDs[j]
 		bl := &c.b[id]
-		if bl.hashed {
+		if bl.hashed() {
 			continue
 		}
 		k := keys[j]
@@ -314,7 +323,7 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 			continue
 		}
 		bl.key = k
-		bl.hashed = true
+		bl.refs |= hashedBit
 		c.nHashed++
 		if c.obs != nil {
 			c.obs.Cached(k)
@@ -347,11 +356,11 @@ func (c *Paged) Check() error {
 			queued += e.n
 			continue
 		}
-		if c.b[e.id].qpos != c.qoff+int64(i)+1 {
+		if c.b[e.id].gen != uint32(e.n) {
 			continue
 		}
-		if c.b[e.id].refcnt != 0 {
-			return fmt.Errorf("KV block %d is in the free queue with %d references", e.id, c.b[e.id].refcnt)
+		if c.b[e.id].refcnt() != 0 || !c.b[e.id].hashed() {
+			return fmt.Errorf("KV block %d is in the free queue with %d references (hashed: %v)", e.id, c.b[e.id].refcnt(), c.b[e.id].hashed())
 		}
 		queued++
 		cachedFree++
@@ -361,10 +370,10 @@ func (c *Paged) Check() error {
 	}
 	var held int32
 	for id := range c.b {
-		if c.b[id].refcnt < 0 {
-			return fmt.Errorf("KV block %d has %d references", id, c.b[id].refcnt)
+		if r := c.b[id].refcnt(); r >= 1<<30 {
+			return fmt.Errorf("KV block %d has %d references (released more often than taken?)", id, r)
 		}
-		if c.b[id].refcnt > 0 {
+		if c.b[id].refcnt() > 0 {
 			held++
 		}
 	}
@@ -379,7 +388,7 @@ func (c *Paged) Check() error {
 	}
 	var hashed int
 	for id := range c.b {
-		if c.b[id].hashed {
+		if c.b[id].hashed() {
 			hashed++
 			if got, ok := c.idx.find(c.b[id].key, c.b); !ok || got != int32(id) {
 				return fmt.Errorf("KV block %d holds a key the cache index does not map to it", id)

@@ -1,13 +1,14 @@
 package kv
 
-// keyTable maps prefix-cache keys to block ids: open addressing with linear
-// probing and backward-shift deletion (no tombstones, so heavy eviction churn
-// does not lengthen probes). Keys are already mixed (mix64), so their low
-// bits index the table directly. Capacity is fixed at twice the blocks, the
-// most keys it can hold.
+// keyTable maps a lower tier's prefix-cache keys to its slots (the GPU
+// cache's blocks have blockIndex): open addressing with linear probing and
+// backward-shift deletion (no tombstones, so heavy eviction churn does not
+// lengthen probes). Keys are already mixed (mix64), so their low bits index
+// the table directly. It is sized at twice the tier's blocks (up to 4,096)
+// on the first key and doubles when half full.
 type keyTable struct {
 	keys   []uint64
-	vals   []int32 // block id + 1; 0 = empty slot
+	vals   []int32 // slot + 1; 0 = empty
 	mask   uint64
 	n      int
 	blocks int32

@@ -77,6 +77,7 @@ check "P/D, chat" "$work/chat-multiturn.arrows" --cluster examples/clusters/pd.y
 check "KV tiers, chat" "$work/chat-multiturn.arrows" --cluster examples/clusters/tiered.yaml
 check "two deployments" "$work/two-models.arrows" --cluster examples/clusters/deployments.yaml
 check "autoscaled, diurnal" "$work/autoscale-diurnal.arrows" --cluster examples/clusters/autoscale.yaml --scale-events @D/scale.arrow
+check "autoscaled, regret 5%" "$work/autoscale-diurnal.arrows" --cluster examples/clusters/autoscale.yaml --regret-sample 0.05
 check "agents (react)" "$work/react.arrows" --replicas 4 --router least-loaded
 check "multimodal" "$work/reasoning-multimodal.arrows" --replicas 4
 check "fitted, qwen3-32b TP2" "$work/closed-loop.arrows" --model qwen3-32b --gpu h100 --tp 2

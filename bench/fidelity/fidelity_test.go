@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/fit"
 	"github.com/blis-sim/blis/lib/latency"
+	"github.com/blis-sim/blis/lib/latency/resolve"
+	"github.com/blis-sim/blis/lib/measure"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -213,5 +216,28 @@ func TestDeriveOpenLoop(t *testing.T) {
 	}
 	if !bytes.Equal(b.Bytes(), want) {
 		t.Fatalf("%s differs from what the checkout derives", openLoopTable)
+	}
+}
+
+// A pure-decode second gives the step as running / generated tokens per
+// second and the context from the requests' own times; seconds with
+// prompt tokens are left out.
+func TestDecodeSteps(t *testing.T) {
+	var reqs []trace.Request
+	for i := 0; i < 4; i++ { // 100 prompt tokens, 1,000 generated over 0–10 s
+		q := trace.NewRequest(fmt.Sprint(i))
+		q.ArrivalUS, q.RecordedTTFTUS, q.RecordedE2EUS = 0, 0, 10_000_000
+		q.InputTokens, q.OutputTokens = 100, 1000
+		reqs = append(reqs, q)
+	}
+	lin := &latency.Linear{Beta0: 2000, Beta2: 20}               // 2 ms + 20 µs a decode token
+	setup := &fit.Setup{Resolved: &resolve.Resolved{Model: lin}} // synchronous: no host time
+	series := []measure.Sample{{T: 5, Running: 4, GenTput: 400}, // 10 ms steps
+		{T: 6, Running: 4, GenTput: 400, PromptTput: 50}} // a prefill: left out
+	var b strings.Builder
+	writeDecodeSteps(&b, []*recordedRun{{name: "x", reqs: reqs, setup: setup, series: series}})
+	// Context at 4.5 s: 100 + 0.45·1,000; the linear model's step for 4 decodes: 2,080 µs.
+	if want := "| x | 1–4 | 1 | 550 | 10.0 ms | 2.1 ms (-79%) |"; !strings.Contains(b.String(), want) {
+		t.Errorf("got\n%s\nwant a row %s", b.String(), want)
 	}
 }

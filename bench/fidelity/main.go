@@ -90,6 +90,7 @@ func run(data, openLoop string, modes []string, update, points, jsonOut string, 
 		return err
 	}
 	writeRuns(&w, runs, modes, acc)
+	writeDecodeSteps(&w, runs)
 	groups, skipped, err := evalServing(data, modes, workers, progress)
 	if err != nil {
 		return err

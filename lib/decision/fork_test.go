@@ -27,6 +27,13 @@ func (delayEvery) Admit(r policy.RequestView, _ *policy.ClusterView) policy.Admi
 // regretRows runs reqs with every routing decision sampled and returns
 // the sampled routing rows, printed.
 func regretRows(t *testing.T, c config.Cluster, reqs []trace.Request, adm policy.Admission, whole bool) []string {
+	rows, _ := regretRun(t, c, reqs, adm, whole)
+	return rows
+}
+
+// regretRun is regretRows, with the recorder's regret state (how the
+// samples were replayed).
+func regretRun(t *testing.T, c config.Cluster, reqs []trace.Request, adm policy.Admission, whole bool) ([]string, *regretState) {
 	t.Helper()
 	wholeForks = whole
 	defer func() { wholeForks = false }()
@@ -50,7 +57,7 @@ func regretRows(t *testing.T, c config.Cluster, reqs []trace.Request, adm policy
 			rows = append(rows, fmt.Sprint(d.RequestID, d.RegretUS, d.WindowRegretUS, d.Candidates))
 		}
 	}
-	return rows
+	return rows, &rec.regret
 }
 
 // withDependencies makes every sixth request depend on the one before,
@@ -142,4 +149,87 @@ func TestRestrictedForkGuardsOtherReplicas(t *testing.T) {
 		}
 	}()
 	f.Replicas()[0].Sched.HasWork()
+}
+
+// An autoscaled cluster's samples are replayed with one-replica forks up
+// to the autoscaler's next action (cluster.SeparableUntil), and with whole
+// clusters when the replays need longer: the same numbers as whole forks
+// throughout, with both ways taken, on pools that scale up and down every
+// few hundred milliseconds (provisioning, warm-up, drains that redirect or
+// kill, event triggers).
+func TestRestrictedForksMatchWholeForksAutoscaled(t *testing.T) {
+	const pool = `
+deployments:
+  - id: d
+    model: llama-3.1-8b
+    gpu: h100
+    engine: {kv_blocks: 300, max_num_batched_tokens: 512}
+    latency: {mode: linear, beta: [1000, 1, 10]}
+    pools:
+      - role: monolithic
+        replicas: 3
+        min_replicas: 1
+        max_replicas: 6
+        autoscaler:
+          sample: 50ms
+          provisioning: {dist: constant, value: 50ms}
+          weight_load: {time: 30ms}
+          warmup: {curve: linear, duration: 200ms, initial_factor: 2}
+%s
+router: {routing: least-loaded}
+`
+	cases := []struct{ name, autoscaler string }{
+		{"interval", `
+          metric: queue_depth
+          target: 4
+          interval: 100ms
+          stabilization: {up: 0s, down: 500ms}
+          drain: {mode: redirect, timeout: 100ms}`},
+		{"triggers", `
+          metric: running
+          target: 8
+          interval: 2s
+          stabilization: {up: 0s, down: 0s}
+          drain: {mode: immediate}
+          triggers: {queue_depth_above: 3}`},
+	}
+	// Bursts of 50 requests in 100 ms, 600 ms apart.
+	reqs := workload(17, 500)
+	for i := range reqs {
+		reqs[i].ArrivalUS = int64(i/50)*600_000 + int64(i%50)*2000
+	}
+	reqs = withDependencies(reqs)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := func() config.Cluster {
+				c, err := config.Parse("c.yaml", []byte(fmt.Sprintf(pool, tc.autoscaler[1:])))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			restricted, g := regretRun(t, cfg(), reqs, nil, false)
+			whole, gw := regretRun(t, cfg(), reqs, nil, true)
+			if len(restricted) < 100 || len(restricted) != len(whole) {
+				t.Fatalf("%d sampled rows with restricted forks, %d with whole forks (want the same, ≥ 100)", len(restricted), len(whole))
+			}
+			differ := 0
+			for i := range restricted {
+				if restricted[i] != whole[i] {
+					t.Fatalf("row %d:\nrestricted %s\nwhole      %s", i, restricted[i], whole[i])
+				}
+				if !strings.Contains(restricted[i], " 0 0 [") {
+					differ++
+				}
+			}
+			if differ == 0 {
+				t.Fatal("every sampled decision has zero regret: the comparison shows nothing")
+			}
+			if g.restrictedN == 0 || g.cutN == 0 || gw.restrictedN != 0 {
+				t.Fatalf("restricted run: %d samples of one-replica forks, %d cut short by the autoscaler; whole run: %d (want > 0, > 0, 0)",
+					g.restrictedN, g.cutN, gw.restrictedN)
+			}
+			t.Logf("%d samples: %d with one-replica forks, %d cut short", len(restricted), g.restrictedN, g.cutN)
+		})
+	}
 }

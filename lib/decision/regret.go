@@ -62,6 +62,10 @@ type regretState struct {
 	rwin  []int64 // the request's TTFT (censored at the window's end) when placed there
 	ttft  []int64 // the request's TTFT (censored at 4 windows)
 	gidx  []int32 // the candidates' cluster-wide replica indices
+
+	// samples replayed with one-replica forks, and those an autoscaler's
+	// next action cut short (replayed again with whole-cluster forks)
+	restrictedN, cutN int64
 }
 
 // winReq is a fork's copy of a window request and its arrival.
@@ -114,7 +118,10 @@ func (g *regretState) wants(st *request.State) bool {
 // of k whole clusters), and the window's numbers are put together from
 // them: under candidate j, replica j's requests as they fare with the
 // request, every other candidate's as they fare without it. The result is
-// the same as whole-cluster forks' (a test checks it).
+// the same as whole-cluster forks' (a test checks it). An autoscaled
+// cluster is separable only until its autoscaler may act
+// (cluster.SeparableUntil): a sample whose one-replica replays are not
+// settled by then is replayed again with whole-cluster forks.
 func (r *Recorder) counterfactual(d *trace.Decision, st *request.State, chosen int, cands []int32) {
 	g := &r.regret
 	idx := r.candIndex(chosen)
@@ -133,38 +140,19 @@ func (r *Recorder) counterfactual(d *trace.Decision, st *request.State, chosen i
 	}
 	c := r.c
 	n := 0 // window requests, the request aside
-	if c.Separable() && !wholeForks {
-		for j, gi := range g.gidx {
-			f, _ := c.ForkReplica(&g.arena, gi, false)
-			g.collect(f, nil, gi)
-			g.nwin[j] = len(g.win)
-			n += len(g.win)
-			if len(g.win) > 0 {
-				if !r.replay(f, nil, end, st) {
-					return
-				}
-				g.alone[j] = g.winSum(end)
-			}
-			f, fr := c.ForkReplica(&g.arena, gi, true)
-			g.collect(f, fr, gi)
-			if !r.replay(f, fr, end, st) {
-				return
-			}
-			g.with[j] = g.winSum(end)
-			g.rwin[j] = censor(fr.FirstTok, end) - arr
-			if g.ttft[j] = r.firstToken(f, fr, lim); g.ttft[j] == trace.Null {
-				g.ttft[j] = lim // censored: a lower bound
-			}
-			g.ttft[j] -= arr
+	ok := false
+	if until := c.SeparableUntil(); until > t0 && !wholeForks {
+		var done bool
+		if n, done, ok = r.restricted(st, arr, end, lim, until-1); !done {
+			return // a fork failed
 		}
-		var all int64
-		for j := range g.gidx {
-			all += g.alone[j]
+		if ok {
+			g.restrictedN++
+		} else {
+			g.cutN++
 		}
-		for j := range g.gidx {
-			g.with[j] += all - g.alone[j]
-		}
-	} else {
+	}
+	if !ok {
 		for j, vi := range idx {
 			f, fr := c.Fork(&g.arena, vi)
 			g.collect(f, fr, g.gidx...)
@@ -200,6 +188,57 @@ func (r *Recorder) counterfactual(d *trace.Decision, st *request.State, chosen i
 	if d.RegretUS > 0 {
 		g.pos++
 	}
+}
+
+// restricted replays the sample with one-replica forks (g.gidx the
+// candidates), which are exact up to last (cluster.SeparableUntil, less
+// one): it returns the window's requests (the request aside), whether
+// the forks ran (false: one failed, and failed the run), and whether
+// every number was settled by last (false: the caller replays whole
+// clusters, an autoscaler may act before the replays are done).
+func (r *Recorder) restricted(st *request.State, arr, end, lim, last int64) (n int, done, ok bool) {
+	g := &r.regret
+	c := r.c
+	for j, gi := range g.gidx {
+		f, _ := c.ForkReplica(&g.arena, gi, false)
+		g.collect(f, nil, gi)
+		g.nwin[j] = len(g.win)
+		n += len(g.win)
+		if len(g.win) > 0 {
+			if !r.replay(f, nil, min(end, last), st) {
+				return 0, false, false
+			}
+			if last < end && !r.windowDone(nil) {
+				return 0, true, false
+			}
+			g.alone[j] = g.winSum(end)
+		}
+		f, fr := c.ForkReplica(&g.arena, gi, true)
+		g.collect(f, fr, gi)
+		if !r.replay(f, fr, min(end, last), st) {
+			return 0, false, false
+		}
+		if last < end && !r.windowDone(fr) {
+			return 0, true, false
+		}
+		g.with[j] = g.winSum(end)
+		g.rwin[j] = censor(fr.FirstTok, end) - arr
+		if g.ttft[j] = r.firstToken(f, fr, min(lim, last)); g.ttft[j] == trace.Null {
+			if last < lim && fr.Phase != request.Done {
+				return 0, true, false
+			}
+			g.ttft[j] = lim // censored: a lower bound
+		}
+		g.ttft[j] -= arr
+	}
+	var all int64
+	for j := range g.gidx {
+		all += g.alone[j]
+	}
+	for j := range g.gidx {
+		g.with[j] += all - g.alone[j]
+	}
+	return n, true, true
 }
 
 // wholeForks makes every replay a whole-cluster fork (a test compares the

@@ -226,3 +226,44 @@ scheduler: {kind: starlark, file: sched.star}
 		checkFork(t, cl, f, orig, straight, at)
 	}
 }
+
+// Replicas are separable (a one-replica counterfactual fork is exact)
+// until the autoscaler's next action: its next interval, the next tick
+// when an event trigger may fire, or a replica's lifecycle timer; always
+// without an autoscaler.
+func TestSeparableUntil(t *testing.T) {
+	reqs := stepLoad(60, 30, 60, 30, 200, 100)
+	const keys = "metric: running, target: 1, interval: 10s, sample: 1s, provisioning: {dist: constant, value: 5s}, weight_load: {time: 1s}"
+	cases := []struct {
+		name, keys string
+		at, want   int64
+	}{
+		{"interval", keys, 3_500_000, 10_000_000},                                         // the first evaluation
+		{"triggers", keys + ", triggers: {queue_depth_above: 100}", 3_500_000, 4_000_000}, // the next tick
+		{"lifecycle", keys, 11_500_000, 16_000_000},                                       // scaled up at 10 s: ready at 10 + 5 + 1 s
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, models := scaledConfig(t, 2, 1, 4, "least-loaded", tc.keys)
+			cl, err := cluster.New(&c, models, &memSink{}, Options{CheckInvariants: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &feeder{c: cl, lastRoot: math.MinInt64}
+			if err := f.preloadAll(&sliceSource{reqs: reqs}); err != nil {
+				t.Fatal(err)
+			}
+			runUntil(t, cl, f, tc.at)
+			if got := cl.SeparableUntil(); got != tc.want {
+				t.Fatalf("at %d µs: separable until %d, want %d", tc.at, got, tc.want)
+			}
+		})
+	}
+	c := testConfig()
+	c.Replicas = 3
+	cl, f := start(t, c, workload(7, 50), &memSink{}, Options{})
+	runUntil(t, cl, f, 100_000)
+	if got := cl.SeparableUntil(); got != math.MaxInt64 {
+		t.Fatalf("without an autoscaler: separable until %d, want always (math.MaxInt64)", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/blis-sim/blis/lib/engine/config"
 	"github.com/blis-sim/blis/lib/engine/kv"
 	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
@@ -20,9 +21,11 @@ import (
 // alternative.
 //
 // When the replicas cannot affect each other once the router is stopped
-// (Separable), a replay needs only the replicas it measures: ForkReplica
-// copies one replica and the requests on it, so a sample costs the
-// candidates' size, not the cluster's. Otherwise Fork copies everything.
+// (Separable; an autoscaled cluster until its autoscaler acts,
+// SeparableUntil), a replay needs only the replicas it measures:
+// ForkReplica copies one replica and the requests on it, so a sample costs
+// the candidates' size, not the cluster's. Otherwise Fork copies
+// everything.
 
 // Separable reports whether the cluster's replicas evolve independently of
 // each other once no request reaches the router. Every path by which the
@@ -33,8 +36,64 @@ import (
 // the prefill replica's link and waits for the decode replica's blocks) and
 // autoscaling (it starts, drains and stops replicas, holds requests at the
 // router and re-routes drained ones). With neither, the cluster is
-// separable.
+// separable; with autoscaling alone, until the autoscaler acts
+// (SeparableUntil).
 func (c *Cluster) Separable() bool { return c.sc == nil && c.pd == nil && c.fc == nil && !c.encodes }
+
+// SeparableUntil is Separable over time: once no request reaches the
+// router, the replicas evolve independently of each other at every
+// instant before the returned time (math.MaxInt64: always, the cluster is
+// Separable; math.MinInt64: never, with prefill/decode, flow control or
+// encode replicas). Autoscaling couples replicas only when it acts: at a
+// replica's lifecycle timer (ready, warm, the end of a drain: held
+// requests are released through the router, a killed replica's requests
+// dropped) and when it evaluates a pool (it may launch replicas, drain
+// any, redirect their requests through the router). Its other ticks only
+// sample the replicas, which changes none of them. So an autoscaled
+// cluster is separable until its next live lifecycle timer or the first
+// instant a pool may be evaluated: its next interval, or with event
+// triggers (read from samples of every replica) the next tick.
+func (c *Cluster) SeparableUntil() int64 {
+	if c.pd != nil || c.fc != nil || c.encodes {
+		return math.MinInt64
+	}
+	if c.sc == nil {
+		return math.MaxInt64
+	}
+	return c.sc.quietUntil()
+}
+
+// quietUntil is the first instant at or after now at which the autoscaler
+// may act (math.MaxInt64: never).
+func (sc *scaler) quietUntil() int64 {
+	c := sc.c
+	until, tick := int64(math.MaxInt64), int64(math.MaxInt64)
+	for k := range c.h.S {
+		e := &c.h.S[k]
+		switch e.kind() {
+		case evLifecycle:
+			if sc.gen[e.inst()] == e.life() { // else stale: it does nothing
+				until = min(until, e.t)
+			}
+		case evScale:
+			tick = min(tick, e.t)
+		}
+	}
+	if tick == math.MaxInt64 {
+		return until // no tick queued: no evaluation either (only a tick queues the next)
+	}
+	for _, sp := range sc.pools {
+		if sp.cfg == nil {
+			continue
+		}
+		if sp.cfg.Triggers != (config.Triggers{}) {
+			return min(until, tick) // any tick may fire a trigger
+		}
+		// A pool is evaluated at a tick at or after its next interval.
+		until = min(until, max(tick, sp.nextEval))
+	}
+	return until
+}
 
 // StopArrivals makes the cluster's router take no more requests: later
 // arrivals (rows read ahead, requests delayed by admission or in network
@@ -51,6 +110,7 @@ type ForkArena struct {
 	reps  []*replica.Replica // every slot the placeholder but the replica held
 	held  int32
 	miss  replica.Replica
+	warm  warmModel // the replica's while it warms up (autoscaling)
 	evs   []event
 	ret   []retireEntry
 	done  []*request.State
@@ -93,13 +153,17 @@ func (c *Cluster) Fork(a *ForkArena, target int) (*Cluster, *request.State) {
 // the routing decision in progress (called from Decisions.Routed), with
 // the decision's request placed on it when with is set (and its copy;
 // else nil): the replica, the requests on it and their dependents, and the
-// events of those, with the router stopped. The cluster must be Separable:
-// a fork would otherwise miss what the other replicas do to this one. A
-// fork that reaches a replica it does not hold panics with an internal
-// error (the placeholder it holds in their place).
+// events of those, with the router stopped. The cluster must be separable
+// (SeparableUntil after now): a fork would otherwise miss what the other
+// replicas do to this one. The fork runs only up to that instant (Step is
+// Idle past it): an autoscaled cluster's fork is exact up to its
+// autoscaler's next action, and the caller replays the whole cluster when
+// it needs more. A fork that reaches a replica it does not hold panics
+// with an internal error (the placeholder it holds in their place).
 func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *request.State) {
-	if !c.Separable() {
-		panic("internal error: cluster.ForkReplica on a cluster that is not separable (prefill/decode or autoscaling)")
+	until := c.SeparableUntil()
+	if until == math.MinInt64 {
+		panic("internal error: cluster.ForkReplica on a cluster that is not separable (prefill/decode, flow control or encode replicas)")
 	}
 	if !a.ready || len(a.reps) != len(c.reps) {
 		a.miss = replica.Replica{ID: "(not held by this fork)", Index: -1, Sched: missing{}}
@@ -147,8 +211,10 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 			if !onIt && !(with && r == c.cur) {
 				continue
 			}
-		case evXferDone, evEncodeDone, evLifecycle, evScale:
-			panic("internal error: cluster.ForkReplica met a prefill/decode, encode or autoscaling event in a separable cluster")
+		case evXferDone, evEncodeDone:
+			panic("internal error: cluster.ForkReplica met a prefill/decode or encode event in a separable cluster")
+		case evLifecycle, evScale:
+			continue // at or after until (a tick before it only samples)
 		default: // arrivals and tool timers: nothing a stopped router lets reach a replica
 			continue
 		}
@@ -172,6 +238,15 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 	*d = Cluster{cfg: c.cfg, sink: discard{}, opts: c.opts, checks: c.checks, horizon: c.horizon, flat: c.flat, tierNames: c.tierNames,
 		now: c.now, reps: a.reps, deps: c.deps, nmodel: c.nmodel, timeout: c.timeout,
 		frontier: math.MinInt64, noArrivals: true, sum: Summary{Deployments: c.sum.Deployments}}
+	if until != math.MaxInt64 {
+		d.horizon = min(d.horizon, until-1)
+	}
+	if w, ok := rep.Model.(*warmModel); ok {
+		// A warming replica's step times follow the fork's clock.
+		a.warm = *w
+		a.warm.now = &d.now
+		rep.Model = &a.warm
+	}
 	d.opts.Steps, d.opts.Progress, d.opts.Decisions = nil, nil, nil
 	// The router takes no more requests: its stages and what they hear
 	// (OnResult) are not needed. Stateful scheduling policies (a policy

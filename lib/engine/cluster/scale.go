@@ -481,10 +481,12 @@ func (sc *scaler) scaleTick() {
 		return // the run is over
 	}
 	// Nothing else will happen: one more evaluation for requests held at
-	// the router (a pool at zero replicas), then stop.
+	// the router or queued at the gateway (a pool at zero replicas), then
+	// stop.
 	next := int64(math.MaxInt64)
+	waits := func(g *group) bool { return len(g.held) > 0 || c.fc.queuedIn(g) > 0 }
 	for _, sp := range s.pools {
-		if sp.cfg != nil && (len(sp.g.held) > 0 || sp.g != sp.dep.group && (len(sp.dep.group.held) > 0 || c.pd.orphansOf(sp.dep) > 0)) {
+		if sp.cfg != nil && (waits(sp.g) || sp.g != sp.dep.group && (waits(sp.dep.group) || c.pd.orphansOf(sp.dep) > 0)) {
 			next = min(next, sp.nextEval)
 		}
 	}

@@ -94,4 +94,7 @@ check "P/D selective, fair links" "$work/pd-mixed.arrows" --cluster examples/clu
 check "P/D pools by the planner" "$work/pd-day.arrows" --cluster examples/clusters/pd-planner.yaml --scale-events @D/scale.arrow
 check "E/P/D, multimodal" "$work/reasoning-multimodal.arrows" --cluster examples/clusters/epd.yaml
 check "1,000 replicas, least-loaded" "$work/fleet.arrows" --replicas 1000 --router least-loaded
+check "1,000 replicas, weighted" "$work/fleet.arrows" --replicas 1000 --router weighted
+check "weighted, 40 (index), small KV" "$work/bench.arrows" --replicas 40 --router weighted --kv-blocks 3000
+check "weighted, 40 (index), prefix holders" "$work/chat-multiturn.arrows" --replicas 40 --router weighted --kv-blocks 3000
 exit $fail

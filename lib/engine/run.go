@@ -90,10 +90,23 @@ func TableSource(t Table) Source { return tableSource{t} }
 // adding delays, alpha and step times to them cannot overflow int64.
 const MaxTimeUS = 1 << 60
 
-// validateRow is trace's row check plus the engine's time bounds.
-func validateRow(r *row.Request) error {
-	if err := r.Validate(); err != nil {
-		return err
+// Validated is implemented by a Source or Table whose rows have passed
+// row.Request.Validate when they were decoded (trace's readers check every
+// row): the feeder then checks the engine's own bounds only.
+type Validated interface{ RowsValidated() bool }
+
+func rowsValidated(x any) bool {
+	v, ok := x.(Validated)
+	return ok && v.RowsValidated()
+}
+
+// validateRow is trace's row check (unless the rows come checked) plus the
+// engine's time bounds.
+func validateRow(r *row.Request, checked bool) error {
+	if !checked {
+		if err := r.Validate(); err != nil {
+			return err
+		}
 	}
 	for _, v := range []struct {
 		col string
@@ -116,7 +129,10 @@ func Run(cfg config.Cluster, models []latency.Model, src Source, sink Sink, opts
 	if err != nil {
 		return Summary{}, err
 	}
-	f := feeder{c: c, src: src, path: opts.Path, lastRoot: math.MinInt64}
+	f := feeder{c: c, src: src, path: opts.Path, lastRoot: math.MinInt64, checked: rowsValidated(src)}
+	if preload {
+		f.checked = rowsValidated(tab)
+	}
 	if preload {
 		err = f.preloadAll(tab)
 	} else {
@@ -156,6 +172,7 @@ type feeder struct {
 	rows     int64
 	eof      bool
 	lastRoot int64
+	checked  bool // rows come validated (see Validated)
 	// An in-memory table is fed in order (row indices into tab).
 	order []int32
 	tab   Table
@@ -202,7 +219,7 @@ func (f *feeder) next() (*row.Request, error) {
 	r := &f.buf[f.pos]
 	f.pos++
 	f.rows++
-	if err := validateRow(r); err != nil {
+	if err := validateRow(r, f.checked); err != nil {
 		return nil, f.rowErr(r, f.rows, err)
 	}
 	if len(r.DependsOn) == 0 {
@@ -270,7 +287,7 @@ func (f *feeder) preloadAll(t Table) error {
 		if err := t.Row(i, &r); err != nil {
 			return err
 		}
-		if err := validateRow(&r); err != nil {
+		if err := validateRow(&r, f.checked); err != nil {
 			return f.rowErr(&r, int64(i+1), err)
 		}
 		if j, dup := idx[r.ID]; dup {

@@ -149,26 +149,50 @@ func (c *strCol) get(i int) string {
 	return ""
 }
 
-// intCol reads any integer column as int64.
-type intCol struct{ a arrow.Array }
+// intCol reads any integer column as int64. The common widths are read
+// straight from their values (int64, int32), the others through the array.
+type intCol struct {
+	a     arrow.Array
+	i64   []int64
+	i32   []int32
+	valid []byte // validity bitmap, nil when the array has none
+	off   int    // the array's offset into valid
+}
 
 func (c *intCol) bind(rec arrow.RecordBatch, name string) {
-	c.a = nil
-	if i := colIndex(rec.Schema(), name); i >= 0 {
-		c.a = rec.Column(i)
+	*c = intCol{}
+	i := colIndex(rec.Schema(), name)
+	if i < 0 {
+		return
+	}
+	c.a = rec.Column(i)
+	switch a := c.a.(type) {
+	case *array.Int64:
+		c.i64 = a.Int64Values()
+	case *array.Int32:
+		c.i32 = a.Int32Values()
+	}
+	if b := c.a.NullBitmapBytes(); len(b) > 0 { // as Array.IsNull reads it
+		c.valid, c.off = b, c.a.Data().Offset()
 	}
 }
 
 // get returns the value and whether it is present (not null, column exists).
 func (c *intCol) get(i int) (int64, bool) {
-	if c.a == nil || c.a.IsNull(i) {
+	if c.valid != nil {
+		if j := c.off + i; c.valid[j/8]&(1<<(j%8)) == 0 {
+			return 0, false
+		}
+	}
+	switch {
+	case c.i64 != nil:
+		return c.i64[i], true
+	case c.i32 != nil:
+		return int64(c.i32[i]), true
+	case c.a == nil:
 		return 0, false
 	}
 	switch a := c.a.(type) {
-	case *array.Int64:
-		return a.Value(i), true
-	case *array.Int32:
-		return int64(a.Value(i)), true
 	case *array.Int16:
 		return int64(a.Value(i)), true
 	case *array.Int8:

@@ -24,6 +24,7 @@ type frameReader struct {
 	hdr  [8]byte
 	cur  *ipc.Message
 	refs int
+	pool *recycler // message bodies, when recycled (Source.recycleBodies)
 }
 
 const (
@@ -74,16 +75,33 @@ func (f *frameReader) Message() (*ipc.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corrupt Arrow stream: %w", err)
 	}
-	// Trust the declared length up to a size no real batch reaches; beyond
-	// it, grow as bytes arrive so a forged header cannot exhaust memory.
-	body, err := readN(f.r, bodyLen, trustedBodyBytes)
-	if err != nil {
-		return nil, err
-	}
+	// The previous message goes first, so that its body, once the batch
+	// made of it is released too, can take this one.
 	if f.cur != nil {
 		f.cur.Release()
+		f.cur = nil
 	}
-	f.cur = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
+	var body *memory.Buffer
+	if f.pool != nil && bodyLen <= trustedBodyBytes {
+		// Room for a batch an eighth larger: batches of a table differ a little.
+		b, _ := f.pool.take(int(bodyLen), int(bodyLen+bodyLen/8))
+		if _, err := io.ReadFull(f.r, b); err != nil {
+			f.pool.Free(b)
+			return nil, truncated(err)
+		}
+		body = memory.NewBufferWithAllocator(b, f.pool)
+	} else {
+		// Trust the declared length up to a size no real batch reaches;
+		// beyond it, grow as bytes arrive so a forged header cannot
+		// exhaust memory.
+		b, err := readN(f.r, bodyLen, trustedBodyBytes)
+		if err != nil {
+			return nil, err
+		}
+		body = memory.NewBufferBytes(b)
+	}
+	f.cur = ipc.NewMessage(memory.NewBufferBytes(meta), body)
+	body.Release() // the message holds it now
 	return f.cur, nil
 }
 
@@ -141,8 +159,11 @@ func (b fbuf) table(pos int) (table, error) {
 	if vt < 0 || vt+4 > len(b) {
 		return table{}, errFB
 	}
+	// A vtable is 4 bytes and a uint16 per field: an odd size is forged,
+	// and flatbuffers' reader would take a field the half-entry only
+	// starts as present where field below calls it absent.
 	vsize := int(binary.LittleEndian.Uint16(b[vt:]))
-	if vsize < 4 || vt+vsize > len(b) {
+	if vsize < 4 || vsize%2 != 0 || vt+vsize > len(b) {
 		return table{}, errFB
 	}
 	return table{pos: pos, vt: vt, vsize: vsize}, nil
@@ -267,13 +288,7 @@ func checkMessage(meta []byte) (int64, error) {
 	}
 	switch htype {
 	case hdrSchema:
-		if err := b.tables(hdr, 1, func(f table) error { return checkField(b, f, 0) }); err != nil {
-			return 0, err
-		}
-		if err := checkKeyValues(b, hdr, 2); err != nil {
-			return 0, err
-		}
-		_, _, err = b.vector(hdr, 3, 8)
+		err = checkSchema(b, hdr)
 	case hdrDictionaryBatch:
 		if rb, ok, e := b.subtable(hdr, 1); e != nil {
 			err = e
@@ -284,6 +299,47 @@ func checkMessage(meta []byte) (int64, error) {
 		err = checkRecordBatch(b, hdr)
 	}
 	return bodyLen, err
+}
+
+// checkSchema validates a Schema table: its fields (recursively), metadata
+// and features.
+func checkSchema(b fbuf, sc table) error {
+	if err := b.tables(sc, 1, func(f table) error { return checkField(b, f, 0) }); err != nil {
+		return err
+	}
+	if err := checkKeyValues(b, sc, 2); err != nil {
+		return err
+	}
+	_, _, err := b.vector(sc, 3, 8)
+	return err
+}
+
+// checkFooter validates an Arrow IPC file's Footer flatbuffer the way
+// checkMessage does a stream's messages: its schema, its blocks of
+// dictionaries and record batches (24-byte structs) and its metadata.
+func checkFooter(footer []byte) error {
+	b := fbuf(footer)
+	root, err := b.u32(0)
+	if err != nil {
+		return err
+	}
+	ft, err := b.table(root)
+	if err != nil {
+		return err
+	}
+	if sc, ok, err := b.subtable(ft, 1); err != nil {
+		return err
+	} else if ok {
+		if err := checkSchema(b, sc); err != nil {
+			return err
+		}
+	}
+	for _, id := range []int{2, 3} {
+		if _, _, err := b.vector(ft, id, 24); err != nil {
+			return err
+		}
+	}
+	return checkKeyValues(b, ft, 4)
 }
 
 func checkRecordBatch(b fbuf, rb table) error {

@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -285,6 +286,18 @@ func (s *Source) Next() (arrow.RecordBatch, error) {
 // Close releases the source.
 func (s *Source) Close() error { return s.r.Close() }
 
+// recycleBodies lets a stream read each batch into the memory of an
+// earlier batch once no reference to it is left (Arrow's reference counts
+// say so), instead of fresh memory every batch. Only for a reader that
+// copies every value out of a batch before asking for the next and keeps
+// a batch only by retaining it: a string taken from a batch without a copy
+// would change under its holder.
+func (s *Source) recycleBodies() {
+	if r, ok := s.r.(interface{ recycleBodies() }); ok {
+		r.recycleBodies()
+	}
+}
+
 // Expect returns an error unless the table is of the given kind. Tables with
 // no blis.table key (written by other tools) are accepted.
 func (s *Source) Expect(table string) error {
@@ -298,6 +311,7 @@ func (s *Source) Expect(table string) error {
 type streamReader struct {
 	rd *ipc.Reader
 	c  io.Closer
+	fr *frameReader
 }
 
 func openStream(rc io.ReadCloser) (BatchReader, error) {
@@ -320,8 +334,12 @@ func openStream(rc io.ReadCloser) (BatchReader, error) {
 		}
 		return nil, fmt.Errorf("not an Arrow IPC stream: %w", err)
 	}
-	return &streamReader{rd: rd, c: rc}, nil
+	return &streamReader{rd: rd, c: rc, fr: fr}, nil
 }
+
+// recycleBodies lets the next message reuse the memory of a batch nobody
+// holds any more (see Source.recycleBodies).
+func (s *streamReader) recycleBodies() { s.fr.pool = newRecycler() }
 
 func (s *streamReader) Schema() *arrow.Schema { return s.rd.Schema() }
 func (s *streamReader) Next() (arrow.RecordBatch, error) {
@@ -352,12 +370,48 @@ func openIPCFile(path string) (BatchReader, error) {
 	if n, _ := f.ReadAt(magic[:], 0); n < len(magic) || string(magic[:]) != "ARROW1" {
 		return openStream(f)
 	}
+	if err := checkFileFooter(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("not an Arrow IPC file: %w", err)
+	}
 	fr, err := ipc.NewFileReader(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("not an Arrow IPC file: %w", err)
 	}
 	return &fileReader{f: f, fr: fr}, nil
+}
+
+// checkFileFooter reads an IPC file's footer (its flatbuffer, then its
+// int32 length and the magic "ARROW1" at the end) and checks it before
+// arrow-go sizes allocations by what it claims.
+func checkFileFooter(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var tail [10]byte
+	if st.Size() < 6+int64(len(tail)) {
+		return errors.New("too short for an Arrow IPC file")
+	}
+	if _, err := f.ReadAt(tail[:], st.Size()-int64(len(tail))); err != nil {
+		return err
+	}
+	if string(tail[4:]) != "ARROW1" {
+		return errors.New("no ARROW1 magic at its end")
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(tail[:4])))
+	if n <= 0 || n > st.Size()-6-int64(len(tail)) || n > maxMetadataBytes {
+		return fmt.Errorf("footer length %d in a file of %d bytes", n, st.Size())
+	}
+	footer := make([]byte, n)
+	if _, err := f.ReadAt(footer, st.Size()-int64(len(tail))-n); err != nil {
+		return err
+	}
+	if err := checkFooter(footer); err != nil {
+		return fmt.Errorf("footer: %w", err)
+	}
+	return nil
 }
 
 func (r *fileReader) Schema() *arrow.Schema { return r.fr.Schema() }

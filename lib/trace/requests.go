@@ -71,9 +71,10 @@ func appendNullable64(b *array.Int64Builder, v int64) {
 	}
 }
 
-func (b *requestBuilder) append(r *Request) {
+// put appends r into builders with room for the row (see put64).
+func (b *requestBuilder) put(r *Request) {
 	b.id.Append(r.ID)
-	appendNullable64(b.arrival, r.ArrivalUS)
+	put64(b.arrival, r.ArrivalUS)
 	if len(r.DependsOn) == 0 {
 		b.deps.AppendNull()
 	} else {
@@ -82,10 +83,10 @@ func (b *requestBuilder) append(r *Request) {
 			b.depsV.Append(d)
 		}
 	}
-	b.delay.Append(r.DelayUS)
+	b.delay.UnsafeAppend(r.DelayUS)
 	b.kind.append(r.Kind)
-	b.in.Append(r.InputTokens)
-	b.out.Append(r.OutputTokens)
+	put32(b.in, r.InputTokens)
+	put32(b.out, r.OutputTokens)
 	if len(r.PrefixHashes) == 0 {
 		b.hashes.AppendNull()
 	} else {
@@ -100,22 +101,22 @@ func (b *requestBuilder) append(r *Request) {
 	b.tenant.append(r.TenantID)
 	b.slo.append(r.SLOClass)
 	b.model.append(r.Model)
-	b.prio.Append(r.Priority)
+	put32(b.prio, r.Priority)
 	b.step.append(r.StepID)
-	b.loop.Append(r.LoopIteration)
-	b.stream.Append(r.Streaming)
+	put32(b.loop, r.LoopIteration)
+	b.stream.UnsafeAppend(r.Streaming)
 	b.srcStatus.append(r.SourceStatus)
-	appendNullable64(b.rTTFT, r.RecordedTTFTUS)
-	appendNullable64(b.rE2E, r.RecordedE2EUS)
-	appendNullable64(b.rITL, r.RecordedITLUS)
-	b.srcRow.Append(r.SourceRow)
+	put64(b.rTTFT, r.RecordedTTFTUS)
+	put64(b.rE2E, r.RecordedE2EUS)
+	put64(b.rITL, r.RecordedITLUS)
+	b.srcRow.UnsafeAppend(r.SourceRow)
 	if r.TimeoutUS == 0 {
-		b.timeout.AppendNull()
+		b.timeout.UnsafeAppendBoolToBitmap(false)
 	} else {
-		b.timeout.Append(r.TimeoutUS)
+		b.timeout.UnsafeAppend(r.TimeoutUS)
 	}
 	b.rtype.append(r.RequestType)
-	b.images.Append(r.NumImages)
+	put32(b.images, r.NumImages)
 	b.stage.append(r.Stage)
 	b.lora.append(r.LoRA)
 }
@@ -136,7 +137,7 @@ func NewRequestWriter(sink Sink, schema *arrow.Schema) *RequestWriter {
 
 // Write appends one request.
 func (w *RequestWriter) Write(r *Request) error {
-	w.rb.append(r)
+	w.rb.put(r)
 	return w.added()
 }
 
@@ -275,12 +276,20 @@ func (c *requestCols) decode(i int, r *Request) error {
 	return r.Validate()
 }
 
-// RequestReader decodes a requests table batch by batch.
+// RequestReader decodes a requests table a slice of rows at a time.
 type RequestReader struct {
 	src  *Source
 	cols requestCols
 	row  int64
+	// The next row to decode of the batch bound to cols (valid until
+	// the next src.Next), and its rows.
+	pos, of int
 }
+
+// decodeRows bounds the rows Next decodes at once: a batch of BatchRows
+// decoded whole is 10 MB of Request values, which blis-sim's peak memory
+// and caches paid for; this many stay in the processor's cache.
+const decodeRows = 1024
 
 // NewRequestReader checks that src holds a requests table (or at least its
 // required columns) and returns a reader over it. A results table is read
@@ -295,30 +304,41 @@ func NewRequestReader(src *Source) (*RequestReader, error) {
 	if err := checkRequestSchema(src.Schema()); err != nil {
 		return nil, &InputError{Err: fmt.Errorf("%s: %w", src.Path, err)}
 	}
+	src.recycleBodies() // every value is copied out of a batch (see decode)
 	return &RequestReader{src: src}, nil
 }
 
-// Next decodes the next batch into buf (reusing its storage) and returns it,
-// or io.EOF after the last batch. A bad row stops decoding with a *RowError.
+// Next decodes the next rows into buf (reusing its storage) and returns
+// them, or io.EOF after the last row. A bad row stops decoding with a
+// *RowError.
 func (r *RequestReader) Next(buf []Request) ([]Request, error) {
-	rec, err := r.src.Next()
-	if err != nil {
-		return buf[:0], err
+	if r.pos >= r.of {
+		rec, err := r.src.Next()
+		if err != nil {
+			r.pos, r.of = 0, 0
+			return buf[:0], err
+		}
+		r.cols.bind(rec)
+		r.pos, r.of = 0, int(rec.NumRows())
 	}
-	r.cols.bind(rec)
-	n := int(rec.NumRows())
+	n := min(r.of-r.pos, decodeRows)
 	if cap(buf) < n {
 		buf = make([]Request, n)
 	}
 	buf = buf[:n]
-	for i := 0; i < n; i++ {
+	for i := range buf {
 		r.row++
-		if err := r.cols.decode(i, &buf[i]); err != nil {
+		if err := r.cols.decode(r.pos+i, &buf[i]); err != nil {
+			r.pos = r.of // a bad row ends the table
 			return buf[:i], &RowError{Path: r.src.Path, Row: r.row, RequestID: buf[i].ID, SourceRow: buf[i].SourceRow, Err: err}
 		}
 	}
+	r.pos += n
 	return buf, nil
 }
+
+// RowsValidated says every row Next returns has passed Request.Validate.
+func (r *RequestReader) RowsValidated() bool { return true }
 
 // ReadAllRequests reads a whole requests table into memory: for tests and
 // small inputs only; the simulator streams.

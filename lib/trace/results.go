@@ -63,26 +63,26 @@ func NewResultWriter(sink Sink, schema *arrow.Schema) *ResultWriter {
 
 // Write appends one result.
 func (w *ResultWriter) Write(r *Result) error {
-	w.rb.append(&r.Request)
+	w.rb.put(&r.Request)
 	w.status.append(r.Status)
 	w.reason.append(r.DropReason)
 	if r.InstanceID < 0 {
-		w.inst.AppendNull()
+		w.inst.UnsafeAppendBoolToBitmap(false)
 	} else {
-		w.inst.Append(r.InstanceID)
+		put32(w.inst, r.InstanceID)
 	}
-	appendNullable64(w.adm, r.AdmittedUS)
-	appendNullable64(w.routed, r.RoutedUS)
-	appendNullable64(w.enq, r.EnqueuedUS)
-	appendNullable64(w.sched, r.FirstScheduledUS)
-	appendNullable64(w.first, r.FirstTokenUS)
-	appendNullable64(w.fin, r.FinishedUS)
-	appendNullable64(w.ttft, r.TTFTUS)
-	appendNullable64(w.e2e, r.E2EUS)
-	appendNullable64(w.tpot, r.TPOTUS)
-	w.preempt.Append(r.Preemptions)
-	w.cached.Append(r.CachedTokens)
-	w.generated.Append(r.GeneratedTokens)
+	put64(w.adm, r.AdmittedUS)
+	put64(w.routed, r.RoutedUS)
+	put64(w.enq, r.EnqueuedUS)
+	put64(w.sched, r.FirstScheduledUS)
+	put64(w.first, r.FirstTokenUS)
+	put64(w.fin, r.FinishedUS)
+	put64(w.ttft, r.TTFTUS)
+	put64(w.e2e, r.E2EUS)
+	put64(w.tpot, r.TPOTUS)
+	put32(w.preempt, r.Preemptions)
+	put32(w.cached, r.CachedTokens)
+	put32(w.generated, r.GeneratedTokens)
 	w.deployment.append(r.Deployment)
 	w.replica.append(r.ReplicaID)
 	if allZero(r.CachedTokensTier) && r.KVReloadUS == 0 && r.KVThrashTokens == 0 &&

@@ -61,6 +61,9 @@ func (t *RequestTable) Row(i int, r *Request) error {
 	return nil
 }
 
+// RowsValidated says every row Row decodes has passed Request.Validate.
+func (t *RequestTable) RowsValidated() bool { return true }
+
 // Release drops the batches.
 func (t *RequestTable) Release() {
 	for _, r := range t.recs {

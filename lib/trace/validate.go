@@ -82,21 +82,15 @@ func checkData(d arrow.ArrayData, depth int) error {
 			return fmt.Errorf("%d bytes for %d dictionary indices", bufLen(d, 1), end)
 		}
 		b := d.Buffers()[1].Bytes()
-		for i := off; i < end; i++ {
-			var idx int64
-			switch w {
-			case 1:
-				idx = int64(int8(b[i]))
-			case 2:
-				idx = int64(int16(binary.LittleEndian.Uint16(b[2*i:])))
-			case 4:
-				idx = int64(int32(binary.LittleEndian.Uint32(b[4*i:])))
-			case 8:
-				idx = int64(binary.LittleEndian.Uint64(b[8*i:]))
-			}
-			if (idx < 0 || idx >= int64(dict.Len())) && !isNull(d, i) {
-				return fmt.Errorf("dictionary index %d outside a dictionary of %d values", idx, dict.Len())
-			}
+		var valid []byte // the validity bitmap, nil when no value is null
+		if d.NullN() != 0 && len(d.Buffers()) > 0 && d.Buffers()[0] != nil {
+			valid = d.Buffers()[0].Bytes()
+		}
+		if valid != nil && noneSet(valid, off, end) {
+			return nil // every index is null: none is looked up
+		}
+		if idx, bad := firstBadIndex(b, w, off, end, uint64(dict.Len()), valid); bad {
+			return fmt.Errorf("dictionary index %d outside a dictionary of %d values", idx, dict.Len())
 		}
 	default:
 		for _, c := range d.Children() {
@@ -108,11 +102,60 @@ func checkData(d arrow.ArrayData, depth int) error {
 	return nil
 }
 
-func isNull(d arrow.ArrayData, i int) bool {
-	if d.NullN() == 0 || len(d.Buffers()) == 0 || d.Buffers()[0] == nil {
-		return false
+// noneSet reports whether bits off to end of a bitmap are all clear (a
+// column of nulls; the bitmap, not the header's null count, which a
+// corrupt file could get wrong, is what readers look at).
+func noneSet(bits []byte, off, end int) bool {
+	for i := off; i < end; {
+		if i%8 == 0 && i+8 <= end {
+			if bits[i/8] != 0 {
+				return false
+			}
+			i += 8
+			continue
+		}
+		if bits[i/8]&(1<<(i%8)) != 0 {
+			return false
+		}
+		i++
 	}
-	return d.Buffers()[0].Bytes()[i/8]&(1<<(i%8)) == 0
+	return true
+}
+
+// firstBadIndex returns the first index of b (w bytes each, rows off to
+// end) outside [0, n) that is not null. One loop per width: this runs over
+// every dictionary column of every batch read.
+func firstBadIndex(b []byte, w, off, end int, n uint64, valid []byte) (int64, bool) {
+	bad := func(i int, idx int64) bool {
+		return uint64(idx) >= n && (valid == nil || valid[i/8]&(1<<(i%8)) != 0)
+	}
+	switch w {
+	case 1:
+		for i := off; i < end; i++ {
+			if idx := int64(int8(b[i])); bad(i, idx) {
+				return idx, true
+			}
+		}
+	case 2:
+		for i := off; i < end; i++ {
+			if idx := int64(int16(binary.LittleEndian.Uint16(b[2*i:]))); bad(i, idx) {
+				return idx, true
+			}
+		}
+	case 4:
+		for i := off; i < end; i++ {
+			if idx := int64(int32(binary.LittleEndian.Uint32(b[4*i:]))); bad(i, idx) {
+				return idx, true
+			}
+		}
+	case 8:
+		for i := off; i < end; i++ {
+			if idx := int64(binary.LittleEndian.Uint64(b[8*i:])); bad(i, idx) {
+				return idx, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // checkOffsets checks int32 offsets [off, end] are monotone and within limit.

@@ -169,9 +169,9 @@ func (c *Cluster) retire(r *request.State) {
 func (c *Cluster) purge() {
 	for c.retired.Len() > 0 && c.retired.S[0].r.RootArr < c.frontier {
 		r := c.retired.Pop().r
-		if c.ids[r.Req.ID] == r {
-			delete(c.ids, r.Req.ID)
-		}
+		// r is the id's entry: every retired request was registered by
+		// Inject, which refuses an id already there until this delete.
+		delete(c.ids, r.Req.ID)
 		if r.Pending == 0 {
 			r.Req = row.Request{}
 			c.pool = append(c.pool, r)

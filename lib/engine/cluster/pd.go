@@ -765,8 +765,9 @@ func (dg *disagg) adoptOrphans(dep *Deployment) {
 
 // dropTransfer ends the transfer side of a P/D request that leaves early
 // (timed out while prefilling with decode blocks asked for, or while its
-// pipelined KV still arrives) or that finished; a completed request must not
-// free its source before the last byte left.
+// pipelined KV still arrives; dropped by an immediate drain of its decode
+// replica) or that finished; a completed request must not free its source
+// before the last byte left.
 func (dg *disagg) dropTransfer(r *request.State) {
 	c := dg.c
 	if r.PrefillOnly {
@@ -775,7 +776,7 @@ func (dg *disagg) dropTransfer(r *request.State) {
 	}
 	dg.dropFlows(r)
 	if r.PD.XferKV.Blocks() > 0 {
-		if c.checks && r.Status != row.StatusTimedOut && c.now < r.PD.XferEnd {
+		if c.checks && r.Status == row.StatusCompleted && c.now < r.PD.XferEnd {
 			c.fail(fmt.Errorf("invariant violated: request %s finished at %d, before the last byte of its KV left its prefill replica (%d)", r.Req.ID, c.now, r.PD.XferEnd))
 		}
 		dg.releaseSource(r, c.reps[r.PD.PReplica])

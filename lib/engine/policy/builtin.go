@@ -287,6 +287,21 @@ func lessLoaded(c *ClusterView, i, j int) bool {
 type weighted struct{ load, kv, prefix float64 }
 
 func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
+	pb := 0
+	if p.prefix != 0 {
+		pb = r.PrefixBlocks()
+	}
+	if p.kv != 0 && !c.KeepsScores() && c.b.tree != nil && p.finite() {
+		hs, ok := []int32(nil), true
+		if pb > 0 {
+			hs, ok = c.PrefixHolders()
+		}
+		if ok {
+			if best, ok := p.indexed(c, pb, hs); ok {
+				return RouteDecision{Target: best, Reason: "weighted: highest score"}
+			}
+		}
+	}
 	reps := c.current()
 	maxLoad := 1
 	for i := range reps {
@@ -294,19 +309,15 @@ func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
 			maxLoad = l
 		}
 	}
-	pb := 0
-	if p.prefix != 0 {
-		pb = r.PrefixBlocks()
-	}
 	best, bs := 0, 0.0
 	for i := range reps {
 		v := &reps[i]
-		sc := p.load * (1 - float64(v.Load())/float64(maxLoad))
+		sc := p.loadScore(v.Load(), maxLoad)
 		if v.s.KVTotal > 0 {
-			sc += p.kv * (1 - float64(v.s.KVUsed)/float64(v.s.KVTotal))
+			sc = p.withKV(sc, float64(v.s.KVUsed)/float64(v.s.KVTotal))
 		}
 		if pb > 0 {
-			sc += p.prefix * float64(c.CachedBlocks(i)) / float64(pb)
+			sc = p.withPrefix(sc, c.CachedBlocks(i), pb)
 		}
 		c.Score(i, sc)
 		if i == 0 || sc > bs {
@@ -314,6 +325,88 @@ func (p weighted) Route(r RequestView, c *ClusterView) RouteDecision {
 		}
 	}
 	return RouteDecision{Target: best, Reason: "weighted: highest score"}
+}
+
+// loadScore and withKV are the score's first two terms, rounded at each
+// operation (explicit conversions forbid fusing) so that the scan and the
+// index compute the same numbers on every platform.
+func (p weighted) loadScore(load, maxLoad int) float64 {
+	return float64(p.load * float64(1-float64(load)/float64(maxLoad)))
+}
+
+func (p weighted) withKV(sc, used float64) float64 {
+	return float64(sc + float64(p.kv*float64(1-used)))
+}
+
+func (p weighted) withPrefix(sc float64, cached, pb int) float64 {
+	return float64(sc + float64(p.prefix*float64(cached)/float64(pb)))
+}
+
+func (p weighted) finite() bool {
+	return !math.IsInf(p.load, 0) && !math.IsInf(p.kv, 0) && !math.IsInf(p.prefix, 0)
+}
+
+// indexed is Route's choice from the board's kvIndex: the scan's (the
+// highest score, the lowest index among equals) from the first replica of
+// each load that could still win, on the load and KV terms; then, with
+// prompt blocks (pb > 0), the holders of its prefix (hs) scored in full.
+// A replica holding none scores its two terms (the prefix term adds 0),
+// so none beats the first pick, and one equal to it comes after it. Not ok
+// when the index cannot be sure (then scan).
+func (p weighted) indexed(c *ClusterView, pb int, hs []int32) (int, bool) {
+	b := c.b
+	x := b.kvIndex()
+	if !x.usable() {
+		return 0, false
+	}
+	if x.seq++; x.seq == 0 {
+		clear(x.stamp)
+		x.seq = 1
+	}
+	maxLoad := max(x.maxL, 1)
+	best, bs := -1, 0.0
+	visited := 0
+	for l := int(uint32(b.tree[1] >> 32)); l <= x.maxL; l++ {
+		if best >= 0 && p.withKV(p.loadScore(l, maxLoad), 0) < bs {
+			break // no replica of this load or more can reach bs
+		}
+		if visited++; visited > len(b.reps) {
+			return 0, false // loads too sparse: a scan is cheaper
+		}
+		i := x.first(b, l, c.now)
+		if i < 0 {
+			continue
+		}
+		q := x.q[i]
+		s := p.withKV(p.loadScore(l, maxLoad), q)
+		// Replicas of this load with a larger fraction score less, unless
+		// rounding makes the next possible fraction score the same: then
+		// the lowest index among them is not i's to know.
+		if nq := x.nextAbove(q); !math.IsInf(nq, 1) && p.withKV(p.loadScore(l, maxLoad), nq) >= s {
+			return 0, false
+		}
+		if best < 0 || s > bs || s == bs && i < best {
+			best, bs = i, s
+		}
+	}
+	if best < 0 {
+		return 0, false
+	}
+	if pb > 0 && p.prefix != 0 {
+		for _, h := range hs {
+			i := int(h)
+			v := c.Replica(i) // brought up to date, as the scan's
+			s := p.loadScore(v.Load(), maxLoad)
+			if v.s.KVTotal > 0 {
+				s = p.withKV(s, float64(v.s.KVUsed)/float64(v.s.KVTotal))
+			}
+			s = p.withPrefix(s, c.CachedBlocks(i), pb)
+			if s > bs || s == bs && i < best {
+				best, bs = i, s
+			}
+		}
+	}
+	return best, true
 }
 
 // loraAffinity routes a request to a replica that has its LoRA adapter in

@@ -259,6 +259,9 @@ type Board struct {
 	// in flight) never change unreported, so the load tree stays exact.
 	volAt  []int64
 	onRead func(i int)
+	// kvx orders the replicas for the weighted router (kvindex.go); nil
+	// until it first routes on a board with a load tree.
+	kvx *kvIndex
 	// held and gated count the group's requests waiting at the router:
 	// held by the routing policy, and queued by flow control.
 	held, gated int
@@ -313,10 +316,13 @@ func (b *Board) Status(i int) ReplicaStatus { return b.reps[i].s }
 
 // Set reports replica i's status.
 func (b *Board) Set(i int, s ReplicaStatus) {
-	old := b.reps[i].Load()
+	prev := b.reps[i].s
 	b.reps[i].s = s
-	if b.tree != nil && s.Waiting+s.Running+s.InFlight != old {
+	if b.tree != nil && s.Waiting+s.Running+s.InFlight != prev.Waiting+prev.Running+prev.InFlight {
 		b.fix(i)
+	}
+	if b.kvx != nil {
+		b.kvx.set(i, &prev, &s)
 	}
 }
 
@@ -368,8 +374,12 @@ func (b *Board) SetState(i int, state string) { b.reps[i].state = state }
 
 // AddInFlight counts a request just routed to replica i.
 func (b *Board) AddInFlight(i int) {
+	prev := b.reps[i].s
 	b.reps[i].s.InFlight++
 	b.fix(i)
+	if b.kvx != nil {
+		b.kvx.set(i, &prev, &b.reps[i].s)
+	}
 }
 
 // View returns the board's view for a decision at now. With keepScores,

@@ -88,7 +88,13 @@ type writer struct {
 
 func write(w io.Writer, schema *arrow.Schema) (trace.Sink, error) {
 	plain := trace.PlainSchema(schema)
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(true))
+	// No dictionary pages: a column whose dictionary outgrows its page
+	// falls back to PLAIN midway, and arrow-go then writes the column's
+	// page counts per encoding from a map, in random order, so the same
+	// rows gave different bytes. zstd packs the repeated values of plain
+	// pages smaller still (400k results: 16.6 MB against 18.4 MB, 23% less
+	// CPU).
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(false))
 	fw, err := pqarrow.NewFileWriter(plain, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, err

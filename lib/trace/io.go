@@ -374,12 +374,24 @@ func openIPCFile(path string) (BatchReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("not an Arrow IPC file: %w", err)
 	}
-	fr, err := ipc.NewFileReader(f)
+	fr, err := newFileReader(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("not an Arrow IPC file: %w", err)
 	}
 	return &fileReader{f: f, fr: fr}, nil
+}
+
+// newFileReader is ipc.NewFileReader, whose reading of the schema and
+// dictionaries (unlike its stream reader and record batches) does not
+// recover from the panics a corrupt type table raises in flatbuffers.
+func newFileReader(f *os.File) (fr *ipc.FileReader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			fr, err = nil, fmt.Errorf("corrupt schema or dictionary: %v", p)
+		}
+	}()
+	return ipc.NewFileReader(f)
 }
 
 // checkFileFooter reads an IPC file's footer (its flatbuffer, then its

@@ -12,7 +12,7 @@
 #
 #   bench/fleet.sh                 # the 100k runs (a few minutes)
 #   ONLY=10000 bench/fleet.sh      # runs whose name contains 10000
-#   DAY=1 bench/fleet.sh           # the day (minutes; needs ~1 GB)
+#   DAY=1 bench/fleet.sh           # the day (minutes of CPU; needs ~1.4 GB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)

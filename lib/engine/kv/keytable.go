@@ -1,13 +1,14 @@
 package kv
 
-// keyTable maps prefix-cache keys to block ids: open addressing with linear
-// probing and backward-shift deletion (no tombstones, so heavy eviction churn
-// does not lengthen probes). Keys are already mixed (mix64), so their low
-// bits index the table directly. Capacity is fixed at twice the blocks, the
-// most keys it can hold.
+// keyTable maps a lower tier's prefix-cache keys to its slots (the GPU
+// cache's blocks have blockIndex): open addressing with linear probing and
+// backward-shift deletion (no tombstones, so heavy eviction churn does not
+// lengthen probes). Keys are already mixed (mix64), so their low bits index
+// the table directly. It is sized at twice the tier's blocks (up to 4,096)
+// on the first key and doubles when half full.
 type keyTable struct {
 	keys   []uint64
-	vals   []int32 // block id + 1; 0 = empty slot
+	vals   []int32 // slot + 1; 0 = empty
 	mask   uint64
 	n      int
 	blocks int32
@@ -117,4 +118,121 @@ func (t *keyTable) cloneInto(keys []uint64, vals []int32) keyTable {
 		d.vals = append(vals[:0], t.vals...)
 	}
 	return d
+}
+
+// blockIndex maps the prefix-cache keys of a Paged cache's blocks to their
+// ids. At fleet scale every access to a replica's index misses the
+// processor's caches, and on a full cache every prompt block is indexed
+// once and evicted once; so eviction does not touch the index: the
+// evicted block's record says it no longer holds its key (block.hashed),
+// its entry goes stale, every match is checked against the block's record,
+// and stale entries are dropped when the index is rebuilt from the records
+// (a sequential walk; the index fits the processor's cache while it is
+// rebuilt), which happens when live and stale entries fill 3/4 of the
+// slots. The slots grow with the blocks indexed (at most 2 per block).
+//
+// A slot is one word, so a probe reads one cache line: the key's low 32
+// bits, and above them the block id + 1 (0: empty). The home slot comes
+// from the key's high 32 bits (keys are mixed), scaled to the size.
+type blockIndex struct {
+	slots []uint64
+	n     int    // entries, live and stale
+	sink  uint64 // what prefetch read (kept so the reads stay)
+}
+
+// prefetch makes room for len(keys) adds and reads their home slots, so
+// the adds that follow find them in the processor's cache: these reads
+// are independent and overlap, where each add's probe would wait for its
+// own miss.
+func (x *blockIndex) prefetch(keys []uint64, b []block, hashed int) {
+	if 4*(x.n+len(keys)) > 3*len(x.slots) {
+		x.rebuild(b, hashed+len(keys)-1)
+	}
+	var s uint64
+	for _, k := range keys {
+		s |= x.slots[x.home(k)]
+	}
+	x.sink = s
+}
+
+func (x *blockIndex) home(k uint64) int {
+	return int((k >> 32) * uint64(len(x.slots)) >> 32)
+}
+
+// find returns the block holding k.
+func (x *blockIndex) find(k uint64, b []block) (int32, bool) {
+	if x.n == 0 {
+		return 0, false
+	}
+	fp := uint64(uint32(k))
+	for i := x.home(k); ; {
+		s := x.slots[i]
+		if s == 0 {
+			return 0, false
+		}
+		if s&0xFFFFFFFF == fp {
+			id := int32(s>>32) - 1
+			if bl := &b[id]; bl.hashed() && bl.key == k {
+				return id, true
+			}
+		}
+		if i++; i == len(x.slots) {
+			i = 0
+		}
+	}
+}
+
+// add indexes k in block id, unless a block holds k already (false). The
+// caller marks the block hashed; hashed blocks number at most hashed. (A
+// stale entry of the same block is left alone: a live entry may follow it
+// in the probe run.)
+func (x *blockIndex) add(k uint64, id int32, b []block, hashed int) bool {
+	if 4*(x.n+1) > 3*len(x.slots) {
+		x.rebuild(b, hashed)
+	}
+	fp := uint64(uint32(k))
+	i := x.home(k)
+	for {
+		s := x.slots[i]
+		if s == 0 {
+			break
+		}
+		if s&0xFFFFFFFF == fp {
+			old := int32(s>>32) - 1
+			if bl := &b[old]; bl.hashed() && bl.key == k {
+				return false
+			}
+		}
+		if i++; i == len(x.slots) {
+			i = 0
+		}
+	}
+	x.slots[i] = uint64(id+1)<<32 | fp
+	x.n++
+	return true
+}
+
+// rebuild drops the stale entries, growing the slots to twice the live
+// entries (plus the one being added) when they are fewer.
+func (x *blockIndex) rebuild(b []block, hashed int) {
+	if size := max(64, 2*(hashed+1)); size > len(x.slots) {
+		x.slots = make([]uint64, size)
+	} else {
+		clear(x.slots)
+	}
+	x.n = 0
+	for id := range b {
+		bl := &b[id]
+		if !bl.hashed() {
+			continue
+		}
+		i := x.home(bl.key)
+		for x.slots[i] != 0 {
+			if i++; i == len(x.slots) {
+				i = 0
+			}
+		}
+		x.slots[i] = uint64(id+1)<<32 | uint64(uint32(bl.key))
+		x.n++
+	}
 }

@@ -25,34 +25,46 @@ type Paged struct {
 	idsHeld   int32 // identified blocks with references
 	b         []block
 	idFree    []int32 // created ids holding nothing
-	q         []qent  // free queue from q[qh]; a cached entry is valid iff its block's qpos matches
+	q         []qent  // free queue from q[qh]; a cached entry is valid iff it carries its block's gen
 	qh        int
-	qoff      int64 // absolute position of q[0]
-	cached    keyTable
+	idx       blockIndex
+	nHashed   int // blocks holding a key
 	evictions int64
 	obs       Observer
 	low       Observer // lower KV tiers (nil: GPU only)
 }
 
-// qent is a free-queue entry: a cached block (id >= 0) or n anonymous blocks.
+// qent is a free-queue entry: a cached block (id >= 0, n its gen when
+// queued) or n anonymous blocks (id < 0).
 type qent struct {
 	id int32
 	n  int32
 }
 
-// block is one identified KV block.
+// block is one identified KV block, 16 bytes: a full cache holds a record
+// per block on every replica of a fleet.
+//
+// gen changes each time the block enters or leaves the free queue, so an
+// entry queued before is stale. A stale entry could pass for live only
+// after 2^31 more entries of the same block were queued behind it, all
+// still in the queue (entries leave it from the head only): 16 GiB of
+// queue.
 type block struct {
-	key    uint64
-	qpos   int64 // absolute free-queue position + 1 while in the queue, else 0
-	refcnt int32
-	hashed bool
+	key  uint64
+	gen  uint32
+	refs uint32 // references, and hashedBit while the block holds key
 }
+
+const hashedBit = 1 << 31
+
+func (b *block) hashed() bool  { return b.refs&hashedBit != 0 }
+func (b *block) refcnt() int32 { return int32(b.refs &^ hashedBit) }
 
 // NewPaged returns an empty cache of blocks blocks of blockSize tokens.
 func NewPaged(blocks int32, blockSize int32) *Paged {
 	// Block structs are created as ids are first needed: a run without
 	// prefix hashes never allocates them.
-	c := &Paged{blockSize: blockSize, total: blocks, free: blocks, cached: newKeyTable(blocks)}
+	c := &Paged{blockSize: blockSize, total: blocks, free: blocks}
 	if blocks > 0 {
 		c.q = append(c.q, qent{id: -1, n: blocks})
 	}
@@ -85,7 +97,7 @@ func (c *Paged) CleanFree() int32 {
 			n += e.n
 			continue
 		}
-		if c.b[e.id].qpos == c.qoff+int64(i)+1 {
+		if c.b[e.id].gen == uint32(e.n) {
 			break // a cached block: the next Alloc past here evicts it
 		}
 	}
@@ -113,7 +125,6 @@ func (c *Paged) TakeAnon(n int32) {
 	}
 	if c.qh > 4096 && c.qh > len(c.q)/2 {
 		m := copy(c.q, c.q[c.qh:])
-		c.qoff += int64(c.qh)
 		c.q = c.q[:m]
 		c.qh = 0
 	}
@@ -142,8 +153,9 @@ func (c *Paged) pushAnon(n int32) {
 
 func (c *Paged) pushCached(id int32) {
 	c.free++
-	c.b[id].qpos = c.qoff + int64(len(c.q)) + 1
-	c.q = append(c.q, qent{id: id})
+	bl := &c.b[id]
+	bl.gen++
+	c.q = append(c.q, qent{id: id, n: int32(bl.gen)})
 }
 
 func (c *Paged) newID() int32 {
@@ -152,7 +164,15 @@ func (c *Paged) newID() int32 {
 		c.idFree = c.idFree[:n-1]
 		return id
 	}
-	c.b = append(c.b, block{})
+	if len(c.b) == cap(c.b) {
+		// Grown by use, never past the cache's blocks (append's growth
+		// would overshoot a full cache's by up to a quarter).
+		b := make([]block, len(c.b), min(max(2*len(c.b), 64), int(c.total)))
+		copy(b, c.b)
+		c.b = b
+	}
+	c.b = c.b[:len(c.b)+1]
+	c.b[len(c.b)-1] = block{}
 	return int32(len(c.b) - 1)
 }
 
@@ -173,23 +193,22 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 			n -= t
 			for ; t > 0 && k > 0; t, k = t-1, k-1 {
 				id := c.newID()
-				c.b[id].refcnt = 1
+				c.b[id].refs = 1
 				c.idsHeld++
 				h.IDs = append(h.IDs, id)
 			}
 			continue
 		}
 		id := e.id
-		pos := c.qoff + int64(c.qh) + 1
 		c.qh++
 		bl := &c.b[id]
-		if bl.qpos != pos {
+		if bl.gen != uint32(e.n) {
 			continue // taken back by a cache hit since it was queued
 		}
-		bl.qpos = 0
-		if bl.hashed {
-			c.cached.del(bl.key, id)
-			bl.hashed = false
+		bl.gen++
+		if bl.hashed() {
+			bl.refs &^= hashedBit // its index entry is now stale
+			c.nHashed--
 			c.evictions++
 			if c.obs != nil {
 				c.obs.Evicted(bl.key)
@@ -201,7 +220,7 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 		n--
 		if k > 0 {
 			k--
-			bl.refcnt = 1
+			bl.refs = 1
 			c.idsHeld++
 			h.IDs = append(h.IDs, id)
 		} else {
@@ -210,7 +229,6 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 	}
 	if c.qh > 4096 && c.qh > len(c.q)/2 {
 		m := copy(c.q, c.q[c.qh:])
-		c.qoff += int64(c.qh)
 		c.q = c.q[:m]
 		c.qh = 0
 	}
@@ -225,12 +243,12 @@ func (c *Paged) Release(h *Handle) {
 	for i := len(h.IDs) - 1; i >= 0; i-- {
 		id := h.IDs[i]
 		bl := &c.b[id]
-		bl.refcnt--
-		if bl.refcnt > 0 {
+		bl.refs--
+		if bl.refcnt() > 0 {
 			continue
 		}
 		c.idsHeld--
-		if bl.hashed {
+		if bl.hashed() {
 			c.pushCached(id)
 		} else {
 			c.idFree = append(c.idFree, id)
@@ -246,7 +264,7 @@ func (c *Paged) Lookup(keys []uint64, max int) int {
 		max = len(keys)
 	}
 	for i := 0; i < max; i++ {
-		if _, ok := c.cached.get(keys[i]); !ok {
+		if _, ok := c.idx.find(keys[i], c.b); !ok {
 			return i
 		}
 	}
@@ -258,7 +276,7 @@ func (c *Paged) Has(keys []uint64, i int) bool {
 	if i >= len(keys) {
 		return false
 	}
-	_, ok := c.cached.get(keys[i])
+	_, ok := c.idx.find(keys[i], c.b)
 	return ok
 }
 
@@ -266,7 +284,7 @@ func (c *Paged) Has(keys []uint64, i int) bool {
 func (c *Paged) HitCost(keys []uint64, n int) int32 {
 	var k int32
 	for i := 0; i < n; i++ {
-		if id, _ := c.cached.get(keys[i]); c.b[id].refcnt == 0 {
+		if id, _ := c.idx.find(keys[i], c.b); c.b[id].refcnt() == 0 {
 			k++
 		}
 	}
@@ -276,14 +294,14 @@ func (c *Paged) HitCost(keys []uint64, n int) int32 {
 // Touch implements Store.
 func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 	for i := 0; i < n; i++ {
-		id, _ := c.cached.get(keys[i])
+		id, _ := c.idx.find(keys[i], c.b)
 		bl := &c.b[id]
-		if bl.refcnt == 0 {
-			bl.qpos = 0 // its queue entry is now stale
+		if bl.refcnt() == 0 {
+			bl.gen++ // its queue entry is now stale
 			c.free--
 			c.idsHeld++
 		}
-		bl.refcnt++
+		bl.refs++
 		h.IDs = append(h.IDs, id)
 	}
 }
@@ -291,19 +309,22 @@ func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 // Register implements Store. A key already cached in another block keeps
 // its block, as in vLLM.
 func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
+	if to-from > 1 {
+		c.idx.prefetch(keys[from:to], c.b, c.nHashed)
+	}
 	for j := from; j < to; j++ {
 		id := h.IDs[j]
 		bl := &c.b[id]
-		if bl.hashed {
+		if bl.hashed() {
 			continue
 		}
 		k := keys[j]
-		if _, ok := c.cached.get(k); ok {
+		if !c.idx.add(k, id, c.b, c.nHashed) {
 			continue
 		}
-		c.cached.put(k, id)
 		bl.key = k
-		bl.hashed = true
+		bl.refs |= hashedBit
+		c.nHashed++
 		if c.obs != nil {
 			c.obs.Cached(k)
 		}
@@ -335,11 +356,11 @@ func (c *Paged) Check() error {
 			queued += e.n
 			continue
 		}
-		if c.b[e.id].qpos != c.qoff+int64(i)+1 {
+		if c.b[e.id].gen != uint32(e.n) {
 			continue
 		}
-		if c.b[e.id].refcnt != 0 {
-			return fmt.Errorf("KV block %d is in the free queue with %d references", e.id, c.b[e.id].refcnt)
+		if c.b[e.id].refcnt() != 0 || !c.b[e.id].hashed() {
+			return fmt.Errorf("KV block %d is in the free queue with %d references (hashed: %v)", e.id, c.b[e.id].refcnt(), c.b[e.id].hashed())
 		}
 		queued++
 		cachedFree++
@@ -349,10 +370,10 @@ func (c *Paged) Check() error {
 	}
 	var held int32
 	for id := range c.b {
-		if c.b[id].refcnt < 0 {
-			return fmt.Errorf("KV block %d has %d references", id, c.b[id].refcnt)
+		if r := c.b[id].refcnt(); r >= 1<<30 {
+			return fmt.Errorf("KV block %d has %d references (released more often than taken?)", id, r)
 		}
-		if c.b[id].refcnt > 0 {
+		if c.b[id].refcnt() > 0 {
 			held++
 		}
 	}
@@ -367,15 +388,15 @@ func (c *Paged) Check() error {
 	}
 	var hashed int
 	for id := range c.b {
-		if c.b[id].hashed {
+		if c.b[id].hashed() {
 			hashed++
-			if got, ok := c.cached.get(c.b[id].key); !ok || got != int32(id) {
+			if got, ok := c.idx.find(c.b[id].key, c.b); !ok || got != int32(id) {
 				return fmt.Errorf("KV block %d holds a key the cache index does not map to it", id)
 			}
 		}
 	}
-	if hashed != c.cached.n {
-		return fmt.Errorf("KV cache index holds %d keys, %d blocks are hashed", c.cached.n, hashed)
+	if hashed != c.nHashed || c.idx.n < hashed || 4*c.idx.n > 3*len(c.idx.slots) {
+		return fmt.Errorf("KV cache index holds %d entries in %d slots, %d blocks are hashed (counter says %d)", c.idx.n, len(c.idx.slots), hashed, c.nHashed)
 	}
 	return nil
 }
@@ -386,7 +407,7 @@ func (c *Paged) Clone() Store {
 	d.b = append([]block(nil), c.b...)
 	d.idFree = append([]int32(nil), c.idFree...)
 	d.q = append([]qent(nil), c.q...)
-	d.cached = c.cached.clone()
+	d.idx.slots = append([]uint64(nil), c.idx.slots...)
 	d.obs, d.low = nil, nil
 	return &d
 }
@@ -399,12 +420,12 @@ func (c *Paged) CloneInto(dst Store) Store {
 	if d == nil || d == c {
 		return c.Clone()
 	}
-	b, idFree, q, keys, vals := d.b, d.idFree, d.q, d.cached.keys, d.cached.vals
+	b, idFree, q, slots := d.b, d.idFree, d.q, d.idx.slots
 	*d = *c
 	d.b = append(b[:0], c.b...)
 	d.idFree = append(idFree[:0], c.idFree...)
 	d.q = append(q[:0], c.q...)
-	d.cached = c.cached.cloneInto(keys, vals)
+	d.idx.slots = append(slots[:0], c.idx.slots...)
 	d.obs, d.low = nil, nil
 	return d
 }

@@ -1,0 +1,188 @@
+package kv
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/rng"
+)
+
+// refPool is vLLM v1's block pool written plainly, as a reference for
+// Paged: every block has an id, the free queue is a list of ids, the cache
+// a map from key to block.
+type refPool struct {
+	key       []uint64
+	hashed    []bool
+	ref       []int
+	free      []int
+	idx       map[uint64]int
+	evictions int64
+}
+
+func newRefPool(n int) *refPool {
+	p := &refPool{key: make([]uint64, n), hashed: make([]bool, n), ref: make([]int, n), idx: map[uint64]int{}}
+	for i := range n {
+		p.free = append(p.free, i)
+	}
+	return p
+}
+
+func (p *refPool) alloc(h *[]int, n int) {
+	for range n {
+		id := p.free[0]
+		p.free = p.free[1:]
+		if p.hashed[id] {
+			delete(p.idx, p.key[id])
+			p.hashed[id] = false
+			p.evictions++
+		}
+		p.ref[id] = 1
+		*h = append(*h, id)
+	}
+}
+
+func (p *refPool) release(h *[]int) {
+	for i := len(*h) - 1; i >= 0; i-- {
+		id := (*h)[i]
+		if p.ref[id]--; p.ref[id] == 0 {
+			p.free = append(p.free, id)
+		}
+	}
+	*h = (*h)[:0]
+}
+
+func (p *refPool) touch(h *[]int, keys []uint64, n int) {
+	for _, k := range keys[:n] {
+		id := p.idx[k]
+		if p.ref[id] == 0 {
+			p.free = slices.DeleteFunc(p.free, func(x int) bool { return x == id })
+		}
+		p.ref[id]++
+		*h = append(*h, id)
+	}
+}
+
+func (p *refPool) register(h []int, keys []uint64, from, to int) {
+	for j := from; j < to; j++ {
+		id := h[j]
+		if p.hashed[id] {
+			continue
+		}
+		if _, ok := p.idx[keys[j]]; ok {
+			continue
+		}
+		p.idx[keys[j]] = id
+		p.key[id], p.hashed[id] = keys[j], true
+	}
+}
+
+func (p *refPool) lookup(keys []uint64) int {
+	for i, k := range keys {
+		if _, ok := p.idx[k]; !ok {
+			return i
+		}
+	}
+	return len(keys)
+}
+
+func (p *refPool) hitCost(keys []uint64, n int) int32 {
+	var c int32
+	for _, k := range keys[:n] {
+		if p.ref[p.idx[k]] == 0 {
+			c++
+		}
+	}
+	return c
+}
+
+// TestPagedMatchesReference drives Paged and the reference with the same
+// requests (hits, prompt blocks registered in chunks, decode blocks,
+// releases) and compares what they answer after every operation. Keys are
+// drawn so that many share a home slot in the index, many share its 32-bit
+// fingerprint, and prompts share prefixes, so stale entries, fingerprint
+// matches and blocks evicted and re-registered under the same key all
+// happen.
+func TestPagedMatchesReference(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		g := rng.New(seed, "paged-model")
+		const total = 48
+		c := NewPaged(total, 16)
+		p := newRefPool(total)
+		type req struct {
+			keys []uint64
+			h    Handle
+			ref  []int
+			reg  int // prompt blocks registered
+		}
+		key := func() uint64 {
+			switch g.IntN(3) {
+			case 0: // one home slot, few fingerprints
+				return uint64(g.IntN(4))<<32 | uint64(g.IntN(6))
+			case 1: // spread
+				return rng.Mix64(uint64(g.IntN(60)))
+			default: // fingerprint clashes across homes
+				return uint64(g.Uint32())<<32 | 7
+			}
+		}
+		prompts := make([][]uint64, 12)
+		for i := range prompts {
+			for range 1 + g.IntN(8) {
+				prompts[i] = append(prompts[i], key())
+			}
+		}
+		var live []*req
+		for op := range 4000 {
+			switch x := g.IntN(10); {
+			case x < 4 && len(live) < 8: // a new request: hits, then its prompt blocks
+				base := prompts[g.IntN(len(prompts))]
+				keys := slices.Clone(base[:1+g.IntN(len(base))])
+				if g.IntN(3) == 0 {
+					keys = append(keys, key())
+				}
+				r := &req{keys: keys}
+				hits := c.Lookup(keys, len(keys))
+				if want := p.lookup(keys); hits != want {
+					t.Fatalf("seed %d op %d: lookup %d, reference %d", seed, op, hits, want)
+				}
+				need := int32(len(keys) - hits)
+				if c.Free() < need+c.HitCost(keys, hits) {
+					continue
+				}
+				c.Touch(&r.h, keys, hits)
+				p.touch(&r.ref, keys, hits)
+				for r.reg = hits; r.reg < len(keys); {
+					n := min(1+g.IntN(3), len(keys)-r.reg)
+					c.Alloc(&r.h, int32(n), int32(n))
+					p.alloc(&r.ref, n)
+					c.Register(&r.h, keys, r.reg, r.reg+n)
+					p.register(r.ref, keys, r.reg, r.reg+n)
+					r.reg += n
+				}
+				live = append(live, r)
+			case x < 7 && len(live) > 0: // decode blocks
+				r := live[g.IntN(len(live))]
+				if n := int32(g.IntN(3)); c.Free() >= n {
+					c.Alloc(&r.h, n, 0)
+					p.alloc(&r.ref, int(n))
+				}
+			case len(live) > 0: // a request ends
+				i := g.IntN(len(live))
+				c.Release(&live[i].h)
+				p.release(&live[i].ref)
+				live = slices.Delete(live, i, i+1)
+			}
+			if c.Free() != int32(len(p.free)) || c.Evictions() != p.evictions {
+				t.Fatalf("seed %d op %d: free %d evictions %d, reference %d and %d", seed, op, c.Free(), c.Evictions(), len(p.free), p.evictions)
+			}
+			for _, pr := range prompts {
+				n := c.Lookup(pr, len(pr))
+				if want := p.lookup(pr); n != want || c.HitCost(pr, n) != p.hitCost(pr, n) {
+					t.Fatalf("seed %d op %d: prompt %x: %d cached (cost %d), reference %d (cost %d)", seed, op, pr, n, c.HitCost(pr, n), want, p.hitCost(pr, want))
+				}
+			}
+			if err := c.Check(); err != nil {
+				t.Fatalf("seed %d op %d: %v", seed, op, err)
+			}
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/blis-sim/blis/internal/loadavg"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -189,7 +189,7 @@ func TestAgainstMockLLM(t *testing.T) {
 				}
 				t.Logf("attempt %d: sends out of order: %s", attempt, strings.Join(order, "; "))
 			}
-			if l, ok := loadAverage(); ok && l > 2*float64(runtime.NumCPU()) {
+			if l, over := loadavg.Overloaded(); over {
 				t.Logf("machine overloaded (load average %.1f on %d cores): sends out of order in every attempt", l, runtime.NumCPU())
 				return
 			}
@@ -362,18 +362,4 @@ func indexIn(reqs []trace.Request, id string) int {
 		}
 	}
 	return -1
-}
-
-// loadAverage is the 1-minute load average (Linux).
-func loadAverage() (float64, bool) {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	return v, err == nil
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blis-sim/blis/internal/loadavg"
 )
 
 // readmeCmd is one command of the README's ```sh blocks: continuation
@@ -408,7 +410,7 @@ func TestREADMECommands(t *testing.T) {
 				// The claims compare wall-clock timings (a real client
 				// against blis-serve): on a machine loaded past twice its
 				// cores they are not measurable, which is said, not failed.
-				if l, over := overloaded(); over {
+				if l, over := loadavg.Overloaded(); over {
 					t.Logf("README command %d (%q) claims %q, not measurable at load average %.1f on %d cores: %v", i, p.cmd, p.comment, l, runtime.NumCPU(), err)
 				} else {
 					t.Errorf("README command %d (%q) claims %q: %v", i, p.cmd, p.comment, err)
@@ -477,19 +479,4 @@ func TestCompareWithinFewMS(t *testing.T) {
 	if err := compareWithinFewMS([]byte(`{"tables": []}`)); err == nil {
 		t.Error("no compare table: no error")
 	}
-}
-
-// overloaded reports the 1-minute load average and whether it is above
-// twice the machine's cores, where no wall-clock timing is measurable.
-func overloaded() (float64, bool) {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, false
-	}
-	l, err := strconv.ParseFloat(f[0], 64)
-	return l, err == nil && l > 2*float64(runtime.NumCPU())
 }

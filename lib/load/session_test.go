@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/blis-sim/blis/internal/loadavg"
 	"github.com/blis-sim/blis/lib/load/fakellm"
 	"github.com/blis-sim/blis/lib/trace"
 )
@@ -167,24 +167,10 @@ func TestTTFTPrecisionAtConcurrency64(t *testing.T) {
 			return
 		}
 	}
-	if l, ok := loadAverage(); ok && l > 2*float64(runtime.NumCPU()) {
+	if l, over := loadavg.Overloaded(); over {
 		t.Skipf("machine overloaded (load average %.1f on %d cores): no attempt had 90%% of TTFTs within 1 ms; last: %s", l, runtime.NumCPU(), last)
 	}
 	t.Errorf("no attempt had 90%% of TTFTs within 1 ms of the server's first chunk; last: %s", last)
-}
-
-// loadAverage is the 1-minute load average (Linux).
-func loadAverage() (float64, bool) {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	return v, err == nil
 }
 
 type ttftErr struct{ p50, p90, p99, max, cfgP50, cfgP90 float64 }
@@ -336,7 +322,7 @@ func TestSchedulers(t *testing.T) {
 		if p := sum.IssueLag.ValueAtQuantile(50); p > 1000 && !raceEnabled {
 			// sent − due counts a session loop that woke late: on a
 			// machine loaded past twice its cores that is the machine.
-			if l, ok := loadAverage(); ok && l > 2*float64(runtime.NumCPU()) {
+			if l, over := loadavg.Overloaded(); over {
 				t.Logf("median issue lag %d µs, machine overloaded (load average %.1f on %d cores)", p, l, runtime.NumCPU())
 				return
 			}
@@ -368,7 +354,7 @@ func TestSchedulers(t *testing.T) {
 			}
 			t.Logf("attempt %d: %s", attempt, late)
 		}
-		if l, ok := loadAverage(); ok && l > 2*float64(runtime.NumCPU()) {
+		if l, over := loadavg.Overloaded(); over {
 			t.Skipf("machine overloaded (load average %.1f on %d cores): no attempt sent every request within 5 ms; last: %s", l, runtime.NumCPU(), late)
 		}
 		t.Errorf("no attempt sent every request within 5 ms of its plan; last: %s", late)

@@ -113,21 +113,7 @@ func TestRestrictedForksMatchWholeForks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			restricted := regretRows(t, tc.cfg(), tc.reqs, tc.adm, false)
 			whole := regretRows(t, tc.cfg(), tc.reqs, tc.adm, true)
-			if len(restricted) < 100 || len(restricted) != len(whole) {
-				t.Fatalf("%d sampled rows with restricted forks, %d with whole forks (want the same, ≥ 100)", len(restricted), len(whole))
-			}
-			differ := 0
-			for i := range restricted {
-				if restricted[i] != whole[i] {
-					t.Fatalf("row %d:\nrestricted %s\nwhole      %s", i, restricted[i], whole[i])
-				}
-				if !strings.Contains(restricted[i], " 0 0 [") {
-					differ++
-				}
-			}
-			if differ == 0 {
-				t.Fatal("every sampled decision has zero regret: the comparison shows nothing")
-			}
+			sameRegretRows(t, restricted, whole)
 		})
 	}
 }
@@ -210,26 +196,33 @@ router: {routing: least-loaded}
 			}
 			restricted, g := regretRun(t, cfg(), reqs, nil, false)
 			whole, gw := regretRun(t, cfg(), reqs, nil, true)
-			if len(restricted) < 100 || len(restricted) != len(whole) {
-				t.Fatalf("%d sampled rows with restricted forks, %d with whole forks (want the same, ≥ 100)", len(restricted), len(whole))
-			}
-			differ := 0
-			for i := range restricted {
-				if restricted[i] != whole[i] {
-					t.Fatalf("row %d:\nrestricted %s\nwhole      %s", i, restricted[i], whole[i])
-				}
-				if !strings.Contains(restricted[i], " 0 0 [") {
-					differ++
-				}
-			}
-			if differ == 0 {
-				t.Fatal("every sampled decision has zero regret: the comparison shows nothing")
-			}
+			sameRegretRows(t, restricted, whole)
 			if g.restrictedN == 0 || g.cutN == 0 || gw.restrictedN != 0 {
 				t.Fatalf("restricted run: %d samples of one-replica forks, %d cut short by the autoscaler; whole run: %d (want > 0, > 0, 0)",
 					g.restrictedN, g.cutN, gw.restrictedN)
 			}
 			t.Logf("%d samples: %d with one-replica forks, %d cut short", len(restricted), g.restrictedN, g.cutN)
 		})
+	}
+}
+
+// sameRegretRows checks that one-replica and whole-cluster forks gave the
+// same sampled rows (at least 100), some of them with regret.
+func sameRegretRows(t *testing.T, restricted, whole []string) {
+	t.Helper()
+	if len(restricted) < 100 || len(restricted) != len(whole) {
+		t.Fatalf("%d sampled rows with restricted forks, %d with whole forks (want the same, ≥ 100)", len(restricted), len(whole))
+	}
+	differ := 0
+	for i := range restricted {
+		if restricted[i] != whole[i] {
+			t.Fatalf("row %d:\nrestricted %s\nwhole      %s", i, restricted[i], whole[i])
+		}
+		if !strings.Contains(restricted[i], " 0 0 [") {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Fatal("every sampled decision has zero regret: the comparison shows nothing")
 	}
 }

@@ -175,10 +175,7 @@ func (s *VLLM) allocBucket(bucket *[]boundEntry, avail, taken int32) (int32, int
 	for i := 0; i < len(*bucket); {
 		x := (*bucket)[i]
 		if x.epoch != x.r.Epoch {
-			last := len(*bucket) - 1
-			(*bucket)[i] = (*bucket)[last]
-			(*bucket)[last] = boundEntry{}
-			*bucket = (*bucket)[:last]
+			dropEntry(bucket, i)
 			continue
 		}
 		if taken < avail && x.r.IDBlocks(1) == 0 {
@@ -192,6 +189,15 @@ func (s *VLLM) allocBucket(bucket *[]boundEntry, avail, taken int32) (int32, int
 		i++
 	}
 	return avail, taken
+}
+
+// dropEntry drops entry i of a KV-boundary bucket by moving the last entry
+// into its place: a bucket is a set, visited whole.
+func dropEntry(bucket *[]boundEntry, i int) {
+	last := len(*bucket) - 1
+	(*bucket)[i] = (*bucket)[last]
+	(*bucket)[last] = boundEntry{}
+	*bucket = (*bucket)[:last]
 }
 
 // advanceAnon gives the blocks of steps from..to in one call per request
@@ -209,10 +215,7 @@ func (s *VLLM) advanceAnon(from, to int64) bool {
 		for i := 0; i < len(*bucket); {
 			x := (*bucket)[i]
 			if x.epoch != x.r.Epoch {
-				last := len(*bucket) - 1
-				(*bucket)[i] = (*bucket)[last]
-				(*bucket)[last] = boundEntry{}
-				*bucket = (*bucket)[:last]
+				dropEntry(bucket, i)
 				continue
 			}
 			n := (steps - k + B - 1) / B // its steps in from..to

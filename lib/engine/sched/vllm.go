@@ -399,10 +399,7 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		for i := 0; i < len(*bucket); {
 			x := (*bucket)[i]
 			if x.epoch != x.r.Epoch || !s.reserve(x.r, 1) {
-				last := len(*bucket) - 1
-				(*bucket)[i] = (*bucket)[last]
-				(*bucket)[last] = boundEntry{}
-				*bucket = (*bucket)[:last]
+				dropEntry(bucket, i)
 				continue
 			}
 			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))

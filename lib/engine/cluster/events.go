@@ -51,9 +51,9 @@ func (a *event) Less(b *event) bool {
 // kept apart (ends): a replica has at most one, which a span cut short
 // moves in place (leap.go), so the queue never holds one that is dead.
 type eventHeap struct {
-	S    []event // a binary min-heap of every other event
-	seq  uint64
-	ends endHeap
+	minheap.Heap[event, *event] // every other event
+	seq                         uint64
+	ends                        endHeap
 }
 
 // Len is the number of events queued.
@@ -82,49 +82,7 @@ func (h *eventHeap) pop() event {
 			return ev
 		}
 	}
-	return h.popEvent()
-}
-
-// Push adds x (not a step end).
-func (h *eventHeap) Push(x event) {
-	h.S = append(h.S, x)
-	s := h.S
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s[i].Less(&s[p]) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-// popEvent removes the smallest event of S.
-func (h *eventHeap) popEvent() event {
-	s := h.S
-	n := len(s) - 1
-	out := s[0]
-	s[0], s[n] = s[n], event{}
-	s = s[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && s[r].Less(&s[l]) {
-			m = r
-		}
-		if !s[m].Less(&s[i]) {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	h.S = s
-	return out
+	return h.Pop()
 }
 
 func (h *eventHeap) push(t int64, kind uint8, inst int32, r *request.State) {
@@ -183,7 +141,8 @@ func (h *eventHeap) pushGen(t int64, kind uint8, inst int32, gen uint32) {
 
 // clone copies the queue.
 func (h *eventHeap) clone(m *request.Clone) eventHeap {
-	d := eventHeap{S: make([]event, len(h.S)), seq: h.seq, ends: h.ends.clone()}
+	d := eventHeap{seq: h.seq, ends: h.ends.clone()}
+	d.S = make([]event, len(h.S))
 	d.ends.flush()
 	for i, e := range h.S {
 		e.r = m.Map(e.r)

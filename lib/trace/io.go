@@ -438,7 +438,7 @@ func (r *fileReader) Next() (arrow.RecordBatch, error) {
 	// RecordBatchAt hands the batch to us; RecordBatch would also release
 	// the previous one itself, so with our own Release a batch retained by
 	// a consumer (blis-report reads ahead) was freed under it.
-	rec, err := r.fr.RecordBatchAt(r.i)
+	rec, err := r.recordBatchAt(r.i)
 	if err != nil {
 		return nil, err
 	}
@@ -446,6 +446,19 @@ func (r *fileReader) Next() (arrow.RecordBatch, error) {
 	r.cur = rec
 	return rec, nil
 }
+
+// recordBatchAt is RecordBatchAt, which reads a batch's message through
+// flatbuffers without the recover its stream reader has: a corrupt message
+// table would panic there.
+func (r *fileReader) recordBatchAt(i int) (rec arrow.RecordBatch, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rec, err = nil, fmt.Errorf("record batch %d: corrupt message: %v", i, p)
+		}
+	}()
+	return r.fr.RecordBatchAt(i)
+}
+
 func (r *fileReader) Close() error {
 	if r.cur != nil {
 		r.cur.Release()

@@ -124,8 +124,8 @@ func (t *keyTable) cloneInto(keys []uint64, vals []int32) keyTable {
 // ids. At fleet scale every access to a replica's index misses the
 // processor's caches, and on a full cache every prompt block is indexed
 // once and evicted once; so eviction does not touch the index: the
-// evicted block's record says it no longer holds its key (block.hashed),
-// its entry goes stale, every match is checked against the block's record,
+// evicted block no longer holds its key (Paged.holds), its entry goes
+// stale, every match is checked against the block's record and the queue,
 // and stale entries are dropped when the index is rebuilt from the records
 // (a sequential walk; the index fits the processor's cache while it is
 // rebuilt), which happens when live and stale entries fill 3/4 of the
@@ -144,9 +144,9 @@ type blockIndex struct {
 // the adds that follow find them in the processor's cache: these reads
 // are independent and overlap, where each add's probe would wait for its
 // own miss.
-func (x *blockIndex) prefetch(keys []uint64, b []block, hashed int) {
+func (x *blockIndex) prefetch(keys []uint64, c *Paged, hashed int) {
 	if 4*(x.n+len(keys)) > 3*len(x.slots) {
-		x.rebuild(b, hashed+len(keys)-1)
+		x.rebuild(c, hashed+len(keys)-1)
 	}
 	var s uint64
 	for _, k := range keys {
@@ -159,8 +159,8 @@ func (x *blockIndex) home(k uint64) int {
 	return int((k >> 32) * uint64(len(x.slots)) >> 32)
 }
 
-// find returns the block holding k.
-func (x *blockIndex) find(k uint64, b []block) (int32, bool) {
+// find returns the block of c holding k.
+func (x *blockIndex) find(k uint64, c *Paged) (int32, bool) {
 	if x.n == 0 {
 		return 0, false
 	}
@@ -171,8 +171,7 @@ func (x *blockIndex) find(k uint64, b []block) (int32, bool) {
 			return 0, false
 		}
 		if s&0xFFFFFFFF == fp {
-			id := int32(s>>32) - 1
-			if bl := &b[id]; bl.hashed() && bl.key == k {
+			if id := int32(s>>32) - 1; c.holds(id, k) {
 				return id, true
 			}
 		}
@@ -186,9 +185,9 @@ func (x *blockIndex) find(k uint64, b []block) (int32, bool) {
 // caller marks the block hashed; hashed blocks number at most hashed. (A
 // stale entry of the same block is left alone: a live entry may follow it
 // in the probe run.)
-func (x *blockIndex) add(k uint64, id int32, b []block, hashed int) bool {
+func (x *blockIndex) add(k uint64, id int32, c *Paged, hashed int) bool {
 	if 4*(x.n+1) > 3*len(x.slots) {
-		x.rebuild(b, hashed)
+		x.rebuild(c, hashed)
 	}
 	fp := uint64(uint32(k))
 	i := x.home(k)
@@ -198,8 +197,7 @@ func (x *blockIndex) add(k uint64, id int32, b []block, hashed int) bool {
 			break
 		}
 		if s&0xFFFFFFFF == fp {
-			old := int32(s>>32) - 1
-			if bl := &b[old]; bl.hashed() && bl.key == k {
+			if c.holds(int32(s>>32)-1, k) {
 				return false
 			}
 		}
@@ -213,8 +211,13 @@ func (x *blockIndex) add(k uint64, id int32, b []block, hashed int) bool {
 }
 
 // rebuild drops the stale entries, growing the slots to twice the live
-// entries (plus the one being added) when they are fewer.
-func (x *blockIndex) rebuild(b []block, hashed int) {
+// entries (plus the one being added) when they are fewer. The blocks
+// evicted and not yet reused (idle ids) lose their stale hashedBit first.
+func (x *blockIndex) rebuild(c *Paged, hashed int) {
+	b := c.b
+	for _, id := range c.idFree {
+		b[id].refs = 0
+	}
 	if size := max(64, 2*(hashed+1)); size > len(x.slots) {
 		x.slots = make([]uint64, size)
 	} else {

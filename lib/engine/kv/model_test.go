@@ -107,6 +107,7 @@ func TestPagedMatchesReference(t *testing.T) {
 		g := rng.New(seed, "paged-model")
 		const total = 48
 		c := NewPaged(total, 16)
+		c.qbase = -uint32(1000 * seed) // queue positions wrap past 2^32 early on
 		p := newRefPool(total)
 		type req struct {
 			keys []uint64
@@ -161,7 +162,11 @@ func TestPagedMatchesReference(t *testing.T) {
 				live = append(live, r)
 			case x < 7 && len(live) > 0: // decode blocks
 				r := live[g.IntN(len(live))]
-				if n := int32(g.IntN(3)); c.Free() >= n {
+				if n := min(int32(g.IntN(3)), c.AnonHead()); n > 0 && g.IntN(2) == 0 {
+					c.TakeAnon(n) // as a leap takes them
+					r.h.Anon += n
+					p.alloc(&r.ref, int(n))
+				} else if n := int32(g.IntN(3)); c.Free() >= n {
 					c.Alloc(&r.h, n, 0)
 					p.alloc(&r.ref, int(n))
 				}
@@ -173,6 +178,16 @@ func TestPagedMatchesReference(t *testing.T) {
 			}
 			if c.Free() != int32(len(p.free)) || c.Evictions() != p.evictions {
 				t.Fatalf("seed %d op %d: free %d evictions %d, reference %d and %d", seed, op, c.Free(), c.Evictions(), len(p.free), p.evictions)
+			}
+			clean := int32(0) // free blocks ahead of the first cached one
+			for _, id := range p.free {
+				if p.hashed[id] {
+					break
+				}
+				clean++
+			}
+			if c.AnonHead() > c.CleanFree() || c.CleanFree() > clean {
+				t.Fatalf("seed %d op %d: head run %d, clean %d, reference clean %d", seed, op, c.AnonHead(), c.CleanFree(), clean)
 			}
 			for _, pr := range prompts {
 				n := c.Lookup(pr, len(pr))

@@ -25,8 +25,9 @@ type Paged struct {
 	idsHeld   int32 // identified blocks with references
 	b         []block
 	idFree    []int32 // created ids holding nothing
-	q         []qent  // free queue from q[qh]; a cached entry is valid iff it carries its block's gen
+	q         []qent  // free queue from q[qh]
 	qh        int
+	qbase     uint32 // position of q[0] among all entries ever queued, mod 2^32
 	idx       blockIndex
 	nHashed   int // blocks holding a key
 	evictions int64
@@ -34,24 +35,32 @@ type Paged struct {
 	low       Observer // lower KV tiers (nil: GPU only)
 }
 
-// qent is a free-queue entry: a cached block (id >= 0, n its gen when
-// queued) or n anonymous blocks (id < 0).
+// qent is a free-queue entry: a cached block (id >= 0), n anonymous blocks
+// (id anonRun) or nothing (id taken: a cache hit took its block back).
 type qent struct {
 	id int32
 	n  int32
 }
 
+const (
+	anonRun = -1
+	taken   = -2
+)
+
 // block is one identified KV block, 16 bytes: a full cache holds a record
-// per block on every replica of a fleet.
+// per block on every replica of a fleet, and at fleet scale every first
+// touch of a record misses the processor's caches.
 //
-// gen changes each time the block enters or leaves the free queue, so an
-// entry queued before is stale. A stale entry could pass for live only
-// after 2^31 more entries of the same block were queued behind it, all
-// still in the queue (entries leave it from the head only): 16 GiB of
-// queue.
+// A block with references holds key iff hashedBit is set. A block without
+// references holds it iff it is also in the free queue (queued): Alloc
+// evicts the head block without reading its record (cold: the queue is in
+// LRU order), so a block evicted and not yet reused (in idFree) keeps a
+// stale hashedBit. Its entry was the only one naming it in the queue, and
+// it is named again only after it is reused (its record rewritten), so
+// qpos cannot point at an entry naming it, however far it wrapped.
 type block struct {
 	key  uint64
-	gen  uint32
+	qpos uint32 // its free-queue entry's position (as qbase) while queued
 	refs uint32 // references, and hashedBit while the block holds key
 }
 
@@ -60,13 +69,36 @@ const hashedBit = 1 << 31
 func (b *block) hashed() bool  { return b.refs&hashedBit != 0 }
 func (b *block) refcnt() int32 { return int32(b.refs &^ hashedBit) }
 
+// queued reports whether block id (without references) is in the free
+// queue.
+func (c *Paged) queued(id int32) bool {
+	i := int(c.b[id].qpos - c.qbase)
+	return i >= c.qh && i < len(c.q) && c.q[i].id == id
+}
+
+// holds reports whether block id holds key k.
+func (c *Paged) holds(id int32, k uint64) bool {
+	bl := &c.b[id]
+	return bl.key == k && bl.hashed() && (bl.refcnt() > 0 || c.queued(id))
+}
+
+// compact drops the queue's consumed head once it is most of the queue.
+func (c *Paged) compact() {
+	if c.qh > 4096 && c.qh > len(c.q)/2 {
+		m := copy(c.q, c.q[c.qh:])
+		c.q = c.q[:m]
+		c.qbase += uint32(c.qh)
+		c.qh = 0
+	}
+}
+
 // NewPaged returns an empty cache of blocks blocks of blockSize tokens.
 func NewPaged(blocks int32, blockSize int32) *Paged {
 	// Block structs are created as ids are first needed: a run without
 	// prefix hashes never allocates them.
 	c := &Paged{blockSize: blockSize, total: blocks, free: blocks}
 	if blocks > 0 {
-		c.q = append(c.q, qent{id: -1, n: blocks})
+		c.q = append(c.q, qent{id: anonRun, n: blocks})
 	}
 	return c
 }
@@ -93,11 +125,11 @@ func (c *Paged) CleanFree() int32 {
 	var n int32
 	for i := c.qh; i < len(c.q) && i < c.qh+256; i++ {
 		e := c.q[i]
-		if e.id < 0 {
+		if e.id == anonRun {
 			n += e.n
 			continue
 		}
-		if c.b[e.id].gen == uint32(e.n) {
+		if e.id >= 0 {
 			break // a cached block: the next Alloc past here evicts it
 		}
 	}
@@ -106,7 +138,7 @@ func (c *Paged) CleanFree() int32 {
 
 // AnonHead implements Store.
 func (c *Paged) AnonHead() int32 {
-	if c.qh < len(c.q) && c.q[c.qh].id < 0 {
+	if c.qh < len(c.q) && c.q[c.qh].id == anonRun {
 		return c.q[c.qh].n
 	}
 	return 0
@@ -123,11 +155,7 @@ func (c *Paged) TakeAnon(n int32) {
 	if e.n -= n; e.n == 0 {
 		c.qh++
 	}
-	if c.qh > 4096 && c.qh > len(c.q)/2 {
-		m := copy(c.q, c.q[c.qh:])
-		c.q = c.q[:m]
-		c.qh = 0
-	}
+	c.compact()
 }
 
 // Observed implements Store.
@@ -144,18 +172,17 @@ func (c *Paged) pushAnon(n int32) {
 		return
 	}
 	c.free += n
-	if k := len(c.q); k > c.qh && c.q[k-1].id < 0 {
+	if k := len(c.q); k > c.qh && c.q[k-1].id == anonRun {
 		c.q[k-1].n += n
 		return
 	}
-	c.q = append(c.q, qent{id: -1, n: n})
+	c.q = append(c.q, qent{id: anonRun, n: n})
 }
 
 func (c *Paged) pushCached(id int32) {
 	c.free++
-	bl := &c.b[id]
-	bl.gen++
-	c.q = append(c.q, qent{id: id, n: int32(bl.gen)})
+	c.b[id].qpos = c.qbase + uint32(len(c.q))
+	c.q = append(c.q, qent{id: id})
 }
 
 func (c *Paged) newID() int32 {
@@ -184,7 +211,11 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 	h.Anon += n - k
 	for n > 0 {
 		e := &c.q[c.qh]
-		if e.id < 0 {
+		if e.id == taken {
+			c.qh++
+			continue
+		}
+		if e.id == anonRun {
 			t := min(e.n, n)
 			e.n -= t
 			if e.n == 0 {
@@ -199,39 +230,30 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 			}
 			continue
 		}
+		// A cached block, evicted: leaving the queue ends its hold on
+		// its key (its index entry goes stale), so its cold record is
+		// not read unless someone hears of the eviction.
 		id := e.id
 		c.qh++
-		bl := &c.b[id]
-		if bl.gen != uint32(e.n) {
-			continue // taken back by a cache hit since it was queued
+		c.nHashed--
+		c.evictions++
+		if c.obs != nil {
+			c.obs.Evicted(c.b[id].key)
 		}
-		bl.gen++
-		if bl.hashed() {
-			bl.refs &^= hashedBit // its index entry is now stale
-			c.nHashed--
-			c.evictions++
-			if c.obs != nil {
-				c.obs.Evicted(bl.key)
-			}
-			if c.low != nil {
-				c.low.Evicted(bl.key)
-			}
+		if c.low != nil {
+			c.low.Evicted(c.b[id].key)
 		}
 		n--
 		if k > 0 {
 			k--
-			bl.refs = 1
+			c.b[id].refs = 1 // written, not read: the store does not wait
 			c.idsHeld++
 			h.IDs = append(h.IDs, id)
 		} else {
-			c.idFree = append(c.idFree, id)
+			c.idFree = append(c.idFree, id) // its record stays stale until reused
 		}
 	}
-	if c.qh > 4096 && c.qh > len(c.q)/2 {
-		m := copy(c.q, c.q[c.qh:])
-		c.q = c.q[:m]
-		c.qh = 0
-	}
+	c.compact()
 }
 
 // Release implements Store, last block first as vLLM does, so that a
@@ -264,7 +286,7 @@ func (c *Paged) Lookup(keys []uint64, max int) int {
 		max = len(keys)
 	}
 	for i := 0; i < max; i++ {
-		if _, ok := c.idx.find(keys[i], c.b); !ok {
+		if _, ok := c.idx.find(keys[i], c); !ok {
 			return i
 		}
 	}
@@ -276,7 +298,7 @@ func (c *Paged) Has(keys []uint64, i int) bool {
 	if i >= len(keys) {
 		return false
 	}
-	_, ok := c.idx.find(keys[i], c.b)
+	_, ok := c.idx.find(keys[i], c)
 	return ok
 }
 
@@ -284,7 +306,7 @@ func (c *Paged) Has(keys []uint64, i int) bool {
 func (c *Paged) HitCost(keys []uint64, n int) int32 {
 	var k int32
 	for i := 0; i < n; i++ {
-		if id, _ := c.idx.find(keys[i], c.b); c.b[id].refcnt() == 0 {
+		if id, _ := c.idx.find(keys[i], c); c.b[id].refcnt() == 0 {
 			k++
 		}
 	}
@@ -294,10 +316,10 @@ func (c *Paged) HitCost(keys []uint64, n int) int32 {
 // Touch implements Store.
 func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 	for i := 0; i < n; i++ {
-		id, _ := c.idx.find(keys[i], c.b)
+		id, _ := c.idx.find(keys[i], c)
 		bl := &c.b[id]
 		if bl.refcnt() == 0 {
-			bl.gen++ // its queue entry is now stale
+			c.q[bl.qpos-c.qbase].id = taken
 			c.free--
 			c.idsHeld++
 		}
@@ -310,7 +332,7 @@ func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 // its block, as in vLLM.
 func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 	if to-from > 1 {
-		c.idx.prefetch(keys[from:to], c.b, c.nHashed)
+		c.idx.prefetch(keys[from:to], c, c.nHashed)
 	}
 	for j := from; j < to; j++ {
 		id := h.IDs[j]
@@ -319,7 +341,7 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 			continue
 		}
 		k := keys[j]
-		if !c.idx.add(k, id, c.b, c.nHashed) {
+		if !c.idx.add(k, id, c, c.nHashed) {
 			continue
 		}
 		bl.key = k
@@ -349,18 +371,18 @@ func (c *Paged) Check() error {
 	var queued, cachedFree int32
 	for i := c.qh; i < len(c.q); i++ {
 		e := c.q[i]
+		if e.id == taken {
+			continue
+		}
 		if e.id < 0 {
-			if e.n < 0 {
-				return fmt.Errorf("KV free queue has a run of %d blocks", e.n)
+			if e.id != anonRun || e.n < 0 {
+				return fmt.Errorf("KV free queue entry %d is a run of %d blocks (id %d)", i, e.n, e.id)
 			}
 			queued += e.n
 			continue
 		}
-		if c.b[e.id].gen != uint32(e.n) {
-			continue
-		}
-		if c.b[e.id].refcnt() != 0 || !c.b[e.id].hashed() {
-			return fmt.Errorf("KV block %d is in the free queue with %d references (hashed: %v)", e.id, c.b[e.id].refcnt(), c.b[e.id].hashed())
+		if bl := &c.b[e.id]; bl.refcnt() != 0 || !bl.hashed() || bl.qpos != c.qbase+uint32(i) {
+			return fmt.Errorf("KV block %d is in the free queue with %d references (hashed: %v, entry %d, its record says %d)", e.id, bl.refcnt(), bl.hashed(), i, int(bl.qpos-c.qbase))
 		}
 		queued++
 		cachedFree++
@@ -388,9 +410,9 @@ func (c *Paged) Check() error {
 	}
 	var hashed int
 	for id := range c.b {
-		if c.b[id].hashed() {
+		if bl := &c.b[id]; bl.hashed() && (bl.refcnt() > 0 || c.queued(int32(id))) {
 			hashed++
-			if got, ok := c.idx.find(c.b[id].key, c.b); !ok || got != int32(id) {
+			if got, ok := c.idx.find(bl.key, c); !ok || got != int32(id) {
 				return fmt.Errorf("KV block %d holds a key the cache index does not map to it", id)
 			}
 		}

@@ -69,3 +69,52 @@ func TestTakeAnon(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A cached block evicted by an allocation that does not reuse its id keeps
+// a stale record until its id is reused (Alloc does not read it): it must
+// not be found, taken back or kept in the index by a rebuild, and its key
+// may be cached again in another block.
+func TestEvictedIdleBlock(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after func(c *Paged) // after the eviction
+		want  int            // blocks of key 1 cached
+	}{
+		{"left idle", func(*Paged) {}, 0},
+		{"rebuilt", func(c *Paged) { c.idx.rebuild(c, c.nHashed) }, 0},
+		{"id reused, no key", func(c *Paged) { c.Alloc(&Handle{}, 1, 1) }, 0},
+		{"key cached again", func(c *Paged) {
+			var h Handle
+			c.Alloc(&h, 1, 1)
+			c.Register(&h, []uint64{1}, 0, 1)
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewPaged(3, 16)
+			var a, d Handle
+			c.Alloc(&a, 2, 2)
+			c.Register(&a, []uint64{1, 2}, 0, 2)
+			c.Release(&a) // queue: anonymous 1, key 2, key 1
+			c.Alloc(&d, 2, 0)
+			c.Release(&d) // queue: key 1, anonymous 2
+			c.Alloc(&d, 1, 0)
+			if len(c.idFree) != 2 || c.Evictions() != 2 {
+				t.Fatalf("idle ids %v, evictions %d: want 2 and 2", c.idFree, c.Evictions())
+			}
+			tc.after(c)
+			if got := c.Lookup([]uint64{1}, 1); got != tc.want {
+				t.Fatalf("key 1 cached in %d blocks, want %d", got, tc.want)
+			}
+			if c.Lookup([]uint64{2}, 1) != 0 || c.HitCost([]uint64{1}, tc.want) != 0 {
+				t.Fatal("key 2 still cached, or key 1 costs a free block")
+			}
+			if err := c.Check(); err != nil {
+				t.Fatal(err)
+			}
+			c.idx.rebuild(c, c.nHashed)
+			if c.idx.n != c.nHashed {
+				t.Fatalf("rebuilt index holds %d entries, %d blocks hold keys", c.idx.n, c.nHashed)
+			}
+		})
+	}
+}

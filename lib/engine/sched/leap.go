@@ -173,17 +173,20 @@ func (s *VLLM) advanceBlocks(from, to int64) {
 // the last count.
 func (s *VLLM) allocBucket(bucket *[]boundEntry, avail, taken int32) (int32, int32) {
 	for i := 0; i < len(*bucket); {
-		x := (*bucket)[i]
-		if x.epoch != x.r.Epoch {
+		x := &(*bucket)[i]
+		if x.r == nil {
 			dropEntry(bucket, i)
 			continue
 		}
-		if taken < avail && x.r.IDBlocks(1) == 0 {
-			x.r.KV.Anon++
+		if taken < avail && x.ids == 0 {
+			// Written, not read: the State stays out of the cache.
+			x.anon++
+			x.r.KV.Anon = x.anon
 			taken++
 		} else {
 			s.kv.TakeAnon(taken)
-			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+			s.kv.Alloc(&x.r.KV, 1, min(x.ids, 1))
+			*x = bind(x.r)
 			avail, taken = s.kv.AnonHead(), 0
 		}
 		i++
@@ -214,12 +217,12 @@ func (s *VLLM) advanceAnon(from, to int64) bool {
 		bucket := &s.bound[(from+k)%B]
 		for i := 0; i < len(*bucket); {
 			x := (*bucket)[i]
-			if x.epoch != x.r.Epoch {
+			if x.r == nil {
 				dropEntry(bucket, i)
 				continue
 			}
-			n := (steps - k + B - 1) / B // its steps in from..to
-			if x.r.IDBlocks(int32(n)) != 0 {
+			n := (steps - k + B - 1) / B // its steps in from..to (≥ 1)
+			if x.ids != 0 {
 				return false
 			}
 			total += n
@@ -231,8 +234,11 @@ func (s *VLLM) advanceAnon(from, to int64) bool {
 	}
 	for k := int64(0); k < min(steps, B); k++ {
 		n := int32((steps - k + B - 1) / B)
-		for _, x := range s.bound[(from+k)%B] {
+		bucket := s.bound[(from+k)%B]
+		for i := range bucket {
+			x := &bucket[i]
 			s.kv.Alloc(&x.r.KV, n, 0)
+			x.anon = x.r.KV.Anon
 		}
 	}
 	return true

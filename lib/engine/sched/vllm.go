@@ -116,9 +116,49 @@ func (s *VLLM) TakeSends() []Send {
 	return x
 }
 
+// boundEntry is a decoding request's place in its block-boundary bucket.
+// It carries what a boundary step needs of the request, so that allocating
+// an anonymous block writes the request's State without reading it: at
+// 1,000 replicas the States of decoding requests are tens of MB and a read
+// was a cache miss per request and block. anon mirrors r.KV.Anon; ids is
+// how many more blocks carry cache keys (idsLeft). r is nil once the
+// request stopped decoding (unbind): a stale entry, dropped when visited.
 type boundEntry struct {
-	r     *request.State
-	epoch uint32
+	r    *request.State
+	anon int32
+	ids  int32
+}
+
+// bind is r's entry, from its State.
+func bind(r *request.State) boundEntry {
+	return boundEntry{r: r, anon: r.KV.Anon, ids: idsLeft(r)}
+}
+
+// idsLeft is how many blocks past those r holds carry cache keys
+// (IDBlocks of any larger count).
+func idsLeft(r *request.State) int32 {
+	return max(0, int32(len(r.Keys))-r.KV.Blocks())
+}
+
+// unbind marks the entry of a request that stops decoding stale. Its
+// bucket is fixed while it decodes: its boundaries are S0 − C0 + 1 plus
+// multiples of the block size.
+func (s *VLLM) unbind(r *request.State) {
+	B := int64(s.B)
+	p := (r.S0 - int64(r.C0) + 1) % B
+	if p < 0 {
+		p += B
+	}
+	bucket := s.bound[p]
+	for i := range bucket {
+		if bucket[i].r == r {
+			bucket[i].r = nil
+			return
+		}
+	}
+	if s.cfg.Checks && s.err == nil {
+		s.err = fmt.Errorf("step %d: decoding request %s has no block-boundary entry", s.step, r.Req.ID)
+	}
 }
 
 // NewVLLM returns an empty scheduler over store; keys derives prefix-cache
@@ -255,6 +295,7 @@ func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
 		s.specStop(r)
 	} else {
 		s.decA -= int64(r.C0) - r.S0
+		s.unbind(r)
 	}
 	r.Decoding = false
 }
@@ -397,12 +438,15 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		s.kv.TakeAnon(taken)
 	} else {
 		for i := 0; i < len(*bucket); {
-			x := (*bucket)[i]
-			if x.epoch != x.r.Epoch || !s.reserve(x.r, 1) {
+			// (reserve may preempt requests of this bucket: their
+			// entries go stale in place; none moves)
+			r := (*bucket)[i].r
+			if r == nil || !s.reserve(r, 1) {
 				dropEntry(bucket, i)
 				continue
 			}
-			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+			s.kv.Alloc(&r.KV, 1, r.IDBlocks(1))
+			(*bucket)[i] = bind(r)
 			i++
 		}
 	}
@@ -651,7 +695,7 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		s.decA += int64(r.C0) - r.S0
 		s.finishH.push(step+int64(r.Req.OutputTokens-r.Gen0), r)
 		fb := step + int64(r.KV.Blocks()*B-r.C0+1)
-		s.bound[fb%int64(B)] = append(s.bound[fb%int64(B)], boundEntry{r, r.Epoch})
+		s.bound[fb%int64(B)] = append(s.bound[fb%int64(B)], bind(r))
 	}
 	if s.spec != nil {
 		s.specFinish(now, done)
@@ -738,6 +782,11 @@ func (s *VLLM) Check(full bool) error {
 	if s.err != nil {
 		return s.err
 	}
+	if full {
+		if err := s.checkBound(); err != nil {
+			return err
+		}
+	}
 	err := s.kv.QuickCheck()
 	if err == nil && full {
 		err = s.kv.Check()
@@ -746,6 +795,35 @@ func (s *VLLM) Check(full bool) error {
 		err = s.tiers.Check()
 	}
 	return err
+}
+
+// checkBound checks the block-boundary buckets: one live entry per decoding
+// request (without speculative decoding), in the bucket of its boundaries,
+// mirroring its State.
+func (s *VLLM) checkBound() error {
+	live := 0
+	for p, bucket := range s.bound {
+		for _, x := range bucket {
+			r := x.r
+			if r == nil {
+				continue
+			}
+			live++
+			switch {
+			case !r.Decoding:
+				return fmt.Errorf("step %d: request %s has a block-boundary entry but is not decoding", s.step, r.Req.ID)
+			case int((r.S0-int64(r.C0)+1)%int64(s.B)+int64(s.B))%int(s.B) != p:
+				return fmt.Errorf("step %d: request %s's block-boundary entry is in bucket %d, not its own", s.step, r.Req.ID, p)
+			case x.anon != r.KV.Anon || x.ids != idsLeft(r):
+				return fmt.Errorf("step %d: request %s's block-boundary entry says %d anonymous blocks and %d keyed to come, its State %d and %d",
+					s.step, r.Req.ID, x.anon, x.ids, r.KV.Anon, idsLeft(r))
+			}
+		}
+	}
+	if s.spec == nil && live != s.nDecode {
+		return fmt.Errorf("step %d: %d live block-boundary entries for %d decoding requests", s.step, live, s.nDecode)
+	}
+	return nil
 }
 
 // Clone implements Scheduler.
@@ -785,8 +863,8 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 		}
 		d.bound[i] = make([]boundEntry, len(bk))
 		for j, e := range bk {
-			r, ep := c.MapEntry(e.r, e.epoch)
-			d.bound[i][j] = boundEntry{r, ep}
+			e.r = c.Map(e.r) // (nil: stale)
+			d.bound[i][j] = e
 		}
 	}
 	return &d

@@ -74,10 +74,10 @@ type VLLM struct {
 	nDecode    int
 	decA       int64 // Σ (c0 - s0) over decoding requests: DecodeCtx = decA + nDecode·step
 	finishH    stepHeap
-	// bound[p] holds the decoding requests that need a new KV block on every
-	// step ≡ p (mod block size): a boundary recurs exactly every block_size
-	// decode steps, so a ring of buckets replaces a heap.
-	bound [][]boundEntry
+	// bound's bucket p holds the decoding requests that need a new KV block
+	// on every step ≡ p (mod block size): a boundary recurs exactly every
+	// block_size decode steps, so a ring of buckets replaces a heap.
+	bound ring
 
 	step      int64  // index of the next (or executing) step
 	formedTo  int64  // the last step formed (its blocks allocated): step, or step−1 between steps
@@ -116,56 +116,11 @@ func (s *VLLM) TakeSends() []Send {
 	return x
 }
 
-// boundEntry is a decoding request's place in its block-boundary bucket.
-// It carries what a boundary step needs of the request, so that allocating
-// an anonymous block writes the request's State without reading it: at
-// 1,000 replicas the States of decoding requests are tens of MB and a read
-// was a cache miss per request and block. anon mirrors r.KV.Anon; ids is
-// how many more blocks carry cache keys (idsLeft). r is nil once the
-// request stopped decoding (unbind): a stale entry, dropped when visited.
-type boundEntry struct {
-	r    *request.State
-	anon int32
-	ids  int32
-}
-
-// bind is r's entry, from its State.
-func bind(r *request.State) boundEntry {
-	return boundEntry{r: r, anon: r.KV.Anon, ids: idsLeft(r)}
-}
-
-// idsLeft is how many blocks past those r holds carry cache keys
-// (IDBlocks of any larger count).
-func idsLeft(r *request.State) int32 {
-	return max(0, int32(len(r.Keys))-r.KV.Blocks())
-}
-
-// unbind marks the entry of a request that stops decoding stale. Its
-// bucket is fixed while it decodes: its boundaries are S0 − C0 + 1 plus
-// multiples of the block size.
-func (s *VLLM) unbind(r *request.State) {
-	B := int64(s.B)
-	p := (r.S0 - int64(r.C0) + 1) % B
-	if p < 0 {
-		p += B
-	}
-	bucket := s.bound[p]
-	for i := range bucket {
-		if bucket[i].r == r {
-			bucket[i].r = nil
-			return
-		}
-	}
-	if s.cfg.Checks && s.err == nil {
-		s.err = fmt.Errorf("step %d: decoding request %s has no block-boundary entry", s.step, r.Req.ID)
-	}
-}
-
 // NewVLLM returns an empty scheduler over store; keys derives prefix-cache
 // keys at the store's block size. order and victim may be nil (vLLM's own).
 func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victim Victim) *VLLM {
 	s := &VLLM{cfg: cfg, kv: store, B: store.BlockSize(), keys: keys, order: order, victim: victim,
-		bound: make([][]boundEntry, store.BlockSize()), waiting: waitQueue{custom: order != nil}, perDec: 1}
+		bound: newRing(store.BlockSize()), waiting: waitQueue{custom: order != nil}, perDec: 1}
 	if cfg.Spec != nil {
 		s.spec = newSpecState(cfg.Spec)
 	}
@@ -238,6 +193,9 @@ func (s *VLLM) release(cutoff int64, inclusive bool) {
 // Progress implements Scheduler.
 func (s *VLLM) Progress(r *request.State) int32 {
 	if r.Decoding {
+		if x := s.entry(r); x != nil {
+			r.KV.Anon = x.anon
+		}
 		return r.Gen0 + s.decoded(r)
 	}
 	return r.Generated
@@ -286,6 +244,9 @@ func (s *VLLM) removePrefilling(r *request.State) {
 // stopDecoding takes a decoding request out of the implicit-progress
 // aggregates, registering the answer blocks it filled so far.
 func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
+	if s.spec == nil {
+		s.unbind(r) // first: its KV handle is brought up to date
+	}
 	s.registerHeld(r, kvTokens)
 	s.nDecode--
 	if s.lora != nil && r.LoRA != 0 {
@@ -295,7 +256,6 @@ func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
 		s.specStop(r)
 	} else {
 		s.decA -= int64(r.C0) - r.S0
-		s.unbind(r)
 	}
 	r.Decoding = false
 }
@@ -430,23 +390,25 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		s.specDecide()
 		s.specBlocks()
 	}
-	bucket := &s.bound[step%int64(B)]
-	if s.kv.Free() >= int32(len(*bucket)) {
+	p := step % int64(B)
+	if s.kv.Free() >= s.bound.n[p] {
 		// A block for each without preempting anyone: taken as
 		// advanceBlocks takes them, anonymous ones at once.
-		_, taken := s.allocBucket(bucket, s.kv.AnonHead(), 0)
+		_, taken := s.allocBucket(p, s.kv.AnonHead(), 0)
 		s.kv.TakeAnon(taken)
 	} else {
-		for i := 0; i < len(*bucket); {
+		for i := 0; i < int(s.bound.n[p]); {
 			// (reserve may preempt requests of this bucket: their
 			// entries go stale in place; none moves)
-			r := (*bucket)[i].r
+			r := s.bound.at(p)[i].r
 			if r == nil || !s.reserve(r, 1) {
-				dropEntry(bucket, i)
+				s.bound.drop(p, i)
 				continue
 			}
-			s.kv.Alloc(&r.KV, 1, r.IDBlocks(1))
-			(*bucket)[i] = bind(r)
+			x := &s.bound.at(p)[i]
+			r.KV.Anon = x.anon
+			s.kv.Alloc(&r.KV, 1, min(x.ids, 1))
+			*x = bind(r)
 			i++
 		}
 	}
@@ -695,7 +657,7 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		s.decA += int64(r.C0) - r.S0
 		s.finishH.push(step+int64(r.Req.OutputTokens-r.Gen0), r)
 		fb := step + int64(r.KV.Blocks()*B-r.C0+1)
-		s.bound[fb%int64(B)] = append(s.bound[fb%int64(B)], bind(r))
+		s.bound.add(fb%int64(B), bind(r))
 	}
 	if s.spec != nil {
 		s.specFinish(now, done)
@@ -797,35 +759,6 @@ func (s *VLLM) Check(full bool) error {
 	return err
 }
 
-// checkBound checks the block-boundary buckets: one live entry per decoding
-// request (without speculative decoding), in the bucket of its boundaries,
-// mirroring its State.
-func (s *VLLM) checkBound() error {
-	live := 0
-	for p, bucket := range s.bound {
-		for _, x := range bucket {
-			r := x.r
-			if r == nil {
-				continue
-			}
-			live++
-			switch {
-			case !r.Decoding:
-				return fmt.Errorf("step %d: request %s has a block-boundary entry but is not decoding", s.step, r.Req.ID)
-			case int((r.S0-int64(r.C0)+1)%int64(s.B)+int64(s.B))%int(s.B) != p:
-				return fmt.Errorf("step %d: request %s's block-boundary entry is in bucket %d, not its own", s.step, r.Req.ID, p)
-			case x.anon != r.KV.Anon || x.ids != idsLeft(r):
-				return fmt.Errorf("step %d: request %s's block-boundary entry says %d anonymous blocks and %d keyed to come, its State %d and %d",
-					s.step, r.Req.ID, x.anon, x.ids, r.KV.Anon, idsLeft(r))
-			}
-		}
-	}
-	if s.spec == nil && live != s.nDecode {
-		return fmt.Errorf("step %d: %d live block-boundary entries for %d decoding requests", s.step, live, s.nDecode)
-	}
-	return nil
-}
-
 // Clone implements Scheduler.
 func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Scheduler {
 	d := *s
@@ -856,17 +789,7 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 		e.r, e.epoch = c.MapEntry(e.r, e.epoch)
 		d.finishH.S[i] = e
 	}
-	d.bound = make([][]boundEntry, len(s.bound))
-	for i, bk := range s.bound {
-		if len(bk) == 0 {
-			continue
-		}
-		d.bound[i] = make([]boundEntry, len(bk))
-		for j, e := range bk {
-			e.r = c.Map(e.r) // (nil: stale)
-			d.bound[i][j] = e
-		}
-	}
+	d.bound = s.bound.clone(c)
 	return &d
 }
 

@@ -120,9 +120,9 @@ func (s *VLLM) unbind(r *request.State) {
 	x.r = nil
 }
 
-// checkBound checks the block-boundary buckets: one live entry per decoding
-// request (without speculative decoding), in the bucket of its boundaries,
-// mirroring its State.
+// checkBound checks the block-boundary buckets and the finish heap (without
+// speculative decoding): one live entry in each per decoding request, the
+// bucket's in the bucket of its boundaries and agreeing with its State.
 func (s *VLLM) checkBound() error {
 	live := 0
 	for p := range s.bound.n {
@@ -143,8 +143,25 @@ func (s *VLLM) checkBound() error {
 			}
 		}
 	}
-	if s.spec == nil && live != s.nDecode {
+	if s.spec != nil {
+		return nil
+	}
+	if live != s.nDecode {
 		return fmt.Errorf("step %d: %d live block-boundary entries for %d decoding requests", s.step, live, s.nDecode)
+	}
+	// Finish entries are marked stale too (forget): the live ones are the
+	// decoding requests', one each.
+	live = 0
+	for _, x := range s.finishH.S {
+		if x.r == nil {
+			continue
+		}
+		if live++; !x.r.Decoding || x.epoch != x.r.Epoch {
+			return fmt.Errorf("step %d: request %s has a live finish entry but is not decoding, or has moved on", s.step, x.r.Req.ID)
+		}
+	}
+	if live != s.nDecode {
+		return fmt.Errorf("step %d: %d live finish entries for %d decoding requests", s.step, live, s.nDecode)
 	}
 	return nil
 }

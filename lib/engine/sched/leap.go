@@ -264,8 +264,8 @@ func (s *VLLM) NextAlloc() (int64, bool) {
 // the top are dropped: popDue would skip them).
 func (h *stepHeap) firstLive() (int64, bool) {
 	for h.Len() > 0 {
-		if x := h.S[0]; x.epoch == x.r.Epoch {
-			return x.step, true
+		if h.live(&h.S[0]) {
+			return h.S[0].step, true
 		}
 		h.Pop()
 	}

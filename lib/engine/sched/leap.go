@@ -64,7 +64,7 @@ func (s *VLLM) Span() (Span, bool) {
 	// Bucket indices advance by one, wrapping: no division per step.
 	p := (first + 1) % B
 	for k := int64(1); k <= visit; k++ {
-		m := int64(len(s.bound[p]))
+		m := int64(s.bound.n[p])
 		round += m
 		if m > 0 {
 			mask |= 1 << uint(p) // (0 from p = 64 on)
@@ -91,7 +91,7 @@ func (s *VLLM) Span() (Span, bool) {
 		k = n - 1
 	}
 	for p = (first + 1 + k) % B; k < n-1; k++ {
-		need := int64(len(s.bound[p]))
+		need := int64(s.bound.n[p])
 		if need > free {
 			break
 		}
@@ -156,7 +156,7 @@ func (s *VLLM) advanceBlocks(from, to int64) {
 				break
 			}
 		}
-		avail, taken = s.allocBucket(&s.bound[p], avail, taken)
+		avail, taken = s.allocBucket(p, avail, taken)
 		j++
 		if p++; p == B {
 			p = 0
@@ -165,39 +165,34 @@ func (s *VLLM) advanceBlocks(from, to int64) {
 	s.kv.TakeAnon(taken)
 }
 
-// allocBucket gives each live entry of a bucket its block, as Form would
+// allocBucket gives each live entry of bucket p its block, as Form would
 // with blocks to spare; stale entries are dropped (swapped with the last,
 // as Form does). Anonymous blocks from the head run of the free queue
 // (avail of them, taken so far not yet taken from the store) are counted
 // and taken at once (TakeAnon), before any other block; the caller takes
 // the last count.
-func (s *VLLM) allocBucket(bucket *[]boundEntry, avail, taken int32) (int32, int32) {
-	for i := 0; i < len(*bucket); {
-		x := (*bucket)[i]
-		if x.epoch != x.r.Epoch {
-			dropEntry(bucket, i)
+func (s *VLLM) allocBucket(p int64, avail, taken int32) (int32, int32) {
+	bucket := s.bound.at(p)
+	for i := 0; i < len(bucket); {
+		x := &bucket[i]
+		if x.r == nil {
+			s.bound.drop(p, i)
+			bucket = bucket[:len(bucket)-1]
 			continue
 		}
-		if taken < avail && x.r.IDBlocks(1) == 0 {
-			x.r.KV.Anon++
+		if taken < avail && x.ids == 0 {
+			x.anon++ // (the State stays out of the cache)
 			taken++
 		} else {
 			s.kv.TakeAnon(taken)
-			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+			x.r.KV.Anon = x.anon
+			s.kv.Alloc(&x.r.KV, 1, min(x.ids, 1))
+			*x = bind(x.r)
 			avail, taken = s.kv.AnonHead(), 0
 		}
 		i++
 	}
 	return avail, taken
-}
-
-// dropEntry drops entry i of a KV-boundary bucket by moving the last entry
-// into its place: a bucket is a set, visited whole.
-func dropEntry(bucket *[]boundEntry, i int) {
-	last := len(*bucket) - 1
-	(*bucket)[i] = (*bucket)[last]
-	(*bucket)[last] = boundEntry{}
-	*bucket = (*bucket)[:last]
 }
 
 // advanceAnon gives the blocks of steps from..to in one call per request
@@ -211,15 +206,15 @@ func (s *VLLM) advanceAnon(from, to int64) bool {
 	steps := to - from + 1
 	var total int64
 	for k := int64(0); k < min(steps, B); k++ {
-		bucket := &s.bound[(from+k)%B]
-		for i := 0; i < len(*bucket); {
-			x := (*bucket)[i]
-			if x.epoch != x.r.Epoch {
-				dropEntry(bucket, i)
+		p := (from + k) % B
+		for i := 0; i < int(s.bound.n[p]); {
+			x := s.bound.at(p)[i]
+			if x.r == nil {
+				s.bound.drop(p, i)
 				continue
 			}
-			n := (steps - k + B - 1) / B // its steps in from..to
-			if x.r.IDBlocks(int32(n)) != 0 {
+			n := (steps - k + B - 1) / B // its steps in from..to (≥ 1)
+			if x.ids != 0 {
 				return false
 			}
 			total += n
@@ -231,8 +226,12 @@ func (s *VLLM) advanceAnon(from, to int64) bool {
 	}
 	for k := int64(0); k < min(steps, B); k++ {
 		n := int32((steps - k + B - 1) / B)
-		for _, x := range s.bound[(from+k)%B] {
+		bucket := s.bound.at((from + k) % B)
+		for i := range bucket {
+			x := &bucket[i]
+			x.r.KV.Anon = x.anon
 			s.kv.Alloc(&x.r.KV, n, 0)
+			x.anon = x.r.KV.Anon
 		}
 	}
 	return true
@@ -254,7 +253,7 @@ func (s *VLLM) NextAlloc() (int64, bool) {
 		return j + (B - int64(p)) + int64(bits.TrailingZeros64(s.leapMask)), true
 	}
 	for k := int64(0); k < B; k++ {
-		if len(s.bound[(j+k)%B]) > 0 {
+		if s.bound.n[(j+k)%B] > 0 {
 			return j + k, true
 		}
 	}
@@ -265,8 +264,8 @@ func (s *VLLM) NextAlloc() (int64, bool) {
 // the top are dropped: popDue would skip them).
 func (h *stepHeap) firstLive() (int64, bool) {
 	for h.Len() > 0 {
-		if x := h.S[0]; x.epoch == x.r.Epoch {
-			return x.step, true
+		if h.live(&h.S[0]) {
+			return h.S[0].step, true
 		}
 		h.Pop()
 	}

@@ -30,7 +30,8 @@ type Scheduler interface {
 	// freeing its KV. Generated tokens are counted up to now's step.
 	Cancel(r *request.State)
 	// Progress is the tokens r has generated after the steps completed so
-	// far (decode progress is implicit, see VLLM).
+	// far (decode progress is implicit, see VLLM); it also brings r's KV
+	// handle up to date (a decoding request's blocks are counted apart).
 	Progress(r *request.State) int32
 
 	Waiting() int

@@ -74,10 +74,10 @@ type VLLM struct {
 	nDecode    int
 	decA       int64 // Σ (c0 - s0) over decoding requests: DecodeCtx = decA + nDecode·step
 	finishH    stepHeap
-	// bound[p] holds the decoding requests that need a new KV block on every
-	// step ≡ p (mod block size): a boundary recurs exactly every block_size
-	// decode steps, so a ring of buckets replaces a heap.
-	bound [][]boundEntry
+	// bound's bucket p holds the decoding requests that need a new KV block
+	// on every step ≡ p (mod block size): a boundary recurs exactly every
+	// block_size decode steps, so a ring of buckets replaces a heap.
+	bound ring
 
 	step      int64  // index of the next (or executing) step
 	formedTo  int64  // the last step formed (its blocks allocated): step, or step−1 between steps
@@ -116,16 +116,11 @@ func (s *VLLM) TakeSends() []Send {
 	return x
 }
 
-type boundEntry struct {
-	r     *request.State
-	epoch uint32
-}
-
 // NewVLLM returns an empty scheduler over store; keys derives prefix-cache
 // keys at the store's block size. order and victim may be nil (vLLM's own).
 func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victim Victim) *VLLM {
 	s := &VLLM{cfg: cfg, kv: store, B: store.BlockSize(), keys: keys, order: order, victim: victim,
-		bound: make([][]boundEntry, store.BlockSize()), waiting: waitQueue{custom: order != nil}, perDec: 1}
+		bound: newRing(store.BlockSize()), finishH: stepHeap{marked: true}, waiting: waitQueue{custom: order != nil}, perDec: 1}
 	if cfg.Spec != nil {
 		s.spec = newSpecState(cfg.Spec)
 	}
@@ -198,6 +193,9 @@ func (s *VLLM) release(cutoff int64, inclusive bool) {
 // Progress implements Scheduler.
 func (s *VLLM) Progress(r *request.State) int32 {
 	if r.Decoding {
+		if x := s.entry(r); x != nil {
+			r.KV.Anon = x.anon
+		}
 		return r.Gen0 + s.decoded(r)
 	}
 	return r.Generated
@@ -246,6 +244,9 @@ func (s *VLLM) removePrefilling(r *request.State) {
 // stopDecoding takes a decoding request out of the implicit-progress
 // aggregates, registering the answer blocks it filled so far.
 func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
+	if s.spec == nil {
+		s.unbind(r) // first: its KV handle is brought up to date
+	}
 	s.registerHeld(r, kvTokens)
 	s.nDecode--
 	if s.lora != nil && r.LoRA != 0 {
@@ -263,6 +264,9 @@ func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
 // stale step entries are disowned (epoch).
 func (s *VLLM) leave(r *request.State) {
 	if r.Decoding {
+		if s.spec == nil {
+			s.finishH.forget(r)
+		}
 		s.stopDecoding(r, r.C0+s.decoded(r))
 	} else {
 		s.removePrefilling(r)
@@ -389,20 +393,25 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		s.specDecide()
 		s.specBlocks()
 	}
-	bucket := &s.bound[step%int64(B)]
-	if s.kv.Free() >= int32(len(*bucket)) {
+	p := step % int64(B)
+	if s.kv.Free() >= s.bound.n[p] {
 		// A block for each without preempting anyone: taken as
 		// advanceBlocks takes them, anonymous ones at once.
-		_, taken := s.allocBucket(bucket, s.kv.AnonHead(), 0)
+		_, taken := s.allocBucket(p, s.kv.AnonHead(), 0)
 		s.kv.TakeAnon(taken)
 	} else {
-		for i := 0; i < len(*bucket); {
-			x := (*bucket)[i]
-			if x.epoch != x.r.Epoch || !s.reserve(x.r, 1) {
-				dropEntry(bucket, i)
+		for i := 0; i < int(s.bound.n[p]); {
+			// (reserve may preempt requests of this bucket: their
+			// entries go stale in place; none moves)
+			r := s.bound.at(p)[i].r
+			if r == nil || !s.reserve(r, 1) {
+				s.bound.drop(p, i)
 				continue
 			}
-			s.kv.Alloc(&x.r.KV, 1, x.r.IDBlocks(1))
+			x := &s.bound.at(p)[i]
+			r.KV.Anon = x.anon
+			s.kv.Alloc(&r.KV, 1, min(x.ids, 1))
+			*x = bind(r)
 			i++
 		}
 	}
@@ -651,7 +660,7 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		s.decA += int64(r.C0) - r.S0
 		s.finishH.push(step+int64(r.Req.OutputTokens-r.Gen0), r)
 		fb := step + int64(r.KV.Blocks()*B-r.C0+1)
-		s.bound[fb%int64(B)] = append(s.bound[fb%int64(B)], boundEntry{r, r.Epoch})
+		s.bound.add(fb%int64(B), bind(r))
 	}
 	if s.spec != nil {
 		s.specFinish(now, done)
@@ -738,6 +747,11 @@ func (s *VLLM) Check(full bool) error {
 	if s.err != nil {
 		return s.err
 	}
+	if full {
+		if err := s.checkBound(); err != nil {
+			return err
+		}
+	}
 	err := s.kv.QuickCheck()
 	if err == nil && full {
 		err = s.kv.Check()
@@ -775,20 +789,12 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 	// tombstone: in place, so that the live ones keep their order.
 	d.finishH.S = make([]stepEntry, len(s.finishH.S))
 	for i, e := range s.finishH.S {
-		e.r, e.epoch = c.MapEntry(e.r, e.epoch)
+		if e.r != nil {
+			e.r, e.epoch = c.MapEntry(e.r, e.epoch)
+		}
 		d.finishH.S[i] = e
 	}
-	d.bound = make([][]boundEntry, len(s.bound))
-	for i, bk := range s.bound {
-		if len(bk) == 0 {
-			continue
-		}
-		d.bound[i] = make([]boundEntry, len(bk))
-		for j, e := range bk {
-			r, ep := c.MapEntry(e.r, e.epoch)
-			d.bound[i][j] = boundEntry{r, ep}
-		}
-	}
+	d.bound = s.bound.clone(c)
 	return &d
 }
 
@@ -811,7 +817,8 @@ func mapAll(c *request.Clone, rs []*request.State) []*request.State {
 
 // stepHeap orders due decode finishes by step index. Entries carry the
 // request's epoch so that a preempted or finished request's stale entries
-// are skipped.
+// are skipped; in a heap that marks them (forget: r nil) the State is not
+// read to tell, which at 1,000 replicas is a cache miss.
 type stepEntry struct {
 	step  int64
 	seq   uint64
@@ -825,7 +832,24 @@ func (a *stepEntry) Less(b *stepEntry) bool {
 
 type stepHeap struct {
 	minheap.Heap[stepEntry, *stepEntry]
-	seq uint64
+	seq    uint64
+	marked bool // stale entries are marked by forget
+}
+
+// live says whether x is not stale.
+func (h *stepHeap) live(x *stepEntry) bool {
+	return x.r != nil && (h.marked || x.epoch == x.r.Epoch)
+}
+
+// forget marks r's entry stale (a marked heap, r leaving before its entry
+// is due).
+func (h *stepHeap) forget(r *request.State) {
+	for i := range h.S {
+		if h.S[i].r == r {
+			h.S[i].r = nil
+			return
+		}
+	}
 }
 
 func (h *stepHeap) push(step int64, r *request.State) {
@@ -837,7 +861,7 @@ func (h *stepHeap) push(step int64, r *request.State) {
 func (h *stepHeap) popDue(step int64) *request.State {
 	for h.Len() > 0 && h.S[0].step <= step {
 		x := h.Pop()
-		if x.epoch == x.r.Epoch {
+		if h.live(&x) {
 			return x.r
 		}
 	}

@@ -65,7 +65,7 @@ type Request struct {
 
 	Received   time.Time
 	Admitted   time.Time // got a slot (Received when it did not wait)
-	FirstToken time.Time
+	FirstToken time.Time // the first chunk began to be written
 	Done       time.Time // the request finished (just before [DONE] was written)
 	Generated  int
 	Cached     int
@@ -337,6 +337,13 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 		if i == n-1 {
 			finish = `"length"`
 		}
+		// The first chunk's time is taken before it is written: taken
+		// after the flush (and a contended lock), a descheduled handler
+		// stamped it after the client had read the chunk.
+		var wrote time.Time
+		if i == 0 {
+			wrote = time.Now()
+		}
 		if chat {
 			role := ""
 			if i == 0 {
@@ -349,7 +356,7 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 		fl.Flush()
 		if i == 0 {
 			s.mu.Lock()
-			rec.FirstToken = time.Now()
+			rec.FirstToken = wrote
 			s.mu.Unlock()
 		}
 	}

@@ -31,6 +31,10 @@ func mustArch(t *testing.T, js string) *Arch {
 	return a
 }
 
+// norm3 is a GEMM's time from its compute and memory times, written out
+// independently of gemmRoof: (c³ + m³)^⅓.
+func norm3(c, m float64) float64 { return math.Cbrt(c*c*c + m*m*m) }
+
 func near(t *testing.T, what string, got, want float64) {
 	t.Helper()
 	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
@@ -68,7 +72,10 @@ func TestDenseDecodeByHand(t *testing.T) {
 	near(t, "AttnFLOPs", tr.AttnFLOPs, 2*4*8*128*100)
 	// elementwise per layer per token: norms 4·1024 + rope 2·(8+2)·128 + SiLU·mul 3·4096 = 18,944 elements
 	near(t, "ElemBytes", tr.ElemBytes, 2*18944*2)
-	near(t, "TotalUS", tr.TotalUS, 62.945232+0.21504+0.075776)
+	// GEMMs at 1 TB/s and 100 TFLOP/s, 1 row: (m·k + m·n)·2 + n·k·2 bytes, 2·n·k FLOPs each
+	gemm := func(n, k float64) float64 { return norm3(2*n*k/1e14*1e6, ((k+n)*2+n*k*2)/1e12*1e6) }
+	layer := gemm(1536, 1024) + gemm(1024, 1024) + gemm(8192, 1024) + gemm(1024, 4096)
+	near(t, "TotalUS", tr.TotalUS, 2*layer+gemm(1000, 1024)+0.21504+0.075776)
 	if got := rf.StepTime(b); got != 63 {
 		t.Errorf("StepTime = %d, want 63", got)
 	}
@@ -87,7 +94,12 @@ func TestDensePrefillByHand(t *testing.T) {
 	// 2·1000·30,408,704 / 1e14 s = 608.17408 µs; LM head 2,052,048 B / 1e12 = 2.052048 µs
 	// attention 2 layers · 4·8·128·500,500 / 1e14 = 41.00096 µs
 	// elementwise: 1000 tokens · 75,776 B = 75.776 µs
-	near(t, "TotalUS", tr.TotalUS, 608.17408+2.052048+41.00096+75.776)
+	// each GEMM costs (c³ + m³)^⅓ of its compute and memory times: at
+	// m = 1000 on this GPU (ridge m ≈ 100) memory adds 0.39% to the layers
+	gemm := func(m, n, k float64) float64 { return norm3(2*m*n*k/1e14*1e6, ((m*k+m*n)*2+n*k*2)/1e12*1e6) }
+	layer := gemm(1000, 1536, 1024) + gemm(1000, 1024, 1024) + gemm(1000, 8192, 1024) + gemm(1000, 1024, 4096)
+	near(t, "layer GEMMs", math.Round(2*layer*1e4)/1e4, 610.5501)
+	near(t, "TotalUS", tr.TotalUS, 2*layer+gemm(1, 1000, 1024)+41.00096+75.776)
 	near(t, "ComputeUS", tr.ComputeUS, 608.17408+0.02048+41.00096)
 }
 
@@ -128,7 +140,9 @@ func TestTPDecodeByHand(t *testing.T) {
 	near(t, "CommUS", tr.CommUS, 4*(10+2048/100e9*1e6))
 	// elementwise per rank: 4·1024 + 2·(4+1)·128 + 3·2048 = 11,520 elements per layer
 	near(t, "ElemBytes", tr.ElemBytes, 2*11520*2)
-	near(t, "TotalUS", tr.TotalUS, 31.481832+0.10752+40.08192+0.04608)
+	gemm := func(n, k float64) float64 { return norm3(2*n*k/1e14*1e6, ((k+n)*2+n*k*2)/1e12*1e6) }
+	layer := gemm(768, 1024) + gemm(1024, 512) + gemm(4096, 1024) + gemm(1024, 2048)
+	near(t, "TotalUS", tr.TotalUS, 2*layer+gemm(500, 1024)+0.10752+40.08192+0.04608)
 }
 
 func TestKVCapacity(t *testing.T) {
@@ -230,16 +244,18 @@ func TestDocsWorkedExample(t *testing.T) {
 		kvTok    float64
 		capacity int64
 	}{
-		{"doc mixed tp1", 1, mixed, 13532, 0, 131072, 454516},
+		{"doc mixed tp1", 1, mixed, 14179, 0, 131072, 454516},
 		// TP1's kernels at half width + 64 all-reduces × 29.26 µs (the
 		// engine's 1,700 µs tp_host_overhead_us is host time: TestHostStep)
-		{"doc mixed tp2", 2, mixed, 9268, 1872.5, 65536, 1031560},
-		// 32 layers × (1128.6 GEMM + 66.8 attention + 100.2 elementwise) µs
-		// + LM head 369.1 µs + floors 1058.5 µs
-		{"2048 prefill tp1", 1, prefill, 42884, 0, 131072, 454516},
+		{"doc mixed tp2", 2, mixed, 9626, 1872.5, 65536, 1031560},
+		// 32 layers × (1132.9 GEMM + 66.8 attention + 100.2 elementwise) µs
+		// + LM head 369.1 µs + floors 1058.5 µs (GEMMs (c³ + m³)^⅓: +4.4
+		// µs a layer over the compute time alone)
+		{"2048 prefill tp1", 1, prefill, 43022, 0, 131072, 454516},
 		// memory bound: (15.31 GB weights + 8.63 GB KV + 0.29 GB elementwise)
-		// / 2.8475 TB/s + floors 1058.5 µs
-		{"64 decodes at 1k tp1", 1, decode, 9567, 0, 131072, 454516},
+		// / 2.8475 TB/s + floors 1058.5 µs, + 19.1 µs the GEMMs' compute
+		// side adds at m = 64 ((c³ + m³)^⅓)
+		{"64 decodes at 1k tp1", 1, decode, 9588, 0, 131072, 454516},
 	} {
 		r, err := New(a, g, c.tp)
 		if err != nil {
@@ -482,5 +498,23 @@ func TestMixedPrecisionCheckpoint(t *testing.T) {
 	l.SetWeightDtype(INT4)
 	if l.Math() != BF16 {
 		t.Errorf("llama int4 override: math %s, want bf16 (weight-only)", l.Math())
+	}
+}
+
+// TestGEMMRoof checks the GEMM's combination of compute and memory time:
+// the larger alone far from the ridge, 2^⅓ of it at the ridge, symmetric.
+func TestGEMMRoof(t *testing.T) {
+	for _, c := range []struct{ c, m, want float64 }{
+		{0, 0, 0},
+		{5, 0, 5},
+		{0, 5, 5},
+		{10, 10, 10 * math.Cbrt(2)},
+		{3, 4, math.Cbrt(27 + 64)},
+		{4, 3, math.Cbrt(27 + 64)},
+		{1000, 1, 1000 * math.Cbrt(1+1e-9)},
+	} {
+		if got := gemmRoof(c.c, c.m); math.Abs(got-c.want) > 1e-12*math.Max(1, c.want) {
+			t.Errorf("gemmRoof(%g, %g) = %.15g, want %.15g", c.c, c.m, got, c.want)
+		}
 	}
 }

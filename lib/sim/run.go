@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -104,6 +105,16 @@ type file struct {
 	abort  func()                     // the table writer's abort
 }
 
+// pipe writes a table on a goroutine beside the simulation's when there is
+// a processor to spare (see trace.Pipe); with one, the copy of each row
+// would only add to the run's time.
+func pipe[T any](w trace.RowWriter[T]) trace.RowWriter[T] {
+	if runtime.GOMAXPROCS(0) < 2 {
+		return w
+	}
+	return trace.NewPipe(w)
+}
+
 // Run simulates the setup on r.Source and writes r's tables.
 func (s *Setup) Run(r *Run) (*Outcome, error) {
 	var files []*file
@@ -151,7 +162,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		rw := trace.NewResultWriter(trace.Hold(o), schema)
+		rw := pipe[trace.Result](trace.NewResultWriter(trace.Hold(o), schema))
 		files = append(files, &file{out: o, closer: rw, abort: rw.Abort})
 		drops.W = rw
 	}
@@ -165,7 +176,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		sw := trace.NewStepWriter(trace.Hold(o), schema)
+		sw := pipe[trace.Step](trace.NewStepWriter(trace.Hold(o), schema))
 		files = append(files, &file{out: o, closer: sw, abort: sw.Abort})
 		opts.Steps = sw
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 
 	"github.com/blis-sim/blis/lib/badinput"
@@ -68,6 +69,12 @@ func OpenInput(path string, stdin io.Reader) (*Input, error) {
 		}
 		in.close = func() { tab.Release(); src.Close() }
 		in.Source, in.InMemory, in.Total = engine.TableSource(tab), true, int64(tab.Len())
+	}
+	if !in.InMemory && runtime.GOMAXPROCS(0) > 1 {
+		// Decoded beside the simulation (a processor to spare).
+		ra := trace.NewReadAhead(rr)
+		in.Source = ra
+		in.close = func() { ra.Close(); src.Close() }
 	}
 	if d, err := trace.DescribeInput(path); err == nil {
 		in.described = &d

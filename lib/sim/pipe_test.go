@@ -1,7 +1,9 @@
 package sim_test
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -146,4 +148,67 @@ func TestFailedRunEndsItsPipes(t *testing.T) {
 		t.Fatal(err)
 	}
 	settled(t, base)
+}
+
+// The input's hash, computed beside the run (Run.LateInputs), reaches the
+// provenance of every table: streams (whose header waits for it) and
+// files (created once it is known), small tables and ones of many batches.
+func TestLateInputsReachEveryTable(t *testing.T) {
+	cfg, err := config.Parse("c.yaml", []byte("replicas: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.arrows")
+	reqs := leapWorkload(300, 50)
+	md := trace.NewMeta()
+	md.Set(trace.MetaSorted, "arrival")
+	schema := trace.RequestsSchema(md)
+	sink, err := trace.Create(in, nil, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := trace.NewRequestWriter(sink, schema)
+	for i := range reqs {
+		if err := w.Write(&reqs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%x", sha256.Sum256(data))
+	for _, ext := range []string{"arrows", "arrow"} {
+		s, err := sim.New(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		input, err := sim.OpenInput(in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := func(name string) sim.Output { return sim.Output{Path: filepath.Join(dir, name+"."+ext)} }
+		r := &sim.Run{Source: input.Source, Path: input.Path, InputMeta: input.Meta, Stage: trace.Stage{Tool: "test"},
+			LateInputs: input.Inputs, Results: out("res"), Steps: out("steps"), ScaleEvents: out("scale")}
+		_, err = s.Run(r)
+		input.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"res", "steps", "scale"} {
+			src, err := trace.Open(filepath.Join(dir, name+"."+ext), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := src.Meta().Provenance
+			src.Close()
+			if len(p) == 0 || len(p[len(p)-1].Inputs) != 1 || p[len(p)-1].Inputs[0].SHA256 != want {
+				t.Errorf("%s.%s: provenance %+v, want the input's sha256 %s", name, ext, p, want)
+			}
+		}
+	}
 }

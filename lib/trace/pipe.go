@@ -39,10 +39,12 @@ type Pipe[T any] struct {
 
 const (
 	pipeChunk = 1024
-	// pipeDepth chunks may wait for the writer: enough to ride out a
-	// batch's encoding and write (32 chunks of rows), few enough that
-	// memory stays flat.
-	pipeDepth = 4
+	// pipeDepth chunks may wait for the writer: enough to ride out the
+	// encoding and write of a batch (BatchRows rows, 32 chunks), during
+	// which the event loop blocked on 4 chunks: 16 of Results are 9.6 MB
+	// at most, made only while the writer is behind (bench/sim.sh's peak
+	// RSS did not grow).
+	pipeDepth = 16
 )
 
 // NewPipe starts a goroutine writing to w.

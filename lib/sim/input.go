@@ -47,12 +47,17 @@ func OpenInput(path string, stdin io.Reader) (*Input, error) {
 	}
 	in := &Input{Meta: src.Meta(), Path: src.Path, close: func() { src.Close() },
 		hashed: make(chan struct{}), stop: make(chan struct{})}
-	go func() {
+	hash := func() {
 		defer close(in.hashed)
 		if d, err := trace.DescribeInputUntil(path, in.stop); err == nil {
 			in.described = &d
 		}
-	}()
+	}
+	if runtime.GOMAXPROCS(0) > 1 {
+		go hash()
+	} else {
+		hash() // no processor to spare
+	}
 	fail := func(err error) (*Input, error) {
 		in.Close()
 		return nil, badinput.Wrap(err)

@@ -45,6 +45,28 @@ func settled(t *testing.T, base int) {
 	}
 }
 
+// writeSorted writes rows, in arrival order, as a requests table marked
+// sorted (streamed by OpenInput).
+func writeSorted(t *testing.T, path string, rows []trace.Request) {
+	t.Helper()
+	md := trace.NewMeta()
+	md.Set(trace.MetaSorted, "arrival")
+	schema := trace.RequestsSchema(md)
+	sink, err := trace.Create(path, nil, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := trace.NewRequestWriter(sink, schema)
+	for i := range rows {
+		if err := w.Write(&rows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // dirHolds fails t unless dir holds just the names given: a failed run
 // leaves no table, not even a temporary one.
 func dirHolds(t *testing.T, dir string, names ...string) {
@@ -78,24 +100,8 @@ func TestFailedRunEndsItsPipes(t *testing.T) {
 	bad := append([]trace.Request(nil), reqs...)
 	bad[4321].OutputTokens = -3
 	badIn := filepath.Join(dir, "bad.arrows")
-	for path, rows := range map[string][]trace.Request{in: reqs, badIn: bad} {
-		md := trace.NewMeta()
-		md.Set(trace.MetaSorted, "arrival")
-		schema := trace.RequestsSchema(md)
-		sink, err := trace.Create(path, nil, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := trace.NewRequestWriter(sink, schema)
-		for i := range rows {
-			if err := w.Write(&rows[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeSorted(t, in, reqs)
+	writeSorted(t, badIn, bad)
 	for _, tc := range []struct {
 		name    string
 		input   string
@@ -160,23 +166,7 @@ func TestLateInputsReachEveryTable(t *testing.T) {
 	}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.arrows")
-	reqs := leapWorkload(300, 50)
-	md := trace.NewMeta()
-	md.Set(trace.MetaSorted, "arrival")
-	schema := trace.RequestsSchema(md)
-	sink, err := trace.Create(in, nil, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := trace.NewRequestWriter(sink, schema)
-	for i := range reqs {
-		if err := w.Write(&reqs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeSorted(t, in, leapWorkload(300, 50))
 	data, err := os.ReadFile(in)
 	if err != nil {
 		t.Fatal(err)

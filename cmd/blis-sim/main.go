@@ -81,7 +81,8 @@ func run(c *cli.Context) error {
 	stderr, quiet := c.App.ErrWriter, c.Bool("quiet")
 	seed := setup.Cfg.Seed
 	r := &sim.Run{Source: in.Source, InputMeta: in.Meta, PrefixBlockSize: in.PrefixBlockSize, MaxInFlight: in.MaxInFlight, Path: in.Path,
-		Stage:           in.Stage(trace.Stage{Tool: "blis-sim", Version: trace.Version, Args: os.Args[1:], Seed: &seed}),
+		Stage:           trace.Stage{Tool: "blis-sim", Version: trace.Version, Args: os.Args[1:], Seed: &seed},
+		LateInputs:      in.Inputs, // hashed beside the run
 		Results:         sim.Output{Path: c.String("output"), W: c.App.Writer},
 		Steps:           sim.Output{Path: c.String("steps"), Label: "--steps"},
 		ScaleEvents:     sim.Output{Path: c.String("scale-events"), Label: "--scale-events"},

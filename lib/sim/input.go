@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 
 	"github.com/blis-sim/blis/lib/badinput"
@@ -28,9 +29,13 @@ type Input struct {
 	Total int64
 	// InMemory: not marked blis.sorted=arrival, so its rows were read into
 	// memory to be ordered (InMemory rows).
-	InMemory  bool
-	described *trace.Input // for the outputs' provenance (nil: a pipe)
-	close     func()
+	InMemory bool
+	// described is the input for the outputs' provenance (nil: a pipe),
+	// known once hashed is closed: a file's SHA-256 is computed beside
+	// the run (stop ends it early).
+	described    *trace.Input
+	hashed, stop chan struct{}
+	close        func()
 }
 
 // OpenInput opens the requests table at path ("-": stdin). Its errors are
@@ -40,7 +45,19 @@ func OpenInput(path string, stdin io.Reader) (*Input, error) {
 	if err != nil {
 		return nil, badinput.Wrap(err)
 	}
-	in := &Input{Meta: src.Meta(), Path: src.Path, close: func() { src.Close() }}
+	in := &Input{Meta: src.Meta(), Path: src.Path, close: func() { src.Close() },
+		hashed: make(chan struct{}), stop: make(chan struct{})}
+	hash := func() {
+		defer close(in.hashed)
+		if d, err := trace.DescribeInputUntil(path, in.stop); err == nil {
+			in.described = &d
+		}
+	}
+	if runtime.GOMAXPROCS(0) > 1 {
+		go hash()
+	} else {
+		hash() // no processor to spare
+	}
 	fail := func(err error) (*Input, error) {
 		in.Close()
 		return nil, badinput.Wrap(err)
@@ -69,23 +86,38 @@ func OpenInput(path string, stdin io.Reader) (*Input, error) {
 		in.close = func() { tab.Release(); src.Close() }
 		in.Source, in.InMemory, in.Total = engine.TableSource(tab), true, int64(tab.Len())
 	}
-	if d, err := trace.DescribeInput(path); err == nil {
-		in.described = &d
+	if !in.InMemory && runtime.GOMAXPROCS(0) > 1 {
+		// Decoded beside the simulation (a processor to spare).
+		ra := trace.NewReadAhead(rr)
+		in.Source = ra
+		in.close = func() { ra.Close(); src.Close() }
 	}
 	return in, nil
 }
 
-// Stage is st with the input named in its provenance (a file's path, size
-// and hash; nothing for a pipe).
+// Stage is st with the input named in its provenance (see Inputs).
 func (in *Input) Stage(st trace.Stage) trace.Stage {
-	if in.described != nil {
-		st.Inputs = []trace.Input{*in.described}
-	}
+	st.Inputs = in.Inputs()
 	return st
+}
+
+// Inputs names the input for a provenance's stage: a file's path and hash
+// (waiting for the hash), nothing for a pipe. Run.LateInputs takes it.
+func (in *Input) Inputs() []trace.Input {
+	<-in.hashed
+	if in.described == nil {
+		return nil
+	}
+	return []trace.Input{*in.described}
 }
 
 // Close releases the input.
 func (in *Input) Close() {
+	if in.stop != nil {
+		close(in.stop)
+		<-in.hashed
+		in.stop = nil
+	}
 	if in.close != nil {
 		in.close()
 		in.close = nil

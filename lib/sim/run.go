@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -31,8 +33,12 @@ type Run struct {
 	// table's blis.max_in_flight, Input.MaxInFlight): a request whose time
 	// has come waits for a slot (client_wait_us).
 	MaxInFlight int
-	// Stage is this tool's entry in the outputs' provenance.
-	Stage trace.Stage
+	// Stage is this tool's entry in the outputs' provenance. LateInputs,
+	// when set, names its inputs when a table's header is written (a
+	// stream's with its first batch): a file's hash, computed beside the
+	// run (Input.Inputs).
+	Stage      trace.Stage
+	LateInputs func() []trace.Input
 
 	Results     Output // required
 	Steps       Output // the per-step table
@@ -104,6 +110,16 @@ type file struct {
 	abort  func()                     // the table writer's abort
 }
 
+// pipe writes a table on a goroutine beside the simulation's when there is
+// a processor to spare (see trace.Pipe); with one, the copy of each row
+// would only add to the run's time.
+func pipe[T any](w trace.RowWriter[T]) trace.RowWriter[T] {
+	if runtime.GOMAXPROCS(0) < 2 {
+		return w
+	}
+	return trace.NewPipe(w)
+}
+
 // Run simulates the setup on r.Source and writes r's tables.
 func (s *Setup) Run(r *Run) (*Outcome, error) {
 	var files []*file
@@ -119,19 +135,33 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 			trace.Abort(scaleOut)
 		}
 	}
-	create := func(o *Output, schema *arrow.Schema) (trace.Sink, error) {
-		out, err := trace.Create(o.Path, o.W, schema)
+	// A table's schema is schemaOf the run's stage: its columns now, its
+	// metadata's provenance once stage() is known.
+	stage := sync.OnceValue(func() trace.Stage {
+		st := r.Stage
+		if r.LateInputs != nil {
+			st.Inputs = r.LateInputs()
+		}
+		return st
+	})
+	create := func(o *Output, schemaOf func(trace.Stage) *arrow.Schema) (trace.Sink, *arrow.Schema, error) {
+		schema := schemaOf(r.Stage)
+		var final func() *arrow.Schema
+		if r.LateInputs != nil {
+			final = func() *arrow.Schema { return schemaOf(stage()) }
+		}
+		out, err := trace.CreateLate(o.Path, o.W, schema, final)
 		if err != nil {
 			abortAll()
 			if o.Label != "" {
 				err = fmt.Errorf("%s: %w", o.Label, err)
 			}
-			return nil, &OutputError{Err: err, Opening: true}
+			return nil, nil, &OutputError{Err: err, Opening: true}
 		}
-		return out, nil
+		return out, schema, nil
 	}
-	policyMeta := func() trace.Meta {
-		md := trace.NewMeta().With(r.Stage)
+	policyMeta := func(st trace.Stage) trace.Meta {
+		md := trace.NewMeta().With(st)
 		AnnotatePolicy(md, s.Bundle)
 		return md
 	}
@@ -143,15 +173,16 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 	// Results.
 	drops := &trace.DropCounter{W: r.Results.Sink}
 	if r.Results.Path != "" {
-		md := r.InputMeta.With(r.Stage)
-		md.Delete(trace.MetaSorted) // results come in the order requests end
-		s.Annotate(md)
-		schema := trace.ResultsSchema(md)
-		o, err := create(&r.Results, schema)
+		o, schema, err := create(&r.Results, func(st trace.Stage) *arrow.Schema {
+			md := r.InputMeta.With(st)
+			md.Delete(trace.MetaSorted) // results come in the order requests end
+			s.Annotate(md)
+			return trace.ResultsSchema(md)
+		})
 		if err != nil {
 			return nil, err
 		}
-		rw := trace.NewResultWriter(trace.Hold(o), schema)
+		rw := pipe[trace.Result](trace.NewResultWriter(trace.Hold(o), schema))
 		files = append(files, &file{out: o, closer: rw, abort: rw.Abort})
 		drops.W = rw
 	}
@@ -160,12 +191,11 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 	}
 	// Steps.
 	if r.Steps.Path != "" {
-		schema := trace.StepsSchema(policyMeta())
-		o, err := create(&r.Steps, schema)
+		o, schema, err := create(&r.Steps, func(st trace.Stage) *arrow.Schema { return trace.StepsSchema(policyMeta(st)) })
 		if err != nil {
 			return nil, err
 		}
-		sw := trace.NewStepWriter(trace.Hold(o), schema)
+		sw := pipe[trace.Step](trace.NewStepWriter(trace.Hold(o), schema))
 		files = append(files, &file{out: o, closer: sw, abort: sw.Abort})
 		opts.Steps = sw
 	}
@@ -179,11 +209,13 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		inner := sink
 		dcfg := decision.Config{Level: r.Trace.Level, TopK: r.Trace.TopK, SLOs: r.Trace.SLOs,
 			PriorityName: s.Cfg.Router.Priority, Regret: r.Trace.Regret}
-		md := trace.NewMeta().With(r.Stage)
-		decision.DescribeRegret(md, dcfg.Regret)
+		meta := func(st trace.Stage) trace.Meta {
+			md := trace.NewMeta().With(st)
+			decision.DescribeRegret(md, dcfg.Regret)
+			return md
+		}
 		if r.Decisions.Path != "" {
-			schema := trace.DecisionsSchema(md)
-			o, err := create(&r.Decisions, schema)
+			o, schema, err := create(&r.Decisions, func(st trace.Stage) *arrow.Schema { return trace.DecisionsSchema(meta(st)) })
 			if err != nil {
 				return nil, err
 			}
@@ -192,8 +224,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 			dcfg.Decisions = dw
 		}
 		if r.Anomalies.Path != "" {
-			schema := trace.AnomaliesSchema(md)
-			o, err := create(&r.Anomalies, schema)
+			o, schema, err := create(&r.Anomalies, func(st trace.Stage) *arrow.Schema { return trace.AnomaliesSchema(meta(st)) })
 			if err != nil {
 				return nil, err
 			}
@@ -213,12 +244,11 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 	var scaleRows []row.ScaleEvent
 	var scaleSchema *arrow.Schema
 	if r.ScaleEvents.Path != "" {
-		scaleSchema = trace.ScaleEventsSchema(policyMeta())
-		o, err := create(&r.ScaleEvents, scaleSchema)
+		o, schema, err := create(&r.ScaleEvents, func(st trace.Stage) *arrow.Schema { return trace.ScaleEventsSchema(policyMeta(st)) })
 		if err != nil {
 			return nil, err
 		}
-		scaleOut = o
+		scaleOut, scaleSchema = o, schema
 		opts.ScaleEventsTo = func(rows []row.ScaleEvent) { scaleRows = rows }
 	}
 

@@ -475,18 +475,31 @@ func (r *fileReader) Close() error {
 // symbolic link the target is replaced and the link kept; a device or FIFO
 // (-o /dev/null) is written in place.
 func Create(path string, stdout io.Writer, schema *arrow.Schema) (Sink, error) {
+	return CreateLate(path, stdout, schema, nil)
+}
+
+// CreateLate is Create for a table whose schema metadata is complete only
+// later (blis-sim's provenance waits for the hash of its input, computed
+// beside the run): schema gives the columns, and final, called once, the
+// schema to write, with the same columns. An IPC stream calls final when
+// it writes its header, with the first batch or at Close; other formats
+// call it at once. A nil final is Create.
+func CreateLate(path string, stdout io.Writer, schema *arrow.Schema, final func() *arrow.Schema) (Sink, error) {
 	if path == "" || path == "-" {
 		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			return nil, badinput.Errorf("refusing to write binary Arrow to a terminal: pipe it into another blis tool (e.g. | blis-report) or use -o FILE")
 		}
-		return writeStream(stdout, schema)
+		return writeLateStream(stdout, schema, final), nil
 	}
-	write := writeStream
+	write := func(w io.Writer, schema *arrow.Schema) (Sink, error) { return writeLateStream(w, schema, final), nil }
 	if f, ok := formatFor(path); ok {
 		if f.Write == nil {
 			return nil, fmt.Errorf("%s: %s output is not supported by this tool; write .arrow and convert with blis-convert", path, f.Name)
 		}
 		write = f.Write
+		if final != nil {
+			schema = final()
+		}
 	}
 	out, err := CreateFile(path)
 	if err != nil {
@@ -510,25 +523,45 @@ func Abort(s Sink) {
 	}
 }
 
-func writeStream(w io.Writer, schema *arrow.Schema) (Sink, error) {
+// writeLateStream writes an IPC stream whose header is final's schema
+// (schema's when final is nil); arrow's writer writes it with the first
+// batch, or at Close.
+func writeLateStream(w io.Writer, schema *arrow.Schema, final func() *arrow.Schema) Sink {
 	bw := bufio.NewWriterSize(w, ioBuffer)
-	return &streamSink{w: ipc.NewWriter(bw, ipc.WithSchema(schema), ipc.WithDictionaryDeltas(true)), bw: bw}, nil
+	s := &streamSink{bw: bw, final: final}
+	if final == nil {
+		s.start(schema)
+	}
+	return s
 }
 
 type streamSink struct {
 	w      *ipc.Writer
 	bw     *bufio.Writer
+	final  func() *arrow.Schema // the header's schema, until w is made
 	closed bool
 	err    error
 }
 
-func (s *streamSink) Write(rec arrow.RecordBatch) error { return s.w.Write(rec) }
+func (s *streamSink) start(schema *arrow.Schema) {
+	s.w = ipc.NewWriter(s.bw, ipc.WithSchema(schema), ipc.WithDictionaryDeltas(true))
+	s.final = nil
+}
+
+func (s *streamSink) writer() *ipc.Writer {
+	if s.w == nil {
+		s.start(s.final())
+	}
+	return s.w
+}
+
+func (s *streamSink) Write(rec arrow.RecordBatch) error { return s.writer().Write(rec) }
 func (s *streamSink) Close() error {
 	if s.closed {
 		return s.err
 	}
 	s.closed = true
-	s.err = s.w.Close()
+	s.err = s.writer().Close()
 	if ferr := s.bw.Flush(); s.err == nil {
 		s.err = ferr
 	}

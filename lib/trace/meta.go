@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -179,7 +180,14 @@ func (m Meta) arrow(table string) *arrow.Metadata {
 
 // DescribeInput names an input for provenance, with the SHA-256 of its
 // contents when it is a regular file (stdin and pipes have no digest).
-func DescribeInput(path string) (Input, error) {
+func DescribeInput(path string) (Input, error) { return DescribeInputUntil(path, nil) }
+
+// ErrStopped is DescribeInputUntil's error when stop was closed first.
+var ErrStopped = errors.New("stopped")
+
+// DescribeInputUntil is DescribeInput that gives up (ErrStopped) once stop
+// is closed: a tool hashing its input beside its run stops with the run.
+func DescribeInputUntil(path string, stop <-chan struct{}) (Input, error) {
 	if path == "" || path == "-" {
 		return Input{Path: "-"}, nil
 	}
@@ -196,10 +204,32 @@ func DescribeInput(path string) (Input, error) {
 		return Input{Path: path}, nil
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	var r io.Reader = f
+	if stop != nil {
+		r = &stoppable{r: f, stop: stop}
+	}
+	if _, err := io.CopyBuffer(h, r, make([]byte, 256<<10)); err != nil {
+		if errors.Is(err, ErrStopped) {
+			return Input{}, err
+		}
 		return Input{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return Input{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// stoppable reads r until stop is closed.
+type stoppable struct {
+	r    io.Reader
+	stop <-chan struct{}
+}
+
+func (s *stoppable) Read(p []byte) (int, error) {
+	select {
+	case <-s.stop:
+		return 0, ErrStopped
+	default:
+		return s.r.Read(p)
+	}
 }
 
 // Delete removes a metadata key (a tool that breaks a promise of its input,

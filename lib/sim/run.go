@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -110,16 +109,6 @@ type file struct {
 	abort  func()                     // the table writer's abort
 }
 
-// pipe writes a table on a goroutine beside the simulation's when there is
-// a processor to spare (see trace.Pipe); with one, the copy of each row
-// would only add to the run's time.
-func pipe[T any](w trace.RowWriter[T]) trace.RowWriter[T] {
-	if runtime.GOMAXPROCS(0) < 2 {
-		return w
-	}
-	return trace.NewPipe(w)
-}
-
 // Run simulates the setup on r.Source and writes r's tables.
 func (s *Setup) Run(r *Run) (*Outcome, error) {
 	var files []*file
@@ -182,7 +171,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		rw := pipe[trace.Result](trace.NewResultWriter(trace.Hold(o), schema))
+		rw := trace.NewResultWriter(trace.Hold(o), schema)
 		files = append(files, &file{out: o, closer: rw, abort: rw.Abort})
 		drops.W = rw
 	}
@@ -195,7 +184,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		sw := pipe[trace.Step](trace.NewStepWriter(trace.Hold(o), schema))
+		sw := trace.NewStepWriter(trace.Hold(o), schema)
 		files = append(files, &file{out: o, closer: sw, abort: sw.Abort})
 		opts.Steps = sw
 	}

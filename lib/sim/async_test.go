@@ -84,12 +84,12 @@ func dirHolds(t *testing.T, dir string, names ...string) {
 	}
 }
 
-// A failed write (a full disk under the steps table, written beside the
-// simulation) and a bad row in the middle of a streamed input (decoded
-// ahead of it) end the run with the same errors as when both were done
-// on the simulation's goroutine, remove every output, and leave no
-// goroutine behind.
-func TestFailedRunEndsItsPipes(t *testing.T) {
+// A failed write (a full disk under the steps table) and a bad row in the
+// middle of a streamed input (decoded ahead of the simulation, while the
+// input is hashed beside it) end the run with the same errors as when
+// both were done on the simulation's goroutine, remove every output, and
+// leave no goroutine behind.
+func TestFailedRunEndsItsGoroutines(t *testing.T) {
 	cfg, err := config.Parse("c.yaml", []byte("replicas: 4\n"))
 	if err != nil {
 		t.Fatal(err)

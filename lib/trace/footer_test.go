@@ -12,26 +12,7 @@ import (
 // vtable or vector length is an error naming the footer, not an allocation.
 func TestFileFooterChecked(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "ok.arrow")
-	s := RequestsSchema(NewMeta())
-	sink, err := Create(p, nil, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := NewRequestWriter(sink, s)
-	for _, r := range sampleRequests(3) {
-		r := r
-		if err := w.Write(&r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	valid, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	valid := writeSampleTable(t, filepath.Join(dir, "ok.arrow"), 3)
 	n := int(binary.LittleEndian.Uint32(valid[len(valid)-10:]))
 	start := len(valid) - 10 - n // the footer flatbuffer
 	fb := fbuf(valid[start : start+n])

@@ -53,26 +53,8 @@ func FuzzReadRequests(f *testing.F) {
 // reader (its footer goes to arrow-go only once checked): errors, never a
 // panic or an allocation of what a forged footer claims.
 func FuzzReadIPCFile(f *testing.F) {
-	dir := f.TempDir()
-	p := filepath.Join(dir, "seed.arrow")
-	md := NewMeta()
-	s := RequestsSchema(md)
-	sink, err := Create(p, nil, s)
-	if err != nil {
-		f.Fatal(err)
-	}
-	w := NewRequestWriter(sink, s)
-	for _, r := range sampleRequests(6) {
-		r := r
-		_ = w.Write(&r)
-	}
-	if err := w.Close(); err != nil {
-		f.Fatal(err)
-	}
-	valid, err := os.ReadFile(p)
-	if err != nil {
-		f.Fatal(err)
-	}
+	p := filepath.Join(f.TempDir(), "seed.arrow")
+	valid := writeSampleTable(f, p, 6)
 	if string(valid[:6]) != "ARROW1" {
 		f.Fatalf("%s: not written as an IPC file", p)
 	}
@@ -101,26 +83,7 @@ func TestByteFlips(t *testing.T) {
 	for _, name := range []string{"x.arrow", "x.arrows"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			p := filepath.Join(dir, name)
-			s := RequestsSchema(NewMeta())
-			sink, err := Create(p, nil, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := NewRequestWriter(sink, s)
-			for _, r := range sampleRequests(3) {
-				r := r
-				if err := w.Write(&r); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			valid, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			valid := writeSampleTable(t, filepath.Join(dir, name), 3)
 			q := filepath.Join(dir, "flipped-"+name)
 			data := make([]byte, len(valid))
 			for i := range valid {
@@ -150,4 +113,30 @@ func TestByteFlips(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeSampleTable writes n sample requests to path, in the format its
+// extension names, and returns the file's bytes.
+func writeSampleTable(t testing.TB, path string, n int) []byte {
+	t.Helper()
+	s := RequestsSchema(NewMeta())
+	sink, err := Create(path, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewRequestWriter(sink, s)
+	for _, r := range sampleRequests(n) {
+		r := r
+		if err := w.Write(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

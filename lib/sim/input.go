@@ -95,12 +95,6 @@ func OpenInput(path string, stdin io.Reader) (*Input, error) {
 	return in, nil
 }
 
-// Stage is st with the input named in its provenance (see Inputs).
-func (in *Input) Stage(st trace.Stage) trace.Stage {
-	st.Inputs = in.Inputs()
-	return st
-}
-
 // Inputs names the input for a provenance's stage: a file's path and hash
 // (waiting for the hash), nothing for a pipe. Run.LateInputs takes it.
 func (in *Input) Inputs() []trace.Input {

@@ -88,16 +88,21 @@ func idsLeft(r *request.State) int32 {
 	return max(0, int32(len(r.Keys))-r.KV.Blocks())
 }
 
-// entry is the live entry of decoding request r (nil if none, a broken
-// invariant). Its bucket is fixed while r decodes: r's boundaries are
-// S0 − C0 + 1 plus multiples of the block size.
-func (s *VLLM) entry(r *request.State) *boundEntry {
+// bucketOf is decoding request r's bucket, fixed while it decodes: its
+// boundaries are S0 − C0 + 1 plus multiples of the block size.
+func (s *VLLM) bucketOf(r *request.State) int64 {
 	B := int64(s.B)
 	p := (r.S0 - int64(r.C0) + 1) % B
 	if p < 0 {
 		p += B
 	}
-	bucket := s.bound.at(p)
+	return p
+}
+
+// entry is the live entry of decoding request r (nil if none, a broken
+// invariant).
+func (s *VLLM) entry(r *request.State) *boundEntry {
+	bucket := s.bound.at(s.bucketOf(r))
 	for i := range bucket {
 		if bucket[i].r == r {
 			return &bucket[i]
@@ -135,7 +140,7 @@ func (s *VLLM) checkBound() error {
 			switch {
 			case !r.Decoding:
 				return fmt.Errorf("step %d: request %s has a block-boundary entry but is not decoding", s.step, r.Req.ID)
-			case int((r.S0-int64(r.C0)+1)%int64(s.B)+int64(s.B))%int(s.B) != p:
+			case s.bucketOf(r) != int64(p):
 				return fmt.Errorf("step %d: request %s's block-boundary entry is in bucket %d, not its own", s.step, r.Req.ID, p)
 			case x.anon < r.KV.Anon || x.ids != max(0, int32(len(r.Keys)-len(r.KV.IDs))-x.anon):
 				return fmt.Errorf("step %d: request %s's block-boundary entry says %d anonymous blocks and %d keyed to come, its State at least %d and %d",

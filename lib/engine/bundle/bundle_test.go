@@ -431,6 +431,7 @@ func TestLoadErrors(t *testing.T) {
 		{"hold template wait", map[string]string{"b.yaml": "routing: {kind: parameterized, template: least-loaded-hold, params: {wait_us: 0}}\n"}, "parameter wait_us: expected an integer in [1, "},
 		{"type error", map[string]string{"b.yaml": "priority:\n  kind: decision_tree\n  tree: {if: \"request.input_tokens > 'a'\", then: {priority: 1}, else: {priority: 0}}\n"}, "cannot compare a int with a string"},
 		{"missing else", map[string]string{"b.yaml": "priority:\n  kind: decision_tree\n  tree: {if: \"request.input_tokens > 5\", then: {priority: 1}}\n"}, "b.yaml:3: priority.tree: missing else"},
+		{"bytes constant", map[string]string{"b.yaml": "priority:\n  kind: decision_tree\n  tree: {if: \"request.tenant_id == b'a'\", then: {priority: 1}, else: {priority: 0}}\n"}, "unsupported constant b'a' (expected an int, a float or a string)"},
 		{"starlark syntax", map[string]string{"b.yaml": "routing: {kind: starlark, file: r.star}\n", "r.star": "def route(request, cluster):\n    return (\n"}, "r.star:3:1: got outdent"},
 		{"inline syntax at bundle line", map[string]string{"b.yaml": "id: x\nrouting:\n  kind: starlark\n  source: |\n    def route(request, cluster):\n        return request.id +\n"}, "b.yaml:6:24: got newline"},
 		{"missing entrypoint", map[string]string{"b.yaml": "admission: {kind: starlark, file: r.star}\n", "r.star": "def route(request, cluster):\n    return 1\n"}, "r.star: admission policy: no function admit(request, cluster) defined"},

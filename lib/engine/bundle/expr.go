@@ -93,7 +93,9 @@ func (c *exprCompiler) expr(x syntax.Expr) (*expr, error) {
 		case float64:
 			return &expr{k: kFloat, f: func(*evalCtx) float64 { return v }}, nil
 		case string:
-			return &expr{k: kString, s: func(*evalCtx) string { return v }}, nil
+			if x.Token == syntax.STRING { // not b'...': bytes never equal a view's strings
+				return &expr{k: kString, s: func(*evalCtx) string { return v }}, nil
+			}
 		}
 		return nil, c.errf(x.TokenPos, "unsupported constant %s (expected an int, a float or a string)", x.Raw)
 	case *syntax.Ident:

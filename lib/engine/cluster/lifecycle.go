@@ -16,12 +16,12 @@ func (c *Cluster) ready(r *request.State) {
 	own := r.Req.ArrivalUS // row.Null (MinInt64) when absent
 	if r.Req.Kind == row.KindTool {
 		r.Phase = request.Tool
-		start := max(r.ReadyAt, own, c.now)
+		start := max(r.ReadyAt(), own, c.now)
 		r.Req.ArrivalUS = start
 		c.h.push(start+r.Req.DelayUS, evToolDone, -1, r)
 		return
 	}
-	at := max(r.ReadyAt+r.Req.DelayUS, own, c.now)
+	at := max(r.ReadyAt()+r.Req.DelayUS, own, c.now)
 	// The dependent's simulated arrival is recorded in arrival_us.
 	r.Req.ArrivalUS = at
 	r.Phase = request.Arriving
@@ -55,7 +55,7 @@ func (c *Cluster) terminal(r *request.State) {
 	for len(c.work) > 0 {
 		p := c.work[len(c.work)-1]
 		c.work = c.work[:len(c.work)-1]
-		for _, ch := range p.Children {
+		for _, ch := range p.Children() {
 			if ch.Phase == request.Done {
 				continue
 			}
@@ -73,14 +73,17 @@ func (c *Cluster) terminal(r *request.State) {
 				c.work = append(c.work, ch)
 				continue
 			}
-			if p.Finished > ch.ReadyAt {
-				ch.ReadyAt = p.Finished
+			if p.Finished > ch.ReadyAt() {
+				ch.Rare().ReadyAt = p.Finished
 			}
 			if ch.Pending == 0 {
 				c.ready(ch)
 			}
 		}
-		p.Children = p.Children[:0]
+		if len(p.Children()) > 0 {
+			x := p.Rare()
+			x.Children = x.Children[:0]
+		}
 		c.retire(p)
 	}
 }

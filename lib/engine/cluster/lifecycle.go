@@ -107,13 +107,17 @@ func (c *Cluster) count(r *request.State) {
 }
 
 func (c *Cluster) writeResult(r *request.State) {
+	// Cleared, then filled in place: a composite literal would be built
+	// aside and copied over (~700 bytes a row).
 	res := &c.res
-	*res = row.Result{Request: r.Req, Status: r.Status, DropReason: r.Reason, InstanceID: r.Replica,
-		AdmittedUS: r.Admitted, RoutedUS: r.Routed, EnqueuedUS: r.Enqueued, FirstScheduledUS: r.FirstSched,
-		FirstTokenUS: r.FirstTok, FinishedUS: r.Finished, TTFTUS: row.Null, E2EUS: row.Null, TPOTUS: row.Null,
-		Preemptions: r.Preemptions, CachedTokens: r.CachedTok, GeneratedTokens: r.Generated,
-		CachedTokensGPU: r.CachedTok, KVTransferUS: row.Null, KVTransferWaitUS: row.Null,
-		ClientWaitUS: c.clientWait(r)}
+	*res = row.Result{}
+	res.Request = r.Req
+	res.Status, res.DropReason, res.InstanceID = r.Status, r.Reason, r.Replica
+	res.AdmittedUS, res.RoutedUS, res.EnqueuedUS, res.FirstScheduledUS = r.Admitted, r.Routed, r.Enqueued, r.FirstSched
+	res.FirstTokenUS, res.FinishedUS, res.TTFTUS, res.E2EUS, res.TPOTUS = r.FirstTok, r.Finished, row.Null, row.Null, row.Null
+	res.Preemptions, res.CachedTokens, res.GeneratedTokens = r.Preemptions, r.CachedTok, r.Generated
+	res.CachedTokensGPU, res.KVTransferUS, res.KVTransferWaitUS = r.CachedTok, row.Null, row.Null
+	res.ClientWaitUS = c.clientWait(r)
 	if c.tierNames != nil {
 		c.tierResult(r, res)
 	}

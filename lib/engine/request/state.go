@@ -203,17 +203,14 @@ func (r *State) Reset() {
 	if rare != nil {
 		rare.reset()
 	}
-	*r = State{
-		KV:      kv.Handle{IDs: r.KV.IDs[:0]},
-		Tier:    tier,
-		PD:      pd,
-		rare:    rare,
-		Keys:    r.Keys[:0],
-		Epoch:   r.Epoch + 1,
-		Life:    r.Life + 1,
-		Replica: -1, Admitted: row.Null, Routed: row.Null, Enqueued: row.Null,
-		FirstSched: row.Null, FirstTok: row.Null, Finished: row.Null, WIdx: -1,
-	}
+	ids, keys, epoch, life := r.KV.IDs[:0], r.Keys[:0], r.Epoch+1, r.Life+1
+	// Cleared, then set in place: a composite literal would be built
+	// aside and copied over.
+	*r = State{}
+	r.KV.IDs, r.Keys, r.Tier, r.PD, r.rare = ids, keys, tier, pd, rare
+	r.Epoch, r.Life, r.Replica, r.WIdx = epoch, life, -1, -1
+	r.Admitted, r.Routed, r.Enqueued = row.Null, row.Null, row.Null
+	r.FirstSched, r.FirstTok, r.Finished = row.Null, row.Null, row.Null
 }
 
 // TierLoad is a request's loads from lower KV tiers (the scheduler's).

@@ -8,6 +8,7 @@ package roofline
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/blis-sim/blis/lib/latency"
 )
@@ -43,7 +44,19 @@ type Roofline struct {
 	elemMoE        float64 // same for a MoE layer
 	name           string
 	par            *par // DP, EP, PP (parallel.go); nil: TP only
+	dense          *denseTab
 }
+
+// denseTab holds, for a dense model, the layers' GEMM terms of batches of
+// 1 to denseTabLen−1 tokens, each summed as weights sums them (so exactly
+// equal): a step costs a lookup instead of a cube root per GEMM. Built at
+// the first use, once, however many simulations share the roofline.
+type denseTab struct {
+	once sync.Once
+	t    []Terms
+}
+
+const denseTabLen = 2048
 
 // New builds the roofline for an architecture on a GPU with TP ranks. Its
 // errors about tp carry no prefix: callers name their flag or field.
@@ -64,7 +77,7 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 		return nil, fmt.Errorf("%s has %d attention heads, not divisible by tp %d", a.Name, a.Heads, tp)
 	}
 	t := float64(tp)
-	r := &Roofline{A: a, G: g, TP: tp, name: fmt.Sprintf("roofline:%s/%s/tp%d", a.Name, g.Name, tp)}
+	r := &Roofline{A: a, G: g, TP: tp, name: fmt.Sprintf("roofline:%s/%s/tp%d", a.Name, g.Name, tp), dense: &denseTab{}}
 	h, nh := float64(a.Hidden), float64(a.Heads)
 	// Quantised layers (wq, fq), the ones kept in the activation dtype (wu,
 	// fu) and the attention projections (one or the other).
@@ -312,8 +325,28 @@ func (r *Roofline) terms(t *Terms, b *latency.Batch) {
 }
 
 // weights adds the weight GEMMs of a batch of T tokens (experts and LM
-// head included).
+// head included) to t, which is zero (every caller's).
 func (r *Roofline) weights(t *Terms, b *latency.Batch, T float64) {
+	if i := int(T); !r.A.MoE() && float64(i) == T && i > 0 && i < denseTabLen {
+		d := r.dense
+		d.once.Do(func() {
+			d.t = make([]Terms, denseTabLen)
+			for n := 1; n < denseTabLen; n++ {
+				r.layerGemms(&d.t[n], float64(n))
+			}
+		})
+		*t = d.t[i]
+	} else {
+		r.layerGemms(t, T)
+	}
+	// LM head: logits for one position per sequence (last prefill chunk token or decode token).
+	if s := float64(b.PrefillSeqs + b.DecodeSeqs); s > 0 {
+		r.gemmCost(t, s, r.head, 1, 1)
+	}
+}
+
+// layerGemms adds the layers' weight GEMMs of a batch of T tokens.
+func (r *Roofline) layerGemms(t *Terms, T float64) {
 	a := r.A
 	L := float64(a.Layers)
 	for _, g := range r.attnGemms {
@@ -340,10 +373,6 @@ func (r *Roofline) weights(t *Terms, b *latency.Batch, T float64) {
 				r.gemmCost(t, rows, g, lm, touched)
 			}
 		}
-	}
-	// LM head: logits for one position per sequence (last prefill chunk token or decode token).
-	if s := float64(b.PrefillSeqs + b.DecodeSeqs); s > 0 {
-		r.gemmCost(t, s, r.head, 1, 1)
 	}
 }
 

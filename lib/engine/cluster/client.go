@@ -37,10 +37,10 @@ func (c *Cluster) clientSend(r *request.State) bool {
 	}
 	if g.inFlight < g.max {
 		g.inFlight++
-		r.ClientSlot, r.ClientWait = true, 0
+		r.ClientSlot, r.Rare().ClientWait = true, 0
 		return true
 	}
-	r.ClientQueued, r.ClientWait = true, c.now
+	r.ClientQueued, r.Rare().ClientWait = true, c.now
 	g.q = append(g.q, r)
 	return false
 }
@@ -62,7 +62,7 @@ func (c *Cluster) clientFree(r *request.State) {
 			continue
 		}
 		n.ClientQueued, n.ClientSlot = false, true
-		n.ClientWait = c.now - n.ClientWait
+		n.Rare().ClientWait = c.now - n.ClientWait()
 		n.Req.ArrivalUS = c.now // the client's clock starts at the send
 		g.inFlight++
 		c.h.push(c.now, evArrival, -1, n)
@@ -87,9 +87,9 @@ func (c *Cluster) clientClose() {
 // waiting for a request never sent.
 func (c *Cluster) clientWait(r *request.State) int64 {
 	if r.ClientQueued {
-		return c.now - r.ClientWait
+		return c.now - r.ClientWait()
 	}
-	return r.ClientWait
+	return r.ClientWait()
 }
 
 // clientReason explains an unfinished request that never got a slot.

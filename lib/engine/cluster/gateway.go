@@ -189,8 +189,8 @@ func (gw *gateway) key(r *request.State, at int64) int64 {
 	switch gw.cfg.Ordering {
 	case "edf":
 		d := int64(math.MaxInt64)
-		if r.Deadline != row.Null {
-			d = r.Deadline
+		if dl := r.Deadline(); dl != row.Null {
+			d = dl
 		}
 		if gw.ttl > 0 {
 			d = min(d, at+gw.ttl)

@@ -42,7 +42,6 @@ func (c *Cluster) Inject(req *row.Request, n int64) error {
 	c.liveAdd(r)
 	r.Phase = request.Pending
 	r.RootArr = req.ArrivalUS
-	r.ReadyAt = math.MinInt64
 	if len(req.DependsOn) > 0 {
 		r.RootArr = math.MinInt64
 	}
@@ -70,12 +69,13 @@ func (c *Cluster) Inject(req *row.Request, n int64) error {
 			if p.Status != row.StatusCompleted && blocked == nil {
 				blocked = p
 			}
-			if p.Finished > r.ReadyAt {
-				r.ReadyAt = p.Finished
+			if p.Finished > r.ReadyAt() {
+				r.Rare().ReadyAt = p.Finished
 			}
 			continue
 		}
-		p.Children = append(p.Children, r)
+		x := p.Rare()
+		x.Children = append(x.Children, r)
 		r.Pending++
 	}
 	if failed {

@@ -16,12 +16,12 @@ func (c *Cluster) ready(r *request.State) {
 	own := r.Req.ArrivalUS // row.Null (MinInt64) when absent
 	if r.Req.Kind == row.KindTool {
 		r.Phase = request.Tool
-		start := max(r.ReadyAt, own, c.now)
+		start := max(r.ReadyAt(), own, c.now)
 		r.Req.ArrivalUS = start
 		c.h.push(start+r.Req.DelayUS, evToolDone, -1, r)
 		return
 	}
-	at := max(r.ReadyAt+r.Req.DelayUS, own, c.now)
+	at := max(r.ReadyAt()+r.Req.DelayUS, own, c.now)
 	// The dependent's simulated arrival is recorded in arrival_us.
 	r.Req.ArrivalUS = at
 	r.Phase = request.Arriving
@@ -55,7 +55,7 @@ func (c *Cluster) terminal(r *request.State) {
 	for len(c.work) > 0 {
 		p := c.work[len(c.work)-1]
 		c.work = c.work[:len(c.work)-1]
-		for _, ch := range p.Children {
+		for _, ch := range p.Children() {
 			if ch.Phase == request.Done {
 				continue
 			}
@@ -73,14 +73,17 @@ func (c *Cluster) terminal(r *request.State) {
 				c.work = append(c.work, ch)
 				continue
 			}
-			if p.Finished > ch.ReadyAt {
-				ch.ReadyAt = p.Finished
+			if p.Finished > ch.ReadyAt() {
+				ch.Rare().ReadyAt = p.Finished
 			}
 			if ch.Pending == 0 {
 				c.ready(ch)
 			}
 		}
-		p.Children = p.Children[:0]
+		if len(p.Children()) > 0 {
+			x := p.Rare()
+			x.Children = x.Children[:0]
+		}
 		c.retire(p)
 	}
 }
@@ -104,13 +107,17 @@ func (c *Cluster) count(r *request.State) {
 }
 
 func (c *Cluster) writeResult(r *request.State) {
+	// Cleared, then filled in place: a composite literal would be built
+	// aside and copied over (~700 bytes a row).
 	res := &c.res
-	*res = row.Result{Request: r.Req, Status: r.Status, DropReason: r.Reason, InstanceID: r.Replica,
-		AdmittedUS: r.Admitted, RoutedUS: r.Routed, EnqueuedUS: r.Enqueued, FirstScheduledUS: r.FirstSched,
-		FirstTokenUS: r.FirstTok, FinishedUS: r.Finished, TTFTUS: row.Null, E2EUS: row.Null, TPOTUS: row.Null,
-		Preemptions: r.Preemptions, CachedTokens: r.CachedTok, GeneratedTokens: r.Generated,
-		CachedTokensGPU: r.CachedTok, KVTransferUS: row.Null, KVTransferWaitUS: row.Null,
-		ClientWaitUS: c.clientWait(r)}
+	*res = row.Result{}
+	res.Request = r.Req
+	res.Status, res.DropReason, res.InstanceID = r.Status, r.Reason, r.Replica
+	res.AdmittedUS, res.RoutedUS, res.EnqueuedUS, res.FirstScheduledUS = r.Admitted, r.Routed, r.Enqueued, r.FirstSched
+	res.FirstTokenUS, res.FinishedUS, res.TTFTUS, res.E2EUS, res.TPOTUS = r.FirstTok, r.Finished, row.Null, row.Null, row.Null
+	res.Preemptions, res.CachedTokens, res.GeneratedTokens = r.Preemptions, r.CachedTok, r.Generated
+	res.CachedTokensGPU, res.KVTransferUS, res.KVTransferWaitUS = r.CachedTok, row.Null, row.Null
+	res.ClientWaitUS = c.clientWait(r)
 	if c.tierNames != nil {
 		c.tierResult(r, res)
 	}

@@ -54,8 +54,8 @@ func (c *Cluster) servedModels() string {
 // arrive runs the router pipeline for a request entering the cluster:
 // admission → priority → routing.
 func (c *Cluster) arrive(r *request.State) {
-	if c.checks && len(r.Req.DependsOn) > 0 && (r.Pending != 0 || c.now < r.ReadyAt) {
-		c.fail(fmt.Errorf("invariant violated: %s started at %d with %d dependencies pending, the last finished at %d", r.Req.ID, c.now, r.Pending, r.ReadyAt))
+	if c.checks && len(r.Req.DependsOn) > 0 && (r.Pending != 0 || c.now < r.ReadyAt()) {
+		c.fail(fmt.Errorf("invariant violated: %s started at %d with %d dependencies pending, the last finished at %d", r.Req.ID, c.now, r.Pending, r.ReadyAt()))
 	}
 	if r.Req.Kind == row.KindTool {
 		r.Phase = request.Tool
@@ -65,16 +65,18 @@ func (c *Cluster) arrive(r *request.State) {
 	if c.client != nil && !c.clientSend(r) {
 		return // waits for one of the client's slots
 	}
-	if r.Deadline == row.Null {
+	if r.Deadline() == row.Null {
 		// The client's clock starts at its first arrival (an admission
 		// delay does not reset it).
+		d := row.Null
 		if t := r.Req.TimeoutUS; t > 0 {
-			r.Deadline = c.now + t
+			d = c.now + t
 		} else if c.timeout > 0 {
-			r.Deadline = c.now + c.timeout
+			d = c.now + c.timeout
 		}
-		if r.Deadline != row.Null {
-			c.h.push(r.Deadline, evTimeout, -1, r)
+		if d != row.Null {
+			r.Rare().Deadline = d
+			c.h.push(d, evTimeout, -1, r)
 		}
 	}
 	if c.inTransit(r) {

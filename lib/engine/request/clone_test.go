@@ -7,7 +7,7 @@ import "testing"
 // the copy could write, and can be reused once its copies are dead.
 func TestCloneStampsAndReuse(t *testing.T) {
 	a, b := &State{Epoch: 1}, &State{Epoch: 7}
-	a.Children = []*State{b}
+	a.Rare().Children = []*State{b}
 	a.RNext, b.RPrev = b, a
 	a.Keys, a.KV.IDs = []uint64{1, 2, 3}, []int32{4, 5}
 	c := NewClone()
@@ -26,12 +26,12 @@ func TestCloneStampsAndReuse(t *testing.T) {
 			}
 		}
 		cb := c.Map(b)
-		if ca.Children[0] != cb || ca.RNext != cb || cb.RPrev != ca || cb.Epoch != 7 {
-			t.Fatalf("round %d: pointers not fixed: children %v, next %p, prev %p (copies %p %p)", round, ca.Children, ca.RNext, cb.RPrev, ca, cb)
+		if ca.Children()[0] != cb || ca.RNext != cb || cb.RPrev != ca || cb.Epoch != 7 {
+			t.Fatalf("round %d: pointers not fixed: children %v, next %p, prev %p (copies %p %p)", round, ca.Children(), ca.RNext, cb.RPrev, ca, cb)
 		}
-		ca.Keys[0], ca.KV.IDs[0] = 99, 99
-		if a.Keys[0] != 1 || a.KV.IDs[0] != 4 {
-			t.Fatal("writing the copy's keys or block ids changed the original's")
+		ca.Keys[0], ca.KV.IDs[0], ca.Rare().ReadyAt = 99, 99, 99
+		if a.Keys[0] != 1 || a.KV.IDs[0] != 4 || a.ReadyAt() == 99 || a.Children()[0] != b {
+			t.Fatal("writing the copy's keys, block ids or rare part changed the original's")
 		}
 		if cap(ca.KV.IDs) != len(ca.KV.IDs) || cap(ca.Keys) != len(ca.Keys) {
 			t.Fatal("a copy's slices are not full: an append would write into the next copy's")

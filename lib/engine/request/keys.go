@@ -41,11 +41,11 @@ func (k *Keyer) Ensure(r *State) {
 	if full <= int32(len(r.Keys)) {
 		return
 	}
-	k.kids = append(k.kids[:0], r.Children...)
+	k.kids = append(k.kids[:0], r.Children()...)
 	for i := 0; i < len(k.kids) && i < 64; i++ {
 		c := k.kids[i]
 		if c.Req.Kind == row.KindTool {
-			k.kids = append(k.kids, c.Children...)
+			k.kids = append(k.kids, c.Children()...)
 			continue
 		}
 		if len(c.Req.PrefixHashes) == 0 {

@@ -516,7 +516,7 @@ func (s *VLLM) admit(now int64, budget int32) {
 			s.lora.skipped = append(s.lora.skipped, s.waiting.pop())
 			continue
 		}
-		if SkipFailed && r.Failed && s.kv.Free() <= r.FailFree && left >= r.FailLeft && s.kv.Evictions() == r.FailEvict && !s.kv.Has(r.Keys, r.FailHits) {
+		if SkipFailed && r.Failed && s.failedStill(r, left) {
 			break
 		}
 		s.keys.Ensure(r)
@@ -556,7 +556,8 @@ func (s *VLLM) admit(now int64, budget int32) {
 		need := max(0, s.blocksFor(comp+n)-held)
 		free := s.kv.Free()
 		if free < need || (free < need+int32(hits) && free < need+s.kv.HitCost(r.Keys, hits)) {
-			r.Failed, r.FailFree, r.FailLeft, r.FailHits, r.FailEvict = true, free, left, hits, s.kv.Evictions()
+			x := r.Rare()
+			r.Failed, x.FailFree, x.FailLeft, x.FailHits, x.FailEvict = true, free, left, hits, s.kv.Evictions()
 			break
 		}
 		r.Failed = false
@@ -866,4 +867,11 @@ func (h *stepHeap) popDue(step int64) *request.State {
 		}
 	}
 	return nil
+}
+
+// failedStill reports whether r's failed admission (Rare) would fail again
+// with left tokens of budget.
+func (s *VLLM) failedStill(r *request.State, left int32) bool {
+	x := r.Rare()
+	return s.kv.Free() <= x.FailFree && left >= x.FailLeft && s.kv.Evictions() == x.FailEvict && !s.kv.Has(r.Keys, x.FailHits)
 }

@@ -153,8 +153,7 @@ func predict(g *roofline.GPU, k kind, s sample) float64 {
 	case kGEMM:
 		return g.GEMMUS(s.a, s.b, s.c, roofline.BF16, roofline.BF16)
 	case kCtx:
-		f, b := roofline.ContextAttention(s.a, s.b, s.c, s.d, s.e, 2)
-		return g.AttentionUS(f, b)
+		return g.ContextAttentionUS(s.a, s.b, s.c, s.d, int(s.e))
 	default:
 		f, b := roofline.DecodeAttention(s.a, s.b, s.c, s.d, s.e, 2)
 		return g.AttentionUS(f, b)
@@ -257,6 +256,7 @@ func run(data string, calibrate bool, w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(w)
+	flashLevel(sets, calibrate, w)
 	// Breakdown of the H100 GEMM error by size, to show where the roofline misses.
 	h, _ := roofline.LookupGPU("h100")
 	fmt.Fprintln(w, "H100 GEMM error by FLOP size (all rows):")

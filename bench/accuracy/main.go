@@ -153,8 +153,7 @@ func predict(g *roofline.GPU, k kind, s sample) float64 {
 	case kGEMM:
 		return g.GEMMUS(s.a, s.b, s.c, roofline.BF16, roofline.BF16)
 	case kCtx:
-		f, b := roofline.ContextAttention(s.a, s.b, s.c, s.d, s.e, 2)
-		return g.AttentionUS(f, b)
+		return g.ContextAttentionUS(s.a, s.b, s.c, s.d, int(s.e))
 	default:
 		f, b := roofline.DecodeAttention(s.a, s.b, s.c, s.d, s.e, 2)
 		return g.AttentionUS(f, b)
@@ -257,6 +256,7 @@ func run(data string, calibrate bool, w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(w)
+	flashLevel(sets, calibrate, w)
 	// Breakdown of the H100 GEMM error by size, to show where the roofline misses.
 	h, _ := roofline.LookupGPU("h100")
 	fmt.Fprintln(w, "H100 GEMM error by FLOP size (all rows):")
@@ -513,12 +513,19 @@ func printCatalog(w io.Writer) {
 			a.Hidden, a.Heads, a.KVHeads, attn, moe, a.WeightDtype, a.TotalParams()/1e9, a.ActiveParams()/1e9, kv.KVBytesPerTokenRank(1))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| GPU | aliases | BF16 TFLOP/s | FP8 | FP4 | HBM TB/s | memory GiB | link GB/s (per dir.) | link latency µs | GEMM / attn / mem / link eff. | GEMM / attn floor µs | source |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
+	fmt.Fprintln(w, "| GPU | aliases | BF16 TFLOP/s | FP8 | FP4 | HBM TB/s | memory GiB | link GB/s (per dir.) | link latency µs | SMs / MHz / smem KiB | GEMM / attn / mem / link eff. | GEMM / attn floor µs | prefill attention (mma / softmax / CTA µs / floor µs) | source |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---|")
 	for _, n := range roofline.GPUNames() {
 		g, _ := roofline.LookupGPU(n)
 		e := g.Eff
-		fmt.Fprintf(w, "| %s | %s | %g | %g | %g | %g | %g | %g | %g | %.2f / %.2f / %.2f / %.2f | %g / %g | %s |\n", g.Name, strings.Join(g.Aliases, ", "),
-			g.BF16TFLOPS, g.FP8TFLOPS, g.FP4TFLOPS, g.HBMTBps, g.MemoryGiB, g.LinkGBps, g.LinkLatUS, e.GEMM, e.Attention, e.Memory, e.Link, e.KernelUS, e.AttnUS, g.Source)
+		chip, fl := "—", "— (FLOPs at attn eff.)"
+		if g.SMs > 0 {
+			chip = fmt.Sprintf("%d / %g / %g", g.SMs, g.ClockMHz, g.SmemKiB)
+		}
+		if k := e.Flash; k.On() {
+			fl = fmt.Sprintf("%s: %.2f / %.2f / %g / %g", k.Kernel, k.MMA, k.Softmax, k.CTAUS, k.FloorUS)
+		}
+		fmt.Fprintf(w, "| %s | %s | %g | %g | %g | %g | %g | %g | %g | %s | %.2f / %.2f / %.2f / %.2f | %g / %g | %s | %s |\n", g.Name, strings.Join(g.Aliases, ", "),
+			g.BF16TFLOPS, g.FP8TFLOPS, g.FP4TFLOPS, g.HBMTBps, g.MemoryGiB, g.LinkGBps, g.LinkLatUS, chip, e.GEMM, e.Attention, e.Memory, e.Link, e.KernelUS, e.AttnUS, fl, g.Source)
 	}
 }

@@ -192,7 +192,7 @@ func TestGPUYAML(t *testing.T) {
 	}
 	for _, c := range []struct{ doc, want string }{
 		// Keys are named in the user's words, never as Go types (roofline.GPU).
-		{good + "hbm_tbs: 3\n", "bad.yaml:8: hbm_tbs: unknown key; did you mean hbm_tb_s? (expected one of name, aliases, bf16_tflops, fp8_tflops, fp4_tflops, hbm_tb_s, memory_gib, link_gb_s, link_latency_us, host_link_gb_s, efficiency, source)"},
+		{good + "hbm_tbs: 3\n", "bad.yaml:8: hbm_tbs: unknown key; did you mean hbm_tb_s? (expected one of name, aliases, bf16_tflops, fp8_tflops, fp4_tflops, hbm_tb_s, memory_gib, link_gb_s, link_latency_us, host_link_gb_s, sms, clock_mhz, smem_kib, efficiency, source)"},
 		{good + "efficiency:\n  gem: 0.6\n", "bad.yaml:9: efficiency.gem: unknown key; did you mean gemm?"},
 		{strings.Replace(good, "hbm_tb_s: 5.3", "hbm_tb_s: fast", 1), `bad.yaml:4: hbm_tb_s: expected a number, found "fast"`},
 		{good + "aliases: mi300\n", `bad.yaml:8: aliases: expected a list, found "mi300"`},

@@ -28,9 +28,16 @@ type GPU struct {
 	// HostLinkGBps is the GPU's link to host memory, per direction, 10^9
 	// B/s (PCIe, or NVLink-C2C on Grace parts): the default bandwidth of a
 	// CPU KV tier. 0 = unknown (a CPU tier must then give bandwidth_gb_s).
-	HostLinkGBps float64    `yaml:"host_link_gb_s,omitempty"`
-	Eff          Efficiency `yaml:"efficiency"`
-	Source       string     `yaml:"source,omitempty"`
+	HostLinkGBps float64 `yaml:"host_link_gb_s,omitempty"`
+	// The chip's parallelism, for kernels costed by tiles and waves
+	// (efficiency.prefill_attention): streaming multiprocessors, the clock
+	// the datasheet's tensor peak is quoted at, and shared memory per SM.
+	// 0 = unknown.
+	SMs      int        `yaml:"sms,omitempty"`
+	ClockMHz float64    `yaml:"clock_mhz,omitempty"`
+	SmemKiB  float64    `yaml:"smem_kib,omitempty"`
+	Eff      Efficiency `yaml:"efficiency"`
+	Source   string     `yaml:"source,omitempty"`
 }
 
 // Efficiency converts peaks into achieved rates and adds fixed costs. These
@@ -54,6 +61,9 @@ type Efficiency struct {
 	// (4-bit weights, BF16 activations) MoE layers; zero: those experts
 	// are costed as grouped GEMMs like any other.
 	MXFP4MoE MoEKernel `yaml:"mxfp4_moe,omitempty"`
+	// Flash costs prefill attention by the FlashAttention kernel's tiles
+	// and waves (flash.go); zero: by FLOPs and bytes at Attention.
+	Flash FlashKernel `yaml:"prefill_attention,omitempty"`
 }
 
 // MoEKernel costs one MoE layer's routed experts on one rank, T tokens, k
@@ -79,15 +89,21 @@ var GPUs = []GPU{
 	// → 450 per direction. Link latency: vLLM custom all-reduce, 128 B, TP2–8,
 	// 4.3–4.7 µs (aiconfigurator h100_sxm custom_allreduce_perf).
 	// PCIe Gen5 x16 host link: datasheet "PCIe Gen5: 128 GB/s" (bidirectional) → 64 per direction.
+	// NVIDIA H100 Tensor Core GPU Architecture whitepaper: SXM5 has 132 SMs
+	// with 228 KB shared memory each; its dense FP16/BF16 tensor peak,
+	// 989.4 TFLOPS, is 132 SMs × 4,096 FLOP/clock at 1,830 MHz.
 	{Name: "h100", Aliases: []string{"h100-sxm", "h100_sxm", "h100-80gb", "H100"},
 		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 3.35, MemoryGiB: 79.6, LinkGBps: 450, LinkLatUS: 4.5, HostLinkGBps: 64,
+		SMs: 132, ClockMHz: 1830, SmemKiB: 228,
 		Eff: defaultEff(), Source: "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
 	// NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 1,979 sparse → 989.5;
 	// FP8 3,958 → 1,979; HBM3e 4.8 TB/s; 141 GB (driver 143,771 MiB = 140.4
 	// GiB); NVLink 900 GB/s bidirectional → 450.
 	// PCIe Gen5 x16 host link: datasheet "PCIe Gen5: 128 GB/s" → 64 per direction.
+	// SMs, clock and shared memory: the H100 SXM5's (the same GH100 die).
 	{Name: "h200", Aliases: []string{"h200-sxm", "h200_sxm", "H200"},
 		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 4.8, MemoryGiB: 140.4, LinkGBps: 450, LinkLatUS: 4.5, HostLinkGBps: 64,
+		SMs: 132, ClockMHz: 1830, SmemKiB: 228,
 		Eff: defaultEff(), Source: "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
 	// NVIDIA HGX B200 datasheet, per GPU (8-GPU totals / 8): FP4 18 PFLOPS
 	// sparse → 9 dense; FP8 9 sparse → 4.5 dense; BF16 4.5 sparse → 2.25
@@ -110,8 +126,12 @@ var GPUs = []GPU{
 	// bidirectional → 300. Latency: aiconfigurator a100 vLLM custom
 	// all-reduce (CUDA graph), ≤1 KiB, TP2–4: 4.9–5.2 µs.
 	// Host link: datasheet "PCIe Gen4: 64 GB/s" → 32 per direction.
+	// NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs, 164 KB
+	// shared memory per SM, boost 1,410 MHz (108 × 2,048 FLOP/clock × 1.41
+	// GHz = 312 TFLOPS).
 	{Name: "a100-80gb", Aliases: []string{"a100", "a100-sxm", "a100_sxm", "a100-80", "A100-80", "A100-SXM"},
 		BF16TFLOPS: 312, HBMTBps: 2.039, MemoryGiB: 80, LinkGBps: 300, LinkLatUS: 5, HostLinkGBps: 32,
+		SMs: 108, ClockMHz: 1410, SmemKiB: 164,
 		Eff: defaultEff(), Source: "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM)"},
 	// NVIDIA L40S datasheet: BF16 733 sparse → 362.05 dense (upstream BLIS
 	// lists FP8 1,466, which is the sparse figure); FP8 1,466 → 733 dense;
@@ -119,8 +139,11 @@ var GPUs = []GPU{
 	// Gen4 x16 64 GB/s bidirectional → 32. Latency: aiconfigurator l40s NCCL
 	// all-reduce, TP2, 0.5–2 KiB: 6–6.5 µs.
 	// Host link: PCIe Gen4 x16, 64 GB/s bidirectional → 32.
+	// L40S datasheet: 18,176 CUDA cores = 142 SMs, boost 2,520 MHz; Ada
+	// tuning guide (compute capability 8.9): 100 KB shared memory per SM.
 	{Name: "l40s", Aliases: []string{"L40S"},
 		BF16TFLOPS: 362.05, FP8TFLOPS: 733, HBMTBps: 0.864, MemoryGiB: 45, LinkGBps: 32, LinkLatUS: 6.5, HostLinkGBps: 32,
+		SMs: 142, ClockMHz: 2520, SmemKiB: 100,
 		Eff: defaultEff(), Source: "NVIDIA L40S datasheet"},
 	// NVIDIA Ada GPU architecture whitepaper, Appendix A (GeForce RTX 4090):
 	// BF16 tensor with FP32 accumulate 165.2 dense; FP8 (FP32 acc.) 330.3;
@@ -128,8 +151,11 @@ var GPUs = []GPU{
 	// LLMServingSim meta.json); PCIe Gen4 x16 → 32 GB/s per direction;
 	// latency taken from the L40S NCCL table (also PCIe Gen4, no NVLink).
 	// Host link: PCIe Gen4 x16 → 32 per direction.
+	// Same whitepaper: 128 SMs, boost 2,520 MHz; Ada tuning guide: 100 KB
+	// shared memory per SM.
 	{Name: "rtx4090", Aliases: []string{"rtx-4090", "RTX4090"},
 		BF16TFLOPS: 165.2, FP8TFLOPS: 330.3, HBMTBps: 1.008, MemoryGiB: 23.5, LinkGBps: 32, LinkLatUS: 6.5, HostLinkGBps: 32,
+		SMs: 128, ClockMHz: 2520, SmemKiB: 100,
 		Eff: defaultEff(), Source: "NVIDIA Ada GPU architecture whitepaper, Appendix A"},
 	// NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet: 4 PFLOPS FP4 AI
 	// TOPS (sparse) → FP4 2,000 dense, FP8 1,000, BF16 500 (each precision
@@ -260,7 +286,10 @@ func (g *GPU) Validate(path string) error {
 			return fmt.Errorf("%s: field efficiency.mxfp4_moe: expected weight_rate > 0 and gemm in (0,1] (or no mxfp4_moe at all), found weight_rate %v, gemm %v", path, m.WeightRate, m.GEMM)
 		}
 	}
-	return nil
+	if g.SMs < 0 || !(g.ClockMHz >= 0) || math.IsInf(g.ClockMHz, 0) || !(g.SmemKiB >= 0) || math.IsInf(g.SmemKiB, 0) {
+		return fmt.Errorf("%s: fields sms, clock_mhz, smem_kib: expected finite non-negative numbers, found %d, %v, %v", path, g.SMs, g.ClockMHz, g.SmemKiB)
+	}
+	return g.validateFlash(path)
 }
 
 // PeakTFLOPS is the tensor-core peak for GEMMs whose weights are stored in d:

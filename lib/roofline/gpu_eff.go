@@ -55,6 +55,23 @@ var h100Eff = Efficiency{
 // grouped-GEMM cost.
 var hopperMXFP4MoE = MoEKernel{LayerUS: 38, WeightRate: 4.9, GEMM: 0.42}
 
+// hopperFA3 and pagedFA2 are vLLM's prefill attention kernels (flash.go),
+// fitted on the even-hash half of aiconfigurator's context-attention
+// tables (heads / KV heads / head_dim / length; head_dim ≤ 256): FA3 on
+// H100 (vLLM 0.24), FA2 on A100 (vLLM 0.14) and L40S (vLLM 0.24) together,
+// one kernel, one set of constants. Each constant's meaning and the fit:
+// docs/latency.md, "Prefill attention: tiles and waves".
+var (
+	hopperFA3 = FlashKernel{Kernel: "fa3", MMA: 0.93, Softmax: 0.8, CTAUS: 5, FloorUS: 8}
+	pagedFA2  = FlashKernel{Kernel: "fa2", MMA: 0.54, Softmax: 0, CTAUS: 2.5, FloorUS: 3}
+)
+
+// withFlash is e with a prefill attention kernel.
+func withFlash(e Efficiency, k FlashKernel) Efficiency {
+	e.Flash = k
+	return e
+}
+
 // calibratedEff holds profiles fitted on a GPU's own measurements; GPUs
 // not listed use h100Eff.
 var calibratedEff = map[string]Efficiency{
@@ -65,11 +82,11 @@ var calibratedEff = map[string]Efficiency{
 	// cause is not pinned: aiconfigurator's B200 MoE tables measure vLLM
 	// 0.19 and 0.24 kernels that would make their TP1 and TP2 TTFT 39–83%
 	// too slow (docs/latency.md, "MoE kernels and the TP step").
-	"h100":      withMoE(h100Eff, hopperMXFP4MoE),
-	"h200":      withMoE(h100Eff, hopperMXFP4MoE),
+	"h100":      withFlash(withMoE(h100Eff, hopperMXFP4MoE), hopperFA3),
+	"h200":      withFlash(withMoE(h100Eff, hopperMXFP4MoE), hopperFA3),
 	"b200":      b200Eff(),
-	"a100-80gb": {GEMM: 0.78, Attention: 0.46, Memory: 0.75, Link: 0.4, KernelUS: 6.0, AttnUS: 20, LayerUS: 10, TPHostUS: 1700, ReserveGiB: 1.2},
-	"l40s":      {GEMM: 0.60, Attention: 0.44, Memory: 0.75, Link: 0.4, KernelUS: 2.0, AttnUS: 10, LayerUS: 10, TPHostUS: 1700, ReserveGiB: 1.2},
+	"a100-80gb": {GEMM: 0.78, Attention: 0.46, Memory: 0.75, Link: 0.4, KernelUS: 6.0, AttnUS: 20, LayerUS: 10, TPHostUS: 1700, ReserveGiB: 1.2, Flash: pagedFA2},
+	"l40s":      {GEMM: 0.60, Attention: 0.44, Memory: 0.75, Link: 0.4, KernelUS: 2.0, AttnUS: 10, LayerUS: 10, TPHostUS: 1700, ReserveGiB: 1.2, Flash: pagedFA2},
 	// GEMM, memory and floor from its own LLMServingSim per-layer profiles
 	// (vLLM 0.19, Llama-3.1-8B TP1 and Qwen3-32B TP2 GEMMs, 1–2048 tokens);
 	// attention as H100 (no tables). Link 0.25 = 16 GB/s of PCIe Gen5's 64:

@@ -42,6 +42,7 @@ type Roofline struct {
 	qoElemsRank    float64 // query + output elements per token per layer per rank
 	elemDense      float64 // elementwise elements read+written per token in a dense layer (norms, rope, SiLU·mul)
 	elemMoE        float64 // same for a MoE layer
+	fl             flash   // prefill attention by tiles and waves (flash.go); off: by FLOPs and bytes
 	name           string
 	par            *par // DP, EP, PP (parallel.go); nil: TP only
 	dense          *denseTab
@@ -118,6 +119,7 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 		r.attnPairFLOPsP = 4 * nh / t * hd
 		r.attnPairFLOPsD = r.attnPairFLOPsP
 		r.qoElemsRank = 2 * nh / t * hd
+		r.fl = newFlash(&g, nh/t, kvh, a.HeadDim) // MLA prefill keeps the FLOP count: its kernel is not this one
 	}
 	// Elementwise kernels per token: two RMSNorms (read + write hidden),
 	// rotary on q and k, SiLU·mul (read gate and up, write one).
@@ -386,8 +388,28 @@ func (r *Roofline) attention(t *Terms, b *latency.Batch, T float64) {
 	af := r.attnPairFLOPsP*pairsP + r.attnPairFLOPsD*pairsD + r.ctxUpFLOPs*float64(b.PrefillCtx)
 	kvRead := float64(b.PrefillCtx+b.PrefillTokens) + float64(b.DecodeCtx)
 	ab := (kvRead+T)*r.kvLayerRank*r.kvb + T*r.qoElemsRank*r.ab
-	c, m := af/r.attnFLOPs*1e6, ab/r.bw*1e6
 	t.AttnFLOPs, t.AttnBytes = af*L, ab*L
+	if r.fl.on && b.PrefillSeqs > 0 {
+		// Tiles and waves (flash.go). The cache write (read the step's K
+		// and V, store them in their pages) is its own kernel before the
+		// attention's, so it adds. Decodes ride in the attention kernel,
+		// costed as before; a kernel with decodes keeps their floor
+		// (attention_kernel_us: split-KV scheduling and combine), one
+		// without has the prefill kernel's. Decode-only steps take the
+		// form below, which leap.go sums in closed form.
+		write := 2 * T * r.kvLayerRank * r.kvb / r.bw * 1e6
+		read := (ab - T*r.kvLayerRank*r.kvb) / r.bw * 1e6
+		c := r.fl.us(float64(b.PrefillSeqs), float64(b.PrefillTokens), float64(b.PrefillCtx), pairsP) + r.attnPairFLOPsD*pairsD/r.attnFLOPs*1e6
+		t.AttnBytes += T * r.kvLayerRank * r.kvb * L
+		t.ComputeUS += c * L
+		t.MemoryUS += (write + read) * L
+		t.RoofUS += (write + math.Max(c, read)) * L
+		if b.DecodeSeqs == 0 {
+			t.OverheadUS += r.fl.floorUS * L
+		}
+		return
+	}
+	c, m := af/r.attnFLOPs*1e6, ab/r.bw*1e6
 	t.ComputeUS += c * L
 	t.MemoryUS += m * L
 	t.RoofUS += math.Max(c, m) * L

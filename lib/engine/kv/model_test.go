@@ -116,7 +116,7 @@ func FuzzPagedMatchesReference(f *testing.F) {
 	f.Add(uint64(7), uint8(0))
 	f.Add(uint64(8), uint8(1))
 	f.Fuzz(func(t *testing.T, seed uint64, fpBits uint8) {
-		matchReference(t, seed, uint32(fpBits%27), 2000)
+		matchReference(t, seed, uint32(fpBits%27), 500)
 	})
 }
 

@@ -131,6 +131,44 @@ const (
 	readmeTimeout = "2m"
 )
 
+// tooLong reports whether a README command keeps a new user waiting
+// longer than readmeMaxWait, from its wall and CPU time on a machine that
+// may be loaded (CI's two cores, shared): a command over the wall limit
+// counts when it did more than half the limit's work on the CPU (on an idle
+// two-core machine it would still take about as long), or when it mostly
+// waited (CPU under a tenth of its wall: a server, a timer — load is not
+// why). A CPU-bound command slowed only by load (blis-calibrate's 26 s of
+// CPU took 64 s beside a coefficients refit) does not.
+func tooLong(wall, cpu time.Duration) bool {
+	return wall > readmeMaxWait && (cpu > readmeMaxWait/2 || cpu < wall/10)
+}
+
+// childCPU is the CPU time (user + system) of a README command: the
+// difference of the session's children's times (bash's times builtin, its
+// second line) written before (.t0) and after (.t1) it ran.
+func childCPU(status string) (time.Duration, error) {
+	var d [2]time.Duration
+	for k, ext := range []string{".t0", ".t1"} {
+		b, err := os.ReadFile(status + ext)
+		if err != nil {
+			return 0, err
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		f := strings.Fields(lines[len(lines)-1])
+		if len(lines) != 2 || len(f) != 2 {
+			return 0, fmt.Errorf("%s%s: expected bash's times (two lines of user and system time), found %q", status, ext, b)
+		}
+		for _, v := range f {
+			x, err := time.ParseDuration(v) // 0m1.234s
+			if err != nil {
+				return 0, fmt.Errorf("%s%s: %v", status, ext, err)
+			}
+			d[k] += x
+		}
+	}
+	return d[1] - d[0], nil
+}
+
 // jobControl matches a command that works on the shell's jobs (kill %1,
 // wait): it must run in the session itself.
 var jobControl = regexp.MustCompile(`(^|[;&|] *)(kill|wait|jobs|fg|bg)\b|%[0-9]`)
@@ -325,7 +363,10 @@ func TestREADMECommands(t *testing.T) {
 			if jobControl.MatchString(cmd) {
 				run = "{ " + cmd + "\n}"
 			}
-			fmt.Fprintf(&script, "t=$(date +%%s%%N)\n%s > %s 2> %s\necho $? $(( ($(date +%%s%%N) - t) / 1000000 )) > %s\n", run, out, errf, st)
+			// The status line: exit code, wall ms, then the session's
+			// children's CPU times (bash's times, run in the session
+			// itself) before and after.
+			fmt.Fprintf(&script, "t=$(date +%%s%%N); times > %s.t0\n%s > %s 2> %s\ns=$?; w=$(( ($(date +%%s%%N) - t) / 1000000 )); times > %s.t1; echo $s $w > %s\n", st, run, out, errf, st, st)
 			for _, cl := range readmeClaims {
 				if !strings.Contains(c.comment, cl.comment) {
 					continue
@@ -390,9 +431,13 @@ func TestREADMECommands(t *testing.T) {
 		if len(f) > 1 {
 			ms, _ := strconv.Atoi(f[1])
 			took := time.Duration(ms) * time.Millisecond
-			t.Logf("ran %q (%s)", p.cmd, took)
-			if took > readmeMaxWait {
-				t.Errorf("README command %d took %s, more than a new user should wait (%s): %s", i, took.Round(time.Second), readmeMaxWait, p.cmd)
+			cpu, err := childCPU(filepath.Join(logs, fmt.Sprintf("%d.status", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("ran %q (%s, %s CPU)", p.cmd, took, cpu.Round(time.Millisecond))
+			if tooLong(took, cpu) {
+				t.Errorf("README command %d took %s (%s of CPU), more than a new user should wait (%s): %s", i, took.Round(time.Second), cpu.Round(time.Second), readmeMaxWait, p.cmd)
 			}
 		}
 		for _, line := range warnOrNote.FindAllString(string(stderr), -1) {
@@ -478,5 +523,34 @@ func TestCompareWithinFewMS(t *testing.T) {
 	}
 	if err := compareWithinFewMS([]byte(`{"tables": []}`)); err == nil {
 		t.Error("no compare table: no error")
+	}
+}
+
+func TestReadmeWaitCheck(t *testing.T) {
+	for _, tc := range []struct {
+		wall, cpu time.Duration
+		want      bool
+	}{
+		{50 * time.Second, 50 * time.Second, false}, // within the limit
+		{64 * time.Second, 26 * time.Second, false}, // CPU-bound, slowed by load
+		{70 * time.Second, 65 * time.Second, true},  // a minute of work
+		{61 * time.Second, 31 * time.Second, true},  // over half a minute of CPU: too long on two idle cores
+		{90 * time.Second, 2 * time.Second, true},   // waiting (a server, a rate)
+		{59 * time.Second, 200 * time.Millisecond, false},
+	} {
+		if got := tooLong(tc.wall, tc.cpu); got != tc.want {
+			t.Errorf("tooLong(%s, %s) = %v, want %v", tc.wall, tc.cpu, got, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	st := filepath.Join(dir, "0.status")
+	os.WriteFile(st+".t0", []byte("0m0.010s 0m0.002s\n0m1.500s 0m0.250s\n"), 0o644)
+	os.WriteFile(st+".t1", []byte("0m0.011s 0m0.002s\n1m2.000s 0m1.250s\n"), 0o644)
+	if d, err := childCPU(st); err != nil || d != 61500*time.Millisecond {
+		t.Errorf("childCPU = %s, %v; want 1m1.5s", d, err)
+	}
+	os.WriteFile(st+".t1", []byte("garbage"), 0o644)
+	if _, err := childCPU(st); err == nil {
+		t.Error("childCPU read garbage without an error")
 	}
 }

@@ -31,7 +31,7 @@ func TestPDConfigErrors(t *testing.T) {
 		{"pool block size", pdBase + "    pools:\n      - {role: prefill, replicas: 1, engine: {block_size: 32}}\n      - {role: decode, replicas: 1}\n",
 			"c.yaml:6: deployments[0].pools[0].engine.block_size: a pool keeps its deployment's block size (16"},
 		{"pool engine limits", pdBase + "    pools:\n      - {role: prefill, replicas: 1}\n      - {role: decode, replicas: 1, engine: {max_num_seqs: 9000}}\n",
-			"deployments[0].pools[1].engine.max_num_batched_tokens: deployments[0].pools[1].engine.max_num_batched_tokens (8192) must be >= deployments[0].pools[1].engine.max_num_seqs (9000)"},
+			"deployments[0].pools[1].engine.max_num_seqs: 9000 is more than the token budget, vllm serve's default on h100 (8192)"},
 		{"pool tp", pdBase + "    pools:\n      - {role: prefill, replicas: 1, tp: -2}\n      - {role: decode, replicas: 1}\n",
 			"c.yaml:6: deployments[0].pools[0].tp: expected >= 1"},
 		{"pool latency mode", pdBase + "    pools:\n      - {role: prefill, replicas: 1, latency: {mode: fast}}\n      - {role: decode, replicas: 1}\n",

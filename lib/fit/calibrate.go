@@ -24,8 +24,8 @@ type Deployment struct {
 	WeightDtype         string
 	KVDtype             string
 	Engine, Version     string
-	MaxNumSeqs          int   // 0: vLLM's server default (1024 on ≥70 GB GPUs); a serving point's own (PointEngine)
-	MaxNumBatchedTokens int   // 0: 8192; a serving point's own (PointEngine)
+	MaxNumSeqs          int   // 0: vllm serve's default for the GPU (config.ServeLimits); a serving point's own (PointEngine)
+	MaxNumBatchedTokens int   // 0: vllm serve's default for the GPU; a serving point's own (PointEngine)
 	KVBlocks            int64 // 0: from GPU memory via the roofline
 	BlockSize           int   // 0: 16
 	GPUMemUtil          float64
@@ -105,7 +105,7 @@ func (s *Setup) PointEngine(p measure.ServingPoint) config.Cluster {
 // capSeqs keeps max_num_seqs within the token budget: each running request
 // takes at least one token of a step.
 func capSeqs(e *config.Engine) {
-	if e.MaxNumBatchedTokens < e.MaxNumSeqs {
+	if e.MaxNumBatchedTokens != 0 && e.MaxNumBatchedTokens < e.MaxNumSeqs {
 		e.MaxNumSeqs = e.MaxNumBatchedTokens
 	}
 }
@@ -123,8 +123,7 @@ func NewSetup(dep Deployment) (*Setup, error) {
 	cfg := config.Default()
 	cfg.Model, cfg.GPU, cfg.TP, cfg.Replicas = dep.Model, dep.GPU, dep.TP, 1
 	cfg.WeightDtype, cfg.KVDtype = dep.WeightDtype, dep.KVDtype
-	cfg.Engine.MaxNumSeqs = 1024
-	if dep.MaxNumSeqs > 0 {
+	if dep.MaxNumSeqs > 0 { // else vllm serve's for the GPU (config.ServeLimits, filled by Validate)
 		cfg.Engine.MaxNumSeqs = dep.MaxNumSeqs
 	}
 	if dep.MaxNumBatchedTokens > 0 {

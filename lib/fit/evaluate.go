@@ -152,9 +152,6 @@ func (d Deployment) WithRun(rc measure.RunConfig, model, gpu string, tp int) (De
 	if dep.BlockSize == 0 {
 		dep.BlockSize = rc.BlockSize
 	}
-	if dep.MaxNumSeqs == 0 {
-		dep.MaxNumSeqs = 256 // vLLM's default when the run does not say
-	}
 	dep.PrefixCaching = dep.PrefixCaching || rc.PrefixCaching
 	if dep.AsyncScheduling == "" && rc.AsyncScheduling != nil {
 		dep.AsyncScheduling = map[bool]string{true: "on", false: "off"}[*rc.AsyncScheduling]

@@ -7,6 +7,7 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -430,6 +431,11 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 				if e.KVBlocks <= 0 {
 					return nil, fmt.Errorf("%s is 0: set it, or compute it from GPU memory (engine.Prepare does)", cfg.DeploymentKey(i, fmt.Sprintf("pools[%d].engine.kv_blocks", pi)))
 				}
+			}
+			// A config built in code, not validated, takes vllm serve's limits too.
+			e.FillLimits(cmp.Or(p.GPU, d.GPU))
+			if e.MaxNumSeqs < 1 || e.MaxNumBatchedTokens < 1 {
+				return nil, fmt.Errorf("%s: batch limits unset (max_num_seqs %d, max_num_batched_tokens %d): config.Cluster.Validate fills them from the GPU", cfg.DeploymentKey(i, "engine"), e.MaxNumSeqs, e.MaxNumBatchedTokens)
 			}
 			alpha := m.Alpha()
 			scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,

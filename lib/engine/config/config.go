@@ -130,8 +130,8 @@ type Pool struct {
 // Engine holds one replica's vLLM-v1 scheduler and KV-cache settings.
 type Engine struct {
 	BlockSize            int     `yaml:"block_size"`                   // tokens per KV block (vLLM --block-size)
-	MaxNumBatchedTokens  int     `yaml:"max_num_batched_tokens"`       // token budget per step
-	MaxNumSeqs           int     `yaml:"max_num_seqs"`                 // running requests per replica
+	MaxNumBatchedTokens  int     `yaml:"max_num_batched_tokens"`       // token budget per step (0 = vllm serve's default for the GPU, ServeLimits)
+	MaxNumSeqs           int     `yaml:"max_num_seqs"`                 // running requests per replica (0 = vllm serve's default for the GPU)
 	LongPrefillThreshold int     `yaml:"long_prefill_token_threshold"` // max prefill chunk per request per step (0 = off)
 	KVBlocks             int64   `yaml:"kv_blocks"`                    // KV blocks per replica (0 = computed from GPU memory)
 	GPUMemoryUtilization float64 `yaml:"gpu_memory_utilization"`
@@ -141,6 +141,9 @@ type Engine struct {
 	// the next step is formed while the current one runs, so a request
 	// that arrives during step n is first scheduled in step n+2.
 	AsyncScheduling bool `yaml:"async_scheduling"`
+	// budgetOf names the GPU whose default gave MaxNumBatchedTokens
+	// (FillLimits), for the error when max_num_seqs exceeds it.
+	budgetOf string
 }
 
 // Router selects the router pipeline's built-in policies by name.
@@ -173,10 +176,75 @@ type Latency struct {
 }
 
 // DefaultEngine is vLLM v1's engine defaults (async scheduling is vLLM's
-// default since 0.14).
+// default since 0.14). The batch limits are left 0: they depend on the GPU
+// (ServeLimits), and Validate fills them once the GPU is known.
 func DefaultEngine() Engine {
-	return Engine{BlockSize: 16, MaxNumBatchedTokens: 8192, MaxNumSeqs: 256,
-		GPUMemoryUtilization: 0.9, PrefixCaching: true, SchedulingPolicy: "fcfs", AsyncScheduling: true}
+	return Engine{BlockSize: 16, GPUMemoryUtilization: 0.9, PrefixCaching: true, SchedulingPolicy: "fcfs", AsyncScheduling: true}
+}
+
+// ServeLimits is what `vllm serve` (vLLM 0.9 and later, EngineArgs' batch
+// defaults for the OpenAI server) takes for max_num_seqs and
+// max_num_batched_tokens when neither is given: 1024 and 8192 on a GPU with
+// at least 70 GiB that is not an A100 (H100, H200, B200, RTX PRO 6000), 256
+// and 2048 on the others. vLLM keeps A100s small because the larger token
+// budget cost them throughput (vLLM PR 17885).
+func ServeLimits(g roofline.GPU) (seqs, tokens int) {
+	if g.MemoryGiB >= 70 && !strings.Contains(strings.ToLower(g.Name), "a100") {
+		return 1024, 8192
+	}
+	return 256, 2048
+}
+
+// FillLimits sets e's unset (0) batch limits to vllm serve's on gpu: the
+// token budget first, then max_num_seqs capped by it, as vLLM does. An
+// unknown GPU leaves them 0: engine.Prepare reports the GPU.
+func (e *Engine) FillLimits(gpu string) {
+	if e.MaxNumSeqs != 0 && e.MaxNumBatchedTokens != 0 {
+		return
+	}
+	g, err := roofline.LoadGPU(gpu)
+	if err != nil {
+		return
+	}
+	seqs, tokens := ServeLimits(g)
+	if e.MaxNumBatchedTokens == 0 {
+		e.MaxNumBatchedTokens, e.budgetOf = tokens, g.Name
+	}
+	if e.MaxNumSeqs == 0 {
+		e.MaxNumSeqs = min(seqs, e.MaxNumBatchedTokens)
+	}
+}
+
+// limitsUnset reports whether e leaves a batch limit to the GPU's default.
+func (e *Engine) limitsUnset() bool { return e.MaxNumSeqs == 0 || e.MaxNumBatchedTokens == 0 }
+
+// fillEngineLimits gives every engine that leaves a batch limit unset
+// vllm serve's default for the GPU it runs on: a pool on a GPU of its own
+// takes its GPU's, even when it inherits the deployment's other engine keys.
+func (c *Cluster) fillEngineLimits() {
+	if c.IsFlat() {
+		c.Engine.FillLimits(c.GPU)
+		return
+	}
+	for i := range c.Deployments {
+		d := &c.Deployments[i]
+		for j := range d.Pools {
+			p := &d.Pools[j]
+			gpu := d.GPU
+			if p.GPU != "" {
+				gpu = p.GPU
+			}
+			switch {
+			case p.Engine != nil:
+				p.Engine.FillLimits(gpu)
+			case p.GPU != "" && d.Engine.limitsUnset():
+				e := d.Engine
+				e.FillLimits(gpu)
+				p.Engine = &e
+			}
+		}
+		d.Engine.FillLimits(d.GPU)
+	}
 }
 
 // DefaultKVEventDelay is how late a router hears KV-cache events by

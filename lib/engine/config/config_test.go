@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,8 +97,54 @@ func TestDefaultsAreVLLMs(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := c.Engine
-	if e.BlockSize != 16 || e.MaxNumBatchedTokens != 8192 || e.MaxNumSeqs != 256 || !e.PrefixCaching || e.GPUMemoryUtilization != 0.9 {
+	if e.BlockSize != 16 || e.MaxNumBatchedTokens != 8192 || e.MaxNumSeqs != 1024 || !e.PrefixCaching || e.GPUMemoryUtilization != 0.9 {
 		t.Fatalf("%+v", e)
+	}
+}
+
+// The batch limits left unset are vllm serve's for the GPU each engine runs
+// on (vLLM's EngineArgs batch defaults): large on ≥ 70 GiB GPUs but A100s.
+func TestServeLimitsFollowTheGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml   string
+		seqs, tokens []int // deployment (or flat) engine, then each own-engine pool
+	}{
+		{"h100", "gpu: h100\n", []int{1024}, []int{8192}},
+		{"h200", "gpu: h200\n", []int{1024}, []int{8192}},
+		{"b200", "gpu: b200\n", []int{1024}, []int{8192}},
+		{"rtx pro 6000 (96 GB)", "gpu: rtxpro6000\n", []int{1024}, []int{8192}},
+		{"a100 80 GB kept small", "gpu: a100-80gb\n", []int{256}, []int{2048}},
+		{"l40s", "gpu: l40s\n", []int{256}, []int{2048}},
+		{"rtx4090", "gpu: rtx4090\n", []int{256}, []int{2048}},
+		{"explicit wins", "gpu: a100\nengine: {max_num_seqs: 512, max_num_batched_tokens: 4096}\n", []int{512}, []int{4096}},
+		{"seqs capped by a given budget", "gpu: h100\nengine: {max_num_batched_tokens: 512}\n", []int{512}, []int{512}},
+		{"budget alone from the GPU", "gpu: l40s\nengine: {max_num_seqs: 64}\n", []int{64}, []int{2048}},
+		{"a pool on a GPU of its own takes its GPU's", "deployments:\n  - {id: a, model: llama-3.1-8b, gpu: h100, pools: [{replicas: 1}, {replicas: 1, gpu: a100}]}\n",
+			[]int{1024, 256}, []int{8192, 2048}},
+		{"a pool's own engine inherits given limits", "deployments:\n  - {id: a, model: llama-3.1-8b, gpu: h100, engine: {max_num_seqs: 100}, pools: [{replicas: 1}, {replicas: 1, gpu: a100, engine: {scheduling_policy: priority}}]}\n",
+			[]int{100, 100}, []int{8192, 2048}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("c.yaml", []byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seqs, tokens []int
+			if c.IsFlat() {
+				seqs, tokens = []int{c.Engine.MaxNumSeqs}, []int{c.Engine.MaxNumBatchedTokens}
+			} else {
+				d := c.Deployments[0]
+				seqs, tokens = []int{d.Engine.MaxNumSeqs}, []int{d.Engine.MaxNumBatchedTokens}
+				for _, p := range d.Pools {
+					if p.Engine != nil {
+						seqs, tokens = append(seqs, p.Engine.MaxNumSeqs), append(tokens, p.Engine.MaxNumBatchedTokens)
+					}
+				}
+			}
+			if !slices.Equal(seqs, tc.seqs) || !slices.Equal(tokens, tc.tokens) {
+				t.Fatalf("max_num_seqs %v, max_num_batched_tokens %v; want %v, %v", seqs, tokens, tc.seqs, tc.tokens)
+			}
+		})
 	}
 }
 
@@ -170,7 +217,8 @@ func TestDeploymentsForm(t *testing.T) {
 		{"unknown role", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{role: mixed, replicas: 1}]}\n", "deployments[0].pools[0].role: expected monolithic"},
 		{"min above replicas", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 2, min_replicas: 3}]}\n", "min_replicas: expected <= replicas (2), found 3"},
 		{"max below replicas", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 2, max_replicas: 1}]}\n", "max_replicas: expected >= replicas (2), found 1"},
-		{"engine error names the deployment", "deployments:\n  - {id: a, model: m, gpu: h100, engine: {max_num_seqs: 0}, pools: [{replicas: 1}]}\n", "deployments[0].engine.max_num_seqs: expected >= 1"},
+		{"max_num_seqs over the GPU's budget", "deployments:\n  - {id: a, model: m, gpu: l40s, engine: {max_num_seqs: 4096}, pools: [{replicas: 1}]}\n", "c.yaml:2: deployments[0].engine.max_num_seqs: 4096 is more than the token budget, vllm serve's default on l40s (2048): every running request takes a token of each step; set deployments[0].engine.max_num_batched_tokens too"},
+		{"engine error names the deployment", "deployments:\n  - {id: a, model: m, gpu: h100, engine: {max_num_seqs: -1}, pools: [{replicas: 1}]}\n", "deployments[0].engine.max_num_seqs: expected >= 1"},
 		{"bad type", "deployments:\n  - {id: a, model: m, gpu: h100, tp: two, pools: [{replicas: 1}]}\n", "c.yaml:2: deployments[0].tp: expected an integer, found \"two\""},
 		{"too many replicas", "deployments:\n  - {id: a, model: m, gpu: h100, pools: [{replicas: 60000}]}\n  - {id: b, model: m, gpu: h100, pools: [{replicas: 60000}]}\n", "the cluster would have more than 100000 replicas"},
 	} {
@@ -197,7 +245,11 @@ func TestExampleClusterYAMLIsEveryKeyWithItsDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.YAML(), Default().YAML(); got != want {
+	d := Default()
+	if err := d.Validate(); err != nil { // fills the GPU's batch limits, as Load did
+		t.Fatal(err)
+	}
+	if got, want := c.YAML(), d.YAML(); got != want {
 		t.Errorf("%s is not the defaults:\n%s\nwant\n%s", path, got, want)
 	}
 	b, err := os.ReadFile(path)

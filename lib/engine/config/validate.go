@@ -18,8 +18,11 @@ const (
 )
 
 // Validate checks values that decoding cannot; errors name the file, line
-// and key when the config came from a file.
+// and key when the config came from a file. It first sets the batch limits
+// left unset (0) to vllm serve's defaults for each engine's GPU
+// (ServeLimits), so it is called once the GPU is final (flags applied).
 func (c *Cluster) Validate() error {
+	c.fillEngineLimits()
 	if c.IsFlat() {
 		switch {
 		case c.Replicas < 1:
@@ -169,9 +172,13 @@ func (c *Cluster) validateEngine(at string, e *Engine) error {
 		return errors.New(c.Where(k("max_num_batched_tokens"), fmt.Sprintf("expected <= %d, found %d", math.MaxInt32, e.MaxNumBatchedTokens)))
 	case e.LongPrefillThreshold > math.MaxInt32:
 		return errors.New(c.Where(k("long_prefill_token_threshold"), fmt.Sprintf("expected <= %d, found %d", math.MaxInt32, e.LongPrefillThreshold)))
-	case e.MaxNumSeqs < 1:
-		return errors.New(c.Where(k("max_num_seqs"), fmt.Sprintf("expected >= 1, found %d", e.MaxNumSeqs)))
-	case e.MaxNumBatchedTokens < e.MaxNumSeqs:
+	case e.MaxNumSeqs < 0:
+		return errors.New(c.Where(k("max_num_seqs"), fmt.Sprintf("expected >= 1 (or 0: vllm serve's default for the GPU), found %d", e.MaxNumSeqs)))
+	case e.MaxNumBatchedTokens < 0:
+		return errors.New(c.Where(k("max_num_batched_tokens"), fmt.Sprintf("expected >= 1 (or 0: vllm serve's default for the GPU), found %d", e.MaxNumBatchedTokens)))
+	case e.budgetOf != "" && e.MaxNumBatchedTokens < e.MaxNumSeqs:
+		return errors.New(c.Where(k("max_num_seqs"), fmt.Sprintf("%d is more than the token budget, vllm serve's default on %s (%d): every running request takes a token of each step; set %s too", e.MaxNumSeqs, e.budgetOf, e.MaxNumBatchedTokens, k("max_num_batched_tokens"))))
+	case e.MaxNumBatchedTokens != 0 && e.MaxNumBatchedTokens < e.MaxNumSeqs:
 		// vLLM refuses this too: every running request must be able to decode each step.
 		return errors.New(c.Where(k("max_num_batched_tokens"), fmt.Sprintf("%s (%d) must be >= %s (%d)", k("max_num_batched_tokens"), e.MaxNumBatchedTokens, k("max_num_seqs"), e.MaxNumSeqs)))
 	case e.LongPrefillThreshold < 0:

@@ -1,5 +1,7 @@
 package kv
 
+import "math/bits"
+
 // keyTable maps a lower tier's prefix-cache keys to its slots (the GPU
 // cache's blocks have blockIndex): open addressing with linear probing and
 // backward-shift deletion (no tombstones, so heavy eviction churn does not
@@ -129,16 +131,29 @@ func (t *keyTable) cloneInto(keys []uint64, vals []int32) keyTable {
 // and stale entries are dropped when the index is rebuilt from the records
 // (a sequential walk; the index fits the processor's cache while it is
 // rebuilt), which happens when live and stale entries fill 3/4 of the
-// slots. The slots grow with the blocks indexed (at most 2 per block).
+// slots. The slots grow with the blocks indexed (3 per block, 12 bytes).
 //
-// A slot is one word, so a probe reads one cache line: the key's low 32
-// bits, and above them the block id + 1 (0: empty). The home slot comes
-// from the key's high 32 bits (keys are mixed), scaled to the size.
+// A slot is 32 bits: the block id + 1 (0: empty) in the high bits, as few
+// as the cache's blocks need, and below it the key's low bits as a
+// fingerprint. Small slots buy room: a rebuild comes after 1.25 times the
+// live entries have been added (with two 64-bit slots a block, 16 bytes,
+// after half). The home slot comes from the key's high 32 bits (keys are
+// mixed), scaled to the size.
 type blockIndex struct {
-	slots []uint64
-	n     int    // entries, live and stale
-	sink  uint64 // what prefetch read (kept so the reads stay)
+	slots  []uint32
+	n      int    // entries, live and stale
+	fpBits uint32 // a slot's fingerprint bits (newBlockIndex)
+	sink   uint32 // what prefetch read (kept so the reads stay)
 }
+
+// newBlockIndex returns an empty index for a cache of blocks blocks: ids
+// are below blocks, so id + 1 takes bits.Len32(blocks) bits at most.
+func newBlockIndex(blocks int32) blockIndex {
+	return blockIndex{fpBits: 32 - uint32(bits.Len32(uint32(blocks)))}
+}
+
+// slotsPerBlock sizes the index at its rebuilds.
+const slotsPerBlock = 3
 
 // prefetch makes room for len(keys) adds and reads their home slots, so
 // the adds that follow find them in the processor's cache: these reads
@@ -148,7 +163,7 @@ func (x *blockIndex) prefetch(keys []uint64, c *Paged, hashed int) {
 	if 4*(x.n+len(keys)) > 3*len(x.slots) {
 		x.rebuild(c, hashed+len(keys)-1)
 	}
-	var s uint64
+	var s uint32
 	for _, k := range keys {
 		s |= x.slots[x.home(k)]
 	}
@@ -159,19 +174,21 @@ func (x *blockIndex) home(k uint64) int {
 	return int((k >> 32) * uint64(len(x.slots)) >> 32)
 }
 
+func (x *blockIndex) fp(k uint64) uint32 { return uint32(k) & (1<<x.fpBits - 1) }
+
 // find returns the block of c holding k.
 func (x *blockIndex) find(k uint64, c *Paged) (int32, bool) {
 	if x.n == 0 {
 		return 0, false
 	}
-	fp := uint64(uint32(k))
+	fp, mask := x.fp(k), uint32(1)<<x.fpBits-1
 	for i := x.home(k); ; {
 		s := x.slots[i]
 		if s == 0 {
 			return 0, false
 		}
-		if s&0xFFFFFFFF == fp {
-			if id := int32(s>>32) - 1; c.holds(id, k) {
+		if s&mask == fp {
+			if id := int32(s>>x.fpBits) - 1; c.holds(id, k) {
 				return id, true
 			}
 		}
@@ -189,15 +206,15 @@ func (x *blockIndex) add(k uint64, id int32, c *Paged, hashed int) bool {
 	if 4*(x.n+1) > 3*len(x.slots) {
 		x.rebuild(c, hashed)
 	}
-	fp := uint64(uint32(k))
+	fp, mask := x.fp(k), uint32(1)<<x.fpBits-1
 	i := x.home(k)
 	for {
 		s := x.slots[i]
 		if s == 0 {
 			break
 		}
-		if s&0xFFFFFFFF == fp {
-			if c.holds(int32(s>>32)-1, k) {
+		if s&mask == fp {
+			if c.holds(int32(s>>x.fpBits)-1, k) {
 				return false
 			}
 		}
@@ -205,21 +222,22 @@ func (x *blockIndex) add(k uint64, id int32, c *Paged, hashed int) bool {
 			i = 0
 		}
 	}
-	x.slots[i] = uint64(id+1)<<32 | fp
+	x.slots[i] = uint32(id+1)<<x.fpBits | fp
 	x.n++
 	return true
 }
 
-// rebuild drops the stale entries, growing the slots to twice the live
-// entries (plus the one being added) when they are fewer. The blocks
-// evicted and not yet reused (idle ids) lose their stale hashedBit first.
+// rebuild drops the stale entries, growing the slots to slotsPerBlock
+// times the live entries (plus the one being added) when they are fewer.
+// The blocks evicted and not yet reused (idle ids) lose their stale
+// hashedBit first.
 func (x *blockIndex) rebuild(c *Paged, hashed int) {
 	b := c.b
 	for _, id := range c.idFree {
 		b[id].refs = 0
 	}
-	if size := max(64, 2*(hashed+1)); size > len(x.slots) {
-		x.slots = make([]uint64, size)
+	if size := max(64, slotsPerBlock*(hashed+1)); size > len(x.slots) {
+		x.slots = make([]uint32, size)
 	} else {
 		clear(x.slots)
 	}
@@ -235,7 +253,7 @@ func (x *blockIndex) rebuild(c *Paged, hashed int) {
 				i = 0
 			}
 		}
-		x.slots[i] = uint64(id+1)<<32 | uint64(uint32(bl.key))
+		x.slots[i] = uint32(id+1)<<x.fpBits | x.fp(bl.key)
 		x.n++
 	}
 }

@@ -98,106 +98,127 @@ func (p *refPool) hitCost(keys []uint64, n int) int32 {
 // TestPagedMatchesReference drives Paged and the reference with the same
 // requests (hits, prompt blocks registered in chunks, decode blocks,
 // releases) and compares what they answer after every operation. Keys are
-// drawn so that many share a home slot in the index, many share its 32-bit
+// drawn so that many share a home slot in the index, many share its
 // fingerprint, and prompts share prefixes, so stale entries, fingerprint
 // matches and blocks evicted and re-registered under the same key all
-// happen.
+// happen. The index's fingerprints are also cut to one bit, as in a cache
+// of 2^30 blocks, so that almost every probe matches one.
 func TestPagedMatchesReference(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
-		g := rng.New(seed, "paged-model")
-		const total = 48
-		c := NewPaged(total, 16)
-		c.qbase = -uint32(1000 * seed) // queue positions wrap past 2^32 early on
-		p := newRefPool(total)
-		type req struct {
-			keys []uint64
-			h    Handle
-			ref  []int
-			reg  int // prompt blocks registered
+		for _, fpBits := range []uint32{0, 1} {
+			matchReference(t, seed, fpBits, 4000)
 		}
-		key := func() uint64 {
-			switch g.IntN(3) {
-			case 0: // one home slot, few fingerprints
-				return uint64(g.IntN(4))<<32 | uint64(g.IntN(6))
-			case 1: // spread
-				return rng.Mix64(uint64(g.IntN(60)))
-			default: // fingerprint clashes across homes
-				return uint64(g.Uint32())<<32 | 7
+	}
+}
+
+// FuzzPagedMatchesReference is TestPagedMatchesReference from any seed.
+func FuzzPagedMatchesReference(f *testing.F) {
+	f.Add(uint64(7), uint8(0))
+	f.Add(uint64(8), uint8(1))
+	f.Fuzz(func(t *testing.T, seed uint64, fpBits uint8) {
+		matchReference(t, seed, uint32(fpBits%27), 500)
+	})
+}
+
+// matchReference runs ops operations of seed's requests on Paged and the
+// reference; fpBits, when not 0, narrows the index's fingerprints.
+func matchReference(t *testing.T, seed uint64, fpBits uint32, ops int) {
+	g := rng.New(seed, "paged-model")
+	const total = 48
+	c := NewPaged(total, 16)
+	if fpBits != 0 {
+		c.idx.fpBits = fpBits
+	}
+	c.qbase = -uint32(1000 * seed) // queue positions wrap past 2^32 early on
+	p := newRefPool(total)
+	type req struct {
+		keys []uint64
+		h    Handle
+		ref  []int
+		reg  int // prompt blocks registered
+	}
+	key := func() uint64 {
+		switch g.IntN(3) {
+		case 0: // one home slot, few fingerprints
+			return uint64(g.IntN(4))<<32 | uint64(g.IntN(6))
+		case 1: // spread
+			return rng.Mix64(uint64(g.IntN(60)))
+		default: // fingerprint clashes across homes
+			return uint64(g.Uint32())<<32 | 7
+		}
+	}
+	prompts := make([][]uint64, 12)
+	for i := range prompts {
+		for range 1 + g.IntN(8) {
+			prompts[i] = append(prompts[i], key())
+		}
+	}
+	var live []*req
+	for op := range ops {
+		switch x := g.IntN(10); {
+		case x < 4 && len(live) < 8: // a new request: hits, then its prompt blocks
+			base := prompts[g.IntN(len(prompts))]
+			keys := slices.Clone(base[:1+g.IntN(len(base))])
+			if g.IntN(3) == 0 {
+				keys = append(keys, key())
+			}
+			r := &req{keys: keys}
+			hits := c.Lookup(keys, len(keys))
+			if want := p.lookup(keys); hits != want {
+				t.Fatalf("seed %d fp %d op %d: lookup %d, reference %d", seed, fpBits, op, hits, want)
+			}
+			need := int32(len(keys) - hits)
+			if c.Free() < need+c.HitCost(keys, hits) {
+				continue
+			}
+			c.Touch(&r.h, keys, hits)
+			p.touch(&r.ref, keys, hits)
+			for r.reg = hits; r.reg < len(keys); {
+				n := min(1+g.IntN(3), len(keys)-r.reg)
+				c.Alloc(&r.h, int32(n), int32(n))
+				p.alloc(&r.ref, n)
+				c.Register(&r.h, keys, r.reg, r.reg+n)
+				p.register(r.ref, keys, r.reg, r.reg+n)
+				r.reg += n
+			}
+			live = append(live, r)
+		case x < 7 && len(live) > 0: // decode blocks
+			r := live[g.IntN(len(live))]
+			if n := min(int32(g.IntN(3)), c.AnonHead()); n > 0 && g.IntN(2) == 0 {
+				c.TakeAnon(n) // as a leap takes them
+				r.h.Anon += n
+				p.alloc(&r.ref, int(n))
+			} else if n := int32(g.IntN(3)); c.Free() >= n {
+				c.Alloc(&r.h, n, 0)
+				p.alloc(&r.ref, int(n))
+			}
+		case len(live) > 0: // a request ends
+			i := g.IntN(len(live))
+			c.Release(&live[i].h)
+			p.release(&live[i].ref)
+			live = slices.Delete(live, i, i+1)
+		}
+		if c.Free() != int32(len(p.free)) || c.Evictions() != p.evictions {
+			t.Fatalf("seed %d fp %d op %d: free %d evictions %d, reference %d and %d", seed, fpBits, op, c.Free(), c.Evictions(), len(p.free), p.evictions)
+		}
+		clean := int32(0) // free blocks ahead of the first cached one
+		for _, id := range p.free {
+			if p.hashed[id] {
+				break
+			}
+			clean++
+		}
+		if c.AnonHead() > c.CleanFree() || c.CleanFree() > clean {
+			t.Fatalf("seed %d fp %d op %d: head run %d, clean %d, reference clean %d", seed, fpBits, op, c.AnonHead(), c.CleanFree(), clean)
+		}
+		for _, pr := range prompts {
+			n := c.Lookup(pr, len(pr))
+			if want := p.lookup(pr); n != want || c.HitCost(pr, n) != p.hitCost(pr, n) {
+				t.Fatalf("seed %d fp %d op %d: prompt %x: %d cached (cost %d), reference %d (cost %d)", seed, fpBits, op, pr, n, c.HitCost(pr, n), want, p.hitCost(pr, want))
 			}
 		}
-		prompts := make([][]uint64, 12)
-		for i := range prompts {
-			for range 1 + g.IntN(8) {
-				prompts[i] = append(prompts[i], key())
-			}
-		}
-		var live []*req
-		for op := range 4000 {
-			switch x := g.IntN(10); {
-			case x < 4 && len(live) < 8: // a new request: hits, then its prompt blocks
-				base := prompts[g.IntN(len(prompts))]
-				keys := slices.Clone(base[:1+g.IntN(len(base))])
-				if g.IntN(3) == 0 {
-					keys = append(keys, key())
-				}
-				r := &req{keys: keys}
-				hits := c.Lookup(keys, len(keys))
-				if want := p.lookup(keys); hits != want {
-					t.Fatalf("seed %d op %d: lookup %d, reference %d", seed, op, hits, want)
-				}
-				need := int32(len(keys) - hits)
-				if c.Free() < need+c.HitCost(keys, hits) {
-					continue
-				}
-				c.Touch(&r.h, keys, hits)
-				p.touch(&r.ref, keys, hits)
-				for r.reg = hits; r.reg < len(keys); {
-					n := min(1+g.IntN(3), len(keys)-r.reg)
-					c.Alloc(&r.h, int32(n), int32(n))
-					p.alloc(&r.ref, n)
-					c.Register(&r.h, keys, r.reg, r.reg+n)
-					p.register(r.ref, keys, r.reg, r.reg+n)
-					r.reg += n
-				}
-				live = append(live, r)
-			case x < 7 && len(live) > 0: // decode blocks
-				r := live[g.IntN(len(live))]
-				if n := min(int32(g.IntN(3)), c.AnonHead()); n > 0 && g.IntN(2) == 0 {
-					c.TakeAnon(n) // as a leap takes them
-					r.h.Anon += n
-					p.alloc(&r.ref, int(n))
-				} else if n := int32(g.IntN(3)); c.Free() >= n {
-					c.Alloc(&r.h, n, 0)
-					p.alloc(&r.ref, int(n))
-				}
-			case len(live) > 0: // a request ends
-				i := g.IntN(len(live))
-				c.Release(&live[i].h)
-				p.release(&live[i].ref)
-				live = slices.Delete(live, i, i+1)
-			}
-			if c.Free() != int32(len(p.free)) || c.Evictions() != p.evictions {
-				t.Fatalf("seed %d op %d: free %d evictions %d, reference %d and %d", seed, op, c.Free(), c.Evictions(), len(p.free), p.evictions)
-			}
-			clean := int32(0) // free blocks ahead of the first cached one
-			for _, id := range p.free {
-				if p.hashed[id] {
-					break
-				}
-				clean++
-			}
-			if c.AnonHead() > c.CleanFree() || c.CleanFree() > clean {
-				t.Fatalf("seed %d op %d: head run %d, clean %d, reference clean %d", seed, op, c.AnonHead(), c.CleanFree(), clean)
-			}
-			for _, pr := range prompts {
-				n := c.Lookup(pr, len(pr))
-				if want := p.lookup(pr); n != want || c.HitCost(pr, n) != p.hitCost(pr, n) {
-					t.Fatalf("seed %d op %d: prompt %x: %d cached (cost %d), reference %d (cost %d)", seed, op, pr, n, c.HitCost(pr, n), want, p.hitCost(pr, want))
-				}
-			}
-			if err := c.Check(); err != nil {
-				t.Fatalf("seed %d op %d: %v", seed, op, err)
-			}
+		if err := c.Check(); err != nil {
+			t.Fatalf("seed %d fp %d op %d: %v", seed, fpBits, op, err)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func (c *Paged) compact() {
 func NewPaged(blocks int32, blockSize int32) *Paged {
 	// Block structs are created as ids are first needed: a run without
 	// prefix hashes never allocates them.
-	c := &Paged{blockSize: blockSize, total: blocks, free: blocks}
+	c := &Paged{blockSize: blockSize, total: blocks, free: blocks, idx: newBlockIndex(blocks)}
 	if blocks > 0 {
 		c.q = append(c.q, qent{id: anonRun, n: blocks})
 	}
@@ -429,7 +429,7 @@ func (c *Paged) Clone() Store {
 	d.b = append([]block(nil), c.b...)
 	d.idFree = append([]int32(nil), c.idFree...)
 	d.q = append([]qent(nil), c.q...)
-	d.idx.slots = append([]uint64(nil), c.idx.slots...)
+	d.idx.slots = append([]uint32(nil), c.idx.slots...)
 	d.obs, d.low = nil, nil
 	return &d
 }

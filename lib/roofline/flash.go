@@ -166,27 +166,22 @@ func (g *GPU) validateFlash(path string) error {
 	if !(k.MMA > 0 && k.MMA <= 1) {
 		return fmt.Errorf("%s: field efficiency.prefill_attention.mma: expected a fraction in (0,1], found %v", path, k.MMA)
 	}
-	for _, p := range []struct {
-		f string
-		v float64
-	}{{"efficiency.prefill_attention.softmax", k.Softmax}, {"efficiency.prefill_attention.cta_us", k.CTAUS}, {"efficiency.prefill_attention.floor_us", k.FloorUS}} {
+	type field struct {
+		name string
+		v    float64
+	}
+	for _, p := range []field{{"efficiency.prefill_attention.softmax", k.Softmax}, {"efficiency.prefill_attention.cta_us", k.CTAUS}, {"efficiency.prefill_attention.floor_us", k.FloorUS}} {
 		if !(p.v >= 0) || math.IsInf(p.v, 0) {
-			return fmt.Errorf("%s: field %s: expected a finite non-negative number, found %v", path, p.f, p.v)
+			return fmt.Errorf("%s: field %s: expected a finite non-negative number, found %v", path, p.name, p.v)
 		}
 	}
-	need := []struct {
-		f string
-		v float64
-	}{{"sms", float64(g.SMs)}, {"clock_mhz", g.ClockMHz}}
+	need := []field{{"sms", float64(g.SMs)}, {"clock_mhz", g.ClockMHz}}
 	if k.Kernel == "fa2" {
-		need = append(need, struct {
-			f string
-			v float64
-		}{"smem_kib", g.SmemKiB})
+		need = append(need, field{"smem_kib", g.SmemKiB})
 	}
 	for _, p := range need {
 		if !(p.v > 0) || math.IsInf(p.v, 0) {
-			return fmt.Errorf("%s: field %s: expected a finite positive number for efficiency.prefill_attention kernel %s, found %v", path, p.f, k.Kernel, p.v)
+			return fmt.Errorf("%s: field %s: expected a finite positive number for efficiency.prefill_attention kernel %s, found %v", path, p.name, k.Kernel, p.v)
 		}
 	}
 	return nil

@@ -179,3 +179,38 @@ func TestFlashWindow(t *testing.T) {
 		t.Errorf("window wider than the prompt: %v µs, causal %v", a, b)
 	}
 }
+
+// Leaping prices windowed decodes with min(ctx, seqs·(W−1)): the ramp and
+// DecodeCost are StepTime and Terms exactly, on both sides of the window,
+// with every layer windowed (no full layer) and half of them.
+func TestWindowDecodeCostExact(t *testing.T) {
+	g, _ := LookupGPU("h100")
+	for _, all := range []bool{true, false} {
+		r, err := New(windowArch(t, 128, all), g, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seqs := range []int{1, 7, 64} {
+			ramp, cost := r.DecodeRamp(seqs), r.DecodeCost(seqs)
+			prev := int64(0)
+			for _, per := range []int64{0, 1, 100, 126, 127, 128, 129, 1000, 100000} {
+				for _, d := range []int64{-1, 0, 1} {
+					ctx := max(0, per*int64(seqs)+d)
+					b := latency.Batch{DecodeSeqs: seqs, DecodeCtx: ctx}
+					want := r.Terms(&b)
+					if c, m, tot := cost.At(ctx); c != want.ComputeUS || m != want.MemoryUS || tot != want.TotalUS {
+						t.Fatalf("all %v, %d seqs, ctx %d: DecodeCost %v %v %v, Terms %v %v %v", all, seqs, ctx, c, m, tot, want.ComputeUS, want.MemoryUS, want.TotalUS)
+					}
+					if st := ramp(ctx); st != r.StepTime(&b) || st < prev {
+						t.Fatalf("all %v, %d seqs, ctx %d: ramp %d, StepTime %d, previous %d", all, seqs, ctx, st, r.StepTime(&b), prev)
+					}
+					prev = ramp(ctx)
+				}
+			}
+			// Past the window, more context costs nothing on an all-windowed model.
+			if all && ramp(int64(seqs)*5000) != ramp(int64(seqs)*127) {
+				t.Errorf("%d seqs: decode at 5,000 tokens %d µs, at the window %d", seqs, ramp(int64(seqs)*5000), ramp(int64(seqs)*127))
+			}
+		}
+	}
+}

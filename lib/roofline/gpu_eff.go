@@ -31,9 +31,12 @@ package roofline
 // 0.14) prepares the next step while the GPU runs: the H100 and H200
 // gpt-oss-120b deployments (vLLM 0.18) show no gap once their MoE kernel is
 // costed as measured (MXFP4MoE), so it is host time (latency.WithHost).
-// SeqStepUS is 0: ~40 µs per request per step fits the synchronous vLLM
-// 0.12 H100 points' large-batch TPOT but worsens their TTFT, so it stays a
-// GPU YAML setting (docs/latency.md, "The remaining gaps", item 2).
+// SeqStepUS is 35: the engine's per-request CPU work each step (scheduling,
+// input preparation, output processing), on the step's path under a
+// synchronous scheduler and hidden under async scheduling unless it outlasts
+// the GPU step. Fitted on the large-batch TPOT of the synchronous
+// deployments of three models (30–40 µs leaving each model out; docs/
+// latency.md, "Per-request engine CPU work, adopted").
 // TokenizeUS (α1) would be 2.2: a vLLM 0.19 API server tokenises ~500k
 // tokens/s on one core (100k tokens in 220 ms; andyluo7, "CPU-GPU Co-Design
 // for Agentic LLM Inference", 2026); built-in profiles leave it 0 because the closed-loop harness releases a burst's successors
@@ -41,7 +44,7 @@ package roofline
 // step start (docs/latency.md, "first-token path").
 var h100Eff = Efficiency{
 	GEMM: 0.80, Attention: 0.52, Memory: 0.85, Link: 0.4,
-	KernelUS: 2.5, AttnUS: 13, LayerUS: 10, StepUS: 0, TPHostUS: 1700,
+	KernelUS: 2.5, AttnUS: 13, LayerUS: 10, StepUS: 0, TPHostUS: 1700, SeqStepUS: 35,
 	ReserveGiB: 1.2,
 }
 
@@ -85,8 +88,8 @@ var calibratedEff = map[string]Efficiency{
 	"h100":      withFlash(withMoE(h100Eff, hopperMXFP4MoE), hopperFA3),
 	"h200":      withFlash(withMoE(h100Eff, hopperMXFP4MoE), hopperFA3),
 	"b200":      b200Eff(),
-	"a100-80gb": {GEMM: 0.78, Attention: 0.46, Memory: 0.75, Link: 0.4, KernelUS: 6.0, AttnUS: 20, LayerUS: 10, TPHostUS: 1700, ReserveGiB: 1.2, Flash: pagedFA2},
-	"l40s":      {GEMM: 0.60, Attention: 0.44, Memory: 0.75, Link: 0.4, KernelUS: 2.0, AttnUS: 10, LayerUS: 10, TPHostUS: 1700, ReserveGiB: 1.2, Flash: pagedFA2},
+	"a100-80gb": {GEMM: 0.78, Attention: 0.46, Memory: 0.75, Link: 0.4, KernelUS: 6.0, AttnUS: 20, LayerUS: 10, TPHostUS: 1700, SeqStepUS: 35, ReserveGiB: 1.2, Flash: pagedFA2},
+	"l40s":      {GEMM: 0.60, Attention: 0.44, Memory: 0.75, Link: 0.4, KernelUS: 2.0, AttnUS: 10, LayerUS: 10, TPHostUS: 1700, SeqStepUS: 35, ReserveGiB: 1.2, Flash: pagedFA2},
 	// GEMM, memory and floor from its own LLMServingSim per-layer profiles
 	// (vLLM 0.19, Llama-3.1-8B TP1 and Qwen3-32B TP2 GEMMs, 1–2048 tokens);
 	// attention as H100 (no tables). Link 0.25 = 16 GB/s of PCIe Gen5's 64:
@@ -95,7 +98,7 @@ var calibratedEff = map[string]Efficiency{
 	// bear out (10–14 GB/s left for all-reduce after the per-layer profile;
 	// docs/latency.md, "The remaining gaps"): NCCL over PCIe without
 	// peer-to-peer. A host with P2P measures ~54 GB/s per direction.
-	"rtxpro6000": {GEMM: 0.73, Attention: 0.52, Memory: 0.89, Link: 0.25, KernelUS: 3.5, AttnUS: 13, LayerUS: 10, TPHostUS: 1700, ReserveGiB: 1.2},
+	"rtxpro6000": {GEMM: 0.73, Attention: 0.52, Memory: 0.89, Link: 0.25, KernelUS: 3.5, AttnUS: 13, LayerUS: 10, TPHostUS: 1700, SeqStepUS: 35, ReserveGiB: 1.2},
 }
 
 // withMoE is e with a measured MXFP4 MoE kernel.

@@ -344,7 +344,8 @@ func TestAbsurdGPU(t *testing.T) {
 }
 
 // The engine's per-request CPU work is kept out of StepTime (the engine adds
-// or overlaps it, latency.WithHost) and is off in the built-in profiles.
+// or overlaps it, latency.WithHost): 35 µs per request in the built-in
+// profiles, plus the TP driver's 1,700 µs per step at TP > 1.
 func TestHostStep(t *testing.T) {
 	a, err := LoadModel("llama-3.1-8b")
 	if err != nil {
@@ -353,8 +354,8 @@ func TestHostStep(t *testing.T) {
 	g, _ := LookupGPU("h100")
 	r, _ := New(a, g, 1)
 	b := &latency.Batch{PrefillSeqs: 1, PrefillTokens: 100, PrefillAttn: 5050, DecodeSeqs: 9, DecodeCtx: 9000}
-	if r.HostTimed() || r.HostStepUS(b) != 0 {
-		t.Errorf("built-in profile charges CPU work: %v %d", r.HostTimed(), r.HostStepUS(b))
+	if !r.HostTimed() || r.HostStepUS(b) != 350 {
+		t.Errorf("built-in profile's CPU work: %v %d, want true 350 (10 requests × 35 µs)", r.HostTimed(), r.HostStepUS(b))
 	}
 	step := r.StepTime(b)
 	g.Eff.SeqStepUS = 40.4
@@ -366,24 +367,29 @@ func TestHostStep(t *testing.T) {
 	if r3, _ := New(a, g, 1); r3.HostStepUS(b) != MaxStepUS {
 		t.Errorf("absurd seq_step_overhead_us: %d", r3.HostStepUS(b))
 	}
+	g.Eff.SeqStepUS = 0
+	if r0, _ := New(a, g, 1); r0.HostTimed() || r0.HostStepUS(b) != 0 {
+		t.Errorf("seq_step_overhead_us 0 at TP1 still charges CPU work: %v %d", r0.HostTimed(), r0.HostStepUS(b))
+	}
 	// At TP > 1 the built-in profiles charge the engine's driving of its
 	// workers as host time: added by a synchronous scheduler, overlapped by
 	// async scheduling. B200 keeps its measured on-path TP step instead.
 	g, _ = LookupGPU("h100")
 	r4, _ := New(a, g, 2)
 	gpu := r4.StepTime(b)
-	if !r4.HostTimed() || r4.HostStepUS(b) != 1700 {
-		t.Errorf("h100 tp2 host %v %d, want true 1700", r4.HostTimed(), r4.HostStepUS(b))
+	const host = 1700 + 350
+	if !r4.HostTimed() || r4.HostStepUS(b) != host {
+		t.Errorf("h100 tp2 host %v %d, want true %d", r4.HostTimed(), r4.HostStepUS(b), host)
 	}
-	if s, as := latency.WithHost(r4, false).StepTime(b), latency.WithHost(r4, true).StepTime(b); s != gpu+1700 || as != max(gpu, 1700) {
-		t.Errorf("h100 tp2: sync %d (want %d), async %d (want %d)", s, gpu+1700, as, max(gpu, 1700))
+	if s, as := latency.WithHost(r4, false).StepTime(b), latency.WithHost(r4, true).StepTime(b); s != gpu+host || as != max(gpu, host) {
+		t.Errorf("h100 tp2: sync %d (want %d), async %d (want %d)", s, gpu+host, as, max(gpu, host))
 	}
 	b200, _ := LookupGPU("b200")
 	r5, _ := New(a, b200, 2)
 	b200.Eff.TPStepUS = 0
 	r6, _ := New(a, b200, 2)
-	if r5.HostTimed() || r5.StepTime(b)-r6.StepTime(b) != 1100 {
-		t.Errorf("b200 tp2: host %v, on-path TP step %d µs, want false, 1100", r5.HostTimed(), r5.StepTime(b)-r6.StepTime(b))
+	if r5.HostStepUS(b) != 350 || r5.StepTime(b)-r6.StepTime(b) != 1100 {
+		t.Errorf("b200 tp2: host %d µs, on-path TP step %d µs, want 350 (no TP driver), 1100", r5.HostStepUS(b), r5.StepTime(b)-r6.StepTime(b))
 	}
 }
 

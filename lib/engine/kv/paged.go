@@ -296,6 +296,13 @@ func (c *Paged) touchRecords(ids []int32) {
 	c.sink = s
 }
 
+// Warm implements Store.
+func (c *Paged) Warm(keys []uint64) {
+	if n := len(c.idx.slots); n > 0 && len(keys) > 0 {
+		prefetchHomes(&c.idx.slots[0], uint64(n), keys)
+	}
+}
+
 // Lookup implements Store.
 func (c *Paged) Lookup(keys []uint64, max int) int {
 	if len(keys) < max {

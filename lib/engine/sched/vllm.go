@@ -568,6 +568,9 @@ func (s *VLLM) admit(now int64, budget int32) {
 			r.NReg = int32(hits)
 		}
 		s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
+		if to := min(int((comp+n)/B), len(r.Keys)); to > hits {
+			s.kv.Warm(r.Keys[hits:to]) // Complete registers them
+		}
 		r.Computed = comp
 		if r.FirstSched == row.Null {
 			r.FirstSched = now

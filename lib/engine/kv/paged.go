@@ -296,10 +296,15 @@ func (c *Paged) touchRecords(ids []int32) {
 	c.sink = s
 }
 
-// Warm implements Store.
+// Warm implements Store: the keys' home slots in the index, and the
+// records of the cached blocks at the head of the free queue that
+// allocating a block per key would evict (Alloc writes them).
 func (c *Paged) Warm(keys []uint64) {
 	if n := len(c.idx.slots); n > 0 && len(keys) > 0 {
 		prefetchHomes(&c.idx.slots[0], uint64(n), keys)
+	}
+	if len(c.b) > 0 {
+		prefetchQueued(&c.b[0], c.q[c.qh:min(len(c.q), c.qh+len(keys))])
 	}
 }
 

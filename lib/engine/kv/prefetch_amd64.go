@@ -9,3 +9,9 @@ package kv
 //
 //go:noescape
 func prefetchHomes(slots *uint32, n uint64, keys []uint64)
+
+// prefetchQueued asks for the records (16 bytes each, at b) of the blocks
+// free-queue entries q name, without waiting for them.
+//
+//go:noescape
+func prefetchQueued(b *block, q []qent)

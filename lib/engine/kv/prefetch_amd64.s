@@ -20,3 +20,24 @@ loop:
 	JNE loop
 done:
 	RET
+
+// func prefetchQueued(b *block, q []qent)
+// For each entry e of q naming a block (e.id >= 0): PREFETCHT0 b[e.id].
+TEXT ·prefetchQueued(SB), NOSPLIT, $0-32
+	MOVQ b+0(FP), AX
+	MOVQ q_base+8(FP), BX
+	MOVQ q_len+16(FP), CX
+	TESTQ CX, CX
+	JEQ qdone
+qloop:
+	MOVLQSX (BX), DX
+	TESTQ DX, DX
+	JS qnext
+	SHLQ $4, DX
+	PREFETCHT0 (AX)(DX*1)
+qnext:
+	ADDQ $8, BX
+	DECQ CX
+	JNE qloop
+qdone:
+	RET

@@ -522,6 +522,9 @@ func (s *VLLM) admit(now int64, budget int32) {
 		s.keys.Ensure(r)
 		hits := 0
 		if r.Computed == 0 && len(r.Keys) > 0 {
+			// Lookup, Alloc and (when the step ends) Register touch
+			// these: let the misses overlap.
+			s.kv.Warm(r.Keys)
 			// At least one token is always computed (vLLM caps hits at n-1).
 			hits = s.kv.Lookup(r.Keys, int((r.NumTokens()-1)/B))
 		}
@@ -568,9 +571,6 @@ func (s *VLLM) admit(now int64, budget int32) {
 			r.NReg = int32(hits)
 		}
 		s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
-		if to := min(int((comp+n)/B), len(r.Keys)); to > hits {
-			s.kv.Warm(r.Keys[hits:to]) // Complete registers them
-		}
 		r.Computed = comp
 		if r.FirstSched == row.Null {
 			r.FirstSched = now

@@ -82,6 +82,9 @@ check "agents (react)" "$work/react.arrows" --replicas 4 --router least-loaded
 check "multimodal" "$work/reasoning-multimodal.arrows" --replicas 4
 check "fitted, qwen3-32b TP2" "$work/closed-loop.arrows" --model qwen3-32b --gpu h100 --tp 2
 check "roofline MoE (gpt-oss-120b)" "$work/closed-loop.arrows" --model gpt-oss-120b --gpu h100 --latency roofline
+# gpt-oss's 128-token sliding window: prompts on both sides of it, preemptions (small KV), prefix hits.
+check "gpt-oss window, preempting" "$work/bench.arrows" --replicas 8 --model gpt-oss-120b --gpu h100 --latency roofline --kv-blocks 3000
+check "gpt-oss window, chat TP2" "$work/chat-multiturn.arrows" --replicas 4 --model gpt-oss-120b --gpu h200 --tp 2 --latency roofline
 check "prefix-affinity, live KV events" "$work/chat-multiturn.arrows" --replicas 16 --router prefix-affinity --kv-event-delay 0
 check "weighted, KV events 5ms late" "$work/mixed-tenants.arrows" --replicas 16 --router weighted --kv-event-delay 5ms
 check "client cap 16, least-loaded" "$work/bench.arrows" --replicas 8 --router least-loaded --max-in-flight 16

@@ -13,6 +13,19 @@ type Batch struct {
 	DecodeSeqs    int   // requests generating one token this step
 	DecodeCtx     int64 // Σ KV length (prompt + generated so far) of the decoding requests
 	PrefillImages int   // images of the requests whose first prefill chunk runs this step
+	// Sliding-window layers (Windowed; filled by the engine only for a
+	// model with a window W, else 0): what the fields above are on a layer
+	// whose query at position p attends keys max(0, p−W+1)..p only.
+	// PrefillAttnW is Σ over the chunks' positions of min(p+1, W) (the
+	// chunks' windowed query–key pairs, WindowPairs), PrefillCtxW
+	// Σ min(ctx, W−1) (the cached tokens a chunk still reads), DecodeCtxW
+	// Σ min(ctx, W−1) over the decoding requests. A model reads 0 with
+	// the full counterpart positive as "not given" and takes every
+	// request at the batch's mean (exact for batches of equal requests,
+	// and for decodes whose contexts lie all below or all past W−1:
+	// DecodeCtxW = min(DecodeCtx, DecodeSeqs·(W−1)), which is how a
+	// leaping ramp prices its steps).
+	PrefillAttnW, PrefillCtxW, DecodeCtxW int64
 	// Draft is the draft tokens each decoding request carries into this
 	// step for verification (speculative decoding, spec.go); 0: none.
 	Draft int32
@@ -30,6 +43,37 @@ func ImageEncodeUS(perImageUS float64, images int) int64 {
 		return 0
 	}
 	return int64(perImageUS*float64(images) + 0.5)
+}
+
+// Windowed is implemented by a Model some of whose layers attend over a
+// sliding window: the engine then fills Batch's windowed sums.
+type Windowed interface {
+	// Window is the window in tokens; 0: every layer attends over the
+	// whole context.
+	Window() int32
+}
+
+// WindowOf is m's sliding window in tokens, 0 when it has none.
+func WindowOf(m Model) int32 {
+	if w, ok := m.(Windowed); ok {
+		return w.Window()
+	}
+	return 0
+}
+
+// WindowPairs is the query–key pairs of a chunk of n query positions
+// after ctx cached ones on a layer with window w: Σ over p in
+// ctx..ctx+n−1 of min(p+1, w), in closed form.
+func WindowPairs(ctx, n, w int64) int64 {
+	return windowPrefix(ctx+n, w) - windowPrefix(ctx, w)
+}
+
+// windowPrefix is Σ_{q=1..x} min(q, w).
+func windowPrefix(x, w int64) int64 {
+	if x <= w {
+		return x * (x + 1) / 2
+	}
+	return w*(w+1)/2 + (x-w)*w
 }
 
 // Size is the number of requests in the batch.
@@ -167,6 +211,11 @@ type alphaOnly struct {
 }
 
 func (o alphaOnly) Alpha() Alpha { return o.a }
+
+// The wrappers keep the model's window visible.
+func (s hostSync) Window() int32  { return WindowOf(s.Model) }
+func (s hostAsync) Window() int32 { return WindowOf(s.Model) }
+func (o alphaOnly) Window() int32 { return WindowOf(o.Model) }
 
 // alphaHost keeps m's HostTimer visible to WithHost through the wrapper.
 type alphaHost struct {

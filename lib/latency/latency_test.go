@@ -81,3 +81,21 @@ func TestWithAlpha(t *testing.T) {
 		}
 	}
 }
+
+// WindowPairs is a chunk's query–key pairs on a sliding-window layer:
+// checked against the count position by position.
+func TestWindowPairs(t *testing.T) {
+	for _, w := range []int64{1, 2, 7, 128, 4096} {
+		for _, ctx := range []int64{0, 1, 5, 126, 127, 128, 129, 4000, 9000} {
+			for _, n := range []int64{0, 1, 2, 3, 64, 127, 128, 129, 1000, 8192} {
+				var want int64
+				for p := ctx; p < ctx+n; p++ {
+					want += min(p+1, w)
+				}
+				if got := WindowPairs(ctx, n, w); got != want {
+					t.Fatalf("WindowPairs(%d, %d, %d) = %d, counted %d", ctx, n, w, got, want)
+				}
+			}
+		}
+	}
+}

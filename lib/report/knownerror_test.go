@@ -49,7 +49,7 @@ func TestKnownErrorsMatchDocs(t *testing.T) {
 }
 
 func TestKnownErrorsFor(t *testing.T) {
-	if got := KnownErrorsFor("roofline:llama-3.1-8b/h100/tp1", "h100"); len(got) != 5 || got[0].Regime != "closed loop, C 8–32" || got[0].TTFT != 18 || got[3].Regime != "open loop, below overload" {
+	if got := KnownErrorsFor("roofline:llama-3.1-8b/h100/tp1", "h100"); len(got) != 5 || got[0].Regime != "closed loop, C 8–32" || got[0].TTFT != 17 || got[3].Regime != "open loop, below overload" {
 		t.Errorf("roofline on h100: %+v", got)
 	}
 	if got := KnownErrorsFor("fitted:coefficients/qwen3-32b/h100-tp2-vllm-0.12.0.yaml", "h200"); len(got) != 3 || got[2].TPOT != 23 {

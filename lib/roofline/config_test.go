@@ -227,6 +227,8 @@ func FuzzParseConfig(f *testing.F) {
 	})
 	f.Add([]byte(denseJSON))
 	f.Add([]byte(moeJSON))
+	f.Add([]byte(`{"model_type":"qwen2","hidden_size":64,"num_hidden_layers":4,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4,"sliding_window":16,"use_sliding_window":true,"max_window_layers":1}`))
+	f.Add([]byte(`{"model_type":"gemma3_text","hidden_size":64,"num_hidden_layers":4,"num_attention_heads":8,"intermediate_size":4,"vocab_size":4,"sliding_window":16,"sliding_window_pattern":2}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := ParseConfig("fuzz.json", data)
 		if err != nil {
@@ -243,6 +245,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if a.WeightDtype.Bytes() == 0 || a.KVDtype.Bytes() == 0 {
 			t.Fatalf("accepted dtype %q/%q", a.WeightDtype, a.KVDtype)
+		}
+		if a.Window < 0 || a.WindowLayers < 0 || a.WindowLayers > a.Layers || (a.Window == 0) != (a.WindowLayers == 0) {
+			t.Fatalf("accepted sliding window %d on %d of %d layers", a.Window, a.WindowLayers, a.Layers)
 		}
 		_ = a.TotalParams()
 		_ = a.KVBytesPerTokenRank(3)

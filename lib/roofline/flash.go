@@ -111,23 +111,38 @@ func newFlash(g *GPU, nh, nkv float64, headDim int) flash {
 // positions over ctx cached ones, pairs causal query–key pairs in all
 // (latency.Batch's PrefillSeqs, PrefillTokens, PrefillCtx, PrefillAttn).
 // The work counts a varlen batch's pairs exactly; the query blocks and the
-// CTA lengths take every sequence at the batch's mean length.
-func (f *flash) us(seqs, tokens, ctx, pairs float64) float64 {
+// CTA lengths take every sequence at the batch's mean length. A layer
+// with a sliding window of w tokens (0: none) gives its windowed pairs and
+// cached tokens (PrefillAttnW, PrefillCtxW): FlashAttention's local mask
+// (window_size_left w−1) starts each query block's keys at its first row
+// minus w−1, so a CTA walks at most rowsQ + w − 1 keys, over one key
+// block more than that span when the window's start falls inside a block.
+func (f *flash) us(seqs, tokens, ctx, pairs, w float64) float64 {
 	q, c := tokens/seqs, ctx/seqs
 	blocks := seqs * math.Ceil(q*f.group/f.mq)
 	// Each query block computes its diagonal key block whole and its last
 	// key block to the tile's edge: half a tile each, on average.
 	edge := 0.5 * (1 + math.Min(f.rowsQ, q)/f.nk)
+	rq := math.Min(f.rowsQ, q)
+	longest := math.Ceil((c + q) / f.nk)
+	shortest := math.Ceil((c + rq) / f.nk)
+	if w > 0 {
+		if c+q > w {
+			edge += 0.5 // the window's first key block, computed whole
+		}
+		span := math.Ceil((rq+w-1)/f.nk) + 1
+		longest, shortest = math.Min(longest, span), math.Min(shortest, span)
+	}
 	tiles := f.heads * (pairs*f.pairTiles + blocks*edge)
 	ctas := f.heads * blocks
 	work := ctas*f.ctaUS + tiles*f.tileUS
-	longest := f.ctaUS + math.Ceil((c+q)/f.nk)*f.tileUS
-	shortest := f.ctaUS + math.Ceil((c+math.Min(f.rowsQ, q))/f.nk)*f.tileUS
+	long := f.ctaUS + longest*f.tileUS
+	short := f.ctaUS + shortest*f.tileUS
 	// Longest first (FA3's scheduler) leaves the shortest CTAs for the last
 	// wave, which is as full as the CTA count allows.
 	waves := ctas / f.slots
-	spread := work/f.slots + (math.Ceil(waves)-waves)*shortest
-	return math.Max(longest, spread)
+	spread := work/f.slots + (math.Ceil(waves)-waves)*short
+	return math.Max(long, spread)
 }
 
 // ContextAttentionUS is the predicted time of one prefill attention layer
@@ -146,7 +161,7 @@ func (g *GPU) ContextAttentionUS(batch, seq, nh, nkv float64, headDim int) float
 	bw := g.HBMTBps * 1e12 * g.Eff.Memory
 	write := tokens * 2 * (2 * nkv * hd) * 2  // read K, V; write them into the cache
 	read := tokens * (2*nh*hd + 2*nkv*hd) * 2 // Q, K, V in; O out
-	kernel := f.us(batch, tokens, 0, batch*seq*(seq+1)/2)
+	kernel := f.us(batch, tokens, 0, batch*seq*(seq+1)/2, 0)
 	return g.Eff.Flash.FloorUS + write/bw*1e6 + math.Max(kernel, read/bw*1e6)
 }
 

@@ -17,7 +17,9 @@ type DecodeCost struct {
 	elem, comm, over         float64 // the tail's memory time, all-reduces, overheads
 	pairFLOPs, attnFLOPs     float64
 	tokens, kvElems, kvBytes float64 // T; KV elements per token per layer and rank; bytes per element
-	qo, bw, layers           float64 // query/output bytes of the batch; achieved B/s; layers
+	qo, bw                   float64 // query/output bytes of the batch; achieved B/s
+	lf, lw                   float64 // full and sliding-window layers
+	seqsW                    int64   // seqs·(W−1): a windowed layer's context, past the window
 }
 
 // DecodeCost returns the cost of batches of seqs decoding requests.
@@ -31,18 +33,37 @@ func (r *Roofline) DecodeCost(seqs int) DecodeCost {
 	r.tail(&full, T) // its overheads and all-reduces do not depend on the context
 	var tail Terms
 	r.tail(&tail, T) // tail.RoofUS = 0 + its elementwise time, exactly
-	return DecodeCost{roof0: base.RoofUS, compute0: base.ComputeUS, memory0: base.MemoryUS,
+	d := DecodeCost{roof0: base.RoofUS, compute0: base.ComputeUS, memory0: base.MemoryUS,
 		elem: tail.RoofUS, comm: full.CommUS, over: full.OverheadUS,
 		pairFLOPs: r.attnPairFLOPsD, attnFLOPs: r.attnFLOPs, tokens: T, kvElems: r.kvLayerRank, kvBytes: r.kvb,
-		qo: T * r.qoElemsRank * r.ab, bw: r.bw, layers: float64(r.A.Layers)}
+		qo: T * r.qoElemsRank * r.ab, bw: r.bw, lf: float64(r.A.Layers)}
+	if r.lw > 0 {
+		d.lf, d.lw, d.seqsW = r.lf, r.lw, int64(seqs)*int64(r.A.Window-1)
+	}
+	return d
 }
 
 // At is Terms(&Batch{DecodeSeqs: seqs, DecodeCtx: ctx}).ComputeUS,
 // MemoryUS and TotalUS exactly: attention's formulas with the prefill
 // terms at zero (attention's own code is the reference: keep the two in
-// step; TestDecodeCostExact checks every catalogue model and GPU).
+// step; TestDecodeCostExact checks every catalogue model and GPU). The
+// sliding-window layers read min(ctx, seqs·(W−1)) cached tokens: the
+// batch's windowed sum while its requests are all on one side of the
+// window, which the scheduler keeps to for a span (sched/window.go).
 func (d *DecodeCost) At(ctx int64) (compute, memory, total float64) {
-	x := float64(ctx)
+	compute, memory, roof := d.compute0, d.memory0, d.roof0
+	if d.lf > 0 {
+		d.layers(float64(ctx), d.lf, &compute, &memory, &roof)
+	}
+	if d.lw > 0 {
+		d.layers(float64(min(ctx, d.seqsW)), d.lw, &compute, &memory, &roof)
+	}
+	roof += d.elem
+	return compute, memory + d.elem, roof + d.comm + d.over
+}
+
+// layers adds L decode attention layers over x cached tokens in all.
+func (d *DecodeCost) layers(x, L float64, compute, memory, roof *float64) {
 	af := d.pairFLOPs * x
 	ab := (x+d.tokens)*d.kvElems*d.kvBytes + d.qo
 	c, m := af/d.attnFLOPs*1e6, ab/d.bw*1e6
@@ -50,9 +71,9 @@ func (d *DecodeCost) At(ctx int64) (compute, memory, total float64) {
 	if c > m { // math.Max for the non-negative finite values these are
 		mx = c
 	}
-	roof := d.roof0 + mx*d.layers
-	roof += d.elem
-	return d.compute0 + c*d.layers, d.memory0 + m*d.layers + d.elem, roof + d.comm + d.over
+	*compute += c * L
+	*memory += m * L
+	*roof += mx * L
 }
 
 // DecodeTerms returns f with f(ctx) == Terms(&Batch{DecodeSeqs: seqs,

@@ -36,6 +36,13 @@ type Arch struct {
 	QKRopeDim  int
 	VHeadDim   int
 
+	// Sliding-window attention: WindowLayers of the Layers attend over the
+	// last Window positions only (a query at position p sees keys
+	// max(0, p−Window+1)..p); the rest attend over the whole context.
+	// Window 0: every layer is full (WindowLayers is then 0).
+	Window       int
+	WindowLayers int
+
 	// WeightDtype stores the linear layers a quantised checkpoint quantises
 	// (all of them when it is not quantised). MathDtype is the precision
 	// their matrix multiplies run at ("" = WeightDtype's own, see Math): a
@@ -136,6 +143,11 @@ type hfConfig struct {
 	QKNopeDim          *int            `json:"qk_nope_head_dim"`
 	QKRopeDim          *int            `json:"qk_rope_head_dim"`
 	VHeadDim           *int            `json:"v_head_dim"`
+	SlidingWindow      *int            `json:"sliding_window"`
+	UseSlidingWindow   *bool           `json:"use_sliding_window"`     // Qwen2/3: false turns sliding_window off
+	MaxWindowLayers    *int            `json:"max_window_layers"`      // Qwen2/3: layers from this index on slide
+	SlidingPattern     *int            `json:"sliding_window_pattern"` // Gemma 3, Cohere 2: every N-th layer is full
+	LayerTypes         []string        `json:"layer_types"`
 	TorchDtype         string          `json:"torch_dtype"`
 	Dtype              string          `json:"dtype"`
 	QuantizationConfig json.RawMessage `json:"quantization_config"`
@@ -345,6 +357,10 @@ func ParseConfig(path string, data []byte) (*Arch, error) {
 		a.MoELayers = moe
 	}
 
+	if err := slidingLayers(path, &c, a); err != nil {
+		return nil, err
+	}
+
 	// Dtypes: quantization_config wins over torch_dtype.
 	act := c.TorchDtype
 	if act == "" {
@@ -374,6 +390,79 @@ func ParseConfig(path string, data []byte) (*Arch, error) {
 		a.WeightDtype, a.MathDtype, a.AttnUnquantized = qz.weight, qz.math, qz.attnUnquantized
 	}
 	return a, nil
+}
+
+// slidingLayers reads which layers attend over a sliding window, the way
+// HuggingFace transformers and vLLM read the config: layer_types when the
+// config lists them ("sliding_attention" or "full_attention" per layer);
+// else Qwen2/3's use_sliding_window and max_window_layers (the layers
+// from that index on slide); else sliding_window_pattern N (Gemma 3,
+// Cohere 2: every N-th layer is full, the others slide); else Gemma 2's and
+// gpt-oss's alternation (even layers slide); else every layer (Mistral v0.1,
+// Phi-3). sliding_window null or absent: every layer is full.
+func slidingLayers(path string, c *hfConfig, a *Arch) error {
+	bad := func(field, expected, found string) error {
+		return &ConfigError{Path: path, Field: field, Expected: expected, Found: found}
+	}
+	L := a.Layers
+	w := 0
+	if c.SlidingWindow != nil {
+		if *c.SlidingWindow <= 0 || *c.SlidingWindow > maxDim {
+			return bad("sliding_window", fmt.Sprintf("a positive integer up to %d, or null", maxDim), fmt.Sprint(*c.SlidingWindow))
+		}
+		w = *c.SlidingWindow
+	}
+	if c.UseSlidingWindow != nil && !*c.UseSlidingWindow {
+		w = 0 // Qwen: the window is listed but not used
+	}
+	n := 0
+	switch {
+	case len(c.LayerTypes) > 0:
+		if len(c.LayerTypes) != L {
+			return bad("layer_types", fmt.Sprintf("one entry per layer (num_hidden_layers %d)", L), fmt.Sprintf("%d entries", len(c.LayerTypes)))
+		}
+		for i, t := range c.LayerTypes {
+			switch t {
+			case "sliding_attention":
+				n++
+			case "full_attention":
+			default:
+				return bad(fmt.Sprintf("layer_types[%d]", i), `"sliding_attention" or "full_attention"`, fmt.Sprintf("%q", t))
+			}
+		}
+		if n > 0 && w == 0 {
+			return bad("sliding_window", fmt.Sprintf("a positive integer (layer_types lists %d sliding_attention layers)", n), "nothing (null, absent or use_sliding_window false)")
+		}
+	case w == 0:
+	case c.UseSlidingWindow != nil || c.MaxWindowLayers != nil:
+		k := 0
+		if c.MaxWindowLayers != nil {
+			if *c.MaxWindowLayers < 0 || *c.MaxWindowLayers > L {
+				return bad("max_window_layers", fmt.Sprintf("0..%d (num_hidden_layers)", L), fmt.Sprint(*c.MaxWindowLayers))
+			}
+			k = *c.MaxWindowLayers
+		}
+		n = L - k
+	case c.SlidingPattern != nil:
+		p := *c.SlidingPattern
+		if p <= 0 || p > maxDim {
+			return bad("sliding_window_pattern", "a positive integer", fmt.Sprint(p))
+		}
+		for i := 0; i < L; i++ {
+			if (i+1)%p != 0 {
+				n++
+			}
+		}
+	case c.ModelType == "gemma2" || c.ModelType == "gpt_oss":
+		n = (L + 1) / 2
+	default:
+		n = L
+	}
+	if n == 0 {
+		w = 0
+	}
+	a.Window, a.WindowLayers = w, n
+	return nil
 }
 
 func countMoELayers(path string, c *hfConfig, layers int) (int, error) {

@@ -284,6 +284,10 @@ func (r *Roofline) pipelined(t *Terms, b *latency.Batch) {
 	mb := latency.Batch{PrefillSeqs: int(div(int64(b.PrefillSeqs))), PrefillTokens: div(b.PrefillTokens),
 		PrefillCtx: div(b.PrefillCtx), PrefillAttn: div(b.PrefillAttn), DecodeSeqs: int(div(int64(b.DecodeSeqs))),
 		DecodeCtx: div(b.DecodeCtx), PrefillImages: b.PrefillImages}
+	if r.lw > 0 {
+		pw, cw, dw := r.windowed(b) // of the whole batch, then split
+		mb.PrefillAttnW, mb.PrefillCtxW, mb.DecodeCtxW = div(pw), div(cw), div(dw)
+	}
 	r.terms(t, &mb)
 	if T := float64(mb.PrefillTokens) + float64(mb.DecodeSeqs); T > 0 {
 		msg := T * float64(r.A.Hidden) * r.ab

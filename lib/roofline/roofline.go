@@ -46,6 +46,7 @@ type Roofline struct {
 	name           string
 	par            *par // DP, EP, PP (parallel.go); nil: TP only
 	dense          *denseTab
+	lf, lw         float64 // full and sliding-window layers (lw 0: no window)
 }
 
 // denseTab holds, for a dense model, the layers' GEMM terms of batches of
@@ -144,6 +145,9 @@ func New(a *Arch, g GPU, tp int) (*Roofline, error) {
 		if a.WeightDtype == FP4 && a.Math() != FP4 && g.Eff.MXFP4MoE.on() {
 			r.moe = g.Eff.MXFP4MoE
 		}
+	}
+	if a.Window > 0 && a.WindowLayers > 0 {
+		r.lf, r.lw = float64(a.Layers-a.WindowLayers), float64(a.WindowLayers)
 	}
 	r.ab, r.kvb = a.ActDtype.Bytes(), a.KVDtype.Bytes()
 	r.attnFLOPs = g.BF16TFLOPS * 1e12 * g.Eff.Attention
@@ -379,16 +383,62 @@ func (r *Roofline) layerGemms(t *Terms, T float64) {
 }
 
 // attention adds one attention kernel per layer covering the prefill
-// chunks and the decodes. DecodeCost.At (leap.go) evaluates it for
-// decode-only batches: a change here is made there too
-// (TestDecodeCostExact).
+// chunks and the decodes: full layers over the whole context, sliding-
+// window layers over the window's (docs/latency.md, "Sliding windows").
+// DecodeCost.At (leap.go) evaluates it for decode-only batches: a change
+// here is made there too (TestDecodeCostExact).
 func (r *Roofline) attention(t *Terms, b *latency.Batch, T float64) {
-	L := float64(r.A.Layers)
-	pairsP, pairsD := float64(b.PrefillAttn), float64(b.DecodeCtx)
-	af := r.attnPairFLOPsP*pairsP + r.attnPairFLOPsD*pairsD + r.ctxUpFLOPs*float64(b.PrefillCtx)
-	kvRead := float64(b.PrefillCtx+b.PrefillTokens) + float64(b.DecodeCtx)
+	if r.lw == 0 {
+		r.attnLayers(t, b, T, float64(r.A.Layers), float64(b.PrefillAttn), float64(b.PrefillCtx), float64(b.DecodeCtx), 0)
+		return
+	}
+	pw, cw, dw := r.windowed(b)
+	if r.lf > 0 {
+		r.attnLayers(t, b, T, r.lf, float64(b.PrefillAttn), float64(b.PrefillCtx), float64(b.DecodeCtx), 0)
+	}
+	r.attnLayers(t, b, T, r.lw, float64(pw), float64(cw), float64(dw), float64(r.A.Window))
+}
+
+// windowed is the batch's sums on a sliding-window layer (latency.Batch's
+// PrefillAttnW, PrefillCtxW, DecodeCtxW), each taken at the batch's mean
+// request when the batch does not give it.
+func (r *Roofline) windowed(b *latency.Batch) (pairsP, ctxP, ctxD int64) {
+	w := int64(r.A.Window)
+	pairsP, ctxP, ctxD = b.PrefillAttnW, b.PrefillCtxW, b.DecodeCtxW
+	if s := int64(b.PrefillSeqs); s > 0 {
+		if pairsP == 0 && b.PrefillTokens > 0 {
+			c, n := float64(b.PrefillCtx)/float64(s), float64(b.PrefillTokens)/float64(s)
+			pairsP = int64(float64(s)*(windowPrefix(c+n, float64(w))-windowPrefix(c, float64(w))) + 0.5)
+		}
+		if ctxP == 0 && b.PrefillCtx > 0 {
+			ctxP = int64(float64(s)*math.Min(float64(b.PrefillCtx)/float64(s), float64(w-1)) + 0.5)
+		}
+	}
+	if ctxD == 0 && b.DecodeCtx > 0 {
+		ctxD = min(b.DecodeCtx, int64(b.DecodeSeqs)*(w-1))
+	}
+	return pairsP, ctxP, ctxD
+}
+
+// windowPrefix is Σ_{q=1..x} min(q, w) for a real x ≥ 0
+// (latency.WindowPairs' form).
+func windowPrefix(x, w float64) float64 {
+	if x <= w {
+		return x * (x + 1) / 2
+	}
+	return w*(w+1)/2 + (x-w)*w
+}
+
+// attnLayers adds L layers' attention: pairsP causal query–key pairs of
+// the prefill chunks, which read ctxP cached tokens, and decodes over ctxD
+// cached tokens in all; w is the layers' window (0: full).
+func (r *Roofline) attnLayers(t *Terms, b *latency.Batch, T, L, pairsP, ctxP, ctxD, w float64) {
+	pairsD := ctxD
+	af := r.attnPairFLOPsP*pairsP + r.attnPairFLOPsD*pairsD + r.ctxUpFLOPs*ctxP
+	kvRead := ctxP + float64(b.PrefillTokens) + ctxD
 	ab := (kvRead+T)*r.kvLayerRank*r.kvb + T*r.qoElemsRank*r.ab
-	t.AttnFLOPs, t.AttnBytes = af*L, ab*L
+	t.AttnFLOPs += af * L
+	t.AttnBytes += ab * L
 	if r.fl.on && b.PrefillSeqs > 0 {
 		// Tiles and waves (flash.go). The cache write (read the step's K
 		// and V, store them in their pages) is its own kernel before the
@@ -399,7 +449,7 @@ func (r *Roofline) attention(t *Terms, b *latency.Batch, T float64) {
 		// form below, which leap.go sums in closed form.
 		write := 2 * T * r.kvLayerRank * r.kvb / r.bw * 1e6
 		read := (ab - T*r.kvLayerRank*r.kvb) / r.bw * 1e6
-		c := r.fl.us(float64(b.PrefillSeqs), float64(b.PrefillTokens), float64(b.PrefillCtx), pairsP) + r.attnPairFLOPsD*pairsD/r.attnFLOPs*1e6
+		c := r.fl.us(float64(b.PrefillSeqs), float64(b.PrefillTokens), ctxP, pairsP, w) + r.attnPairFLOPsD*pairsD/r.attnFLOPs*1e6
 		t.AttnBytes += T * r.kvLayerRank * r.kvb * L
 		t.ComputeUS += c * L
 		t.MemoryUS += (write + read) * L
@@ -496,6 +546,15 @@ func (r *Roofline) Alpha() latency.Alpha {
 
 // Name implements latency.Model.
 func (r *Roofline) Name() string { return r.name }
+
+// Window implements latency.Windowed: the model's sliding window in
+// tokens when some of its layers attend over one, else 0.
+func (r *Roofline) Window() int32 {
+	if r.lw == 0 {
+		return 0
+	}
+	return int32(r.A.Window)
+}
 
 // KVBytesPerToken is the KV cache bytes one token takes on one rank (with
 // PP, on a GPU of the largest stage).

@@ -440,7 +440,8 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			alpha := m.Alpha()
 			scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 				LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
-				Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative), LoRA: dep.lora}
+				Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative), LoRA: dep.lora,
+				Window: latency.WindowOf(m)}
 			// The step model with the engine's CPU work, added to the GPU step
 			// or overlapped with it as the scheduler does (latency.WithHost).
 			stepModel := latency.WithHost(m, e.AsyncScheduling)

@@ -168,5 +168,8 @@ func (s *VLLM) checkBound() error {
 	if live != s.nDecode {
 		return fmt.Errorf("step %d: %d live finish entries for %d decoding requests", s.step, live, s.nDecode)
 	}
+	if s.win != nil {
+		return s.win.check(s.step, s.nDecode)
+	}
 	return nil
 }

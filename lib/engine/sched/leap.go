@@ -53,6 +53,13 @@ func (s *VLLM) Span() (Span, bool) {
 	if !ok || last-first < 1 {
 		return Span{}, false
 	}
+	if s.win != nil {
+		// A ramp prices the windowed decode sum from the summed context
+		// alone: only while no request crosses the window (window.go).
+		if last, ok = s.win.spanEnd(first, last); !ok || last-first < 1 {
+			return Span{}, false
+		}
+	}
 	n := last - first + 1
 	// The later steps' Forms give a block to each live entry of their
 	// bucket. Stale entries (requests gone since) are counted too: they

@@ -29,6 +29,9 @@ type Config struct {
 	Spec *Spec
 	// LoRA is the replica's adapters (lora.go); nil: none.
 	LoRA *LoRA
+	// Window is the model's sliding attention window in tokens
+	// (latency.WindowOf; window.go); 0: none.
+	Window int32
 }
 
 // Send is a prefill-only request's progress on a prefill replica: admitted
@@ -106,6 +109,8 @@ type VLLM struct {
 	perDec int32
 	// LoRA adapters (nil: none).
 	lora *loraState
+	// Sliding-window sums (window.go; nil: the model has no window).
+	win *window
 }
 
 // TakeSends returns the prefill progress recorded since the last call
@@ -126,6 +131,9 @@ func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victi
 	}
 	if cfg.LoRA != nil {
 		s.lora = newLoRAState(cfg.LoRA)
+	}
+	if cfg.Window > 0 {
+		s.win = &window{w: int64(cfg.Window)}
 	}
 	return s
 }
@@ -256,6 +264,9 @@ func (s *VLLM) stopDecoding(r *request.State, kvTokens int32) {
 		s.specStop(r)
 	} else {
 		s.decA -= int64(r.C0) - r.S0
+		if s.win != nil {
+			s.win.stop(r)
+		}
 	}
 	r.Decoding = false
 }
@@ -490,6 +501,11 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 			b.Draft = s.spec.cfg.K
 		}
 	}
+	if s.win != nil && s.spec == nil {
+		// (speculative decoding leaves the decodes' windowed sum to the
+		// model's mean: docs/latency.md, "Sliding windows")
+		s.win.fill(b, s.sched, step)
+	}
 	if s.lora != nil {
 		s.loraBatch(b)
 	}
@@ -662,6 +678,9 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		r.S0, r.C0, r.Gen0 = step, r.Computed, r.Generated
 		s.nDecode++
 		s.decA += int64(r.C0) - r.S0
+		if s.win != nil {
+			s.win.start(r)
+		}
 		s.finishH.push(step+int64(r.Req.OutputTokens-r.Gen0), r)
 		fb := step + int64(r.KV.Blocks()*B-r.C0+1)
 		s.bound.add(fb%int64(B), bind(r))
@@ -784,6 +803,9 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 	}
 	if s.lora != nil {
 		d.lora = s.lora.clone(c)
+	}
+	if s.win != nil {
+		d.win = s.win.clone(c)
 	}
 	if s.tiers != nil {
 		d.tiers = s.tiers.Clone(store)

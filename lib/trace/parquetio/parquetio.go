@@ -8,7 +8,9 @@ package parquetio
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -25,7 +27,8 @@ func init() {
 }
 
 // rows reads the row count from the file's footer.
-func rows(path string) (int64, error) {
+func rows(path string) (n int64, err error) {
+	defer func() { guard(recover(), &err) }()
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return 0, err
@@ -40,33 +43,75 @@ type reader struct {
 	schema *arrow.Schema
 }
 
-func open(path string) (trace.BatchReader, error) {
-	pf, err := file.OpenParquetFile(path, false)
-	if err != nil {
+func open(path string) (_ trace.BatchReader, err error) {
+	var pf *file.Reader
+	defer func() {
+		guard(recover(), &err)
+		if err != nil && pf != nil {
+			pf.Close()
+		}
+	}()
+	if pf, err = file.OpenParquetFile(path, false); err != nil {
+		return nil, err
+	}
+	if err := checkStoredSchema(pf); err != nil {
 		return nil, err
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: trace.BatchRows}, trace.Alloc)
 	if err != nil {
-		pf.Close()
 		return nil, err
 	}
 	// The record reader drops schema metadata; the file's schema keeps it.
 	schema, err := fr.Schema()
 	if err != nil {
-		pf.Close()
 		return nil, err
 	}
 	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
 	if err != nil {
-		pf.Close()
 		return nil, err
 	}
 	return &reader{pf: pf, rr: rr, schema: schema}, nil
 }
 
+// guard turns p, a panic of arrow-go's Parquet decoder, into the read's
+// error: some corrupt files make it dereference a page header part that
+// is not there (found by FuzzReadParquet) instead of returning an error.
+func guard(p any, err *error) {
+	if p != nil {
+		*err = fmt.Errorf("corrupt Parquet file: %v", p)
+	}
+}
+
+// checkStoredSchema validates the Arrow schema a writer stored in the
+// file's ARROW:schema metadata (pqarrow restores the Arrow types from it)
+// before pqarrow decodes it: that decoder trusts the lengths inside.
+// The value is base64, padded or not, as pqarrow reads it.
+func checkStoredSchema(pf *file.Reader) error {
+	v := pf.MetaData().KeyValueMetadata().FindValue("ARROW:schema")
+	if v == nil {
+		return nil
+	}
+	var b []byte
+	var err error
+	if len(*v)%4 == 0 {
+		b, err = base64.StdEncoding.DecodeString(*v)
+	}
+	if len(b) == 0 || err != nil {
+		b, err = base64.RawStdEncoding.DecodeString(*v)
+	}
+	if err == nil {
+		err = trace.CheckIPCSchema(b)
+	}
+	if err != nil {
+		return fmt.Errorf("the stored Arrow schema (ARROW:schema metadata) is corrupt: %w", err)
+	}
+	return nil
+}
+
 func (r *reader) Schema() *arrow.Schema { return r.schema }
 
-func (r *reader) Next() (arrow.RecordBatch, error) {
+func (r *reader) Next() (_ arrow.RecordBatch, err error) {
+	defer func() { guard(recover(), &err) }()
 	if r.rr.Next() {
 		return r.rr.RecordBatch(), nil
 	}

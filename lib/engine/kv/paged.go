@@ -33,6 +33,7 @@ type Paged struct {
 	evictions int64
 	obs       Observer
 	low       Observer // lower KV tiers (nil: GPU only)
+	sink      uint32   // what touchRecords read (kept so the reads stay)
 }
 
 // qent is a free-queue entry: a cached block (id >= 0), n anonymous blocks
@@ -259,6 +260,9 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 // Release implements Store, last block first as vLLM does, so that a
 // request's tail blocks, least likely to be shared, are evicted first.
 func (c *Paged) Release(h *Handle) {
+	if len(h.IDs) > 1 {
+		c.touchRecords(h.IDs)
+	}
 	c.pushAnon(h.Anon)
 	c.anonUsed -= h.Anon
 	h.Anon = 0
@@ -278,6 +282,30 @@ func (c *Paged) Release(h *Handle) {
 		}
 	}
 	h.IDs = h.IDs[:0]
+}
+
+// touchRecords reads the records of blocks ids before a loop that updates
+// them: at fleet scale each is a cache miss, and these reads are
+// independent and overlap, where the loop's each wait in turn (the loop
+// also queues each block it frees).
+func (c *Paged) touchRecords(ids []int32) {
+	var s uint32
+	for _, id := range ids {
+		s |= c.b[id].refs
+	}
+	c.sink = s
+}
+
+// Warm implements Store: the keys' home slots in the index, and the
+// records of the cached blocks at the head of the free queue that
+// allocating a block per key would evict (Alloc writes them).
+func (c *Paged) Warm(keys []uint64) {
+	if n := len(c.idx.slots); n > 0 && len(keys) > 0 {
+		prefetchHomes(&c.idx.slots[0], uint64(n), keys)
+	}
+	if len(c.b) > 0 {
+		prefetchQueued(&c.b[0], c.q[c.qh:min(len(c.q), c.qh+len(keys))])
+	}
 }
 
 // Lookup implements Store.

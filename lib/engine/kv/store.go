@@ -49,6 +49,11 @@ type Store interface {
 	Touch(h *Handle, keys []uint64, n int)
 	// Register makes h's blocks [from, to) findable under keys[from:to].
 	Register(h *Handle, keys []uint64, from, to int)
+	// Warm says a request with these keys is about to be looked up,
+	// given a block per key and, when its prefill step ends, registered:
+	// the store may start bringing what that touches into the
+	// processor's cache. A hint; it changes nothing.
+	Warm(keys []uint64)
 
 	// CleanFree is how many blocks Alloc can hand out from the head of
 	// the free queue before it would evict a cached block; Observed

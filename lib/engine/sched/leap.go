@@ -207,8 +207,16 @@ func (s *VLLM) allocBucket(p int64, avail, taken int32) (int32, int32) {
 // anonymous (no prefix key: no id) and comes from anonymous runs at the
 // head of the free queue (no cached block evicted), so which request takes
 // which block does not matter. The buckets are cleaned as Form would on
-// its first visit; false (nothing done but that) when it does not apply.
+// its first visit; false (nothing done but that, or nothing at all when no
+// free block is clean) when it does not apply.
 func (s *VLLM) advanceAnon(from, to int64) bool {
+	// A full cache's free queue starts with cached blocks (least recently
+	// freed first): then no block is clean and the buckets need not be
+	// read here (advanceBlocks drops their stale entries as this would).
+	clean := int64(s.kv.CleanFree())
+	if clean == 0 {
+		return false
+	}
 	B := int64(s.B)
 	steps := to - from + 1
 	var total int64
@@ -228,7 +236,7 @@ func (s *VLLM) advanceAnon(from, to int64) bool {
 			i++
 		}
 	}
-	if total > int64(s.kv.CleanFree()) {
+	if total > clean {
 		return false
 	}
 	for k := int64(0); k < min(steps, B); k++ {

@@ -538,6 +538,9 @@ func (s *VLLM) admit(now int64, budget int32) {
 		s.keys.Ensure(r)
 		hits := 0
 		if r.Computed == 0 && len(r.Keys) > 0 {
+			// Lookup, Alloc and (when the step ends) Register touch
+			// these: let the misses overlap.
+			s.kv.Warm(r.Keys)
 			// At least one token is always computed (vLLM caps hits at n-1).
 			hits = s.kv.Lookup(r.Keys, int((r.NumTokens()-1)/B))
 		}

@@ -165,9 +165,9 @@ func WithHost(m Model, async bool) Model {
 		return m
 	}
 	if async {
-		return hostAsync{m, h}
+		return &hostAsync{m, h}
 	}
-	return hostSync{m, h}
+	return &hostSync{m, h}
 }
 
 type hostSync struct {
@@ -176,7 +176,7 @@ type hostSync struct {
 }
 
 // StepTime is the GPU step plus the CPU work around it.
-func (s hostSync) StepTime(b *Batch) int64 {
+func (s *hostSync) StepTime(b *Batch) int64 {
 	t := s.Model.StepTime(b) + s.h.HostStepUS(b)
 	if t > MaxStepUS || t < 0 {
 		return MaxStepUS
@@ -190,7 +190,7 @@ type hostAsync struct {
 }
 
 // StepTime is the longer of the GPU step and the CPU work overlapped with it.
-func (s hostAsync) StepTime(b *Batch) int64 {
+func (s *hostAsync) StepTime(b *Batch) int64 {
 	return max(s.Model.StepTime(b), s.h.HostStepUS(b))
 }
 
@@ -200,9 +200,9 @@ func (s hostAsync) StepTime(b *Batch) int64 {
 // the engine's CPU work when m reports it, stay m's.
 func WithAlpha(m Model, a Alpha) Model {
 	if h, ok := m.(HostTimer); ok {
-		return alphaHost{alphaOnly{m, a}, h}
+		return &alphaHost{alphaOnly{m, a}, h}
 	}
-	return alphaOnly{m, a}
+	return &alphaOnly{m, a}
 }
 
 type alphaOnly struct {
@@ -213,9 +213,9 @@ type alphaOnly struct {
 func (o alphaOnly) Alpha() Alpha { return o.a }
 
 // The wrappers keep the model's window visible.
-func (s hostSync) Window() int32  { return WindowOf(s.Model) }
-func (s hostAsync) Window() int32 { return WindowOf(s.Model) }
-func (o alphaOnly) Window() int32 { return WindowOf(o.Model) }
+func (s *hostSync) Window() int32  { return WindowOf(s.Model) }
+func (s *hostAsync) Window() int32 { return WindowOf(s.Model) }
+func (o alphaOnly) Window() int32  { return WindowOf(o.Model) }
 
 // alphaHost keeps m's HostTimer visible to WithHost through the wrapper.
 type alphaHost struct {

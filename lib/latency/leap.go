@@ -45,7 +45,7 @@ func (l *Linear) DecodeRamp(seqs int) Ramp {
 // Host work (HostTimer) depends on the batch's requests, never on their
 // context lengths: the wrappers below price it once per ramp.
 
-func (s hostSync) DecodeRamp(seqs int) Ramp {
+func (s *hostSync) DecodeRamp(seqs int) Ramp {
 	gpu := RampOf(s.Model, seqs)
 	if gpu == nil {
 		return nil
@@ -60,12 +60,17 @@ func (s hostSync) DecodeRamp(seqs int) Ramp {
 	}
 }
 
-func (s hostAsync) DecodeRamp(seqs int) Ramp {
+func (s *hostAsync) DecodeRamp(seqs int) Ramp {
 	gpu := RampOf(s.Model, seqs)
 	if gpu == nil {
 		return nil
 	}
 	host := s.h.HostStepUS(&Batch{DecodeSeqs: seqs})
+	if gpu(0) >= host {
+		// The GPU ramp never decreases: the CPU work stays hidden under
+		// every step of it, and the ramp is the GPU's as is.
+		return gpu
+	}
 	return func(ctx int64) int64 { return max(gpu(ctx), host) }
 }
 

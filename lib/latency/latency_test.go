@@ -99,3 +99,33 @@ func TestWindowPairs(t *testing.T) {
 		}
 	}
 }
+
+// winModel is a model with a sliding window and nothing else.
+type winModel struct {
+	Model
+	w int32
+}
+
+func (m winModel) Window() int32 { return m.w }
+
+// The wrappers the engine puts around a model keep its window visible, so
+// the scheduler fills the exact windowed sums (not the batch's mean).
+func TestWindowThroughWrappers(t *testing.T) {
+	m := winModel{w: 128}
+	for _, tc := range []struct {
+		name string
+		m    Model
+	}{
+		{"none", m},
+		{"lora", &LoRA{Base: m}},
+		{"speculative", &Speculative{Target: m}},
+		{"alpha", WithAlpha(m, Alpha{QueueBase: 1})},
+	} {
+		if got := WindowOf(tc.m); got != 128 {
+			t.Errorf("%s: WindowOf = %d, want 128", tc.name, got)
+		}
+	}
+	if got := WindowOf(&LoRA{Base: winModel{}}); got != 0 {
+		t.Errorf("no window: WindowOf = %d, want 0", got)
+	}
+}

@@ -42,6 +42,9 @@ func (l *LoRA) KernelUS(b *Batch) int64 {
 func (l *LoRA) Alpha() Alpha { return l.Base.Alpha() }
 
 // Name implements Model.
+// Window implements Windowed: the adapters do not change the attention.
+func (l *LoRA) Window() int32 { return WindowOf(l.Base) }
+
 func (l *LoRA) Name() string { return l.Base.Name() + "+lora" }
 
 // HostStepUS implements HostTimer with the base model's CPU work per step.

@@ -75,6 +75,9 @@ func (s *Speculative) StepTime(b *Batch) int64 {
 func (s *Speculative) Alpha() Alpha { return s.Target.Alpha() }
 
 // Name implements Model.
+// Window implements Windowed: the target model's window.
+func (s *Speculative) Window() int32 { return WindowOf(s.Target) }
+
 func (s *Speculative) Name() string {
 	if s.Label != "" {
 		return fmt.Sprintf("%s+%s", s.Target.Name(), s.Label)

@@ -448,11 +448,7 @@ func slidingLayers(path string, c *hfConfig, a *Arch) error {
 		if p <= 0 || p > maxDim {
 			return bad("sliding_window_pattern", "a positive integer", fmt.Sprint(p))
 		}
-		for i := 0; i < L; i++ {
-			if (i+1)%p != 0 {
-				n++
-			}
-		}
+		n = L - L/p // layers p−1, 2p−1, … are full
 	case c.ModelType == "gemma2" || c.ModelType == "gpt_oss":
 		n = (L + 1) / 2
 	default:

@@ -169,7 +169,11 @@ func (s *VLLM) checkBound() error {
 		return fmt.Errorf("step %d: %d live finish entries for %d decoding requests", s.step, live, s.nDecode)
 	}
 	if s.win != nil {
-		return s.win.check(s.step, s.nDecode)
+		decoding := s.nDecode
+		if s.spec != nil {
+			decoding = 0 // speculative decoders are not counted (Form)
+		}
+		return s.win.check(s.step, decoding)
 	}
 	return nil
 }

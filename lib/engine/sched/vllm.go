@@ -501,9 +501,11 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 			b.Draft = s.spec.cfg.K
 		}
 	}
-	if s.win != nil && s.spec == nil {
-		// (speculative decoding leaves the decodes' windowed sum to the
-		// model's mean: docs/latency.md, "Sliding windows")
+	if s.win != nil {
+		// Under speculative decoding no decoder is counted here (specStart
+		// keeps its own context sum), so DecodeCtxW stays 0 and the model
+		// takes the decodes at the batch's mean: docs/latency.md, "Sliding
+		// windows". The prefill sums are exact either way.
 		s.win.fill(b, s.sched, step)
 	}
 	if s.lora != nil {

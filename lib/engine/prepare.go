@@ -192,7 +192,9 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 		}
 	}
 	if d.Engine.KVBlocks == 0 {
-		tokens, err := res.KVCapacityTokens(d.Engine.GPUMemoryUtilization)
+		d.Engine.FillLimits(d.GPU) // vLLM sizes its profiling run by them
+		lim := roofline.EngineLimits{MaxNumSeqs: d.Engine.MaxNumSeqs, MaxNumBatchedTokens: d.Engine.MaxNumBatchedTokens}
+		tokens, err := res.KVCapacityTokens(d.Engine.GPUMemoryUtilization, lim)
 		if err != nil {
 			return nil, "", nil, errors.New(cfg.Where(key("gpu"), err.Error()))
 		}
@@ -203,7 +205,8 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 		if d.Engine.KVBlocks > 1<<31-1 {
 			d.Engine.KVBlocks = 1<<31 - 1
 		}
-		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g)", d.Engine.KVBlocks, d.Engine.BlockSize, d.Engine.GPUMemoryUtilization)
+		_, reserve := res.Roofline.MemoryReserve(lim)
+		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g, reserve %s per GPU)", d.Engine.KVBlocks, d.Engine.BlockSize, d.Engine.GPUMemoryUtilization, reserve)
 	}
 	return model, why, res, nil
 }

@@ -140,7 +140,8 @@ func NewSetup(dep Deployment) (*Setup, error) {
 	cfg.Engine.AsyncScheduling = dep.asyncScheduling()
 	cfg.Engine.KVBlocks = dep.KVBlocks
 	if cfg.Engine.KVBlocks == 0 {
-		tok, err := r.KVCapacityTokens(cfg.Engine.GPUMemoryUtilization)
+		cfg.Engine.FillLimits(dep.GPU) // vLLM sizes its profiling run by them
+		tok, err := r.KVCapacityTokens(cfg.Engine.GPUMemoryUtilization, roofline.EngineLimits{MaxNumSeqs: cfg.Engine.MaxNumSeqs, MaxNumBatchedTokens: cfg.Engine.MaxNumBatchedTokens})
 		if err != nil {
 			return nil, fmt.Errorf("KV cache of %s on %s tp%d: %w (pass --kv-blocks)", dep.Model, dep.GPU, dep.TP, err)
 		}

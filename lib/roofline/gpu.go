@@ -56,7 +56,7 @@ type Efficiency struct {
 	TPHostUS   float64 `yaml:"tp_host_overhead_us,omitempty"`  // per step when TP > 1: the engine's CPU work to drive its worker processes (broadcast, gather); added by a synchronous scheduler, overlapped by async scheduling
 	SeqStepUS  float64 `yaml:"seq_step_overhead_us,omitempty"` // per request in the batch per step: the engine's per-request CPU work (input preparation, output processing)
 	TokenizeUS float64 `yaml:"tokenize_us"`                    // per prompt token before the request is queued (α1: tokenisation in the API server)
-	ReserveGiB float64 `yaml:"reserved_gib"`                   // memory kept from the KV cache (activations, CUDA context)
+	ReserveGiB float64 `yaml:"reserved_gib"`                   // memory per GPU kept from the KV cache besides weights; 0: vLLM's profiling run (MemoryReserve)
 	// MXFP4MoE is the measured cost of the routed-expert kernel for MXFP4
 	// (4-bit weights, BF16 activations) MoE layers; zero: those experts
 	// are costed as grouped GEMMs like any other.

@@ -12,9 +12,9 @@ package roofline
 // by 33–68%; but it makes the Qwen3-32B TTFT in silicon_sample.csv 4–13
 // points worse (too fast already), and gpt-oss too fast, so it stays
 // (docs/latency.md, "MoE kernels and the TP step").
-// ReserveGiB: LLMServingSim RTX 4090 run (Llama-3.1-8B, util 0.9): 23.5 GiB·0.9
-// − 16.06 GB weights − 41,408 KV tokens·128 KiB leaves 1.16 GiB for
-// activations and the CUDA context.
+// ReserveGiB is 0 in every built-in profile: the memory kept from the KV
+// cache is vLLM's profiling run, sized per model, TP and batch limits
+// (MemoryReserve, kvreserve.go). A GPU file's reserved_gib > 0 fixes it.
 // LayerUS: the elementwise kernels of a layer (2 RMSNorm, rotary, SiLU·mul)
 // at ≤64 tokens take 2.4 + 2.4 + 2.7 + 2.7 ≈ 10 µs in the LLMServingSim
 // profile (RTX PRO 6000, vLLM 0.19, Llama-3.1-8B dense.csv): launch-bound
@@ -45,7 +45,6 @@ package roofline
 var h100Eff = Efficiency{
 	GEMM: 0.80, Attention: 0.52, Memory: 0.85, Link: 0.4,
 	KernelUS: 2.5, AttnUS: 13, LayerUS: 10, StepUS: 0, TPHostUS: 1700, SeqStepUS: 35,
-	ReserveGiB: 1.2,
 }
 
 // hopperMXFP4MoE {38 µs, 4.9·10^12 weights/s, 0.42}: aiconfigurator's vLLM
@@ -88,8 +87,8 @@ var calibratedEff = map[string]Efficiency{
 	"h100":      withFlash(withMoE(h100Eff, hopperMXFP4MoE), hopperFA3),
 	"h200":      withFlash(withMoE(h100Eff, hopperMXFP4MoE), hopperFA3),
 	"b200":      b200Eff(),
-	"a100-80gb": {GEMM: 0.78, Attention: 0.46, Memory: 0.75, Link: 0.4, KernelUS: 6.0, AttnUS: 20, LayerUS: 10, TPHostUS: 1700, SeqStepUS: 35, ReserveGiB: 1.2, Flash: pagedFA2},
-	"l40s":      {GEMM: 0.60, Attention: 0.44, Memory: 0.75, Link: 0.4, KernelUS: 2.0, AttnUS: 10, LayerUS: 10, TPHostUS: 1700, SeqStepUS: 35, ReserveGiB: 1.2, Flash: pagedFA2},
+	"a100-80gb": {GEMM: 0.78, Attention: 0.46, Memory: 0.75, Link: 0.4, KernelUS: 6.0, AttnUS: 20, LayerUS: 10, TPHostUS: 1700, SeqStepUS: 35, Flash: pagedFA2},
+	"l40s":      {GEMM: 0.60, Attention: 0.44, Memory: 0.75, Link: 0.4, KernelUS: 2.0, AttnUS: 10, LayerUS: 10, TPHostUS: 1700, SeqStepUS: 35, Flash: pagedFA2},
 	// GEMM, memory and floor from its own LLMServingSim per-layer profiles
 	// (vLLM 0.19, Llama-3.1-8B TP1 and Qwen3-32B TP2 GEMMs, 1–2048 tokens);
 	// attention as H100 (no tables). Link 0.25 = 16 GB/s of PCIe Gen5's 64:
@@ -98,7 +97,7 @@ var calibratedEff = map[string]Efficiency{
 	// bear out (10–14 GB/s left for all-reduce after the per-layer profile;
 	// docs/latency.md, "The remaining gaps"): NCCL over PCIe without
 	// peer-to-peer. A host with P2P measures ~54 GB/s per direction.
-	"rtxpro6000": {GEMM: 0.73, Attention: 0.52, Memory: 0.89, Link: 0.25, KernelUS: 3.5, AttnUS: 13, LayerUS: 10, TPHostUS: 1700, SeqStepUS: 35, ReserveGiB: 1.2},
+	"rtxpro6000": {GEMM: 0.73, Attention: 0.52, Memory: 0.89, Link: 0.25, KernelUS: 3.5, AttnUS: 13, LayerUS: 10, TPHostUS: 1700, SeqStepUS: 35},
 }
 
 // withMoE is e with a measured MXFP4 MoE kernel.

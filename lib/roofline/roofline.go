@@ -588,18 +588,20 @@ func (r *Roofline) GPUs() int {
 }
 
 // KVCapacityTokens is how many tokens of KV cache one replica holds when
-// the engine may use util of each GPU's memory: (util·memory − weights −
-// reserve) / KV bytes per token, per rank (every rank holds a slice of
-// every token).
-func (r *Roofline) KVCapacityTokens(util float64) (int64, error) {
+// the engine may use util of each GPU's memory and runs with batch limits
+// lim: (util·memory − weights − reserve) / KV bytes per token, per rank
+// (every rank holds a slice of every token). The reserve is vLLM's memory
+// profile (MemoryReserve).
+func (r *Roofline) KVCapacityTokens(util float64, lim EngineLimits) (int64, error) {
 	if !(util > 0 && util <= 1) {
 		return 0, fmt.Errorf("gpu memory utilization: expected a fraction in (0,1], found %v", util)
 	}
 	const gib = 1 << 30
-	avail := r.G.MemoryGiB*gib*util - r.WeightBytesPerRank() - r.G.Eff.ReserveGiB*gib
+	reserve, why := r.MemoryReserve(lim)
+	avail := r.G.MemoryGiB*gib*util - r.WeightBytesPerRank() - reserve
 	if avail <= 0 {
-		return 0, fmt.Errorf("%s on %s tp%d: weights need %.1f GiB per GPU plus %.1f GiB reserved, more than %.2f × %.1f GiB; raise --tp or lower --weight-dtype",
-			r.A.Name, r.G.Name, r.TP, r.WeightBytesPerRank()/gib, r.G.Eff.ReserveGiB, util, r.G.MemoryGiB)
+		return 0, fmt.Errorf("%s on %s tp%d: weights need %.1f GiB per GPU plus %s reserved, more than %.2f × %.1f GiB; raise --tp or lower --weight-dtype",
+			r.A.Name, r.G.Name, r.TP, r.WeightBytesPerRank()/gib, why, util, r.G.MemoryGiB)
 	}
 	return int64(avail / r.KVBytesPerToken()), nil
 }

@@ -151,14 +151,14 @@ func TestKVCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 0.5 GiB − 0.25 GiB reserve − 64,913,408 B weights = 203,522,048 B / 2,048 B per token
-	got, err := rf.KVCapacityTokens(0.5)
+	got, err := rf.KVCapacityTokens(0.5, EngineLimits{})
 	if err != nil || got != 99376 {
 		t.Errorf("KVCapacityTokens(0.5) = %d, %v; want 99376", got, err)
 	}
-	if _, err := rf.KVCapacityTokens(0.2); err == nil || !strings.Contains(err.Error(), "weights need") {
+	if _, err := rf.KVCapacityTokens(0.2, EngineLimits{}); err == nil || !strings.Contains(err.Error(), "weights need") {
 		t.Errorf("KVCapacityTokens(0.2) error = %v, want weights-need error", err)
 	}
-	if _, err := rf.KVCapacityTokens(1.5); err == nil {
+	if _, err := rf.KVCapacityTokens(1.5, EngineLimits{}); err == nil {
 		t.Error("KVCapacityTokens(1.5): want error")
 	}
 }
@@ -246,21 +246,21 @@ func TestDocsWorkedExample(t *testing.T) {
 	}{
 		// The attention's 52.57 µs a layer: 1.57 µs cache write + 51.00 µs
 		// reading KV, Q and O (the FA3 tiles, 11.60 µs, hide under it).
-		{"doc mixed tp1", 1, mixed, 14204, 0, 131072, 454516},
+		{"doc mixed tp1", 1, mixed, 14204, 0, 131072, 446595},
 		// TP1's kernels at half width + 64 all-reduces × 29.26 µs (the
 		// engine's 1,700 µs tp_host_overhead_us is host time: TestHostStep)
-		{"doc mixed tp2", 2, mixed, 9638, 1872.5, 65536, 1031560},
+		{"doc mixed tp2", 2, mixed, 9638, 1872.5, 65536, 985409},
 		// 32 layers × (1132.9 GEMM + 81.3 attention + 100.2 elementwise) µs
 		// + LM head 369.1 µs + floors 898.5 µs (GEMMs (c³ + m³)^⅓: +4.4
 		// µs a layer over the compute time alone). Attention: 5.9 µs cache
 		// write + 75.5 µs FA3 tiles (512 CTAs of 128 rows = 32 positions ×
 		// 4 heads, 4,418 tiles of 1.651 µs + 5 µs a CTA over 132 SMs);
 		// floors 129 GEMMs × 2.5 + 32 × (8 prefill attention + 10) µs.
-		{"2048 prefill tp1", 1, prefill, 43327, 0, 131072, 454516},
+		{"2048 prefill tp1", 1, prefill, 43327, 0, 131072, 446595},
 		// memory bound: (15.31 GB weights + 8.63 GB KV + 0.29 GB elementwise)
 		// / 2.8475 TB/s + floors 1058.5 µs, + 19.1 µs the GEMMs' compute
 		// side adds at m = 64 ((c³ + m³)^⅓)
-		{"64 decodes at 1k tp1", 1, decode, 9588, 0, 131072, 454516},
+		{"64 decodes at 1k tp1", 1, decode, 9588, 0, 131072, 446595},
 	} {
 		r, err := New(a, g, c.tp)
 		if err != nil {
@@ -275,7 +275,7 @@ func TestDocsWorkedExample(t *testing.T) {
 		if got := r.KVBytesPerToken(); got != c.kvTok {
 			t.Errorf("%s: KV %v B/token, want %v", c.name, got, c.kvTok)
 		}
-		if got, err := r.KVCapacityTokens(0.9); err != nil || got != c.capacity {
+		if got, err := r.KVCapacityTokens(0.9, serveH100); err != nil || got != c.capacity {
 			t.Errorf("%s: capacity %d (%v), want %d", c.name, got, err, c.capacity)
 		}
 	}
@@ -311,7 +311,7 @@ func TestMoEMLAKVByHand(t *testing.T) {
 		if got := r.KVBytesPerToken(); got != c.kvTok {
 			t.Errorf("%s tp%d: KV %v B/token, want %v", c.model, c.tp, got, c.kvTok)
 		}
-		if _, err := r.KVCapacityTokens(0.9); (err != nil) != c.fitErr {
+		if _, err := r.KVCapacityTokens(0.9, serveH100); (err != nil) != c.fitErr {
 			t.Errorf("%s tp%d: capacity error %v, want error %v", c.model, c.tp, err, c.fitErr)
 		}
 	}
@@ -530,3 +530,6 @@ func TestGEMMRoof(t *testing.T) {
 		}
 	}
 }
+
+// serveH100 is vllm serve's default batch limits on an H100.
+var serveH100 = EngineLimits{MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192}

@@ -45,9 +45,10 @@ type Resolved struct {
 	Path     string               // coefficients file used, if any
 }
 
-// KVCapacityTokens is the KV cache tokens one replica (all TP ranks) holds.
-func (r *Resolved) KVCapacityTokens(gpuMemoryUtilization float64) (int64, error) {
-	return r.Roofline.KVCapacityTokens(gpuMemoryUtilization)
+// KVCapacityTokens is the KV cache tokens one replica (all TP ranks) holds
+// under the engine's batch limits (they size vLLM's profiling run).
+func (r *Resolved) KVCapacityTokens(gpuMemoryUtilization float64, lim roofline.EngineLimits) (int64, error) {
+	return r.Roofline.KVCapacityTokens(gpuMemoryUtilization, lim)
 }
 
 // UserEnvDir names the user's coefficients directory. blis-calibrate writes

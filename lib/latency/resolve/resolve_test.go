@@ -10,6 +10,7 @@ import (
 
 	"github.com/blis-sim/blis/lib/latency"
 	"github.com/blis-sim/blis/lib/latency/fitted"
+	"github.com/blis-sim/blis/lib/roofline"
 )
 
 func coeffs(model, gpu string, tp int, dtype string, test float64) []byte {
@@ -73,7 +74,7 @@ func TestSelection(t *testing.T) {
 		if want := "; " + latency.DescribeKnownError(kind, "Hopper"); !strings.HasSuffix(r.Why, want) {
 			t.Errorf("%+v: Why = %q, want suffix %q", c.spec, r.Why, want)
 		}
-		if n, err := r.KVCapacityTokens(0.9); err != nil || n <= 0 {
+		if n, err := r.KVCapacityTokens(0.9, roofline.EngineLimits{MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192}); err != nil || n <= 0 {
 			t.Errorf("%+v: KV capacity %d, %v", c.spec, n, err)
 		}
 	}
@@ -167,8 +168,8 @@ func TestDtypeOverrides(t *testing.T) {
 	if got, want := fp8.Roofline.WeightBytesPerRank(), (base.Roofline.WeightBytesPerRank()-emb)/2+emb; math.Abs(got-want) > 1 {
 		t.Errorf("fp8 weight bytes = %v, want %v", got, want)
 	}
-	kb, _ := base.KVCapacityTokens(0.9)
-	kf, _ := fp8.KVCapacityTokens(0.9)
+	kb, _ := base.KVCapacityTokens(0.9, roofline.EngineLimits{MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192})
+	kf, _ := fp8.KVCapacityTokens(0.9, roofline.EngineLimits{MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192})
 	if kf <= 2*kb {
 		t.Errorf("fp8 weights and KV should more than double KV tokens: %d vs %d", kf, kb)
 	}

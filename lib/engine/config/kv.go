@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/blis-sim/blis/lib/engine/row"
+	"github.com/blis-sim/blis/lib/roofline"
 )
 
 // KV is a deployment's tiered KV cache: the GPU blocks (engine.kv_blocks)
@@ -142,6 +143,35 @@ func (t *KVTransfer) UnmarshalYAML(n *yaml.Node) error {
 
 // HasTiers reports whether the deployment has lower KV tiers.
 func (k *KV) HasTiers() bool { return len(k.Tiers) > 0 && k.Offload != "none" }
+
+// HybridKV is the hybrid KV cache layout (roofline.KVGroups) d's replicas
+// keep, as vLLM's hybrid KV cache manager does for a model that mixes
+// full and sliding-window layers; false keeps every layer's KV for every
+// token: a model without windows, engine.disable_hybrid_kv_cache_manager,
+// or a deployment whose KV leaves the GPU (lower tiers, P/D transfers:
+// vLLM turns the manager off when a KV connector is configured), a draft
+// model (its layers would join the groups: not modelled), or a layout of more than one full-attention group (not modelled: its decode
+// would take a block per group at each block boundary).
+func (d *Deployment) HybridKV() (roofline.KVGroups, bool) {
+	if d.Engine.DisableHybridKVCacheManager || d.IsPD() || d.KV != nil && d.KV.HasTiers() || d.Speculative != nil && d.Speculative.Method != SpecNgram {
+		return roofline.KVGroups{}, false
+	}
+	return HybridKVOf(d.Model)
+}
+
+// HybridKVOf is model's hybrid KV layout when the engine models it (one
+// full-attention group; see Deployment.HybridKV).
+func HybridKVOf(model string) (roofline.KVGroups, bool) {
+	if _, ok := roofline.LookupModel(model); !ok {
+		return roofline.KVGroups{}, false
+	}
+	a, err := roofline.LoadModel(model)
+	if err != nil {
+		return roofline.KVGroups{}, false
+	}
+	g, ok := a.KVGroups()
+	return g, ok && g.Full == 1
+}
 
 // IsPD reports whether the deployment has prefill and decode pools.
 func (d *Deployment) IsPD() bool {

@@ -47,6 +47,24 @@ func slideHeld(c, n, w, B int32) int32 { return (c+n+B-1)/B - slideSkip(c, w, B)
 // W−1 cached tokens and the new one straddle that many blocks at worst).
 func slideMax(w, B int32) int32 { return (w-1+B-1)/B + 1 }
 
+// PeakBlocks bounds the sliding-window blocks a request whose
+// full-attention group takes full blocks holds at once, with prefill
+// chunks of at most budget tokens (threshold, when set, caps them too):
+// per group ⌈(W−1+chunk)/B⌉ + 1, as vLLM's SlidingWindowSpec
+// max_memory_usage_bytes counts it, and never more than the full group's.
+// The router drops a request whose full and sliding blocks exceed a
+// replica's (it could never run: it would preempt itself forever).
+func (h *Hybrid) PeakBlocks(full int64, budget, threshold, B int32) int64 {
+	chunk := int64(budget)
+	if threshold > 0 {
+		chunk = min(chunk, int64(threshold))
+	}
+	if chunk <= 0 {
+		return int64(h.Groups) * full // limits unset: the full group's, a bound all the same
+	}
+	return int64(h.Groups) * min(full, (int64(h.Window)-1+chunk+int64(B)-1)/int64(B)+1)
+}
+
 // slideTo frees r's sliding-window blocks that left the window (vLLM's
 // remove_skipped_blocks, before allocate_slots counts what to allocate)
 // and returns how many r needs for n more tokens.

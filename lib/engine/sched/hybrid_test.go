@@ -73,4 +73,25 @@ func TestSlideArithmetic(t *testing.T) {
 			t.Errorf("W=%d B=%d: a decode holds at most %d blocks, slideMax says %d", w, B, most, slideMax(w, B))
 		}
 	}
+	// PeakBlocks bounds what a request holds over its life: prefill in
+	// chunks of at most chunk tokens, then decode.
+	for _, tc := range [][3]int32{{128, 16, 1}, {128, 16, 64}, {128, 16, 2048}, {8, 4, 3}, {4096, 16, 512}, {5, 16, 100}} {
+		w, B, chunk := tc[0], tc[1], tc[2]
+		const prompt, out = 5000, 300
+		v := vllmSlide{w: w, B: B}
+		var most int32
+		c := int32(0)
+		for ; c < prompt; c += min(chunk, prompt-c) {
+			v.allocate(c, min(chunk, prompt-c))
+			most = max(most, v.held())
+		}
+		for ; c < prompt+out; c++ {
+			v.allocate(c, 1)
+			most = max(most, v.held())
+		}
+		full := int64((prompt + out + B - 1) / B)
+		if p := (&Hybrid{Window: w, Groups: 1}).PeakBlocks(full, 8192, chunk, B); int64(most) > p {
+			t.Errorf("W=%d B=%d chunks of %d: a request holds %d sliding blocks, PeakBlocks says at most %d", w, B, chunk, most, p)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -162,15 +163,28 @@ func (d *Deployment) HybridKV() (roofline.KVGroups, bool) {
 // HybridKVOf is model's hybrid KV layout when the engine models it (one
 // full-attention group; see Deployment.HybridKV).
 func HybridKVOf(model string) (roofline.KVGroups, bool) {
-	if _, ok := roofline.LookupModel(model); !ok {
-		return roofline.KVGroups{}, false
+	if h, ok := hybridKVs.Load(model); ok {
+		h := h.(hybridKV)
+		return h.g, h.ok
 	}
-	a, err := roofline.LoadModel(model)
-	if err != nil {
-		return roofline.KVGroups{}, false
+	var h hybridKV
+	if _, ok := roofline.LookupModel(model); ok {
+		if a, err := roofline.LoadModel(model); err == nil {
+			h.g, h.ok = a.KVGroups()
+			h.ok = h.ok && h.g.Full == 1
+		}
 	}
-	g, ok := a.KVGroups()
-	return g, ok && g.Full == 1
+	hybridKVs.Store(model, h)
+	return h.g, h.ok
+}
+
+// hybridKVs caches HybridKVOf by model name: a catalogue entry is parsed
+// once, not at every cluster built (policy search builds thousands).
+var hybridKVs sync.Map
+
+type hybridKV struct {
+	g  roofline.KVGroups
+	ok bool
 }
 
 // IsPD reports whether the deployment has prefill and decode pools.

@@ -593,6 +593,16 @@ func (r *Roofline) GPUs() int {
 // (every rank holds a slice of every token). The reserve is vLLM's memory
 // profile (MemoryReserve).
 func (r *Roofline) KVCapacityTokens(util float64, lim EngineLimits) (int64, error) {
+	avail, err := r.kvAvail(util, lim)
+	if err != nil {
+		return 0, err
+	}
+	return int64(avail / r.KVBytesPerToken()), nil
+}
+
+// kvAvail is the bytes each rank has for KV cache: util·memory − weights −
+// reserve (MemoryReserve under the batch limits lim).
+func (r *Roofline) kvAvail(util float64, lim EngineLimits) (float64, error) {
 	if !(util > 0 && util <= 1) {
 		return 0, fmt.Errorf("gpu memory utilization: expected a fraction in (0,1], found %v", util)
 	}
@@ -603,5 +613,5 @@ func (r *Roofline) KVCapacityTokens(util float64, lim EngineLimits) (int64, erro
 		return 0, fmt.Errorf("%s on %s tp%d: weights need %.1f GiB per GPU plus %s reserved, more than %.2f × %.1f GiB; raise --tp or lower --weight-dtype",
 			r.A.Name, r.G.Name, r.TP, r.WeightBytesPerRank()/gib, why, util, r.G.MemoryGiB)
 	}
-	return int64(avail / r.KVBytesPerToken()), nil
+	return avail, nil
 }

@@ -203,6 +203,11 @@ func fuzzCase(t *testing.T, b []byte, kv, routing uint8) (config.Cluster, []late
 	if kv&0x02 != 0 && routing&0x10 != 0 {
 		c, models = fuzzLoRA(c, models, reqs, kv, routing)
 	}
+	if kv&0x01 != 0 && c.IsFlat() {
+		// A model with sliding-window layers: vLLM's hybrid KV cache
+		// manager (its step model stays the linear one, or FuzzLeap's).
+		c.Model = "gpt-oss-120b"
+	}
 	// The engine runs configs validated where they were read.
 	if err := c.Validate(); err != nil {
 		t.Fatalf("the generated config is invalid: %v", err)

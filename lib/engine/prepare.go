@@ -192,20 +192,45 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 		}
 	}
 	if d.Engine.KVBlocks == 0 {
-		tokens, err := res.KVCapacityTokens(d.Engine.GPUMemoryUtilization)
+		blocks, err := kvBlocks(d, res)
 		if err != nil {
 			return nil, "", nil, errors.New(cfg.Where(key("gpu"), err.Error()))
 		}
-		d.Engine.KVBlocks = tokens / int64(d.Engine.BlockSize)
+		d.Engine.KVBlocks = blocks
 		if d.Engine.KVBlocks < 1 {
-			return nil, "", nil, errors.New(cfg.Where(key("engine.kv_blocks"), fmt.Sprintf("%s on %s tp%d holds %d KV tokens: less than one block of %d", d.Model, d.GPU, d.TP, tokens, d.Engine.BlockSize)))
+			return nil, "", nil, errors.New(cfg.Where(key("engine.kv_blocks"), fmt.Sprintf("%s on %s tp%d holds less than one KV block of %d tokens", d.Model, d.GPU, d.TP, d.Engine.BlockSize)))
 		}
 		if d.Engine.KVBlocks > 1<<31-1 {
 			d.Engine.KVBlocks = 1<<31 - 1
 		}
 		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g)", d.Engine.KVBlocks, d.Engine.BlockSize, d.Engine.GPUMemoryUtilization)
+		if g, ok := d.HybridKV(); ok {
+			why += "; hybrid KV cache: " + g.String()
+		}
 	}
 	return model, why, res, nil
+}
+
+// kvBlocks is the KV blocks of one replica of d from GPU memory: tokens
+// of every layer over the block size, or under vLLM's hybrid KV cache
+// manager (config.Deployment.HybridKV) blocks of one group's layers.
+func kvBlocks(d *config.Deployment, res *resolve.Resolved) (int64, error) {
+	if g, ok := d.HybridKV(); ok && res.Roofline != nil {
+		return res.Roofline.KVHybridBlocks(d.Engine.GPUMemoryUtilization, d.Engine.BlockSize, g)
+	}
+	tokens, err := res.KVCapacityTokens(d.Engine.GPUMemoryUtilization)
+	return tokens / int64(d.Engine.BlockSize), err
+}
+
+// kvBlockBytes is the bytes one KV block of d takes on a rank of the
+// largest stage: block_size tokens of every layer, or of one group's
+// layers under the hybrid KV cache manager.
+func kvBlockBytes(d *config.Deployment, r *roofline.Roofline) float64 {
+	b := r.KVBytesPerToken() * float64(d.Engine.BlockSize)
+	if g, ok := d.HybridKV(); ok {
+		b = b * float64(g.Size) / float64(r.A.Layers)
+	}
+	return b
 }
 
 // prepareParallel adds a deployment's DP, EP and PP to its roofline

@@ -58,7 +58,7 @@ func prepareLoRA(cfg *config.Cluster, i int, d *config.Deployment, res *resolve.
 	l.StorageGBps = config.TierKinds["storage"].GBs
 	why := fmt.Sprintf("; LoRA: %d adapters, max_loras %d of rank %d (%.1f MiB per slot), loads at %g GB/s", len(l.Adapters), l.MaxLoras, l.MaxLoraRank, slot/(1<<20), l.HostGBps)
 	if kvFromMemory {
-		per := rf.KVBytesPerToken() * float64(d.Engine.BlockSize)
+		per := kvBlockBytes(d, rf)
 		take := int64(math.Ceil(float64(l.MaxLoras) * slot / tp / per))
 		if d.Engine.KVBlocks-take < 1 {
 			return nil, "", errors.New(cfg.Where(key("max_loras"), fmt.Sprintf("%d adapter slots of rank %d (%.2f GiB per GPU) leave no room for KV blocks next to %s on %s tp%d",

@@ -139,6 +139,14 @@ func NewSetup(dep Deployment) (*Setup, error) {
 	cfg.Engine.PrefixCaching = dep.PrefixCaching
 	cfg.Engine.AsyncScheduling = dep.asyncScheduling()
 	cfg.Engine.KVBlocks = dep.KVBlocks
+	if g, ok := config.HybridKVOf(dep.Model); ok && cfg.Engine.KVBlocks == 0 && r.Roofline != nil {
+		// vLLM's hybrid KV cache manager: a block holds one group's layers.
+		b, err := r.Roofline.KVHybridBlocks(cfg.Engine.GPUMemoryUtilization, cfg.Engine.BlockSize, g)
+		if err != nil {
+			return nil, fmt.Errorf("KV cache of %s on %s tp%d: %w (pass --kv-blocks)", dep.Model, dep.GPU, dep.TP, err)
+		}
+		cfg.Engine.KVBlocks = b
+	}
 	if cfg.Engine.KVBlocks == 0 {
 		tok, err := r.KVCapacityTokens(cfg.Engine.GPUMemoryUtilization)
 		if err != nil {

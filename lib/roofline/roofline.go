@@ -592,6 +592,16 @@ func (r *Roofline) GPUs() int {
 // reserve) / KV bytes per token, per rank (every rank holds a slice of
 // every token).
 func (r *Roofline) KVCapacityTokens(util float64) (int64, error) {
+	avail, err := r.kvAvail(util)
+	if err != nil {
+		return 0, err
+	}
+	return int64(avail / r.KVBytesPerToken()), nil
+}
+
+// kvAvail is the bytes each rank has for KV cache: util·memory − weights −
+// reserve.
+func (r *Roofline) kvAvail(util float64) (float64, error) {
 	if !(util > 0 && util <= 1) {
 		return 0, fmt.Errorf("gpu memory utilization: expected a fraction in (0,1], found %v", util)
 	}
@@ -601,5 +611,5 @@ func (r *Roofline) KVCapacityTokens(util float64) (int64, error) {
 		return 0, fmt.Errorf("%s on %s tp%d: weights need %.1f GiB per GPU plus %.1f GiB reserved, more than %.2f × %.1f GiB; raise --tp or lower --weight-dtype",
 			r.A.Name, r.G.Name, r.TP, r.WeightBytesPerRank()/gib, r.G.Eff.ReserveGiB, util, r.G.MemoryGiB)
 	}
-	return int64(avail / r.KVBytesPerToken()), nil
+	return avail, nil
 }

@@ -100,6 +100,13 @@ func (f *frameReader) Message() (*ipc.Message, error) {
 		}
 		body = memory.NewBufferBytes(b)
 	}
+	bb := body.Bytes()
+	if err := checkCompressedBody(meta, bodyLen, func(off int64) (int64, error) {
+		return int64(binary.LittleEndian.Uint64(bb[off:])), nil // inside the body: checked
+	}); err != nil {
+		body.Release()
+		return nil, fmt.Errorf("corrupt Arrow stream: %w", err)
+	}
 	f.cur = ipc.NewMessage(memory.NewBufferBytes(meta), body)
 	body.Release() // the message holds it now
 	return f.cur, nil
@@ -398,4 +405,112 @@ func CheckIPCSchema(stream []byte) error {
 		return err
 	}
 	return nil
+}
+
+// maxCompressionRatio bounds what one compressed buffer may claim to expand
+// to: a zstd RLE block turns 4 bytes into 128 KiB (32,768:1), LZ4 reaches
+// about 255:1, so twice zstd's is more than any real buffer needs.
+const maxCompressionRatio = 1 << 16
+
+// checkCompressedBody validates a record or dictionary batch whose body is
+// compressed (Arrow's BodyCompression, lz4 or zstd): each buffer must lie
+// inside the body, and the uncompressed length its first 8 bytes claim
+// (read by prefix at the buffer's offset in the body) must be one its
+// compressed bytes can hold, because arrow-go allocates that length before
+// decompressing. An uncompressed body needs nothing here.
+func checkCompressedBody(meta []byte, bodyLen int64, prefix func(off int64) (int64, error)) error {
+	b := fbuf(meta)
+	root, err := b.u32(0)
+	if err != nil {
+		return err
+	}
+	msg, err := b.table(root)
+	if err != nil {
+		return err
+	}
+	var htype byte
+	if p := b.field(msg, 1); p != 0 && p < len(b) {
+		htype = b[p]
+	}
+	hdr, ok, err := b.subtable(msg, 2)
+	if err != nil || !ok {
+		return err
+	}
+	switch htype {
+	case hdrRecordBatch:
+	case hdrDictionaryBatch:
+		if hdr, ok, err = b.subtable(hdr, 1); err != nil || !ok {
+			return err
+		}
+	default:
+		return nil
+	}
+	if b.field(hdr, 3) == 0 { // RecordBatch.compression
+		return nil
+	}
+	start, n, err := b.vector(hdr, 2, 16) // buffers: {offset, length int64}
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		p := start + 16*i
+		off := int64(binary.LittleEndian.Uint64(b[p:]))
+		ln := int64(binary.LittleEndian.Uint64(b[p+8:]))
+		if ln == 0 {
+			continue
+		}
+		if off < 0 || ln < 0 || off > bodyLen || ln > bodyLen-off {
+			return fmt.Errorf("buffer %d (offset %d, %d bytes) lies outside the message body of %d bytes", i, off, ln, bodyLen)
+		}
+		if ln < 8 {
+			return fmt.Errorf("compressed buffer %d has %d bytes, fewer than its 8-byte length", i, ln)
+		}
+		u, err := prefix(off)
+		if err != nil {
+			return err
+		}
+		if u == -1 { // stored uncompressed
+			continue
+		}
+		if limit := min(maxBodyBytes, (ln-8)*maxCompressionRatio+1<<16); u < 0 || u > limit {
+			return fmt.Errorf("compressed buffer %d of %d bytes claims %d bytes uncompressed", i, ln, u)
+		}
+	}
+	return nil
+}
+
+// fileBlock is a Block of an IPC file's footer: where a message starts, the
+// length of its prefix and metadata, and the length of its body.
+type fileBlock struct {
+	offset  int64
+	metaLen int32
+	bodyLen int64
+}
+
+// footerRecordBlocks returns the record batch blocks of a footer that
+// checkFooter accepted.
+func footerRecordBlocks(footer []byte) ([]fileBlock, error) {
+	b := fbuf(footer)
+	root, err := b.u32(0)
+	if err != nil {
+		return nil, err
+	}
+	ft, err := b.table(root)
+	if err != nil {
+		return nil, err
+	}
+	start, n, err := b.vector(ft, 3, 24)
+	if err != nil {
+		return nil, err
+	}
+	blocks := make([]fileBlock, n)
+	for i := range blocks {
+		p := start + 24*i
+		blocks[i] = fileBlock{
+			offset:  int64(binary.LittleEndian.Uint64(b[p:])),
+			metaLen: int32(binary.LittleEndian.Uint32(b[p+8:])),
+			bodyLen: int64(binary.LittleEndian.Uint64(b[p+16:])),
+		}
+	}
+	return blocks, nil
 }

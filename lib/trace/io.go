@@ -354,10 +354,12 @@ func (s *streamReader) Next() (arrow.RecordBatch, error) {
 func (s *streamReader) Close() error { s.rd.Release(); return s.c.Close() }
 
 type fileReader struct {
-	f   *os.File
-	fr  *ipc.FileReader
-	i   int
-	cur arrow.RecordBatch
+	f      *os.File
+	fr     *ipc.FileReader
+	i      int
+	cur    arrow.RecordBatch
+	blocks []fileBlock // the footer's record batches (checkBlock)
+	size   int64
 }
 
 func openIPCFile(path string) (BatchReader, error) {
@@ -370,7 +372,8 @@ func openIPCFile(path string) (BatchReader, error) {
 	if n, _ := f.ReadAt(magic[:], 0); n < len(magic) || string(magic[:]) != "ARROW1" {
 		return openStream(f)
 	}
-	if err := checkFileFooter(f); err != nil {
+	blocks, size, err := checkFileFooter(f)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("not an Arrow IPC file: %w", err)
 	}
@@ -379,7 +382,7 @@ func openIPCFile(path string) (BatchReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("not an Arrow IPC file: %w", err)
 	}
-	return &fileReader{f: f, fr: fr}, nil
+	return &fileReader{f: f, fr: fr, blocks: blocks, size: size}, nil
 }
 
 // newFileReader is ipc.NewFileReader, whose reading of the schema and
@@ -396,34 +399,76 @@ func newFileReader(f *os.File) (fr *ipc.FileReader, err error) {
 
 // checkFileFooter reads an IPC file's footer (its flatbuffer, then its
 // int32 length and the magic "ARROW1" at the end) and checks it before
-// arrow-go sizes allocations by what it claims.
-func checkFileFooter(f *os.File) error {
+// arrow-go sizes allocations by what it claims. It returns the footer's
+// record batch blocks and the file's size, for checkBlock.
+func checkFileFooter(f *os.File) ([]fileBlock, int64, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	var tail [10]byte
 	if st.Size() < 6+int64(len(tail)) {
-		return errors.New("too short for an Arrow IPC file")
+		return nil, 0, errors.New("too short for an Arrow IPC file")
 	}
 	if _, err := f.ReadAt(tail[:], st.Size()-int64(len(tail))); err != nil {
-		return err
+		return nil, 0, err
 	}
 	if string(tail[4:]) != "ARROW1" {
-		return errors.New("no ARROW1 magic at its end")
+		return nil, 0, errors.New("no ARROW1 magic at its end")
 	}
 	n := int64(int32(binary.LittleEndian.Uint32(tail[:4])))
 	if n <= 0 || n > st.Size()-6-int64(len(tail)) || n > maxMetadataBytes {
-		return fmt.Errorf("footer length %d in a file of %d bytes", n, st.Size())
+		return nil, 0, fmt.Errorf("footer length %d in a file of %d bytes", n, st.Size())
 	}
 	footer := make([]byte, n)
 	if _, err := f.ReadAt(footer, st.Size()-int64(len(tail))-n); err != nil {
-		return err
+		return nil, 0, err
 	}
 	if err := checkFooter(footer); err != nil {
-		return fmt.Errorf("footer: %w", err)
+		return nil, 0, fmt.Errorf("footer: %w", err)
 	}
-	return nil
+	blocks, err := footerRecordBlocks(footer)
+	if err != nil {
+		return nil, 0, fmt.Errorf("footer: %w", err)
+	}
+	return blocks, st.Size(), nil
+}
+
+// checkBlock validates record batch i's message before arrow-go reads it:
+// arrow-go's file reader, unlike the stream reader we frame ourselves,
+// sizes allocations by the message's vector lengths and, in a compressed
+// body, by each buffer's claimed uncompressed length.
+func (r *fileReader) checkBlock(i int) error {
+	if i >= len(r.blocks) {
+		return nil // arrow-go counts the same footer's blocks: not reached
+	}
+	blk := r.blocks[i]
+	if blk.offset < 0 || blk.metaLen < 8 || int64(blk.metaLen) > maxMetadataBytes || blk.bodyLen < 0 ||
+		blk.bodyLen > maxBodyBytes || blk.offset > r.size-int64(blk.metaLen)-blk.bodyLen {
+		return fmt.Errorf("block at offset %d (%d bytes of metadata, %d of body) outside the file of %d bytes", blk.offset, blk.metaLen, blk.bodyLen, r.size)
+	}
+	meta := make([]byte, blk.metaLen)
+	if _, err := r.f.ReadAt(meta, blk.offset); err != nil {
+		return err
+	}
+	// The prefix as arrow-go strips it: the continuation token and the
+	// length, or a bare length (files before Arrow 0.15).
+	if binary.LittleEndian.Uint32(meta) == contToken {
+		meta = meta[8:]
+	} else {
+		meta = meta[4:]
+	}
+	if _, err := checkMessage(meta); err != nil {
+		return err
+	}
+	body := blk.offset + int64(blk.metaLen)
+	return checkCompressedBody(meta, blk.bodyLen, func(off int64) (int64, error) {
+		var p [8]byte
+		if _, err := r.f.ReadAt(p[:], body+off); err != nil {
+			return 0, err
+		}
+		return int64(binary.LittleEndian.Uint64(p[:])), nil
+	})
 }
 
 func (r *fileReader) Schema() *arrow.Schema { return r.fr.Schema() }
@@ -451,6 +496,9 @@ func (r *fileReader) Next() (arrow.RecordBatch, error) {
 // flatbuffers without the recover its stream reader has: a corrupt message
 // table would panic there.
 func (r *fileReader) recordBatchAt(i int) (rec arrow.RecordBatch, err error) {
+	if err := r.checkBlock(i); err != nil {
+		return nil, fmt.Errorf("record batch %d: corrupt message: %w", i, err)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			rec, err = nil, fmt.Errorf("record batch %d: corrupt message: %v", i, p)

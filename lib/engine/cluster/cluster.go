@@ -128,6 +128,8 @@ type Deployment struct {
 	pools []dpool
 	// lora is the scheduler's view of its adapters (nil: none).
 	lora *sched.LoRA
+	// hybrid is its sliding-window KV groups (nil: none).
+	hybrid *sched.Hybrid
 }
 
 // dpool is one pool of a deployment.
@@ -419,6 +421,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			}
 		}
 		dep.lora = loraConfig(d.LoRA)
+		dep.hybrid = hybridKV(&d)
 		c.hasLoRA = c.hasLoRA || dep.lora != nil
 		dep.spec = d.Speculative != nil
 		n := 0
@@ -441,7 +444,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			scfg := sched.Config{MaxNumBatchedTokens: int32(e.MaxNumBatchedTokens), MaxNumSeqs: e.MaxNumSeqs,
 				LongPrefillThreshold: int32(e.LongPrefillThreshold), Alpha2: alpha.PerOutputToken, Checks: opts.CheckInvariants,
 				Async: e.AsyncScheduling, Sends: dep.pd != nil && dep.pd.overlap, Spec: specConfig(d.Speculative), LoRA: dep.lora,
-				Window: latency.WindowOf(m)}
+				Window: latency.WindowOf(m), Hybrid: dep.hybrid}
 			// The step model with the engine's CPU work, added to the GPU step
 			// or overlapped with it as the scheduler does (latency.WithHost).
 			stepModel := latency.WithHost(m, e.AsyncScheduling)
@@ -1050,3 +1053,13 @@ func (c *Cluster) snapshotBefore(ev *event) {
 
 // errStall is returned by Finish when requests are left with no event.
 var errStall = errors.New("internal error: requests stalled with no event left")
+
+// hybridKV is the sliding-window KV groups of d's replicas under vLLM's
+// hybrid KV cache manager (config.Deployment.HybridKV); nil: none.
+func hybridKV(d *config.Deployment) *sched.Hybrid {
+	g, ok := d.HybridKV()
+	if !ok {
+		return nil
+	}
+	return &sched.Hybrid{Window: int32(g.Window), Groups: int32(g.Slide)}
+}

@@ -201,6 +201,9 @@ func (c *Cluster) place(r *request.State, g *group, target int) {
 		tokens = int64(r.Req.InputTokens) // its prompt's KV only here; placed checks the decode pool's
 	}
 	need := (tokens + B - 1) / B
+	if h := dep.hybrid; h != nil {
+		need += h.PeakBlocks(need, int32(dep.Engine.MaxNumBatchedTokens), int32(dep.Engine.LongPrefillThreshold), int32(B))
+	}
 	if need > int64(kv.Total()) || tokens > math.MaxInt32-B {
 		r.Status = row.StatusDropped
 		if need > int64(kv.Total()) {

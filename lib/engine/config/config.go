@@ -141,6 +141,10 @@ type Engine struct {
 	// the next step is formed while the current one runs, so a request
 	// that arrives during step n is first scheduled in step n+2.
 	AsyncScheduling bool `yaml:"async_scheduling"`
+	// DisableHybridKVCacheManager is vLLM's --disable-hybrid-kv-cache-manager:
+	// a model with sliding-window layers then keeps every layer's KV for
+	// every token, as one without windows (HybridKV).
+	DisableHybridKVCacheManager bool `yaml:"disable_hybrid_kv_cache_manager"`
 	// budgetOf names the GPU whose default gave MaxNumBatchedTokens
 	// (FillLimits), for the error when max_num_seqs exceeds it.
 	budgetOf string

@@ -263,9 +263,11 @@ func (c *Paged) Release(h *Handle) {
 	if len(h.IDs) > 1 {
 		c.touchRecords(h.IDs)
 	}
-	c.pushAnon(h.Anon)
-	c.anonUsed -= h.Anon
-	h.Anon = 0
+	// vLLM frees each group's blocks in group order; the sliding groups'
+	// blocks here are anonymous, as the full group's tail: one run.
+	c.pushAnon(h.Anon + h.Slide)
+	c.anonUsed -= h.Anon + h.Slide
+	h.Anon, h.Slide = 0, 0
 	for i := len(h.IDs) - 1; i >= 0; i-- {
 		id := h.IDs[i]
 		bl := &c.b[id]
@@ -282,6 +284,19 @@ func (c *Paged) Release(h *Handle) {
 		}
 	}
 	h.IDs = h.IDs[:0]
+}
+
+// Slide implements Store.
+func (c *Paged) Slide(h *Handle, n int32) {
+	if n < 0 {
+		h.Slide += n
+		c.anonUsed += n
+		c.pushAnon(-n)
+		return
+	}
+	c.Alloc(h, n, 0)
+	h.Anon -= n
+	h.Slide += n
 }
 
 // touchRecords reads the records of blocks ids before a loop that updates

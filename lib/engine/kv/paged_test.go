@@ -118,3 +118,47 @@ func TestEvictedIdleBlock(t *testing.T) {
 		})
 	}
 }
+
+// Sliding-window blocks (Slide) are counted like anonymous ones: taken
+// from the head of the free queue (evicting a cached block as Alloc
+// would), freed to its tail as they leave the window, and freed with the
+// rest of the handle; the blocks are conserved at every step.
+func TestKVSlide(t *testing.T) {
+	c := NewPaged(8, 4)
+	a, b := &Handle{}, &Handle{}
+	check := func(what string, used int32) {
+		t.Helper()
+		if err := c.Check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if c.Used() != used {
+			t.Fatalf("%s: %d blocks used, want %d", what, c.Used(), used)
+		}
+	}
+	c.Alloc(a, 3, 3)
+	c.Register(a, []uint64{1, 2, 3}, 0, 3)
+	c.Slide(a, 3)
+	if a.Blocks() != 3 || a.Slide != 3 || a.Anon != 0 {
+		t.Fatalf("handle %+v: want 3 full blocks and 3 sliding", *a)
+	}
+	check("3 full + 3 sliding", 6)
+	c.Slide(a, -2) // two left the window
+	check("2 sliding freed", 4)
+	c.Release(a) // its 3 cached blocks stay findable
+	check("released", 0)
+	if c.Lookup([]uint64{1, 2, 3}, 3) != 3 {
+		t.Fatal("released full-attention blocks should stay cached")
+	}
+	// 8 free: 5 anonymous (the sliding ones and the never used) ahead of
+	// a's cached blocks, freed last block first. 6 sliding blocks evict one.
+	c.Slide(b, 6)
+	check("6 sliding", 6)
+	if c.Evictions() != 1 || c.Lookup([]uint64{1, 2}, 2) != 2 {
+		t.Fatalf("%d evictions, %d of a's first two blocks cached: want a's last block evicted", c.Evictions(), c.Lookup([]uint64{1, 2}, 2))
+	}
+	c.Release(b)
+	check("all released", 0)
+	if b.Slide != 0 || b.Blocks() != 0 {
+		t.Fatalf("released handle %+v", *b)
+	}
+}

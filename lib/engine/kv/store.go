@@ -7,13 +7,17 @@ package kv
 
 // Handle is the KV one request holds on one replica: its identified blocks
 // (prompt blocks that carry, or will carry, a prefix-cache key) in order,
-// followed by Anon anonymous blocks.
+// followed by Anon anonymous blocks; under vLLM's hybrid KV cache manager
+// those are its full-attention group's, and Slide anonymous blocks are its
+// sliding-window groups' (the blocks covering its window).
 type Handle struct {
-	IDs  []int32
-	Anon int32
+	IDs   []int32
+	Anon  int32
+	Slide int32
 }
 
-// Blocks is the number of blocks the handle holds.
+// Blocks is the number of blocks the handle holds in its full-attention
+// group (every block when there are no sliding-window groups).
 func (h *Handle) Blocks() int32 { return int32(len(h.IDs)) + h.Anon }
 
 // Observer hears about prefix keys becoming findable in a store or leaving
@@ -43,8 +47,13 @@ type Store interface {
 	// Alloc gives h n more blocks from the head of the free queue, of which
 	// the first k get identities; the caller has checked Free() >= n.
 	Alloc(h *Handle, n, k int32)
-	// Release drops every block of h, last block first.
+	// Release drops every block of h: its sliding-window blocks, then the
+	// rest last block first.
 	Release(h *Handle)
+	// Slide gives h n more sliding-window blocks (n > 0, from the head of
+	// the free queue as Alloc(h, n, 0); the caller has checked Free()) or
+	// frees −n of them to the tail (n < 0: they left the window).
+	Slide(h *Handle, n int32)
 	// Touch gives h a reference to the first n cached blocks of keys.
 	Touch(h *Handle, keys []uint64, n int)
 	// Register makes h's blocks [from, to) findable under keys[from:to].

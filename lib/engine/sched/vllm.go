@@ -32,6 +32,9 @@ type Config struct {
 	// Window is the model's sliding attention window in tokens
 	// (latency.WindowOf; window.go); 0: none.
 	Window int32
+	// Hybrid is vLLM's hybrid KV cache manager's sliding-window groups
+	// (hybrid.go); nil: every block holds every layer.
+	Hybrid *Hybrid
 }
 
 // Send is a prefill-only request's progress on a prefill replica: admitted
@@ -111,6 +114,8 @@ type VLLM struct {
 	lora *loraState
 	// Sliding-window sums (window.go; nil: the model has no window).
 	win *window
+	// Sliding-window KV groups (hybrid.go; nil: none).
+	hy *hybrid
 }
 
 // TakeSends returns the prefill progress recorded since the last call
@@ -134,6 +139,9 @@ func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victi
 	}
 	if cfg.Window > 0 {
 		s.win = &window{w: int64(cfg.Window)}
+	}
+	if cfg.Hybrid != nil {
+		s.hy = newHybrid(cfg.Hybrid, s.B)
 	}
 	return s
 }
@@ -444,8 +452,12 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 			n = left
 		}
 		need := s.blocksFor(r.Computed+n) - r.KV.Blocks()
-		if need > 0 {
-			if !s.reserve(r, need) {
+		var slide int32
+		if s.hy != nil {
+			slide = s.slideTo(r, n)
+		}
+		if need > 0 || slide > 0 {
+			if !s.reserve(r, max(need, 0)+slide) {
 				break
 			}
 			if i >= len(s.prefilling) || s.prefilling[i] != r {
@@ -453,7 +465,12 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 				// older prefill: r moved up.
 				i = indexOf(s.prefilling, r)
 			}
-			s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
+			if slide > 0 {
+				s.kv.Slide(&r.KV, slide)
+			}
+			if need > 0 {
+				s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
+			}
 		}
 		r.Chunk = n
 		s.used += n
@@ -575,6 +592,13 @@ func (s *VLLM) admit(now int64, budget int32) {
 			n = left
 		}
 		need := max(0, s.blocksFor(comp+n)-held)
+		var slide int32
+		if s.hy != nil {
+			// The sliding groups' blocks from the window before comp on,
+			// all taken as new: hits there are not looked up (hybrid.go).
+			slide = s.hy.groups * slideHeld(comp, n, s.hy.w, B)
+			need += slide
+		}
 		free := s.kv.Free()
 		if free < need || (free < need+int32(hits) && free < need+s.kv.HitCost(r.Keys, hits)) {
 			x := r.Rare()
@@ -587,6 +611,10 @@ func (s *VLLM) admit(now int64, budget int32) {
 		if hits > 0 {
 			s.kv.Touch(&r.KV, r.Keys, hits)
 			r.NReg = int32(hits)
+		}
+		if slide > 0 {
+			s.kv.Slide(&r.KV, slide)
+			need -= slide
 		}
 		s.kv.Alloc(&r.KV, need, r.IDBlocks(need))
 		r.Computed = comp
@@ -671,6 +699,9 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 		}
 		if s.lora != nil && r.LoRA != 0 {
 			s.lora.dec += s.lora.cfg.FLOPs[r.LoRA-1]
+		}
+		if s.hy != nil {
+			s.slideDecode(r)
 		}
 		if s.spec != nil {
 			s.specStart(r)
@@ -775,6 +806,13 @@ func (s *VLLM) Check(full bool) error {
 	if full {
 		if err := s.checkBound(); err != nil {
 			return err
+		}
+		if s.hy != nil {
+			for r := s.runHead; r != nil; r = r.RNext {
+				if err := s.checkSlide(r); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	err := s.kv.QuickCheck()

@@ -18,7 +18,8 @@ import (
 //	block=16 blocks=100 budget=8192 seqs=256 threshold=0 async prefix=on
 //	alpha2=0 beta=(1000, 10, 100)
 //
-// (the defaults), the step time being the linear model
+// (the defaults; slide=W [slide_groups=1] adds vLLM's hybrid KV cache
+// manager's sliding-window groups of window W), the step time being the linear model
 // β0 + β1·prefill tokens + β2·decode tokens µs. The scheduler checks its
 // invariants as it forms steps.
 type Engine struct {
@@ -102,6 +103,9 @@ func ReadEngine(a *Args) Engine {
 		}
 		e.LoRA = &latency.LoRA{Base: base, FLOPsPerUS: 1, BytesPerUS: 1}
 	}
+	if w := a.Int("slide", 0); w > 0 {
+		e.Sched.Hybrid = &sched.Hybrid{Window: int32(w), Groups: int32(a.Int("slide_groups", 1))}
+	}
 	if e.Blocks < 1 || e.BlockSize < 1 || e.Sched.MaxNumBatchedTokens < 1 || e.Sched.MaxNumSeqs < 1 {
 		a.Fatalf("blocks, block, budget and seqs must be >= 1")
 	}
@@ -126,6 +130,9 @@ func (e *Engine) String() string {
 	}
 	if !e.Prefix {
 		s += ", no prefix caching"
+	}
+	if h := e.Sched.Hybrid; h != nil {
+		s += fmt.Sprintf(", hybrid KV: %s of window %d", Plural(int64(h.Groups), "sliding group"), h.Window)
 	}
 	s += fmt.Sprintf("; step = %g + %g·prefill + %g·decode µs", e.Model.Beta0, e.Model.Beta1, e.Model.Beta2)
 	if e.Sched.Alpha2 > 0 {
@@ -206,6 +213,9 @@ func Describe(r *request.State, gen int32) string {
 	} else {
 		s = fmt.Sprintf("%s %s: computed %d/%d, generated %d/%d, %d blocks", r.Req.ID, Phase(r.Phase),
 			r.Computed, r.NumTokens(), gen, r.Req.OutputTokens, r.KV.Blocks())
+	}
+	if r.KV.Slide > 0 {
+		s += fmt.Sprintf(" + %d sliding", r.KV.Slide)
 	}
 	if r.CachedTok > 0 {
 		s += fmt.Sprintf(", %d cached", r.CachedTok)

@@ -912,7 +912,9 @@ func (dg *disagg) rebind(rep *replica.Replica) {
 		}
 		dg.unbind(r)
 		r.PD.DReplica = -1
-		c.markDirty(r.Replica)
+		if r.Replica >= 0 { // a request being routed again is on no replica yet
+			c.markDirty(r.Replica)
+		}
 	}
 }
 

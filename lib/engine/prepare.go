@@ -192,9 +192,7 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 		}
 	}
 	if d.Engine.KVBlocks == 0 {
-		d.Engine.FillLimits(d.GPU) // vLLM sizes its profiling run by them
-		lim := roofline.EngineLimits{MaxNumSeqs: d.Engine.MaxNumSeqs, MaxNumBatchedTokens: d.Engine.MaxNumBatchedTokens}
-		blocks, err := kvBlocks(d, res, lim)
+		blocks, reserve, err := KVBlocksFromMemory(d, res)
 		if err != nil {
 			return nil, "", nil, errors.New(cfg.Where(key("gpu"), err.Error()))
 		}
@@ -205,7 +203,6 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 		if d.Engine.KVBlocks > 1<<31-1 {
 			d.Engine.KVBlocks = 1<<31 - 1
 		}
-		_, reserve := res.Roofline.MemoryReserve(lim)
 		why += fmt.Sprintf("; KV: %d blocks of %d tokens per replica (gpu_memory_utilization %g, reserve %s per GPU)", d.Engine.KVBlocks, d.Engine.BlockSize, d.Engine.GPUMemoryUtilization, reserve)
 		if g, ok := d.HybridKV(); ok {
 			why += "; hybrid KV cache: " + g.String()
@@ -214,26 +211,31 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 	return model, why, res, nil
 }
 
-// kvBlocks is the KV blocks of one replica of d from GPU memory: tokens
-// of every layer over the block size, or under vLLM's hybrid KV cache
-// manager (config.Deployment.HybridKV) blocks of one group's layers.
-func kvBlocks(d *config.Deployment, res *resolve.Resolved, lim roofline.EngineLimits) (int64, error) {
-	if g, ok := d.HybridKV(); ok && res.Roofline != nil {
-		return res.Roofline.KVHybridBlocks(d.Engine.GPUMemoryUtilization, lim, d.Engine.BlockSize, g)
+// KVBlocksFromMemory is the KV blocks one replica of d holds from GPU
+// memory, as vLLM sizes them: its engine limits filled first (they size
+// the profiling run whose peak is kept from the cache), then tokens of
+// every layer over the block size, or under vLLM's hybrid KV cache manager
+// (config.Deployment.HybridKV) blocks of one group's layers. reserve
+// describes the memory kept besides the weights, for the prepare line.
+func KVBlocksFromMemory(d *config.Deployment, res *resolve.Resolved) (blocks int64, reserve string, err error) {
+	d.Engine.FillLimits(d.GPU)
+	lim := roofline.EngineLimits{MaxNumSeqs: d.Engine.MaxNumSeqs, MaxNumBatchedTokens: d.Engine.MaxNumBatchedTokens}
+	_, reserve = res.Roofline.MemoryReserve(lim)
+	if g, ok := d.HybridKV(); ok {
+		blocks, err = res.Roofline.KVHybridBlocks(d.Engine.GPUMemoryUtilization, lim, d.Engine.BlockSize, g)
+		return blocks, reserve, err
 	}
 	tokens, err := res.KVCapacityTokens(d.Engine.GPUMemoryUtilization, lim)
-	return tokens / int64(d.Engine.BlockSize), err
+	return tokens / int64(d.Engine.BlockSize), reserve, err
 }
 
 // kvBlockBytes is the bytes one KV block of d takes on a rank of the
-// largest stage: block_size tokens of every layer, or of one group's
-// layers under the hybrid KV cache manager.
+// largest stage (roofline.KVBlockBytes under d's layout).
 func kvBlockBytes(d *config.Deployment, r *roofline.Roofline) float64 {
-	b := r.KVBytesPerToken() * float64(d.Engine.BlockSize)
 	if g, ok := d.HybridKV(); ok {
-		b = b * float64(g.Size) / float64(r.A.Layers)
+		return r.KVBlockBytes(d.Engine.BlockSize, &g)
 	}
-	return b
+	return r.KVBlockBytes(d.Engine.BlockSize, nil)
 }
 
 // prepareParallel adds a deployment's DP, EP and PP to its roofline

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/blis-sim/blis/lib/engine"
 	"io"
 	"math"
 	"os"
@@ -139,22 +140,13 @@ func NewSetup(dep Deployment) (*Setup, error) {
 	cfg.Engine.PrefixCaching = dep.PrefixCaching
 	cfg.Engine.AsyncScheduling = dep.asyncScheduling()
 	cfg.Engine.KVBlocks = dep.KVBlocks
-	cfg.Engine.FillLimits(dep.GPU) // vLLM sizes its profiling run (the KV reserve) by them
-	lim := roofline.EngineLimits{MaxNumSeqs: cfg.Engine.MaxNumSeqs, MaxNumBatchedTokens: cfg.Engine.MaxNumBatchedTokens}
-	if g, ok := config.HybridKVOf(dep.Model); ok && cfg.Engine.KVBlocks == 0 && r.Roofline != nil {
-		// vLLM's hybrid KV cache manager: a block holds one group's layers.
-		b, err := r.Roofline.KVHybridBlocks(cfg.Engine.GPUMemoryUtilization, lim, cfg.Engine.BlockSize, g)
-		if err != nil {
-			return nil, fmt.Errorf("KV cache of %s on %s tp%d: %w (pass --kv-blocks)", dep.Model, dep.GPU, dep.TP, err)
-		}
-		cfg.Engine.KVBlocks = b
-	}
 	if cfg.Engine.KVBlocks == 0 {
-		tok, err := r.KVCapacityTokens(cfg.Engine.GPUMemoryUtilization, lim)
+		d := cfg.Resolved()[0]
+		b, _, err := engine.KVBlocksFromMemory(&d, r)
 		if err != nil {
 			return nil, fmt.Errorf("KV cache of %s on %s tp%d: %w (pass --kv-blocks)", dep.Model, dep.GPU, dep.TP, err)
 		}
-		cfg.Engine.KVBlocks = tok / int64(cfg.Engine.BlockSize)
+		cfg.Engine.KVBlocks, cfg.Engine.MaxNumSeqs, cfg.Engine.MaxNumBatchedTokens = b, d.Engine.MaxNumSeqs, d.Engine.MaxNumBatchedTokens
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

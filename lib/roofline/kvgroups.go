@@ -52,6 +52,16 @@ func (r *Roofline) KVHybridBlocks(util float64, lim EngineLimits, blockSize int,
 	if err != nil {
 		return 0, err
 	}
-	block := r.KVBytesPerToken() * float64(g.Size) / float64(r.A.Layers) * float64(blockSize)
-	return int64(avail / block), nil
+	return int64(avail / r.KVBlockBytes(blockSize, &g)), nil
+}
+
+// KVBlockBytes is the bytes one KV block of blockSize tokens takes on a
+// rank: every layer's, or under the hybrid layout g (nil: none) one
+// group's Size layers'.
+func (r *Roofline) KVBlockBytes(blockSize int, g *KVGroups) float64 {
+	b := r.KVBytesPerToken() * float64(blockSize)
+	if g != nil {
+		b = b * float64(g.Size) / float64(r.A.Layers)
+	}
+	return b
 }

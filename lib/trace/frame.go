@@ -71,10 +71,11 @@ func (f *frameReader) Message() (*ipc.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	bodyLen, err := checkMessage(meta)
+	m, err := checkMessage(meta)
 	if err != nil {
 		return nil, fmt.Errorf("corrupt Arrow stream: %w", err)
 	}
+	bodyLen := m.bodyLen
 	// The previous message goes first, so that its body, once the batch
 	// made of it is released too, can take this one.
 	if f.cur != nil {
@@ -101,7 +102,7 @@ func (f *frameReader) Message() (*ipc.Message, error) {
 		body = memory.NewBufferBytes(b)
 	}
 	bb := body.Bytes()
-	if err := checkCompressedBody(meta, bodyLen, func(off int64) (int64, error) {
+	if err := checkCompressedBody(meta, m, func(off int64) (int64, error) {
 		return int64(binary.LittleEndian.Uint64(bb[off:])), nil // inside the body: checked
 	}); err != nil {
 		body.Release()
@@ -257,41 +258,51 @@ const (
 	typeUnion          = 14
 )
 
+// message is what checkMessage found in a Message flatbuffer: its body
+// length and, for a record or dictionary batch, the RecordBatch table.
+type message struct {
+	bodyLen int64
+	batch   table
+	isBatch bool
+}
+
 // checkMessage validates the parts of a Message flatbuffer that arrow-go sizes
-// allocations by, and returns the body length.
-func checkMessage(meta []byte) (int64, error) {
+// allocations by.
+func checkMessage(meta []byte) (message, error) {
 	b := fbuf(meta)
+	var m message
 	root, err := b.u32(0)
 	if err != nil {
-		return 0, err
+		return m, err
 	}
 	msg, err := b.table(root)
 	if err != nil {
-		return 0, err
+		return m, err
 	}
 	var bodyLen int64
 	if p := b.field(msg, 3); p != 0 {
 		if p+8 > len(b) {
-			return 0, errFB
+			return m, errFB
 		}
 		bodyLen = int64(binary.LittleEndian.Uint64(b[p:]))
 	}
 	if bodyLen < 0 || bodyLen > maxBodyBytes {
-		return 0, fmt.Errorf("message body length %d", bodyLen)
+		return m, fmt.Errorf("message body length %d", bodyLen)
 	}
+	m.bodyLen = bodyLen
 	if err := checkKeyValues(b, msg, 4); err != nil {
-		return 0, err
+		return m, err
 	}
 	var htype byte
 	if p := b.field(msg, 1); p != 0 {
 		if p >= len(b) {
-			return 0, errFB
+			return m, errFB
 		}
 		htype = b[p]
 	}
 	hdr, ok, err := b.subtable(msg, 2)
 	if err != nil || !ok {
-		return bodyLen, err
+		return m, err
 	}
 	switch htype {
 	case hdrSchema:
@@ -300,12 +311,14 @@ func checkMessage(meta []byte) (int64, error) {
 		if rb, ok, e := b.subtable(hdr, 1); e != nil {
 			err = e
 		} else if ok {
+			m.batch, m.isBatch = rb, true
 			err = checkRecordBatch(b, rb)
 		}
 	case hdrRecordBatch:
+		m.batch, m.isBatch = hdr, true
 		err = checkRecordBatch(b, hdr)
 	}
-	return bodyLen, err
+	return m, err
 }
 
 // checkSchema validates a Schema table: its fields (recursively), metadata
@@ -412,40 +425,15 @@ func CheckIPCSchema(stream []byte) error {
 // about 255:1, so twice zstd's is more than any real buffer needs.
 const maxCompressionRatio = 1 << 16
 
-// checkCompressedBody validates a record or dictionary batch whose body is
-// compressed (Arrow's BodyCompression, lz4 or zstd): each buffer must lie
-// inside the body, and the uncompressed length its first 8 bytes claim
-// (read by prefix at the buffer's offset in the body) must be one its
-// compressed bytes can hold, because arrow-go allocates that length before
-// decompressing. An uncompressed body needs nothing here.
-func checkCompressedBody(meta []byte, bodyLen int64, prefix func(off int64) (int64, error)) error {
-	b := fbuf(meta)
-	root, err := b.u32(0)
-	if err != nil {
-		return err
-	}
-	msg, err := b.table(root)
-	if err != nil {
-		return err
-	}
-	var htype byte
-	if p := b.field(msg, 1); p != 0 && p < len(b) {
-		htype = b[p]
-	}
-	hdr, ok, err := b.subtable(msg, 2)
-	if err != nil || !ok {
-		return err
-	}
-	switch htype {
-	case hdrRecordBatch:
-	case hdrDictionaryBatch:
-		if hdr, ok, err = b.subtable(hdr, 1); err != nil || !ok {
-			return err
-		}
-	default:
-		return nil
-	}
-	if b.field(hdr, 3) == 0 { // RecordBatch.compression
+// checkCompressedBody validates a record or dictionary batch (m, of meta)
+// whose body is compressed (Arrow's BodyCompression, lz4 or zstd): each
+// buffer must lie inside the body, and the uncompressed length its first 8
+// bytes claim (read by prefix at the buffer's offset in the body) must be
+// one its compressed bytes can hold, because arrow-go allocates that length
+// before decompressing. An uncompressed body needs nothing here.
+func checkCompressedBody(meta []byte, m message, prefix func(off int64) (int64, error)) error {
+	b, hdr, bodyLen := fbuf(meta), m.batch, m.bodyLen
+	if !m.isBatch || b.field(hdr, 3) == 0 { // RecordBatch.compression
 		return nil
 	}
 	start, n, err := b.vector(hdr, 2, 16) // buffers: {offset, length int64}

@@ -458,11 +458,13 @@ func (r *fileReader) checkBlock(i int) error {
 	} else {
 		meta = meta[4:]
 	}
-	if _, err := checkMessage(meta); err != nil {
+	m, err := checkMessage(meta)
+	if err != nil {
 		return err
 	}
+	m.bodyLen = blk.bodyLen // arrow-go reads the block's body length
 	body := blk.offset + int64(blk.metaLen)
-	return checkCompressedBody(meta, blk.bodyLen, func(off int64) (int64, error) {
+	return checkCompressedBody(meta, m, func(off int64) (int64, error) {
 		var p [8]byte
 		if _, err := r.f.ReadAt(p[:], body+off); err != nil {
 			return 0, err

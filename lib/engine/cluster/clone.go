@@ -19,7 +19,7 @@ import (
 // Cloning stamps the original's requests (request.Clone): two goroutines
 // must not clone one cluster at once.
 func (c *Cluster) Clone(sink Sink, steps StepSink) *Cluster {
-	return c.cloneWith(request.NewCloneN(len(c.ids)+64), sink, steps, nil)
+	return c.cloneWith(request.NewCloneN(c.ids.len()+64), sink, steps, nil)
 }
 
 // cloneWith clones through m (reset by the caller for a whole clone). A
@@ -150,13 +150,10 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	d.cur, d.curG = nil, nil
 
 	if fork {
-		d.ids, d.retired.S = nil, nil
+		d.ids, d.retired.S = idIndex{seed: c.ids.seed}, nil
 		d.frontier = math.MinInt64 // nothing to forget
 	} else {
-		d.ids = make(map[string]*request.State, len(c.ids))
-		for k, r := range c.ids {
-			d.ids[k] = m.Map(r)
-		}
+		d.ids = c.ids.clone(m.Map)
 		d.retired.S = make([]retireEntry, len(c.retired.S))
 		for i, e := range c.retired.S {
 			d.retired.S[i] = retireEntry{m.Map(e.r)}

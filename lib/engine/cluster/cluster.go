@@ -328,7 +328,7 @@ type Cluster struct {
 	pd       *disagg  // P/D hand-offs (nil without P/D pools)
 	rgroup   []*group // per replica: the group whose board shows it
 
-	ids     map[string]*request.State
+	ids     idIndex
 	retired retireHeap
 	pool    []*request.State
 	liveH   *request.State
@@ -376,7 +376,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		return models[i]
 	}
 	c := &Cluster{cfg: cfg, sink: sink, opts: opts, checks: opts.CheckInvariants,
-		ids: map[string]*request.State{}, frontier: math.MinInt64, byModel: map[string]*group{},
+		ids: newIDIndex(), frontier: math.MinInt64, byModel: map[string]*group{},
 		snapEvery: cfg.SnapshotInterval.US(), timeout: cfg.ClientTimeout.US(), client: newClientGate(opts.MaxInFlight), kvDelay: cfg.KVEventDelay.US()}
 	c.flat = cfg.IsFlat()
 	c.tierNames = cfg.TierNames()

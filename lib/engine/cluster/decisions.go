@@ -64,7 +64,7 @@ func (c *Cluster) ReportAnomaly(a *row.Anomaly) {
 }
 
 // Request returns the state of a request the cluster still holds, or nil.
-func (c *Cluster) Request(id string) *request.State { return c.ids[id] }
+func (c *Cluster) Request(id string) *request.State { return c.ids.get(id) }
 
 // EachLive calls f on every request in flight (not yet final), in
 // injection order.

@@ -28,15 +28,16 @@ func (c *Cluster) InputDone() {
 // Inject registers one row (row is its 1-based position, for errors). A
 // row must come after the rows it depends on. Errors are *row.RowError.
 func (c *Cluster) Inject(req *row.Request, n int64) error {
-	if _, dup := c.ids[req.ID]; dup {
-		return c.rowErr(req, n, "column %s: duplicate id %q", row.ColRequestID, req.ID)
-	}
 	r := c.newState()
 	r.Req = *req
+	if c.ids.put(r) != nil {
+		r.Req = row.Request{}
+		c.pool = append(c.pool, r)
+		return c.rowErr(req, n, "column %s: duplicate id %q", row.ColRequestID, req.ID)
+	}
 	r.Row = n
-	c.ids[req.ID] = r
 	c.sum.Injected++
-	if n := int64(len(c.ids)); n > c.sum.PeakHeld {
+	if n := int64(c.ids.len()); n > c.sum.PeakHeld {
 		c.sum.PeakHeld = n
 	}
 	c.liveAdd(r)
@@ -48,7 +49,7 @@ func (c *Cluster) Inject(req *row.Request, n int64) error {
 	failed := req.SourceStatus == row.SourceFailed
 	var blocked *request.State
 	for _, id := range req.DependsOn {
-		p := c.ids[id]
+		p := c.ids.get(id)
 		if p == nil {
 			where := "in the table"
 			if c.opts.Streamed {
@@ -171,7 +172,7 @@ func (c *Cluster) purge() {
 		r := c.retired.Pop().r
 		// r is the id's entry: every retired request was registered by
 		// Inject, which refuses an id already there until this delete.
-		delete(c.ids, r.Req.ID)
+		c.ids.remove(r)
 		if r.Pending == 0 {
 			r.Req = row.Request{}
 			c.pool = append(c.pool, r)

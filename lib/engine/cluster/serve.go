@@ -26,7 +26,7 @@ func (c *Cluster) NextEventUS() int64 {
 // the tokens of the steps completed before t counted). It reports false
 // when the cluster no longer holds the request or it has already ended.
 func (c *Cluster) Cancel(id string, t int64) bool {
-	r := c.ids[id]
+	r := c.ids.get(id)
 	if r == nil || r.Phase == request.Done || r.Phase == request.Pending {
 		return false
 	}

@@ -62,17 +62,17 @@ type Ramps struct {
 	// Model is the deployment's step model; a replica whose model is
 	// another (slowed while warming up) is stepped.
 	Model latency.Model
-	by    []latency.Ramp
+	by    []*memoRamp
 	tried []bool
 }
 
 // NewRamps returns an empty cache for model m.
 func NewRamps(m latency.Model) *Ramps { return &Ramps{Model: m} }
 
-func (r *Ramps) get(seqs int) latency.Ramp {
+func (r *Ramps) get(seqs int) *memoRamp {
 	if seqs >= len(r.by) {
 		n := max(seqs+1, 2*len(r.by))
-		r.by = append(r.by, make([]latency.Ramp, n-len(r.by))...)
+		r.by = append(r.by, make([]*memoRamp, n-len(r.by))...)
 		r.tried = append(r.tried, make([]bool, n-len(r.tried))...)
 	}
 	if !r.tried[seqs] {
@@ -80,9 +80,54 @@ func (r *Ramps) get(seqs int) latency.Ramp {
 		if f != nil && !agrees(f, r.Model, seqs) {
 			f = nil // a ramp promoted from an embedded model whose StepTime was overridden, say
 		}
-		r.by[seqs], r.tried[seqs] = f, true
+		if f != nil {
+			r.by[seqs] = newMemoRamp(f, seqs <= memoSeqs)
+		}
+		r.tried[seqs] = true
 	}
 	return r.by[seqs]
+}
+
+// memoRamp is a ramp that remembers its values (at least 1 µs, as a span
+// prices a step). Spans of one batch size evaluate the same contexts over
+// and over — at batch 1 every span's runs end at the same contexts, so the
+// day of bench/fleet-day.yaml's first 4 hours makes 39 M calls at 2,486
+// contexts — and a remembered value is a load where the ramp is its
+// model's arithmetic. Slots are direct-mapped by a hash of the context: a
+// context whose slot another holds is priced again.
+type memoRamp struct {
+	f     latency.Ramp
+	slots []uint64 // ctx<<memoDurBits | dur; 0: empty (dur ≥ 1)
+}
+
+const (
+	memoSeqs    = 4
+	memoBits    = 12 // 4,096 slots, 32 KiB a batch size
+	memoDurBits = 24 // durations up to 16.7 s are remembered
+)
+
+func newMemoRamp(f latency.Ramp, remember bool) *memoRamp {
+	m := &memoRamp{f: f}
+	if remember {
+		m.slots = make([]uint64, 1<<memoBits)
+	}
+	return m
+}
+
+// at is max(f(ctx), 1).
+func (m *memoRamp) at(ctx int64) int64 {
+	if m.slots == nil || uint64(ctx) >= 1<<(64-memoDurBits) {
+		return max(m.f(ctx), 1)
+	}
+	i := (uint64(ctx) * 0x9E3779B97F4A7C15) >> (64 - memoBits)
+	if e := m.slots[i]; e != 0 && e>>memoDurBits == uint64(ctx) {
+		return int64(e & (1<<memoDurBits - 1))
+	}
+	v := max(m.f(ctx), 1)
+	if v < 1<<memoDurBits {
+		m.slots[i] = uint64(ctx)<<memoDurBits | uint64(v)
+	}
+	return v
 }
 
 // agrees checks a ramp against the model's StepTime at a few contexts,
@@ -112,7 +157,7 @@ type span struct {
 	// prices more (Extend).
 	priced, end int64
 	budget      int // ramp calls for the next pricing
-	ramp        latency.Ramp
+	ramp        *memoRamp
 	ctx0, seqs  int64
 	runs        []leapRun
 	// Applied so far: done steps completed, the last ending at doneEnd
@@ -148,7 +193,7 @@ func (p *Replica) leap(now int64) (end, last int64, ok bool) {
 		return 0, 0, false
 	}
 	s := &p.span
-	dur := max(ramp(sp.Ctx0), 1)
+	dur := ramp.at(sp.Ctx0)
 	s.runs = append(s.runs[:0], leapRun{dur, 1})
 	s.first, s.n, s.priced, s.end = p.Sched.StepIndex(), sp.Steps, 1, now+dur
 	s.ramp, s.ctx0, s.seqs, s.budget = ramp, sp.Ctx0, int64(sp.Seqs), firstBudget
@@ -189,7 +234,7 @@ func (s *span) price() {
 	n, calls := s.n, 0
 	at := func(i int64) int64 {
 		calls++
-		return max(s.ramp(s.ctx0+i*s.seqs), 1)
+		return s.ramp.at(s.ctx0 + i*s.seqs)
 	}
 	i, end := s.priced, s.end
 	next := int64(-1) // at(i) when already known

@@ -57,7 +57,7 @@ func TestSpanPriceIsTheRampStepByStep(t *testing.T) {
 			ctx0 := rnd.Int64N(5000)
 			n := 2 + rnd.Int64N(3000)
 			start := rnd.Int64N(1e9)
-			s := span{n: n, ramp: ramp, ctx0: ctx0, seqs: seqs, budget: 1 + rnd.IntN(20)}
+			s := span{n: n, ramp: newMemoRamp(ramp, trial%2 == 0), ctx0: ctx0, seqs: seqs, budget: 1 + rnd.IntN(20)}
 			d0 := max(ramp(ctx0), 1)
 			s.runs = []leapRun{{d0, 1}}
 			s.priced, s.end = 1, start+d0

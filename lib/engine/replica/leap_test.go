@@ -83,3 +83,32 @@ func TestSpanPriceIsTheRampStepByStep(t *testing.T) {
 		}
 	}
 }
+
+// A remembering ramp answers as its ramp does (at least 1) for any context:
+// 0, contexts sharing slots, contexts and durations too large to remember.
+func TestMemoRampIsItsRamp(t *testing.T) {
+	f := func(x int64) int64 {
+		switch {
+		case x%7 == 0:
+			return 0 // at least 1 µs
+		case x%11 == 0:
+			return 1<<24 + x%5 // too long to remember
+		}
+		return 100 + x%1000
+	}
+	rnd := rand.New(rand.NewPCG(28, 2))
+	ctxs := []int64{0, 1, 2, 1<<40 - 3, 1<<40 - 2, 1<<40 - 1, 1 << 40, 1 << 62}
+	for i := 0; i < 20000; i++ {
+		ctxs = append(ctxs, rnd.Int64N(50000))
+	}
+	for _, remember := range []bool{true, false} {
+		m := newMemoRamp(f, remember)
+		for pass := 0; pass < 3; pass++ {
+			for _, x := range ctxs {
+				if got, want := m.at(x), max(f(x), 1); got != want {
+					t.Fatalf("remember %v, pass %d: at(%d) = %d, want %d", remember, pass, x, got, want)
+				}
+			}
+		}
+	}
+}

@@ -27,6 +27,13 @@ func Prepare(cfg *config.Cluster) (models []latency.Model, why []string, err err
 	var poolWhy []string
 	for i := range deps {
 		d := &deps[i]
+		// The model's KV layout first: the KV sizing of every pool reads it.
+		d.Engine.KVLayout = kvLayout(d.Model)
+		if cfg.IsFlat() {
+			cfg.Engine.KVLayout = d.Engine.KVLayout
+		} else {
+			cfg.Deployments[i].Engine.KVLayout = d.Engine.KVLayout
+		}
 		// A pool's own hardware first: a pool that inherits the
 		// deployment's engine must not inherit a kv_blocks computed for
 		// the deployment's GPU.
@@ -209,6 +216,18 @@ func resolveModel(cfg *config.Cluster, d *config.Deployment, key func(string) st
 		}
 	}
 	return model, why, res, nil
+}
+
+// kvLayout is model's hybrid KV layout (roofline.Arch.KVLayout), read
+// from the catalogue or the config.json it names; nil for a model whose
+// layers are of one kind, or that neither names (a linear model's free
+// name: it has no layers to group).
+func kvLayout(model string) *roofline.KVGroups {
+	a, err := roofline.LoadModel(model)
+	if err != nil {
+		return nil
+	}
+	return a.KVLayout()
 }
 
 // KVBlocksFromMemory is the KV blocks one replica of d holds from GPU

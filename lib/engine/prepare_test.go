@@ -58,3 +58,69 @@ func TestPrepareKVBlocksFollowLimits(t *testing.T) {
 		}
 	}
 }
+
+// The hybrid KV layout is the model's, however the model is named: its
+// catalogue name and the config.json it was read from give the same layout
+// and KV blocks, for the flat form and for a deployment, and a pool on
+// hardware of its own keeps it.
+func TestPrepareKVLayoutFromModel(t *testing.T) {
+	path := filepath.Join("..", "roofline", "models", "gpt-oss-120b", "config.json")
+	var blocks []int64
+	for _, model := range []string{"gpt-oss-120b", path} {
+		c := config.Default()
+		c.Model, c.GPU, c.TP = model, "h100", 2
+		c.Latency.Mode = "roofline"
+		_, why, err := Prepare(&c)
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		d := c.Resolved()[0]
+		g, ok := d.HybridKV()
+		if !ok || g.Full != 1 || g.Slide != 1 || g.Size != 18 || g.Window != 128 || !strings.Contains(why[0], "hybrid KV cache: 1 full + 1 sliding-window (128 tokens) groups of 18 layers") {
+			t.Fatalf("%s: layout %+v %v; why %q", model, g, ok, why[0])
+		}
+		blocks = append(blocks, c.Engine.KVBlocks)
+	}
+	if blocks[0] != blocks[1] {
+		t.Fatalf("KV blocks by name %d, by config.json %d", blocks[0], blocks[1])
+	}
+	// Without windows there is no layout; turned off, none is kept.
+	c := config.Default()
+	if _, _, err := Prepare(&c); err != nil || c.Engine.KVLayout != nil {
+		t.Fatalf("llama: layout %+v, %v", c.Engine.KVLayout, err)
+	}
+	c = config.Default()
+	c.Model, c.GPU, c.TP, c.Engine.DisableHybridKVCacheManager = path, "h100", 2, true
+	c.Latency.Mode = "roofline"
+	if _, _, err := Prepare(&c); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Resolved()[0].HybridKV(); ok || 2*c.Engine.KVBlocks > blocks[0]+1 {
+		t.Fatalf("disabled: layout kept %v, %d blocks against %d with it", ok, c.Engine.KVBlocks, blocks[0])
+	}
+	// A deployment with a pool on other hardware: both views keep it.
+	c = config.Default()
+	e := c.Engine
+	c.Model, c.GPU, c.TP, c.Replicas = "", "", 0, 0
+	c.Deployments = []config.Deployment{{ID: "oss", Model: path, GPU: "h100", TP: 2, Engine: e, Latency: config.Latency{Mode: "roofline"},
+		Pools: []config.Pool{{Role: "monolithic", Replicas: 1}, {Role: "monolithic", Replicas: 1, GPU: "h200"}}}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Prepare(&c); err != nil {
+		t.Fatal(err)
+	}
+	d := c.Deployments[0]
+	if _, ok := d.HybridKV(); !ok {
+		t.Fatal("deployment lost its layout")
+	}
+	h200 := config.Default()
+	h200.Model, h200.GPU, h200.TP = path, "h200", 2
+	h200.Latency.Mode = "roofline"
+	if _, _, err := Prepare(&h200); err != nil {
+		t.Fatal(err)
+	}
+	if x := d.ForPool(1); x.Engine.KVLayout == nil || d.Pools[1].Engine == nil || d.Pools[1].Engine.KVBlocks != h200.Engine.KVBlocks {
+		t.Fatalf("h200 pool: layout %v, engine %+v; want %d blocks", x.Engine.KVLayout, d.Pools[1].Engine, h200.Engine.KVBlocks)
+	}
+}

@@ -140,6 +140,7 @@ func NewSetup(dep Deployment) (*Setup, error) {
 	cfg.Engine.PrefixCaching = dep.PrefixCaching
 	cfg.Engine.AsyncScheduling = dep.asyncScheduling()
 	cfg.Engine.KVBlocks = dep.KVBlocks
+	cfg.Engine.KVLayout = r.Roofline.A.KVLayout()
 	if cfg.Engine.KVBlocks == 0 {
 		d := cfg.Resolved()[0]
 		b, _, err := engine.KVBlocksFromMemory(&d, r)

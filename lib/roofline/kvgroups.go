@@ -36,6 +36,15 @@ func (a *Arch) KVGroups() (KVGroups, bool) {
 	return KVGroups{Size: size, Full: (nf + size - 1) / size, Slide: (ns + size - 1) / size, Window: a.Window}, true
 }
 
+// KVLayout is KVGroups as a pointer, nil when the layers are all of one
+// type.
+func (a *Arch) KVLayout() *KVGroups {
+	if g, ok := a.KVGroups(); ok {
+		return &g
+	}
+	return nil
+}
+
 // String is the layout as a log line reads it.
 func (g KVGroups) String() string {
 	return fmt.Sprintf("%d full + %d sliding-window (%d tokens) groups of %d layers", g.Full, g.Slide, g.Window, g.Size)

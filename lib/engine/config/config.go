@@ -145,6 +145,11 @@ type Engine struct {
 	// a model with sliding-window layers then keeps every layer's KV for
 	// every token, as one without windows (HybridKV).
 	DisableHybridKVCacheManager bool `yaml:"disable_hybrid_kv_cache_manager"`
+	// KVLayout is the model's hybrid KV layout when its layers mix full
+	// and sliding-window attention (nil: one kind), a property of the
+	// model that engine.Prepare fills from it; Deployment.HybridKV says
+	// whether the engine keeps it.
+	KVLayout *roofline.KVGroups `yaml:"-"`
 	// budgetOf names the GPU whose default gave MaxNumBatchedTokens
 	// (FillLimits), for the error when max_num_seqs exceeds it.
 	budgetOf string

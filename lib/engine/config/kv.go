@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -147,44 +146,20 @@ func (k *KV) HasTiers() bool { return len(k.Tiers) > 0 && k.Offload != "none" }
 
 // HybridKV is the hybrid KV cache layout (roofline.KVGroups) d's replicas
 // keep, as vLLM's hybrid KV cache manager does for a model that mixes
-// full and sliding-window layers; false keeps every layer's KV for every
-// token: a model without windows, engine.disable_hybrid_kv_cache_manager,
-// or a deployment whose KV leaves the GPU (lower tiers, P/D transfers:
-// vLLM turns the manager off when a KV connector is configured), a draft
-// model (its layers would join the groups: not modelled), or a layout of more than one full-attention group (not modelled: its decode
-// would take a block per group at each block boundary).
+// full and sliding-window layers (engine.KVLayout, filled by
+// engine.Prepare); false keeps every layer's KV for every token: a model
+// without windows, engine.disable_hybrid_kv_cache_manager, or a deployment
+// whose KV leaves the GPU (lower tiers, P/D transfers: vLLM turns the
+// manager off when a KV connector is configured), a draft model (its
+// layers would join the groups: not modelled), or a layout of more than
+// one full-attention group (not modelled: its decode would take a block
+// per group at each block boundary).
 func (d *Deployment) HybridKV() (roofline.KVGroups, bool) {
-	if d.Engine.DisableHybridKVCacheManager || d.IsPD() || d.KV != nil && d.KV.HasTiers() || d.Speculative != nil && d.Speculative.Method != SpecNgram {
+	g := d.Engine.KVLayout
+	if g == nil || g.Full != 1 || d.Engine.DisableHybridKVCacheManager || d.IsPD() || d.KV != nil && d.KV.HasTiers() || d.Speculative != nil && d.Speculative.Method != SpecNgram {
 		return roofline.KVGroups{}, false
 	}
-	return HybridKVOf(d.Model)
-}
-
-// HybridKVOf is model's hybrid KV layout when the engine models it (one
-// full-attention group; see Deployment.HybridKV).
-func HybridKVOf(model string) (roofline.KVGroups, bool) {
-	if h, ok := hybridKVs.Load(model); ok {
-		h := h.(hybridKV)
-		return h.g, h.ok
-	}
-	var h hybridKV
-	if _, ok := roofline.LookupModel(model); ok {
-		if a, err := roofline.LoadModel(model); err == nil {
-			h.g, h.ok = a.KVGroups()
-			h.ok = h.ok && h.g.Full == 1
-		}
-	}
-	hybridKVs.Store(model, h)
-	return h.g, h.ok
-}
-
-// hybridKVs caches HybridKVOf by model name: a catalogue entry is parsed
-// once, not at every cluster built (policy search builds thousands).
-var hybridKVs sync.Map
-
-type hybridKV struct {
-	g  roofline.KVGroups
-	ok bool
+	return *g, true
 }
 
 // IsPD reports whether the deployment has prefill and decode pools.

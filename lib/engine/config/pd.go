@@ -133,6 +133,7 @@ func (d *Deployment) ForPool(j int) Deployment {
 	}
 	if p.Engine != nil {
 		x.Engine = *p.Engine
+		x.Engine.KVLayout = d.Engine.KVLayout // the model's, whatever the pool's engine
 	}
 	if p.Latency != nil {
 		x.Latency = *p.Latency

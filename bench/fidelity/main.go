@@ -9,7 +9,9 @@
 // Sections: LLMServingSim's per-request vLLM runs (p50/p90 TTFT, TPOT, E2E,
 // throughput, capacity while saturated, queue over time against the 1 Hz
 // time series), aiconfigurator's closed-loop serving points (every
-// deployment whose model and GPU are catalogued), Splitwise's step times and
+// deployment whose model and GPU are catalogued), inference-perf's open-loop
+// H100 runs (per stage, their KV capacity and their decode steps rebuilt
+// request by request), Splitwise's step times and
 // Vidur's layer profiles; then the errors pooled by GPU family and load
 // regime. Deterministic: the same data gives the same bytes.
 package main

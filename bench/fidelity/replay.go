@@ -319,7 +319,7 @@ func deriveSteps(dir, commit string, w io.Writer) error {
 		"as the client measured them). The repository carries no license: only numbers are kept.",
 		"The runs set server.ignore_eos, so every request generated its config's output_len (default_args/<experiment>/",
 		"results/config.yaml); replay_data's output_tokens is the client's re-tokenisation of the text (a few tokens off,",
-		"and under 100 for 1-14% of the Llama-2 runs' requests) and is not used.",
+		"and under 100 for up to 17% of a run's requests) and is not used.",
 		"Each successful request decodes from its first token to its last at its own mean rate; per second of the run",
 		"batch = decoding requests (time-weighted), step = batch / tokens generated, context = their mean prompt + tokens",
 		"so far, waiting = requests arrived without a first token, admitted = first tokens. Seconds in which a request",

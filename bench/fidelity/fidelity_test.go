@@ -351,3 +351,58 @@ func TestDeriveSteps(t *testing.T) {
 		t.Fatalf("%s differs from what the checkout derives", stepsTable)
 	}
 }
+
+// The roofline's decode step against the runs' reconstructed seconds
+// (docs/latency.md, "Issue 27, ninth pass"): within 8% at 700–900 tokens
+// of context at every batch range with half a minute of data, on all
+// four models; and within 8% in the first minute of saturation at 128 ×
+// 1,800 on the two dense TP > 1 models (later minutes drift 10–12% slower
+// in the real runs, which the model does not follow).
+func TestReplayDecodeSteps(t *testing.T) {
+	rows, err := readSteps(filepath.Join("..", "..", stepsTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := loadOpenLoop(filepath.Join("..", "..", openLoopTable), fit.Deployment{AsyncScheduling: openLoopAsync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := map[*fit.OpenLoopRun]latency.Model{}
+	for _, r := range runs {
+		if models[r], err = stepModel(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short := 0
+	for _, c := range compareSteps(rows, runs, models) {
+		if c.ctx >= 1000 || c.seconds < 30 {
+			continue
+		}
+		short++
+		if e := c.sim/c.real - 1; math.Abs(e) > 0.08 {
+			t.Errorf("%s, batch %d–%d, context %.0f: roofline %.1f ms, real %.1f (%+.0f%%)", c.model, c.lo, c.hi, c.ctx, c.sim, c.real, 100*e)
+		}
+	}
+	if short < 15 {
+		t.Errorf("%d model × batch ranges at 700–900 tokens, want 15 or more", short)
+	}
+	dense := 0
+	for _, r := range runs {
+		if !strings.HasSuffix(r.Name, "reasoning") || r.Setup.Dep.TP == 1 || strings.Contains(r.Name, "mixtral") {
+			continue
+		}
+		for _, row := range rows {
+			if row.exp != r.Name || row.minute != 1 || row.lo != 121 {
+				continue
+			}
+			dense++
+			sim := simStepMS(models[r], row.batch, row.ctx)
+			if e := sim/row.stepMS - 1; math.Abs(e) > 0.08 {
+				t.Errorf("%s minute 1 (%.1f × %.0f): roofline %.1f ms, real %.1f (%+.0f%%)", r.Name, row.batch, row.ctx, sim, row.stepMS, 100*e)
+			}
+		}
+	}
+	if dense != 2 {
+		t.Errorf("%d dense saturated runs at minute 1, want 2", dense)
+	}
+}

@@ -473,41 +473,12 @@ func writeReplaySteps(w io.Writer, rows []stepRow, runs []*fit.OpenLoopRun) erro
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| model | batch | context | seconds | mean batch | mean context | real step | roofline step |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|")
-	var mnames []string
-	byModel := map[string][]*fit.OpenLoopRun{}
-	for _, r := range order {
-		if _, ok := byModel[modelOf(r)]; !ok {
-			mnames = append(mnames, modelOf(r))
+	for _, c := range compareSteps(rows, order, models) {
+		label := fmt.Sprintf("%d–%d", c.lo, c.hi)
+		if c.hi > 1<<20 {
+			label = fmt.Sprintf("%d+", c.lo)
 		}
-		byModel[modelOf(r)] = append(byModel[modelOf(r)], r)
-	}
-	for _, mn := range mnames {
-		for _, d := range stepBins {
-			for _, c := range ctxClasses {
-				var n, batch, ctx, real, sim float64
-				for _, r := range byModel[mn] {
-					for _, row := range rows {
-						if row.exp != r.Name || row.minute < 1 || row.lo != d.lo || row.ctx < c.lo || row.ctx >= c.hi {
-							continue
-						}
-						s := float64(row.seconds)
-						n += s
-						batch += s * row.batch
-						ctx += s * row.ctx
-						real += s * row.stepMS
-						sim += s * simStepMS(models[r], row.batch, row.ctx)
-					}
-				}
-				if n == 0 {
-					continue
-				}
-				label := fmt.Sprintf("%d–%d", d.lo, d.hi)
-				if d.hi > 1<<20 {
-					label = fmt.Sprintf("%d+", d.lo)
-				}
-				fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f | %.0f | %.1f ms | %.1f ms (%+.0f%%) |\n", mn, label, c.label, n, batch/n, ctx/n, real/n, sim/n, 100*(sim/real-1))
-			}
-		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f | %.0f | %.1f ms | %.1f ms (%+.0f%%) |\n", c.model, label, c.ctxLabel, c.seconds, c.batch, c.ctx, c.real, c.sim, 100*(c.sim/c.real-1))
 	}
 	fmt.Fprintln(w)
 
@@ -553,6 +524,56 @@ func writeReplaySteps(w io.Writer, rows []stepRow, runs []*fit.OpenLoopRun) erro
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// stepCmp is the real and simulated decode step of one model in one batch
+// and context range (minute ≥ 1): means over the seconds, ms.
+type stepCmp struct {
+	model, ctxLabel     string
+	lo, hi              int
+	seconds, batch, ctx float64
+	real, sim           float64
+}
+
+// compareSteps groups the table's rows (minute ≥ 1: the first minute has
+// the uncached prompts) by model, batch range and context range, in the
+// runs' order.
+func compareSteps(rows []stepRow, order []*fit.OpenLoopRun, models map[*fit.OpenLoopRun]latency.Model) []stepCmp {
+	var mnames []string
+	byModel := map[string][]*fit.OpenLoopRun{}
+	for _, r := range order {
+		if _, ok := byModel[modelOf(r)]; !ok {
+			mnames = append(mnames, modelOf(r))
+		}
+		byModel[modelOf(r)] = append(byModel[modelOf(r)], r)
+	}
+	var out []stepCmp
+	for _, mn := range mnames {
+		for _, d := range stepBins {
+			for _, c := range ctxClasses {
+				x := stepCmp{model: mn, ctxLabel: c.label, lo: d.lo, hi: d.hi}
+				for _, r := range byModel[mn] {
+					for _, row := range rows {
+						if row.exp != r.Name || row.minute < 1 || row.lo != d.lo || row.ctx < c.lo || row.ctx >= c.hi {
+							continue
+						}
+						s := float64(row.seconds)
+						x.seconds += s
+						x.batch += s * row.batch
+						x.ctx += s * row.ctx
+						x.real += s * row.stepMS
+						x.sim += s * simStepMS(models[r], row.batch, row.ctx)
+					}
+				}
+				if x.seconds == 0 {
+					continue
+				}
+				x.batch, x.ctx, x.real, x.sim = x.batch/x.seconds, x.ctx/x.seconds, x.real/x.seconds, x.sim/x.seconds
+				out = append(out, x)
+			}
+		}
+	}
+	return out
 }
 
 // stepsSection writes writeReplaySteps for the open-loop table's runs.

@@ -41,6 +41,7 @@ func main() {
 	quiet := flag.Bool("q", false, "no progress on stderr")
 	flag.Float64Var(&alpha0Override, "alpha0", -1, "replace the roofline's α0 with this many µs everywhere (how the tables move with the first-token path; the default is the model's own)")
 	flag.Float64Var(&seqGPUProbeUS, "seq-gpu-us", 0, "add this many µs of GPU time per request to every roofline step (a probe: how the tables move with a per-request decode cost; 0 = off)")
+	flag.Float64Var(&stepScaleProbe, "step-scale", 1, "multiply every roofline step's time by this factor (a probe: how the tables move if the step were that much slower; 1 = off)")
 	openLoop := flag.String("open-loop", openLoopTable, "the open-loop stage table (inference-perf runs)")
 	only := flag.String("only", "", "print one section only: open-loop, open-loop-before-after (the roofline with α0 = 0 against the shipped default), or open-loop-steps (KV capacity and decode steps against the runs' reconstructed seconds)")
 	async := flag.String("open-loop-async", "", "open-loop runs: async scheduling on or off (default: the vLLM version's)")

@@ -406,3 +406,23 @@ func TestReplayDecodeSteps(t *testing.T) {
 		t.Errorf("%d dense saturated runs at minute 1, want 2", dense)
 	}
 }
+
+// The steps table's reader never panics, and what it accepts is usable:
+// positive steps, batches and capacities.
+func FuzzReadSteps(f *testing.F) {
+	head := strings.Join(stepsHeader, ",") + "\n"
+	f.Add(head + "x,2,128,26602,16,1,121,128,60,127.8,1806,25.13,22.0,3.58\n")
+	f.Add("# comment\n" + head + "x,1,128,7462,16,0,1,16,5,8.5,1151,20.23,0.4,3.20\ny,1,128,7462,16,0,1,16,5,NaN,1,1,1,1\n")
+	f.Add(head + "x,2,128,0,16,1,121,128,60,127.8,1806,25.13,22.0\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		rows, err := parseSteps("fuzz", strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for _, r := range rows {
+			if !(r.batch >= 1) || !(r.stepMS > 0) || r.kvBlocks < 1 || r.seconds < 1 {
+				t.Fatalf("accepted %+v", r)
+			}
+		}
+	})
+}

@@ -358,7 +358,12 @@ func readSteps(path string) ([]stepRow, error) {
 		return nil, err
 	}
 	defer f.Close()
-	cr := csv.NewReader(f)
+	return parseSteps(path, f)
+}
+
+// parseSteps parses a steps table from r; path names it in errors.
+func parseSteps(path string, r io.Reader) ([]stepRow, error) {
+	cr := csv.NewReader(r)
 	cr.Comment = '#'
 	recs, err := cr.ReadAll()
 	if err != nil {
@@ -383,8 +388,8 @@ func readSteps(path string) ([]stepRow, error) {
 		if perr != nil {
 			return nil, perr
 		}
-		if r.batch < 1 || r.stepMS <= 0 || r.kvBlocks < 1 {
-			return nil, fmt.Errorf("%s: row %d: expected batch ≥ 1, step_ms > 0 and kv_blocks ≥ 1", path, i+2)
+		if !(r.batch >= 1) || !(r.stepMS > 0) || !(r.ctx >= 0) || r.kvBlocks < 1 || r.seconds < 1 || r.tp < 1 || r.maxSeqs < 1 {
+			return nil, fmt.Errorf("%s: row %d: expected batch ≥ 1, step_ms > 0, context ≥ 0 and tp, max_num_seqs, kv_blocks, seconds ≥ 1", path, i+2)
 		}
 		out = append(out, r)
 	}

@@ -50,3 +50,7 @@ func deriveOpenLoop(dir, commit string, w io.Writer) error {
 func writeDerived(dir, commit string) error {
 	return deriveOpenLoop(dir, commit, os.Stdout)
 }
+
+func writeDerivedSteps(dir, commit string) error {
+	return deriveSteps(dir, commit, os.Stdout)
+}

@@ -9,7 +9,9 @@
 // Sections: LLMServingSim's per-request vLLM runs (p50/p90 TTFT, TPOT, E2E,
 // throughput, capacity while saturated, queue over time against the 1 Hz
 // time series), aiconfigurator's closed-loop serving points (every
-// deployment whose model and GPU are catalogued), Splitwise's step times and
+// deployment whose model and GPU are catalogued), inference-perf's open-loop
+// H100 runs (per stage, their KV capacity and their decode steps rebuilt
+// request by request), Splitwise's step times and
 // Vidur's layer profiles; then the errors pooled by GPU family and load
 // regime. Deterministic: the same data gives the same bytes.
 package main
@@ -39,12 +41,22 @@ func main() {
 	quiet := flag.Bool("q", false, "no progress on stderr")
 	flag.Float64Var(&alpha0Override, "alpha0", -1, "replace the roofline's α0 with this many µs everywhere (how the tables move with the first-token path; the default is the model's own)")
 	flag.Float64Var(&seqGPUProbeUS, "seq-gpu-us", 0, "add this many µs of GPU time per request to every roofline step (a probe: how the tables move with a per-request decode cost; 0 = off)")
+	flag.Float64Var(&stepScaleProbe, "step-scale", 1, "multiply every roofline step's time by this factor (a probe: how the tables move if the step were that much slower; 1 = off)")
 	openLoop := flag.String("open-loop", openLoopTable, "the open-loop stage table (inference-perf runs)")
-	only := flag.String("only", "", "print one section only: open-loop, or open-loop-before-after (the roofline with α0 = 0 against the shipped default)")
+	only := flag.String("only", "", "print one section only: open-loop, open-loop-before-after (the roofline with α0 = 0 against the shipped default), or open-loop-steps (KV capacity and decode steps against the runs' reconstructed seconds)")
 	async := flag.String("open-loop-async", "", "open-loop runs: async scheduling on or off (default: the vLLM version's)")
 	derive := flag.String("derive-open-loop", "", "write the open-loop stage table derived from this checkout of inference-sim/training to stdout, and exit")
-	commit := flag.String("source-commit", "", "with -derive-open-loop: the checkout's commit, named in the table")
+	deriveSt := flag.String("derive-steps", "", "write the decode-step table derived from this checkout of inference-sim/training (at "+stepsCommit[:8]+", which has replay_data/) to stdout, and exit")
+	steps := flag.String("steps", stepsTable, "the open-loop runs' decode-step table")
+	commit := flag.String("source-commit", "", "with -derive-open-loop or -derive-steps: the checkout's commit, named in the table")
 	flag.Parse()
+	if *deriveSt != "" {
+		if err := writeDerivedSteps(*deriveSt, *commit); err != nil {
+			fmt.Fprintln(os.Stderr, "fidelity:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *derive != "" {
 		if err := writeDerived(*derive, *commit); err != nil {
 			fmt.Fprintln(os.Stderr, "fidelity:", err)
@@ -52,9 +64,16 @@ func main() {
 		}
 		return
 	}
-	if *only != "" && *only != "open-loop" && *only != "open-loop-before-after" {
-		fmt.Fprintf(os.Stderr, "fidelity: -only: expected open-loop or open-loop-before-after, found %q\n", *only)
+	if *only != "" && *only != "open-loop" && *only != "open-loop-before-after" && *only != "open-loop-steps" {
+		fmt.Fprintf(os.Stderr, "fidelity: -only: expected open-loop, open-loop-before-after or open-loop-steps, found %q\n", *only)
 		os.Exit(2)
+	}
+	if *only == "open-loop-steps" {
+		if err := stepsSection(os.Stdout, *openLoop, *steps); err != nil {
+			fmt.Fprintln(os.Stderr, "fidelity:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *only == "open-loop-before-after" {
 		var w strings.Builder
@@ -72,13 +91,13 @@ func main() {
 		}
 		return
 	}
-	if err := run(*data, *openLoop, strings.Split(*latencies, ","), *update, *points, *jsonOut, *workers, *quiet); err != nil {
+	if err := run(*data, *openLoop, *steps, strings.Split(*latencies, ","), *update, *points, *jsonOut, *workers, *quiet); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
 		os.Exit(1)
 	}
 }
 
-func run(data, openLoop string, modes []string, update, points, jsonOut string, workers int, quiet bool) error {
+func run(data, openLoop, steps string, modes []string, update, points, jsonOut string, workers int, quiet bool) error {
 	var progress io.Writer
 	if !quiet {
 		progress = os.Stderr
@@ -108,6 +127,9 @@ func run(data, openLoop string, modes []string, update, points, jsonOut string, 
 	}
 	writeServing(&w, groups, skipped, modes, acc, cw)
 	if err := openLoopSection(&w, openLoop, modes, "", workers, progress, acc); err != nil {
+		return err
+	}
+	if err := stepsSection(&w, openLoop, steps); err != nil {
 		return err
 	}
 	if err := writeSteps(&w, data, modes); err != nil {

@@ -28,6 +28,9 @@ func resolveFor(mode string, dep fit.Deployment) (*resolve.Resolved, error) {
 	if err == nil && r.Coeffs == nil && seqGPUProbeUS > 0 {
 		r.Model = seqGPUModel(r.Model, seqGPUProbeUS)
 	}
+	if err == nil && r.Coeffs == nil && stepScaleProbe != 1 {
+		r.Model = scaledModel(r.Model, stepScaleProbe)
+	}
 	return r, err
 }
 
@@ -62,6 +65,38 @@ type seqGPUHost struct {
 
 func (s seqGPUHost) HostStepUS(b *latency.Batch) int64 { return s.h.HostStepUS(b) }
 func (s seqGPUHost) HostTimed() bool                   { return s.h.HostTimed() }
+
+// stepScaleProbe, when not 1, multiplies every roofline step's time
+// (-step-scale: how the tables move if the step were that much slower,
+// e.g. the saturated runs' measured long-context step; docs/latency.md,
+// "Issue 27, ninth pass").
+var stepScaleProbe = 1.0
+
+// scaledModel is m with every step's time multiplied by f.
+func scaledModel(m latency.Model, f float64) latency.Model {
+	if h, ok := m.(latency.HostTimer); ok {
+		return scaledHost{scaled{m, f}, h}
+	}
+	return scaled{m, f}
+}
+
+type scaled struct {
+	latency.Model
+	f float64
+}
+
+func (s scaled) StepTime(b *latency.Batch) int64 {
+	return int64(float64(s.Model.StepTime(b))*s.f + 0.5)
+}
+
+// scaledHost keeps m's HostTimer visible through the wrapper.
+type scaledHost struct {
+	scaled
+	h latency.HostTimer
+}
+
+func (s scaledHost) HostStepUS(b *latency.Batch) int64 { return s.h.HostStepUS(b) }
+func (s scaledHost) HostTimed() bool                   { return s.h.HostTimed() }
 
 // stackOf narrows auto to another stack's fits where a section measures
 // that stack (Splitwise's steps); "" is vLLM, the engine simulated.

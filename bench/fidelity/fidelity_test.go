@@ -303,7 +303,10 @@ func TestReplayKVBlocks(t *testing.T) {
 		}
 		deps[fmt.Sprintf("%s tp%d", modelOf(r), r.Setup.Dep.TP)] = true
 		got := r.Setup.Engine.Engine.KVBlocks
-		tol := 0.05
+		// With TP these runs' vLLM (~0.14–0.16) kept ~1.5 GiB a GPU less
+		// outside torch than the 0.17–0.19 logs the reserve is read from:
+		// 5.9% of Mixtral's cache (docs/latency.md, ninth pass).
+		tol := 0.07
 		if r.Setup.Dep.TP == 1 {
 			tol = 0.01
 		}

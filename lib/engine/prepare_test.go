@@ -40,10 +40,10 @@ func TestPrepareKVBlocksFollowLimits(t *testing.T) {
 		want         int64
 		reserve      string
 	}{
-		// ⌊(79.6·0.9 GiB − 14.96 GiB − reserve) / 128 KiB⌋ / 16, reserve
+		// ⌊(79.19·0.9 GiB − 14.96 GiB − reserve) / 128 KiB⌋ / 16, reserve
 		// 0.25 + 0.18 GiB + seqs·128,256·14.2 B
-		{"vllm serve's H100 limits", "h100", 0, 0, 27912, "reserve 2.17 GiB"},
-		{"256 sequences, 2,048 tokens", "h100", 256, 2048, 28579, "reserve 0.86 GiB"},
+		{"vllm serve's H100 limits", "h100", 0, 0, 27723, "reserve 2.17 GiB"},
+		{"256 sequences, 2,048 tokens", "h100", 256, 2048, 28390, "reserve 0.86 GiB"},
 		{"reserved_gib 1.2", gpu, 0, 0, 28407, "reserved_gib 1.20 GiB"},
 	} {
 		cfg := config.Default()

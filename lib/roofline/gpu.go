@@ -85,7 +85,10 @@ func (k MoEKernel) on() bool { return k.WeightRate > 0 && k.GEMM > 0 }
 var GPUs = []GPU{
 	// NVIDIA H100 Tensor Core GPU datasheet (SXM5): BF16 1,979 TFLOPS with
 	// sparsity → 989.5 dense; FP8 3,958 → 1,979 dense; HBM3 3.35 TB/s; 80 GB
-	// (driver reports 81,559 MiB = 79.6 GiB); NVLink 900 GB/s bidirectional
+	// (driver reports 81,559 MiB = 79.6 GiB, of which CUDA gives a process
+	// 79.19 GiB: torch.cuda.mem_get_info's total, which vLLM sizes the KV
+	// cache from; 31 published vLLM start-up logs, lib/roofline/testdata/
+	// vllm_kv_memory.csv); NVLink 900 GB/s bidirectional
 	// → 450 per direction. Link latency: vLLM custom all-reduce, 128 B, TP2–8,
 	// 4.3–4.7 µs (aiconfigurator h100_sxm custom_allreduce_perf).
 	// PCIe Gen5 x16 host link: datasheet "PCIe Gen5: 128 GB/s" (bidirectional) → 64 per direction.
@@ -93,7 +96,7 @@ var GPUs = []GPU{
 	// with 228 KB shared memory each; its dense FP16/BF16 tensor peak,
 	// 989.4 TFLOPS, is 132 SMs × 4,096 FLOP/clock at 1,830 MHz.
 	{Name: "h100", Aliases: []string{"h100-sxm", "h100_sxm", "h100-80gb", "H100"},
-		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 3.35, MemoryGiB: 79.6, LinkGBps: 450, LinkLatUS: 4.5, HostLinkGBps: 64,
+		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 3.35, MemoryGiB: 79.19, LinkGBps: 450, LinkLatUS: 4.5, HostLinkGBps: 64,
 		SMs: 132, ClockMHz: 1830, SmemKiB: 228,
 		Eff: defaultEff(), Source: "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
 	// NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 1,979 sparse → 989.5;

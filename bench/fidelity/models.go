@@ -42,29 +42,8 @@ var seqGPUProbeUS = 0.0
 
 // seqGPUModel is m with us µs per request added to every step.
 func seqGPUModel(m latency.Model, us float64) latency.Model {
-	if h, ok := m.(latency.HostTimer); ok {
-		return seqGPUHost{seqGPU{m, us}, h}
-	}
-	return seqGPU{m, us}
+	return probed(m, func(b *latency.Batch, t int64) int64 { return t + int64(us*float64(b.Size())+0.5) })
 }
-
-type seqGPU struct {
-	latency.Model
-	us float64
-}
-
-func (s seqGPU) StepTime(b *latency.Batch) int64 {
-	return s.Model.StepTime(b) + int64(s.us*float64(b.Size())+0.5)
-}
-
-// seqGPUHost keeps m's HostTimer visible through the wrapper.
-type seqGPUHost struct {
-	seqGPU
-	h latency.HostTimer
-}
-
-func (s seqGPUHost) HostStepUS(b *latency.Batch) int64 { return s.h.HostStepUS(b) }
-func (s seqGPUHost) HostTimed() bool                   { return s.h.HostTimed() }
 
 // stepScaleProbe, when not 1, multiplies every roofline step's time
 // (-step-scale: how the tables move if the step were that much slower,
@@ -74,29 +53,33 @@ var stepScaleProbe = 1.0
 
 // scaledModel is m with every step's time multiplied by f.
 func scaledModel(m latency.Model, f float64) latency.Model {
+	return probed(m, func(_ *latency.Batch, t int64) int64 { return int64(float64(t)*f + 0.5) })
+}
+
+// probed is m with each step's time t replaced by adjust(b, t), keeping
+// m's HostTimer visible through the wrapper.
+func probed(m latency.Model, adjust func(b *latency.Batch, t int64) int64) latency.Model {
+	p := probe{m, adjust}
 	if h, ok := m.(latency.HostTimer); ok {
-		return scaledHost{scaled{m, f}, h}
+		return probeHost{p, h}
 	}
-	return scaled{m, f}
+	return p
 }
 
-type scaled struct {
+type probe struct {
 	latency.Model
-	f float64
+	adjust func(b *latency.Batch, t int64) int64
 }
 
-func (s scaled) StepTime(b *latency.Batch) int64 {
-	return int64(float64(s.Model.StepTime(b))*s.f + 0.5)
-}
+func (p probe) StepTime(b *latency.Batch) int64 { return p.adjust(b, p.Model.StepTime(b)) }
 
-// scaledHost keeps m's HostTimer visible through the wrapper.
-type scaledHost struct {
-	scaled
+type probeHost struct {
+	probe
 	h latency.HostTimer
 }
 
-func (s scaledHost) HostStepUS(b *latency.Batch) int64 { return s.h.HostStepUS(b) }
-func (s scaledHost) HostTimed() bool                   { return s.h.HostTimed() }
+func (p probeHost) HostStepUS(b *latency.Batch) int64 { return p.h.HostStepUS(b) }
+func (p probeHost) HostTimed() bool                   { return p.h.HostTimed() }
 
 // stackOf narrows auto to another stack's fits where a section measures
 // that stack (Splitwise's steps); "" is vLLM, the engine simulated.

@@ -429,3 +429,20 @@ func FuzzReadSteps(f *testing.F) {
 		}
 	})
 }
+
+// A bad row is named by its line in the file, comment lines counted.
+func TestParseStepsNamesTheLine(t *testing.T) {
+	head := strings.Join(stepsHeader, ",") + "\n"
+	good := "x,1,128,7462,16,0,1,16,5,8.5,1151,20.23,0.4,3.20\n"
+	for _, c := range []struct{ in, want string }{
+		{"# source\n" + head + good + "x,1,128,7462,16,0,1,16,5,8.5,1151,fast,0.4,3.20\n", "t.csv: line 4: field step_ms: expected a number, found \"fast\""},
+		{"# a\n# b\n" + head + "x,1,128,0,16,0,1,16,5,8.5,1151,20.23,0.4,3.20\n", "t.csv: line 4: expected batch ≥ 1"},
+		{"# only\n" + head, "t.csv: expected rows after the header"},
+		{"exp,tp\n", "t.csv: line 1: expected the header"},
+	} {
+		_, err := parseSteps("t.csv", strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.in, err, c.want)
+		}
+	}
+}

@@ -361,24 +361,37 @@ func readSteps(path string) ([]stepRow, error) {
 	return parseSteps(path, f)
 }
 
-// parseSteps parses a steps table from r; path names it in errors.
+// parseSteps parses a steps table from r; path and the file's line name
+// a bad row in errors (the header's comment lines count).
 func parseSteps(path string, r io.Reader) ([]stepRow, error) {
 	cr := csv.NewReader(r)
 	cr.Comment = '#'
-	recs, err := cr.ReadAll()
+	head, err := cr.Read()
+	if err == nil && strings.Join(head, ",") != strings.Join(stepsHeader, ",") {
+		line, _ := cr.FieldPos(0)
+		err = fmt.Errorf("line %d: expected the header %s", line, strings.Join(stepsHeader, ","))
+	}
 	if err != nil {
+		if err == io.EOF {
+			err = fmt.Errorf("expected the header %s and rows", strings.Join(stepsHeader, ","))
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(recs) < 2 || strings.Join(recs[0], ",") != strings.Join(stepsHeader, ",") {
-		return nil, fmt.Errorf("%s: expected the header %s and rows", path, strings.Join(stepsHeader, ","))
-	}
 	var out []stepRow
-	for i, rec := range recs[1:] {
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		line, _ := cr.FieldPos(0)
 		var perr error
 		num := func(col int) float64 {
 			v, err := strconv.ParseFloat(rec[col], 64)
 			if err != nil && perr == nil {
-				perr = fmt.Errorf("%s: row %d: field %s: expected a number, found %q", path, i+2, stepsHeader[col], rec[col])
+				perr = fmt.Errorf("%s: line %d: field %s: expected a number, found %q", path, line, stepsHeader[col], rec[col])
 			}
 			return v
 		}
@@ -389,9 +402,12 @@ func parseSteps(path string, r io.Reader) ([]stepRow, error) {
 			return nil, perr
 		}
 		if !(r.batch >= 1) || !(r.stepMS > 0) || !(r.ctx >= 0) || r.kvBlocks < 1 || r.seconds < 1 || r.tp < 1 || r.maxSeqs < 1 {
-			return nil, fmt.Errorf("%s: row %d: expected batch ≥ 1, step_ms > 0, context ≥ 0 and tp, max_num_seqs, kv_blocks, seconds ≥ 1", path, i+2)
+			return nil, fmt.Errorf("%s: line %d: expected batch ≥ 1, step_ms > 0, context ≥ 0 and tp, max_num_seqs, kv_blocks, seconds ≥ 1", path, line)
 		}
 		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: expected rows after the header", path)
 	}
 	return out, nil
 }

@@ -76,11 +76,7 @@ func CountRows(path string) (n int64, ok bool) {
 // messages) and the length of the message's body.
 func batchRows(meta []byte) (rows, body int64, ok bool) {
 	b := fbuf(meta)
-	root, err := b.u32(0)
-	if err != nil {
-		return 0, 0, false
-	}
-	msg, err := b.table(root)
+	msg, err := b.root()
 	if err != nil {
 		return 0, 0, false
 	}

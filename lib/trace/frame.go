@@ -177,6 +177,16 @@ func (b fbuf) table(pos int) (table, error) {
 	return table{pos: pos, vt: vt, vsize: vsize}, nil
 }
 
+// root is the buffer's root table: its first uint32 gives the table's
+// position.
+func (b fbuf) root() (table, error) {
+	pos, err := b.u32(0)
+	if err != nil {
+		return table{}, err
+	}
+	return b.table(pos)
+}
+
 // field returns the absolute position of field id, or 0 when absent.
 func (b fbuf) field(t table, id int) int {
 	o := 4 + 2*id
@@ -271,11 +281,7 @@ type message struct {
 func checkMessage(meta []byte) (message, error) {
 	b := fbuf(meta)
 	var m message
-	root, err := b.u32(0)
-	if err != nil {
-		return m, err
-	}
-	msg, err := b.table(root)
+	msg, err := b.root()
 	if err != nil {
 		return m, err
 	}
@@ -339,11 +345,7 @@ func checkSchema(b fbuf, sc table) error {
 // dictionaries and record batches (24-byte structs) and its metadata.
 func checkFooter(footer []byte) error {
 	b := fbuf(footer)
-	root, err := b.u32(0)
-	if err != nil {
-		return err
-	}
-	ft, err := b.table(root)
+	ft, err := b.root()
 	if err != nil {
 		return err
 	}
@@ -479,11 +481,7 @@ type fileBlock struct {
 // checkFooter accepted.
 func footerRecordBlocks(footer []byte) ([]fileBlock, error) {
 	b := fbuf(footer)
-	root, err := b.u32(0)
-	if err != nil {
-		return nil, err
-	}
-	ft, err := b.table(root)
+	ft, err := b.root()
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package kv
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
 func TestKVCacheLRU(t *testing.T) {
 	c := NewPaged(4, 16)
@@ -160,5 +163,33 @@ func TestKVSlide(t *testing.T) {
 	check("all released", 0)
 	if b.Slide != 0 || b.Blocks() != 0 {
 		t.Fatalf("released handle %+v", *b)
+	}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Cached(uint64)  {}
+func (nopObserver) Evicted(uint64) {}
+
+// TestObserved checks the flag Observed reads against the observers it
+// stands for, through installs, removals and clones (which drop both), and
+// that the cache's fields fill a whole number of lines.
+func TestObserved(t *testing.T) {
+	c := NewPaged(64, 16)
+	var o nopObserver
+	for i, tc := range []struct {
+		obs, low Observer
+	}{{nil, nil}, {o, nil}, {nil, o}, {o, o}, {nil, nil}} {
+		c.SetObserver(tc.obs)
+		c.SetLower(tc.low)
+		if want := tc.obs != nil || tc.low != nil; c.Observed() != want {
+			t.Fatalf("case %d: Observed %v, want %v", i, c.Observed(), want)
+		}
+		if c.Clone().Observed() || c.CloneInto(NewPaged(8, 16)).Observed() {
+			t.Fatalf("case %d: a clone is observed", i)
+		}
+	}
+	if n := unsafe.Sizeof(Paged{}); n%64 != 0 {
+		t.Fatalf("Paged is %d bytes, not a whole number of cache lines (its padding)", n)
 	}
 }

@@ -65,7 +65,7 @@ func TestBoundEntries(t *testing.T) {
 				}
 				now += 1000
 				s.Complete(now, &done)
-				for p := range s.bound.n {
+				for p := range s.bound.h {
 					for _, x := range s.bound.at(int64(p)) {
 						if x.r != nil && !x.r.Decoding {
 							t.Fatalf("step %d: live entry of %s, which is not decoding", step, x.r.Req.ID)
@@ -94,7 +94,7 @@ func TestBoundEntries(t *testing.T) {
 			if tc.blocks == 40 && s.Preemptions() == 0 {
 				t.Fatal("the tight case preempted nobody")
 			}
-			for p := range s.bound.n {
+			for p := range s.bound.h {
 				for _, x := range s.bound.at(int64(p)) {
 					if x.r != nil {
 						t.Fatalf("a live entry of %s after every request finished", x.r.Req.ID)
@@ -106,7 +106,7 @@ func TestBoundEntries(t *testing.T) {
 }
 
 func (s *VLLM) liveEntry(t *testing.T) *boundEntry {
-	for p := range s.bound.n {
+	for p := range s.bound.h {
 		bk := s.bound.at(int64(p))
 		for i := range bk {
 			if bk[i].r != nil {
@@ -131,11 +131,19 @@ func TestRing(t *testing.T) {
 	for i := range 200 {
 		p := int64(i*7%5) % B
 		if i%3 == 2 && len(want[p]) > 0 {
+			// A drop takes a stale entry.
 			k := i % len(want[p])
 			last := len(want[p]) - 1
 			want[p][k] = want[p][last]
 			want[p] = want[p][:last]
+			if x := &g.at(p)[k]; x.r != nil {
+				g.stale(p, x)
+			}
 			g.drop(p, k)
+		} else if i%5 == 4 && len(want[p]) > 0 && want[p][i%len(want[p])].r != nil {
+			k := i % len(want[p])
+			want[p][k].r = nil
+			g.stale(p, &g.at(p)[k])
 		} else {
 			x := boundEntry{r: states[i%64], anon: int32(i), ids: int32(i % 3)}
 			want[p] = append(want[p], x)
@@ -144,6 +152,15 @@ func TestRing(t *testing.T) {
 		for q := range want {
 			if got := g.at(int64(q)); fmt.Sprint(got) != fmt.Sprint(want[q]) {
 				t.Fatalf("after %d operations bucket %d is %v, want %v", i+1, q, got, want[q])
+			}
+			slow := int32(0)
+			for _, x := range want[q] {
+				if x.r == nil || x.ids > 0 {
+					slow++
+				}
+			}
+			if h := g.h[q]; h.n != int32(len(want[q])) || h.slow != slow {
+				t.Fatalf("after %d operations bucket %d's head says %d entries, %d stale or keyed; want %d, %d", i+1, q, h.n, h.slow, len(want[q]), slow)
 			}
 		}
 	}

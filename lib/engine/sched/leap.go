@@ -49,7 +49,7 @@ func (s *VLLM) Span() (Span, bool) {
 		}
 	}
 	first := s.step
-	last, ok := s.finishH.firstLive()
+	last, ok := s.finishH.firstLive(first)
 	if !ok || last-first < 1 {
 		return Span{}, false
 	}
@@ -71,7 +71,7 @@ func (s *VLLM) Span() (Span, bool) {
 	// Bucket indices advance by one, wrapping: no division per step.
 	p := (first + 1) % B
 	for k := int64(1); k <= visit; k++ {
-		m := int64(s.bound.n[p])
+		m := int64(s.bound.h[p].n)
 		round += m
 		if m > 0 {
 			mask |= 1 << uint(p) // (0 from p = 64 on)
@@ -98,7 +98,7 @@ func (s *VLLM) Span() (Span, bool) {
 		k = n - 1
 	}
 	for p = (first + 1 + k) % B; k < n-1; k++ {
-		need := int64(s.bound.n[p])
+		need := int64(s.bound.h[p].n)
 		if need > free {
 			break
 		}
@@ -177,8 +177,21 @@ func (s *VLLM) advanceBlocks(from, to int64) {
 // as Form does). Anonymous blocks from the head run of the free queue
 // (avail of them, taken so far not yet taken from the store) are counted
 // and taken at once (TakeAnon), before any other block; the caller takes
-// the last count.
+// the last count. Anonymous blocks past that run (evicting cached blocks)
+// are taken from the queue's head in the same order, for no request in
+// particular: a request's anonymous blocks are a count.
 func (s *VLLM) allocBucket(p int64, avail, taken int32) (int32, int32) {
+	if h := &s.bound.h[p]; h.slow == 0 {
+		// Every entry is live and takes an anonymous block: the bucket's
+		// memory is not read.
+		h.gen++
+		if h.n <= avail-taken {
+			return avail, taken + h.n
+		}
+		s.kv.TakeAnon(avail)
+		s.takeAnon(h.n - (avail - taken))
+		return s.kv.AnonHead(), 0
+	}
 	bucket := s.bound.at(p)
 	for i := 0; i < len(bucket); {
 		x := &bucket[i]
@@ -187,14 +200,21 @@ func (s *VLLM) allocBucket(p int64, avail, taken int32) (int32, int32) {
 			bucket = bucket[:len(bucket)-1]
 			continue
 		}
-		if taken < avail && x.ids == 0 {
+		switch {
+		case x.ids > 0:
+			s.kv.TakeAnon(taken)
+			r := x.r
+			r.KV.Anon = s.bound.anon(p, x)
+			s.kv.Alloc(&r.KV, 1, 1)
+			s.bound.bind(p, x, r)
+			avail, taken = s.kv.AnonHead(), 0
+		case taken < avail:
 			x.anon++ // (the State stays out of the cache)
 			taken++
-		} else {
+		default:
 			s.kv.TakeAnon(taken)
-			x.r.KV.Anon = x.anon
-			s.kv.Alloc(&x.r.KV, 1, min(x.ids, 1))
-			*x = bind(x.r)
+			s.takeAnon(1)
+			x.anon++
 			avail, taken = s.kv.AnonHead(), 0
 		}
 		i++
@@ -202,13 +222,21 @@ func (s *VLLM) allocBucket(p int64, avail, taken int32) (int32, int32) {
 	return avail, taken
 }
 
-// advanceAnon gives the blocks of steps from..to in one call per request
-// when that is the same as Form's block by block: every block is
-// anonymous (no prefix key: no id) and comes from anonymous runs at the
-// head of the free queue (no cached block evicted), so which request takes
-// which block does not matter. The buckets are cleaned as Form would on
-// its first visit; false (nothing done but that, or nothing at all when no
-// free block is clean) when it does not apply.
+// takeAnon takes n anonymous blocks from the head of the free queue as n
+// calls Alloc(h, 1, 0) would (evicting cached blocks), the caller adding
+// them to the handles.
+func (s *VLLM) takeAnon(n int32) {
+	s.anonSink.Anon = 0
+	s.kv.Alloc(&s.anonSink, n, 0)
+}
+
+// advanceAnon gives the blocks of steps from..to in one call when that is
+// the same as Form's block by block: every block is anonymous (no prefix
+// key: no id) and comes from anonymous runs at the head of the free queue
+// (no cached block evicted), so which request takes which block does not
+// matter. The buckets are cleaned as Form would on its first visit; false
+// (nothing done but that, or nothing at all when no free block is clean)
+// when it does not apply.
 func (s *VLLM) advanceAnon(from, to int64) bool {
 	// A full cache's free queue starts with cached blocks (least recently
 	// freed first): then no block is clean and the buckets need not be
@@ -222,13 +250,17 @@ func (s *VLLM) advanceAnon(from, to int64) bool {
 	var total int64
 	for k := int64(0); k < min(steps, B); k++ {
 		p := (from + k) % B
-		for i := 0; i < int(s.bound.n[p]); {
+		n := (steps - k + B - 1) / B // its steps in from..to (≥ 1)
+		if s.bound.h[p].slow == 0 {
+			total += n * int64(s.bound.h[p].n)
+			continue
+		}
+		for i := 0; i < int(s.bound.h[p].n); {
 			x := s.bound.at(p)[i]
 			if x.r == nil {
 				s.bound.drop(p, i)
 				continue
 			}
-			n := (steps - k + B - 1) / B // its steps in from..to (≥ 1)
 			if x.ids != 0 {
 				return false
 			}
@@ -239,16 +271,12 @@ func (s *VLLM) advanceAnon(from, to int64) bool {
 	if total > clean {
 		return false
 	}
+	// Every entry left is live and anonymous: each of bucket p's takes n
+	// blocks.
 	for k := int64(0); k < min(steps, B); k++ {
-		n := int32((steps - k + B - 1) / B)
-		bucket := s.bound.at((from + k) % B)
-		for i := range bucket {
-			x := &bucket[i]
-			x.r.KV.Anon = x.anon
-			s.kv.Alloc(&x.r.KV, n, 0)
-			x.anon = x.r.KV.Anon
-		}
+		s.bound.h[(from+k)%B].gen += int32((steps - k + B - 1) / B)
 	}
+	s.takeAnon(int32(total))
 	return true
 }
 
@@ -268,21 +296,9 @@ func (s *VLLM) NextAlloc() (int64, bool) {
 		return j + (B - int64(p)) + int64(bits.TrailingZeros64(s.leapMask)), true
 	}
 	for k := int64(0); k < B; k++ {
-		if s.bound.n[(j+k)%B] > 0 {
+		if s.bound.h[(j+k)%B].n > 0 {
 			return j + k, true
 		}
-	}
-	return 0, false
-}
-
-// firstLive is the step of the earliest live finish entry (stale ones at
-// the top are dropped: popDue would skip them).
-func (h *stepHeap) firstLive() (int64, bool) {
-	for h.Len() > 0 {
-		if h.live(&h.S[0]) {
-			return h.S[0].step, true
-		}
-		h.Pop()
 	}
 	return 0, false
 }

@@ -10,11 +10,12 @@ import (
 	"github.com/blis-sim/blis/lib/latency"
 )
 
-// Config is what VLLM needs of a replica's engine settings.
+// Config is what VLLM needs of a replica's engine settings. (Fields read
+// while forming every step first: see VLLM's layout.)
 type Config struct {
 	MaxNumBatchedTokens  int32   // token budget per step
-	MaxNumSeqs           int     // running requests
 	LongPrefillThreshold int32   // max prefill chunk per request per step (0 = off)
+	MaxNumSeqs           int     // running requests
 	Alpha2               float64 // µs per streamed output token (latency.Alpha.PerOutputToken)
 	Checks               bool    // check invariants while forming steps
 	// Async is vLLM's async scheduling (default since vLLM 0.14): step n+1
@@ -25,13 +26,13 @@ type Config struct {
 	// that overlap the prefill: granularity chunk or stream) for the
 	// cluster to read with TakeSends.
 	Sends bool
+	// Window is the model's sliding attention window in tokens
+	// (latency.WindowOf; window.go); 0: none.
+	Window int32
 	// Spec is speculative decoding (spec.go); nil: one token per decode step.
 	Spec *Spec
 	// LoRA is the replica's adapters (lora.go); nil: none.
 	LoRA *LoRA
-	// Window is the model's sliding attention window in tokens
-	// (latency.WindowOf; window.go); 0: none.
-	Window int32
 	// Hybrid is vLLM's hybrid KV cache manager's sliding-window groups
 	// (hybrid.go); nil: every block holds every layer.
 	Hybrid *Hybrid
@@ -55,67 +56,78 @@ type Send struct {
 // gen0+(s-s0) tokens. Its finish and its next KV block boundary are entries
 // in step-indexed structures, and the batch's decode aggregates are kept as
 // sums, so a step costs O(requests that change), not O(requests running).
+//
+// The fields are laid out by when they are read: those that forming,
+// completing and leaping a step read first, packed in few cache lines (at
+// 1,000 replicas a replica's scheduler is cold at each of its events, and
+// every line it touches is a miss), then those of rarer paths.
 type VLLM struct {
-	cfg    Config
-	kv     kv.Store
-	B      int32 // block size (constant: kept out of the interface calls)
-	keys   *request.Keyer
-	order  Order
-	victim Victim
-	// onPreempt, when set, hears every preemption (decision traces).
-	onPreempt func(r *request.State)
+	cfg       Config
+	B         int32 // block size (constant: kept out of the interface calls)
+	perDec    int32 // tokens each decoding request takes from the step's budget (1 + drafts when it speculates)
+	kv        kv.Store
+	step      int64  // index of the next (or executing) step
+	formedTo  int64  // the last step formed (its blocks allocated): step, or step−1 between steps
+	leapMask  uint64 // in a span (Span), the buckets with entries (block size ≤ 64)
+	nDecode   int
+	decA      int64 // Σ (c0 - s0) over decoding requests: DecodeCtx = decA + nDecode·step
+	lastStart int64 // start of the last step formed
 
-	waiting waitQueue
+	lastEnd   int64 // end of the last step completed
+	nrun      int
+	used      int32 // tokens scheduled in the current step
+	preempted int32 // preemptions while forming the current step
 	// Async: requests that reached the queue, in order, not yet seen by
 	// the scheduler: a step is formed when the previous one starts, so
 	// only those enqueued by then are in it (pending[pendHead:]).
-	pending    []*request.State
-	pendHead   int
-	lastStart  int64 // start of the last step formed
-	lastEnd    int64 // end of the last step completed
-	runHead    *request.State
-	runTail    *request.State
-	nrun       int
-	prefilling []*request.State // running requests still in prefill, admission order
-	nDecode    int
-	decA       int64 // Σ (c0 - s0) over decoding requests: DecodeCtx = decA + nDecode·step
-	finishH    stepHeap
+	pendHead int
+	pending  []*request.State
+	enqSeq   int64
+
+	finishH finishHeap
+	// Speculative decoding (nil: off).
+	spec *specState
+	// Tiered KV (nil: GPU only) and the requests loading from it (below).
+	tiers *kv.Tiers
+	// LoRA adapters (nil: none).
+	lora *loraState
+
 	// bound's bucket p holds the decoding requests that need a new KV block
 	// on every step ≡ p (mod block size): a boundary recurs exactly every
 	// block_size decode steps, so a ring of buckets replaces a heap.
 	bound ring
-
-	step      int64  // index of the next (or executing) step
-	formedTo  int64  // the last step formed (its blocks allocated): step, or step−1 between steps
-	leapMask  uint64 // in a span (Span), the buckets with entries (block size ≤ 64)
-	sched     []*request.State
-	used      int32 // tokens scheduled in the current step
-	preempted int32 // preemptions while forming the current step
-	preempts  int64
-	enqSeq    int64
-	preSeq    int64
-	err       error
-	scratch   []*request.State
-
-	// Tiered KV (nil: GPU only) and the requests loading from it.
-	tiers   *kv.Tiers
-	per     []int32 // scratch: blocks per lower tier of a load
-	loading []*request.State
-	// hold stops admissions of new prompts (a prefill replica whose
-	// outgoing KV transfers are backed up).
-	hold bool
-	// sends since the last TakeSends (Config.Sends).
-	sends []Send
-	// Speculative decoding (nil: off); perDec is the tokens each decoding
-	// request takes from the step's budget (1 + drafts when it speculates).
-	spec   *specState
-	perDec int32
-	// LoRA adapters (nil: none).
-	lora *loraState
 	// Sliding-window sums (window.go; nil: the model has no window).
 	win *window
+
+	waiting waitQueue
+	sched   []*request.State
 	// Sliding-window KV groups (hybrid.go; nil: none).
 	hy *hybrid
+
+	prefilling []*request.State // running requests still in prefill, admission order
+	loading    []*request.State
+	err        error
+
+	order Order
+	// hold stops admissions of new prompts (a prefill replica whose
+	// outgoing KV transfers are backed up).
+	hold     bool
+	runHead  *request.State
+	runTail  *request.State
+	keys     *request.Keyer
+	preSeq   int64
+	preempts int64
+
+	victim Victim
+	// onPreempt, when set, hears every preemption (decision traces).
+	onPreempt func(r *request.State)
+	scratch   []*request.State
+	// anonSink takes anonymous blocks for no request in particular
+	// (takeAnon); only the store's counts and queue matter.
+	anonSink kv.Handle
+	per      []int32 // scratch: blocks per lower tier of a load
+	// sends since the last TakeSends (Config.Sends).
+	sends []Send
 }
 
 // TakeSends returns the prefill progress recorded since the last call
@@ -130,7 +142,7 @@ func (s *VLLM) TakeSends() []Send {
 // keys at the store's block size. order and victim may be nil (vLLM's own).
 func NewVLLM(cfg Config, store kv.Store, keys *request.Keyer, order Order, victim Victim) *VLLM {
 	s := &VLLM{cfg: cfg, kv: store, B: store.BlockSize(), keys: keys, order: order, victim: victim,
-		bound: newRing(store.BlockSize()), finishH: stepHeap{marked: true}, waiting: waitQueue{custom: order != nil}, perDec: 1}
+		bound: newRing(store.BlockSize()), waiting: waitQueue{custom: order != nil}, perDec: 1}
 	if cfg.Spec != nil {
 		s.spec = newSpecState(cfg.Spec)
 	}
@@ -210,7 +222,7 @@ func (s *VLLM) release(cutoff int64, inclusive bool) {
 func (s *VLLM) Progress(r *request.State) int32 {
 	if r.Decoding {
 		if x := s.entry(r); x != nil {
-			r.KV.Anon = x.anon
+			r.KV.Anon = s.bound.anon(s.bucketOf(r), x)
 		}
 		return r.Gen0 + s.decoded(r)
 	}
@@ -413,13 +425,13 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 		s.specBlocks()
 	}
 	p := step % int64(B)
-	if s.kv.Free() >= s.bound.n[p] {
+	if n := s.bound.h[p].n; n > 0 && s.kv.Free() >= n {
 		// A block for each without preempting anyone: taken as
 		// advanceBlocks takes them, anonymous ones at once.
 		_, taken := s.allocBucket(p, s.kv.AnonHead(), 0)
 		s.kv.TakeAnon(taken)
-	} else {
-		for i := 0; i < int(s.bound.n[p]); {
+	} else if n > 0 {
+		for i := 0; i < int(s.bound.h[p].n); {
 			// (reserve may preempt requests of this bucket: their
 			// entries go stale in place; none moves)
 			r := s.bound.at(p)[i].r
@@ -428,9 +440,9 @@ func (s *VLLM) Form(now int64, b *latency.Batch) bool {
 				continue
 			}
 			x := &s.bound.at(p)[i]
-			r.KV.Anon = x.anon
+			r.KV.Anon = s.bound.anon(p, x)
 			s.kv.Alloc(&r.KV, 1, min(x.ids, 1))
-			*x = bind(r)
+			s.bound.bind(p, x, r)
 			i++
 		}
 	}
@@ -715,8 +727,8 @@ func (s *VLLM) Complete(now int64, done *[]*request.State) {
 			s.win.start(r)
 		}
 		s.finishH.push(step+int64(r.Req.OutputTokens-r.Gen0), r)
-		fb := step + int64(r.KV.Blocks()*B-r.C0+1)
-		s.bound.add(fb%int64(B), bind(r))
+		fb := (step + int64(r.KV.Blocks()*B-r.C0+1)) % int64(B)
+		s.bound.add(fb, s.bound.entryOf(fb, r))
 	}
 	if s.spec != nil {
 		s.specFinish(now, done)
@@ -851,15 +863,7 @@ func (s *VLLM) Clone(c *request.Clone, store kv.Store, keys *request.Keyer) Sche
 		d.tiers = s.tiers.Clone(store)
 		store.SetLower(d.tiers)
 	}
-	// Stale entries (their request moved on) stay stale, against a
-	// tombstone: in place, so that the live ones keep their order.
-	d.finishH.S = make([]stepEntry, len(s.finishH.S))
-	for i, e := range s.finishH.S {
-		if e.r != nil {
-			e.r, e.epoch = c.MapEntry(e.r, e.epoch)
-		}
-		d.finishH.S[i] = e
-	}
+	d.finishH = s.finishH.clone(c)
 	d.bound = s.bound.clone(c)
 	return &d
 }
@@ -881,10 +885,10 @@ func mapAll(c *request.Clone, rs []*request.State) []*request.State {
 	return out
 }
 
-// stepHeap orders due decode finishes by step index. Entries carry the
-// request's epoch so that a preempted or finished request's stale entries
-// are skipped; in a heap that marks them (forget: r nil) the State is not
-// read to tell, which at 1,000 replicas is a cache miss.
+// stepHeap orders steps (speculative decoding's finishes and blocks,
+// sliding-window crossings) by step index. Entries carry the request's
+// epoch so that a preempted or finished request's stale entries are
+// skipped. (The decode finishes of VLLM are a finishHeap.)
 type stepEntry struct {
 	step  int64
 	seq   uint64
@@ -898,24 +902,12 @@ func (a *stepEntry) Less(b *stepEntry) bool {
 
 type stepHeap struct {
 	minheap.Heap[stepEntry, *stepEntry]
-	seq    uint64
-	marked bool // stale entries are marked by forget
+	seq uint64
 }
 
 // live says whether x is not stale.
 func (h *stepHeap) live(x *stepEntry) bool {
-	return x.r != nil && (h.marked || x.epoch == x.r.Epoch)
-}
-
-// forget marks r's entry stale (a marked heap, r leaving before its entry
-// is due).
-func (h *stepHeap) forget(r *request.State) {
-	for i := range h.S {
-		if h.S[i].r == r {
-			h.S[i].r = nil
-			return
-		}
-	}
+	return x.r != nil && x.epoch == x.r.Epoch
 }
 
 func (h *stepHeap) push(step int64, r *request.State) {
@@ -932,6 +924,18 @@ func (h *stepHeap) popDue(step int64) *request.State {
 		}
 	}
 	return nil
+}
+
+// firstLive is the step of the earliest live entry (stale ones at the top
+// are dropped: popDue would skip them).
+func (h *stepHeap) firstLive() (int64, bool) {
+	for h.Len() > 0 {
+		if h.live(&h.S[0]) {
+			return h.S[0].step, true
+		}
+		h.Pop()
+	}
+	return 0, false
 }
 
 // failedStill reports whether r's failed admission (Rare) would fail again

@@ -331,6 +331,8 @@ type Cluster struct {
 	ids     idIndex
 	retired retireHeap
 	pool    []*request.State
+	slab    []request.State // new States are carved from slabs (newState)
+	slabN   int             // the last slab's size
 	liveH   *request.State
 	liveT   *request.State
 	work    []*request.State

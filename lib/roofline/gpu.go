@@ -101,11 +101,14 @@ var GPUs = []GPU{
 		Eff: defaultEff(), Source: "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
 	// NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 1,979 sparse → 989.5;
 	// FP8 3,958 → 1,979; HBM3e 4.8 TB/s; 141 GB (driver 143,771 MiB = 140.4
-	// GiB); NVLink 900 GB/s bidirectional → 450.
+	// GiB, of which CUDA gives a process 139.81 GiB: torch's total, which
+	// vLLM sizes the KV cache from, as public vLLM start-up logs print it,
+	// "total_gpu_memory (139.81GiB)", and PyTorch OOM messages from 8×H200
+	// nodes, 139.80–139.81); NVLink 900 GB/s bidirectional → 450.
 	// PCIe Gen5 x16 host link: datasheet "PCIe Gen5: 128 GB/s" → 64 per direction.
 	// SMs, clock and shared memory: the H100 SXM5's (the same GH100 die).
 	{Name: "h200", Aliases: []string{"h200-sxm", "h200_sxm", "H200"},
-		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 4.8, MemoryGiB: 140.4, LinkGBps: 450, LinkLatUS: 4.5, HostLinkGBps: 64,
+		BF16TFLOPS: 989.5, FP8TFLOPS: 1979, HBMTBps: 4.8, MemoryGiB: 139.81, LinkGBps: 450, LinkLatUS: 4.5, HostLinkGBps: 64,
 		SMs: 132, ClockMHz: 1830, SmemKiB: 228,
 		Eff: defaultEff(), Source: "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
 	// NVIDIA HGX B200 datasheet, per GPU (8-GPU totals / 8): FP4 18 PFLOPS
@@ -125,7 +128,10 @@ var GPUs = []GPU{
 		BF16TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000, HBMTBps: 8, MemoryGiB: 173.2, LinkGBps: 900, LinkLatUS: 4.5, HostLinkGBps: 225,
 		Eff: defaultEff(), Source: "NVIDIA GB200 NVL72 specifications (per-GPU share)"},
 	// NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): BF16 312 dense; no
-	// FP8; HBM2e 2,039 GB/s; 80 GB (driver 81,920 MiB); NVLink 3 600 GB/s
+	// FP8; HBM2e 2,039 GB/s; 80 GB (driver 81,920 MiB = 80 GiB, of which
+	// CUDA gives a process 79.25 GiB: torch's total, as a public vLLM log
+	// prints it, "total_gpu_memory (79.25GiB)", and PyTorch OOM messages on
+	// A100 80GB nodes, e.g. github.com/wbfwonderful/Vad-R1 issue 11); NVLink 3 600 GB/s
 	// bidirectional → 300. Latency: aiconfigurator a100 vLLM custom
 	// all-reduce (CUDA graph), ≤1 KiB, TP2–4: 4.9–5.2 µs.
 	// Host link: datasheet "PCIe Gen4: 64 GB/s" → 32 per direction.
@@ -133,19 +139,22 @@ var GPUs = []GPU{
 	// shared memory per SM, boost 1,410 MHz (108 × 2,048 FLOP/clock × 1.41
 	// GHz = 312 TFLOPS).
 	{Name: "a100-80gb", Aliases: []string{"a100", "a100-sxm", "a100_sxm", "a100-80", "A100-80", "A100-SXM"},
-		BF16TFLOPS: 312, HBMTBps: 2.039, MemoryGiB: 80, LinkGBps: 300, LinkLatUS: 5, HostLinkGBps: 32,
+		BF16TFLOPS: 312, HBMTBps: 2.039, MemoryGiB: 79.25, LinkGBps: 300, LinkLatUS: 5, HostLinkGBps: 32,
 		SMs: 108, ClockMHz: 1410, SmemKiB: 164,
 		Eff: defaultEff(), Source: "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM)"},
 	// NVIDIA L40S datasheet: BF16 733 sparse → 362.05 dense (upstream BLIS
 	// lists FP8 1,466, which is the sparse figure); FP8 1,466 → 733 dense;
-	// GDDR6 864 GB/s; 48 GB (driver 46,068 MiB = 45 GiB); no NVLink: PCIe
+	// GDDR6 864 GB/s; 48 GB (driver 46,068 MiB = 45 GiB, of which CUDA
+	// gives a process 44.31 GiB: torch's total in a public vLLM start-up log
+	// on an L40S, "total_gpu_memory (44.31GiB)"; an L40, with the same
+	// 46,068 MiB, prints 44.39); no NVLink: PCIe
 	// Gen4 x16 64 GB/s bidirectional → 32. Latency: aiconfigurator l40s NCCL
 	// all-reduce, TP2, 0.5–2 KiB: 6–6.5 µs.
 	// Host link: PCIe Gen4 x16, 64 GB/s bidirectional → 32.
 	// L40S datasheet: 18,176 CUDA cores = 142 SMs, boost 2,520 MHz; Ada
 	// tuning guide (compute capability 8.9): 100 KB shared memory per SM.
 	{Name: "l40s", Aliases: []string{"L40S"},
-		BF16TFLOPS: 362.05, FP8TFLOPS: 733, HBMTBps: 0.864, MemoryGiB: 45, LinkGBps: 32, LinkLatUS: 6.5, HostLinkGBps: 32,
+		BF16TFLOPS: 362.05, FP8TFLOPS: 733, HBMTBps: 0.864, MemoryGiB: 44.31, LinkGBps: 32, LinkLatUS: 6.5, HostLinkGBps: 32,
 		SMs: 142, ClockMHz: 2520, SmemKiB: 100,
 		Eff: defaultEff(), Source: "NVIDIA L40S datasheet"},
 	// NVIDIA Ada GPU architecture whitepaper, Appendix A (GeForce RTX 4090):

@@ -161,7 +161,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	}
 	// Free states are not copied: the fork allocates its own (a state's
 	// identity never shows in results), and forks stay cheap.
-	d.pool = nil
+	d.pool, d.slab, d.slabN = nil, nil, 0
 	d.tierBuf = nil // the original keeps carving its chunk
 	d.liveH, d.liveT = m.Map(c.liveH), m.Map(c.liveT)
 	d.work = nil

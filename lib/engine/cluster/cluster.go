@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/blis-sim/blis/lib/engine/autoscale"
 	"github.com/blis-sim/blis/lib/engine/config"
@@ -331,6 +332,8 @@ type Cluster struct {
 	ids     idIndex
 	retired retireHeap
 	pool    []*request.State
+	slab    []request.State // new States are carved from slabs (newState)
+	slabN   int             // the last slab's size
 	liveH   *request.State
 	liveT   *request.State
 	work    []*request.State
@@ -884,6 +887,16 @@ func (c *Cluster) end(rep *replica.Replica) {
 	}
 	if c.pd != nil && rep.Role == replica.Prefill {
 		c.pd.takeSends(rep) // the chunks' KV goes on the link before a hand-off sends the rest
+	}
+	// A finished request's ID was read seconds ago: its bytes (copied into
+	// its result row) and its slot in the ID index (cleared when it is
+	// retired) are cold. Ask for both at once, so their misses overlap
+	// each other and the work before their use.
+	for _, r := range c.fx.Done {
+		if len(r.Req.ID) > 0 {
+			prefetch(unsafe.Pointer(unsafe.StringData(r.Req.ID)))
+		}
+		c.ids.warm(r)
 	}
 	for _, r := range c.fx.Done {
 		if r.Cancel {

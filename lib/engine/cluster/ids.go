@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"hash/maphash"
+	"unsafe"
 
 	"github.com/blis-sim/blis/lib/engine/request"
 )
@@ -61,6 +62,7 @@ func (x *idIndex) put(r *request.State) *request.State {
 		s := &x.slots[i]
 		if s.r == nil {
 			*s = idSlot{h, r}
+			r.IDHash = h
 			x.n++
 			return nil
 		}
@@ -71,12 +73,14 @@ func (x *idIndex) put(r *request.State) *request.State {
 }
 
 // remove drops r if it is registered under r.Req.ID, closing the gap by
-// shifting later slots of its probe run back (no tombstones).
+// shifting later slots of its probe run back (no tombstones). r.IDHash is
+// the hash put filed it under (a state never registered is looked for
+// from any slot, and not found).
 func (x *idIndex) remove(r *request.State) {
 	if x.n == 0 {
 		return
 	}
-	h := maphash.String(x.seed, r.Req.ID)
+	h := r.IDHash
 	mask := uint64(len(x.slots) - 1)
 	i := h & mask
 	for x.slots[i].r != r {
@@ -98,6 +102,14 @@ func (x *idIndex) remove(r *request.State) {
 	}
 	x.slots[i] = idSlot{}
 	x.n--
+}
+
+// warm reads ahead the slot r, registered, is removed from (a hint: see
+// prefetch).
+func (x *idIndex) warm(r *request.State) {
+	if len(x.slots) > 0 {
+		prefetch(unsafe.Pointer(&x.slots[r.IDHash&uint64(len(x.slots)-1)]))
+	}
 }
 
 func (x *idIndex) grow() {

@@ -118,6 +118,10 @@ type State struct {
 	// number cidx when cgen is the clone's generation (no map lookups).
 	cgen uint32
 	cidx int32
+	// IDHash is the hash the cluster's ID index filed Req.ID under (its
+	// own seed), kept so that a finished request's slot can be found, and
+	// read ahead, without reading the ID's bytes.
+	IDHash uint64
 
 	Row int64 // 1-based row in the input, for errors
 	Req row.Request

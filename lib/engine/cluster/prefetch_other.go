@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package cluster
+
+import "unsafe"
+
+func prefetch(p unsafe.Pointer) {}

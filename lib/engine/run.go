@@ -249,6 +249,9 @@ func (f *feeder) readNextRoot() error {
 			return err
 		}
 		if root && r.SourceStatus != row.SourceFailed {
+			if f.pos < len(f.buf) {
+				f.c.WarmID(f.buf[f.pos].ID)
+			}
 			return nil
 		}
 	}

@@ -120,6 +120,12 @@ func (c *Cluster) WriteUnread(req *row.Request) {
 	c.writeResult(r)
 }
 
+// WarmID is a hint that a row with this ID is injected next: the ID
+// index's slot for it is read ahead, so that Inject's probe, a row later,
+// finds it in cache (at 1,000 replicas the index is tens of thousands of
+// slots, and each new ID's home is a miss).
+func (c *Cluster) WarmID(id string) { c.ids.warmID(id) }
+
 func (c *Cluster) newState() *request.State {
 	var r *request.State
 	if n := len(c.pool); n > 0 {

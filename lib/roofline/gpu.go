@@ -113,19 +113,24 @@ var GPUs = []GPU{
 		Eff: defaultEff(), Source: "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
 	// NVIDIA HGX B200 datasheet, per GPU (8-GPU totals / 8): FP4 18 PFLOPS
 	// sparse → 9 dense; FP8 9 sparse → 4.5 dense; BF16 4.5 sparse → 2.25
-	// dense; HBM3e 8 TB/s; 180 GB (=167.6 GiB); NVLink 5 1.8 TB/s
+	// dense; HBM3e 8 TB/s; 180 GB (the driver reports 183,359 MiB = 179.06
+	// GiB, of which CUDA gives a process 178.35 GiB: torch's total, which
+	// vLLM sizes the KV cache from, in PyTorch OOM messages from 8×B200
+	// nodes, 178.35–178.36); NVLink 5 1.8 TB/s
 	// bidirectional → 900. Latency assumed equal to NVLink 4 (no table).
 	// Host link: PCIe Gen5 x16 on HGX B200 boards (datasheet "PCIe Gen5 128 GB/s" per GPU) → 64 per direction.
 	{Name: "b200", Aliases: []string{"b200-sxm", "b200_sxm", "B200"},
-		BF16TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, HBMTBps: 8, MemoryGiB: 167.6, LinkGBps: 900, LinkLatUS: 4.5, HostLinkGBps: 64,
+		BF16TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000, HBMTBps: 8, MemoryGiB: 178.35, LinkGBps: 900, LinkLatUS: 4.5, HostLinkGBps: 64,
 		Eff: defaultEff(), Source: "NVIDIA HGX B200 datasheet (per-GPU share)"},
 	// NVIDIA GB200 NVL72 specifications, per GPU (72-GPU totals / 72): FP4
 	// 1,440 PFLOPS sparse → 10,000 dense; FP8 720 → 5,000 dense; BF16 360 →
-	// 2,500 dense; HBM3e 576 TB/s → 8 TB/s; 13.4 TB → 186 GB (173.2 GiB);
+	// 2,500 dense; HBM3e 576 TB/s → 8 TB/s; 13.4 TB → 186 GB (the driver
+	// reports 189,471 MiB = 185.03 GiB, of which CUDA gives a process
+	// 184.31 GiB: torch's total in PyTorch OOM messages from GB200 nodes);
 	// NVLink 5 1.8 TB/s bidirectional → 900. Latency assumed as NVLink 4.
 	// Host link: NVLink-C2C, 900 GB/s bidirectional per superchip (one Grace, two Blackwell GPUs) → 450 per direction shared by two GPUs = 225 each.
 	{Name: "gb200", Aliases: []string{"GB200", "gb200-nvl72"},
-		BF16TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000, HBMTBps: 8, MemoryGiB: 173.2, LinkGBps: 900, LinkLatUS: 4.5, HostLinkGBps: 225,
+		BF16TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000, HBMTBps: 8, MemoryGiB: 184.31, LinkGBps: 900, LinkLatUS: 4.5, HostLinkGBps: 225,
 		Eff: defaultEff(), Source: "NVIDIA GB200 NVL72 specifications (per-GPU share)"},
 	// NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): BF16 312 dense; no
 	// FP8; HBM2e 2,039 GB/s; 80 GB (driver 81,920 MiB = 80 GiB, of which

@@ -108,7 +108,7 @@ func (x *idIndex) remove(r *request.State) {
 // prefetch).
 func (x *idIndex) warm(r *request.State) {
 	if len(x.slots) > 0 {
-		prefetch(unsafe.Pointer(&x.slots[r.IDHash&uint64(len(x.slots)-1)]))
+		x.warmHome(r.IDHash)
 	}
 }
 
@@ -117,8 +117,13 @@ func (x *idIndex) warm(r *request.State) {
 // cache, and the hash would be spent for nothing.
 func (x *idIndex) warmID(id string) {
 	if len(x.slots) >= warmSlots {
-		prefetch(unsafe.Pointer(&x.slots[maphash.String(x.seed, id)&uint64(len(x.slots)-1)]))
+		x.warmHome(maphash.String(x.seed, id))
 	}
+}
+
+// warmHome reads ahead the home slot of hash h (slots not empty).
+func (x *idIndex) warmHome(h uint64) {
+	prefetch(unsafe.Pointer(&x.slots[h&uint64(len(x.slots)-1)]))
 }
 
 // warmSlots is the index size (16-byte slots: 64 KiB) from which warmID

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -171,7 +172,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		rw := trace.NewResultWriter(trace.Hold(o), schema)
+		rw := behind[trace.Result](trace.NewResultWriter(trace.Hold(o), schema))
 		files = append(files, &file{out: o, closer: rw, abort: rw.Abort})
 		drops.W = rw
 	}
@@ -184,7 +185,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		sw := trace.NewStepWriter(trace.Hold(o), schema)
+		sw := behind[trace.Step](trace.NewStepWriter(trace.Hold(o), schema))
 		files = append(files, &file{out: o, closer: sw, abort: sw.Abort})
 		opts.Steps = sw
 	}
@@ -283,4 +284,14 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// behind writes a table on a goroutine of its own when there is a
+// processor to spare (trace.Behind: the same bytes, the event loop freed of
+// encoding them), else in the caller's.
+func behind[T any](w trace.TableWriter[T]) trace.TableWriter[T] {
+	if runtime.GOMAXPROCS(0) > 1 {
+		return trace.NewBehind(w)
+	}
+	return w
 }

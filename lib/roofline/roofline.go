@@ -56,9 +56,17 @@ type Roofline struct {
 type denseTab struct {
 	once sync.Once
 	t    []Terms
+	// The LM head's gemmCost terms for 1 to headTabLen−1 sequences (any
+	// model): gemmCost adds one value to each of its fields, so adding the
+	// tabled value is the same addition.
+	headOnce sync.Once
+	head     []gemmTerms
 }
 
-const denseTabLen = 2048
+const denseTabLen, headTabLen = 2048, 1025 // headTabLen: vllm serve's largest max_num_seqs, 1024
+
+// gemmTerms are the Terms fields gemmCost adds to.
+type gemmTerms struct{ flops, bytes, compute, memory, roof, kernels float64 }
 
 // New builds the roofline for an architecture on a GPU with TP ranks. Its
 // errors about tp carry no prefix: callers name their flag or field.
@@ -346,8 +354,25 @@ func (r *Roofline) weights(t *Terms, b *latency.Batch, T float64) {
 		r.layerGemms(t, T)
 	}
 	// LM head: logits for one position per sequence (last prefill chunk token or decode token).
-	if s := float64(b.PrefillSeqs + b.DecodeSeqs); s > 0 {
-		r.gemmCost(t, s, r.head, 1, 1)
+	if s := b.PrefillSeqs + b.DecodeSeqs; s > 0 && s < headTabLen {
+		d := r.dense
+		d.headOnce.Do(func() {
+			d.head = make([]gemmTerms, headTabLen)
+			for n := 1; n < headTabLen; n++ {
+				var h Terms
+				r.gemmCost(&h, float64(n), r.head, 1, 1)
+				d.head[n] = gemmTerms{h.GEMMFLOPs, h.GEMMBytes, h.ComputeUS, h.MemoryUS, h.RoofUS, h.Kernels}
+			}
+		})
+		h := &d.head[s]
+		t.GEMMFLOPs += h.flops
+		t.GEMMBytes += h.bytes
+		t.ComputeUS += h.compute
+		t.MemoryUS += h.memory
+		t.RoofUS += h.roof
+		t.Kernels += h.kernels
+	} else if s > 0 {
+		r.gemmCost(t, float64(s), r.head, 1, 1)
 	}
 }
 

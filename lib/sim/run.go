@@ -209,7 +209,10 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 			if err != nil {
 				return nil, err
 			}
-			dw := trace.NewDecisionWriter(trace.Hold(o), schema)
+			var dw trace.TableWriter[trace.Decision] = trace.NewDecisionWriter(trace.Hold(o), schema)
+			if runtime.GOMAXPROCS(0) > 1 {
+				dw = trace.NewDecisionsBehind(dw)
+			}
 			files = append(files, &file{out: o, closer: dw, abort: dw.Abort})
 			dcfg.Decisions = dw
 		}

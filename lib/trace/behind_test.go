@@ -86,3 +86,56 @@ func TestBehind(t *testing.T) {
 		})
 	}
 }
+
+type decisionsWriter struct{ rows []Decision }
+
+func (w *decisionsWriter) Write(d *Decision) error {
+	c := *d
+	c.Candidates = append([]Candidate(nil), d.Candidates...)
+	c.Filtered = append([]Filtered(nil), d.Filtered...)
+	w.rows = append(w.rows, c)
+	return nil
+}
+func (w *decisionsWriter) Close() error { return nil }
+func (w *decisionsWriter) Abort()       {}
+
+// TestBehindDecisions: the recorder reuses a decision row's candidate and
+// filtered lists for its next row; the rows written hold what each row had.
+func TestBehindDecisions(t *testing.T) {
+	w := &decisionsWriter{}
+	b := NewDecisionsBehind(w)
+	var d Decision
+	n := 3*behindRows + 17
+	for i := range n {
+		d.Reset()
+		d.Seq = int64(i)
+		for j := range i % 4 {
+			d.Candidates = append(d.Candidates, Candidate{ReplicaID: fmt.Sprint("r", j), Waiting: int32(i)})
+		}
+		if i%5 == 0 {
+			d.Filtered = append(d.Filtered, Filtered{ReplicaID: fmt.Sprint("f", i), Reason: "full"})
+		}
+		if err := b.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.rows) != n {
+		t.Fatalf("%d rows, want %d", len(w.rows), n)
+	}
+	for i, r := range w.rows {
+		if r.Seq != int64(i) || len(r.Candidates) != i%4 || (len(r.Filtered) == 1) != (i%5 == 0) {
+			t.Fatalf("row %d: %+v", i, r)
+		}
+		for j, c := range r.Candidates {
+			if c.ReplicaID != fmt.Sprint("r", j) || c.Waiting != int32(i) {
+				t.Fatalf("row %d candidate %d: %+v (overwritten by a later row?)", i, j, c)
+			}
+		}
+		if len(r.Filtered) == 1 && r.Filtered[0].ReplicaID != fmt.Sprint("f", i) {
+			t.Fatalf("row %d filtered: %+v", i, r.Filtered)
+		}
+	}
+}

@@ -141,6 +141,9 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	}
 	d.dirty = append([]int32(nil), c.dirty...)
 	d.isDirty = append([]bool(nil), c.isDirty...)
+	if c.aheadOn {
+		d.aheadLvl = make([]uint8, len(c.aheadLvl)) // hints only: none yet
+	}
 	d.pbFn = d.promptBlocks
 	if c.leap.pos != nil {
 		d.leap = leapSet{ids: append([]int32(nil), c.leap.ids...), pos: append([]int32(nil), c.leap.pos...)}

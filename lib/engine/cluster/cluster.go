@@ -358,6 +358,12 @@ type Cluster struct {
 	syncInst          int32
 	syncKey           uint64
 	endedFn, formedFn func(int64) bool
+
+	// aheadOn reads the next step ends' replicas ahead (ahead.go), set
+	// once for fleets of aheadReplicas and more; aheadLvl is the stage
+	// each replica's read-ahead has reached.
+	aheadOn  bool
+	aheadLvl []uint8
 }
 
 // New builds a cluster for cfg; models holds each resolved deployment's
@@ -508,6 +514,9 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 		}
 	}
 	c.h.ends.init(len(c.reps))
+	if len(c.reps) >= aheadFrom {
+		c.aheadOn, c.aheadLvl = true, make([]uint8, len(c.reps))
+	}
 	c.initLeap()
 	c.isDirty = make([]bool, len(c.reps))
 	c.gpos = make([]int32, len(c.reps))
@@ -734,6 +743,9 @@ func (c *Cluster) Step(until int64) Status {
 		return Idle
 	}
 	ev := c.h.pop()
+	if c.aheadOn && ev.kind() == evStepEnd {
+		c.aheadLvl[ev.inst()] = 0 // its chain is read now: the next one is another
+	}
 	if c.checks && ev.t < c.now {
 		c.fail(fmt.Errorf("invariant violated: clock went back from %d to %d", c.now, ev.t))
 		return Idle
@@ -752,6 +764,9 @@ func (c *Cluster) Step(until int64) Status {
 		return NeedInput
 	}
 	c.process(&ev)
+	if c.aheadOn {
+		c.ahead()
+	}
 	return Stepped
 }
 

@@ -8,3 +8,9 @@ import "unsafe"
 //
 //go:noescape
 func prefetch(p unsafe.Pointer)
+
+// prefetchRanges asks for every cache line of each range (of n > 0
+// bytes) of r.
+//
+//go:noescape
+func prefetchRanges(r []prange)

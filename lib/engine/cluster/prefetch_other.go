@@ -5,3 +5,5 @@ package cluster
 import "unsafe"
 
 func prefetch(p unsafe.Pointer) {}
+
+func prefetchRanges(r []prange) {}

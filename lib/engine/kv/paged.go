@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/blis-sim/blis/lib/rng"
 )
@@ -531,4 +532,13 @@ func Keys(dst []uint64, hashes []uint64, inputTokens int32, prefix, block int32)
 		dst = append(dst, rng.Mix64(hashes[i]^uint64(k)*0x9E3779B97F4A7C15))
 	}
 	return dst
+}
+
+// QueueHead is the address of the free queue's head entry, which taking
+// and counting free blocks reads first, for a read-ahead (nil: empty).
+func (c *Paged) QueueHead() unsafe.Pointer {
+	if c.qh < len(c.q) {
+		return unsafe.Pointer(&c.q[c.qh])
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 )
@@ -191,5 +192,44 @@ func TestObserved(t *testing.T) {
 	}
 	if n := unsafe.Sizeof(Paged{}); n%64 != 0 {
 		t.Fatalf("Paged is %d bytes, not a whole number of cache lines (its padding)", n)
+	}
+}
+
+// QueueHead (a read-ahead's address) is the free queue's head entry, inside
+// the queue, as blocks are taken and given back; nil only when the queue
+// holds no entry.
+func TestQueueHeadInBounds(t *testing.T) {
+	c := NewPaged(8, 4)
+	check := func(when string) {
+		t.Helper()
+		p := c.QueueHead()
+		if c.qh >= len(c.q) {
+			if p != nil {
+				t.Fatalf("%s: head %p with no entry queued", when, p)
+			}
+			return
+		}
+		if p != unsafe.Pointer(&c.q[c.qh]) {
+			t.Fatalf("%s: head %p, want entry %d at %p", when, p, c.qh, &c.q[c.qh])
+		}
+	}
+	check("new")
+	var hs [4]Handle
+	for i := range hs {
+		c.Alloc(&hs[i], 2, 2)
+		c.Register(&hs[i], []uint64{uint64(2*i + 1), uint64(2*i + 2)}, 0, 2)
+		check(fmt.Sprint("alloc ", i)) // the last takes the last free block
+	}
+	for i := range hs {
+		c.Release(&hs[i])
+		check(fmt.Sprint("release ", i))
+	}
+	var x Handle
+	c.Alloc(&x, 3, 0) // evicts from the head
+	check("evict")
+	c.Release(&x)
+	check("release evicted")
+	if err := c.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

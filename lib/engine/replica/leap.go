@@ -2,6 +2,7 @@ package replica
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/blis-sim/blis/lib/latency"
 )
@@ -488,4 +489,13 @@ func (p *Replica) NextLeapEvent() int64 {
 func (p *Replica) LastLeapEnd() (int64, bool) {
 	s := &p.span
 	return s.doneEnd, s.done > 0
+}
+
+// SpanRun is the address of the run CatchUp reads first, for a read-ahead
+// (nil: no span).
+func (p *Replica) SpanRun() unsafe.Pointer {
+	if s := &p.span; s.on && s.ri < len(s.runs) {
+		return unsafe.Pointer(&s.runs[s.ri])
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/blis-sim/blis/lib/latency"
 )
@@ -110,5 +111,33 @@ func TestMemoRampIsItsRamp(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// SpanRun (a read-ahead's address) is the run CatchUp reads next while a
+// span is on, and nil otherwise, including once every run is applied.
+func TestSpanRunInBounds(t *testing.T) {
+	var p Replica
+	if p.SpanRun() != nil {
+		t.Fatal("a run without a span")
+	}
+	p.span.on = true
+	p.span.runs = []leapRun{{10, 3}, {11, 2}, {12, 1}}
+	for ri := range len(p.span.runs) + 1 {
+		p.span.ri = ri
+		got := p.SpanRun()
+		if ri == len(p.span.runs) {
+			if got != nil {
+				t.Fatalf("ri %d past the runs: %p", ri, got)
+			}
+			continue
+		}
+		if got != unsafe.Pointer(&p.span.runs[ri]) {
+			t.Fatalf("ri %d: %p, want %p", ri, got, &p.span.runs[ri])
+		}
+	}
+	p.span.ri, p.span.on = 0, false
+	if p.SpanRun() != nil {
+		t.Fatal("a run after the span")
 	}
 }

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/blis-sim/blis/lib/engine/internal/minheap"
 	"github.com/blis-sim/blis/lib/engine/kv"
@@ -943,4 +944,36 @@ func (h *stepHeap) firstLive() (int64, bool) {
 func (s *VLLM) failedStill(r *request.State, left int32) bool {
 	x := r.Rare()
 	return s.kv.Free() <= x.FailFree && left >= x.FailLeft && s.kv.Evictions() == x.FailEvict && !s.kv.Has(r.Keys, x.FailHits)
+}
+
+// Hot is the address and length of the fields forming, completing and
+// leaping a step read (the struct's first lines), for a read-ahead.
+func (s *VLLM) Hot() (unsafe.Pointer, uintptr) {
+	return unsafe.Pointer(s), unsafe.Offsetof(s.victim)
+}
+
+// Reach is where the fields Hot covers point that completing a step reads
+// first, for a read-ahead once they are in cache: the finish heap's root
+// and its children, the KV store's first line, and the block-boundary
+// buckets' heads (nil: none).
+func (s *VLLM) Reach() (fin unsafe.Pointer, finLen uintptr, store, heads unsafe.Pointer, headsLen uintptr) {
+	if n := len(s.finishH.s); n > finRoot {
+		fin, finLen = unsafe.Pointer(&s.finishH.s[finRoot]), uintptr(min(n-finRoot, 5))*unsafe.Sizeof(s.finishH.s[0])
+	}
+	if p, ok := s.kv.(*kv.Paged); ok {
+		store = unsafe.Pointer(p)
+	}
+	if len(s.bound.h) > 0 {
+		heads, headsLen = unsafe.Pointer(&s.bound.h[0]), uintptr(len(s.bound.h))*unsafe.Sizeof(s.bound.h[0])
+	}
+	return fin, finLen, store, heads, headsLen
+}
+
+// QueueHead is the KV store's free-queue head (kv.Paged.QueueHead), for a
+// read-ahead once the store's first line is in cache (nil: none).
+func (s *VLLM) QueueHead() unsafe.Pointer {
+	if p, ok := s.kv.(*kv.Paged); ok {
+		return p.QueueHead()
+	}
+	return nil
 }

@@ -209,10 +209,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 			if err != nil {
 				return nil, err
 			}
-			var dw trace.TableWriter[trace.Decision] = trace.NewDecisionWriter(trace.Hold(o), schema)
-			if runtime.GOMAXPROCS(0) > 1 {
-				dw = trace.NewDecisionsBehind(dw)
-			}
+			dw := behind[trace.Decision](trace.NewDecisionWriter(trace.Hold(o), schema))
 			files = append(files, &file{out: o, closer: dw, abort: dw.Abort})
 			dcfg.Decisions = dw
 		}

@@ -52,15 +52,16 @@ const (
 	behindDepth = 4   // chunks that may wait for the writer
 )
 
-// NewBehind starts writing to w behind its caller. Rows must not share
-// memory their caller changes later (the engine's results and steps do
-// not; decision rows do: NewDecisionsBehind).
-func NewBehind[T any](w TableWriter[T]) *Behind[T] { return newBehind(w, nil) }
-
-// NewDecisionsBehind is NewBehind for decision rows, whose candidate and
-// filtered lists are copied with the row.
-func NewDecisionsBehind(w TableWriter[Decision]) *Behind[Decision] {
-	return newBehind(w, keepDecision)
+// NewBehind starts writing to w behind its caller. A row's strings must
+// not change later; the slices a producer reuses are copied with the row
+// (a decision row's candidate and filtered lists, which the recorder
+// resets for its next row). The engine's results and steps reuse none.
+func NewBehind[T any](w TableWriter[T]) *Behind[T] {
+	keep, _ := any(keepDecision).(func(*T, *arena)) // nil unless T is Decision
+	b := &Behind[T]{w: w, keep: keep, cur: newChunk[T](), full: make(chan *chunk[T], behindDepth),
+		free: make(chan *chunk[T], behindDepth+2), done: make(chan struct{})}
+	go b.run()
+	return b
 }
 
 func keepDecision(d *Decision, a *arena) {
@@ -74,13 +75,6 @@ func keepDecision(d *Decision, a *arena) {
 		a.filt = append(a.filt, d.Filtered...)
 		d.Filtered = a.filt[i : i+n : i+n]
 	}
-}
-
-func newBehind[T any](w TableWriter[T], keep func(*T, *arena)) *Behind[T] {
-	b := &Behind[T]{w: w, keep: keep, cur: newChunk[T](), full: make(chan *chunk[T], behindDepth),
-		free: make(chan *chunk[T], behindDepth+2), done: make(chan struct{})}
-	go b.run()
-	return b
 }
 
 func newChunk[T any]() *chunk[T] { return &chunk[T]{rows: make([]T, 0, behindRows)} }

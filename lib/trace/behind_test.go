@@ -103,7 +103,7 @@ func (w *decisionsWriter) Abort()       {}
 // filtered lists for its next row; the rows written hold what each row had.
 func TestBehindDecisions(t *testing.T) {
 	w := &decisionsWriter{}
-	b := NewDecisionsBehind(w)
+	b := NewBehind[Decision](w)
 	var d Decision
 	n := 3*behindRows + 17
 	for i := range n {

@@ -35,11 +35,7 @@ func TestBoundEntries(t *testing.T) {
 			s := NewVLLM(cfg, kv.NewPaged(tc.blocks, B), keys, nil, nil)
 			var rs []*request.State
 			for i := range 24 {
-				r := &request.State{}
-				r.Reset()
-				r.Req.ID = fmt.Sprintf("r%d", i)
-				r.Req.InputTokens = int32(20 + 7*i)
-				r.Req.OutputTokens = int32(30 + 11*i)
+				r := testRequest(i)
 				if tc.keyed {
 					n := (r.Req.InputTokens + r.Req.OutputTokens - 1) / B
 					for k := range n {
@@ -179,4 +175,15 @@ func TestRing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testRequest is the i-th of a set of requests of growing sizes (prompts
+// 20 + 7i tokens, answers 30 + 11i), reset and ready to enqueue.
+func testRequest(i int) *request.State {
+	r := &request.State{}
+	r.Reset()
+	r.Req.ID = fmt.Sprintf("r%d", i)
+	r.Req.InputTokens = int32(20 + 7*i)
+	r.Req.OutputTokens = int32(30 + 11*i)
+	return r
 }

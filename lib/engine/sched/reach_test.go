@@ -51,11 +51,7 @@ func TestReadAheadInBounds(t *testing.T) {
 			}
 			check("empty")
 			for i := range 24 {
-				r := &request.State{}
-				r.Reset()
-				r.Req.ID = fmt.Sprintf("r%d", i)
-				r.Req.InputTokens = int32(20 + 7*i)
-				r.Req.OutputTokens = int32(30 + 11*i)
+				r := testRequest(i)
 				s.Enqueue(r)
 			}
 			var b latency.Batch

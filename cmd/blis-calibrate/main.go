@@ -49,7 +49,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "weight-dtype", Usage: "deployment weight dtype (default: the model's, or the serving point's precision)"},
 			&cli.StringFlag{Name: "kv-dtype", Usage: "KV cache dtype"},
 			&cli.IntFlag{Name: "max-num-seqs", Usage: "engine max_num_seqs (default: meta.json, else vllm serve's for the GPU; for serving points each point's concurrency, as aiconfigurator launched it)"},
-			&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "engine token budget per step (default: meta.json, else vllm serve's for the GPU: 8192 on H100/H200/B200, 2048 on A100, L40S and smaller; for serving points concurrency + isl + 1500, as aiconfigurator launched it)"},
+			&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "engine token budget per step (default: meta.json, else vllm serve's for the GPU: 8192 on GPUs of 70 GiB or more but A100, else 2048; for serving points concurrency + isl + 1500, as aiconfigurator launched it)"},
 			&cli.Int64Flag{Name: "kv-blocks", Usage: "KV blocks (default: meta.json, else from GPU memory)"},
 			&cli.IntFlag{Name: "block-size", Usage: "KV block size in tokens (default 16)"},
 			&cli.Float64Flag{Name: "gpu-memory-utilization", Usage: "fraction of GPU memory vLLM may use (default 0.9)"},

@@ -83,7 +83,7 @@ func (c *calibration) runOpenLoop(progress io.Writer) (*fit.Report, *fitted.Coef
 	d0 := runs[0].Setup.Dep
 	for _, r := range runs[1:] {
 		if d := r.Setup.Dep; d.Model != d0.Model || d.GPU != d0.GPU || d.TP != d0.TP {
-			return nil, nil, nil, usageErr("%s: the runs are of several deployments (%s and %s on %s tp%d, ...): a fit is for one; narrow with --model, --gpu, --tp", c.OpenLoop, d0.Model, d.Model, d.GPU, d.TP)
+			return nil, nil, nil, usageErr("%s: the runs are of several deployments (%s on %s tp%d and %s on %s tp%d, ...): a fit is for one; narrow with --model, --gpu, --tp", c.OpenLoop, d0.Model, d0.GPU, d0.TP, d.Model, d.GPU, d.TP)
 		}
 	}
 	var train, test []*fit.OpenLoopRun

@@ -39,7 +39,7 @@ func app() *cli.App {
 		// --slo values contain commas.
 		DisableSliceFlagSeparator: true,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (default: NAME.sweep beside the current directory, NAME = the spec's name)"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output `DIR` (default: NAME.sweep in the current directory, NAME = the spec's name)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "runs in parallel (default: one per core; $SLURM_CPUS_PER_TASK in a Slurm task)"},
 			&cli.BoolFlag{Name: "force", Usage: "run again runs that already have a result"},
 			&cli.BoolFlag{Name: "keep-results", Usage: "also keep each run's results table (DIR/results/)"},

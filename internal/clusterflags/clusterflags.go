@@ -30,8 +30,8 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "coefficients", Usage: "fitted coefficients `FILE`"},
 		&cli.StringFlag{Name: "router", Usage: "routing policy: " + strings.Join(policy.Names(policy.StageRouting), ", "), DefaultText: "round-robin"},
 		&cli.StringFlag{Name: "seed", Usage: "seed of the random streams: the random and power-of-two routers, and policy-bundle stages that ask for random (random: true), draw from it; nothing else is random, so without them every seed gives the same results", DefaultText: "42"},
-		&cli.IntFlag{Name: "max-num-seqs", Usage: "running requests per replica", DefaultText: "vllm serve's for the GPU: 1024 on H100/H200/B200, 256 on A100, L40S and smaller"},
-		&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "token budget per step", DefaultText: "vllm serve's for the GPU: 8192 on H100/H200/B200, 2048 on A100, L40S and smaller"},
+		&cli.IntFlag{Name: "max-num-seqs", Usage: "running requests per replica", DefaultText: "vllm serve's for the GPU: 1024 on GPUs of 70 GiB or more but A100 (H100, H200, B200, GB200, RTX PRO 6000), else 256"},
+		&cli.IntFlag{Name: "max-num-batched-tokens", Usage: "token budget per step", DefaultText: "vllm serve's for the GPU: 8192 on GPUs of 70 GiB or more but A100 (H100, H200, B200, GB200, RTX PRO 6000), else 2048"},
 		&cli.Int64Flag{Name: "kv-blocks", Usage: "KV blocks per replica", DefaultText: "from GPU memory"},
 		&cli.BoolFlag{Name: "no-leap", Usage: "take every engine step one at a time instead of leaping over runs of decode-only steps (same results, slower; docs/engine.md)"},
 	}

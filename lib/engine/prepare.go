@@ -124,11 +124,7 @@ func preparePool(cfg *config.Cluster, i, j int) (latency.Model, string, error) {
 		// Checked even when the pool's model needs no catalogue (a linear
 		// model with kv_blocks): a typo must not pass.
 		if _, err := roofline.LoadGPU(p.GPU); err != nil {
-			msg := err.Error()
-			if s := config.Suggest(p.GPU, roofline.GPUNames()); s != "" {
-				msg = fmt.Sprintf("did you mean %s? (%s)", s, msg)
-			}
-			return nil, "", errors.New(cfg.Where(key("gpu"), msg))
+			return nil, "", errors.New(cfg.Where(key("gpu"), err.Error()))
 		}
 	}
 	x := d.ForPool(j)

@@ -212,6 +212,9 @@ func TestGPUYAML(t *testing.T) {
 			t.Errorf("error = %v, want %q", err, c.want)
 		}
 	}
+	if _, err := LoadGPU("h10"); err == nil || !strings.HasPrefix(err.Error(), `did you mean h100? (gpu "h10": not built in`) {
+		t.Errorf("a near miss: %v", err)
+	}
 	if _, err := LoadGPU("tpu-v9"); err == nil || !strings.Contains(err.Error(), "not built in") {
 		t.Errorf("unknown gpu error = %v", err)
 	}

@@ -227,7 +227,11 @@ func LoadGPU(name string) (GPU, error) {
 		return g, nil
 	}
 	if !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml") {
-		return GPU{}, fmt.Errorf("gpu %q: not built in (%s); give a .yaml file to add one", name, strings.Join(GPUNames(), ", "))
+		msg := fmt.Sprintf("gpu %q: not built in (%s); give a .yaml file to add one", name, strings.Join(GPUNames(), ", "))
+		if s := yamlcheck.Suggest(name, GPUNames()); s != "" {
+			msg = fmt.Sprintf("did you mean %s? (%s)", s, msg)
+		}
+		return GPU{}, errors.New(msg)
 	}
 	data, err := os.ReadFile(name)
 	if err != nil {

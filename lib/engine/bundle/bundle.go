@@ -324,7 +324,7 @@ func (p *parser) bundle(root *yaml.Node, b *Bundle) error {
 			b.Sandbox.MaxSteps = uint64(x)
 		}
 		if n := sv["max_run_steps"]; n != nil {
-			x, err := p.integer(n, "sandbox.max_run_steps", 1, 1<<50)
+			x, err := p.integer(n, "sandbox.max_run_steps", 0, 1<<50) // 0: none, as absent
 			if err != nil {
 				return err
 			}

@@ -728,6 +728,9 @@ func TestRunStepBudget(t *testing.T) {
 	if err := run("sandbox: {max_run_steps: 100000000}\n", 50000, false); err == nil || !strings.Contains(err.Error(), "more than 50000 Starlark steps") {
 		t.Fatalf("the caller's lower cap: %v", err)
 	}
+	if err := run("sandbox: {max_run_steps: 0}\n", 0, false); err != nil {
+		t.Fatalf("0, no budget (as absent): %v", err)
+	}
 	if err := run("", 0, true); err == nil || err.Error() != "stopped by the test" {
 		t.Fatalf("interrupted: %v", err)
 	}

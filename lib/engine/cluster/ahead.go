@@ -26,6 +26,29 @@ const aheadReplicas = 256
 // aheadFrom is aheadReplicas, but for tests (export_test.go).
 var aheadFrom = aheadReplicas
 
+// aheadHotBytes: a fleet reads ahead while its estimated working set
+// (aheadGate) is at least this large, a few times a second-level cache
+// and a good part of a server's last-level one. A lightly loaded fleet
+// without prefix keys (bench/fleet.sh's 1,000 replicas at 96 req/s: ~500
+// requests held, no block records) stays in cache, and reading ahead
+// there cost 13% of its time; one holding tens of thousands of requests
+// (12,000 req/s) or a full prefix cache on every replica (the day) does
+// not, and gains. aheadHot is it, but for tests (export_test.go).
+const aheadHotBytes = 8 << 20
+
+var aheadHot = int64(aheadHotBytes)
+
+// aheadPollEvents is how often (in events) aheadGate looks again.
+const aheadPollEvents = 4096
+
+// Bytes an estimate of the working set counts per request held (its State
+// and its share of its replica's scheduler) and per KV block record (the
+// record, its free-queue entry and its index slots).
+const (
+	aheadRequestBytes = 768
+	aheadRecordBytes  = 36
+)
+
 // aheadStages is the length of the chain read ahead (aheadTo's stages).
 const aheadStages = 4
 
@@ -33,6 +56,29 @@ const aheadStages = 4
 // addresses as integers, so that filling a stack array of them takes no
 // write barriers (the objects stay reachable through the replicas).
 type prange struct{ p, n uintptr }
+
+// aheadGate turns the read-ahead on while the fleet's working set is
+// estimated at aheadHot bytes or more, and off below: then what the
+// step ends touch is in cache, and reading it ahead only costs the
+// instructions. The estimate is what grows with the load: requests held,
+// and the KV block records the replicas' prefix caches have created.
+func (c *Cluster) aheadGate() {
+	c.aheadPoll = aheadPollEvents
+	hot := int64(c.ids.len()) * aheadRequestBytes
+	for _, rep := range c.reps {
+		if hot >= aheadHot {
+			break
+		}
+		if s, ok := rep.Sched.(*sched.VLLM); ok {
+			hot += int64(s.KVRecords()) * aheadRecordBytes
+		}
+	}
+	on := hot >= aheadHot
+	if on && !c.aheadOn {
+		clear(c.aheadLvl) // stages reached before it went off are stale
+	}
+	c.aheadOn = on
+}
 
 // ahead runs when an event is done. The step ends' heap holds the next
 // step end at its root, the one after among the root's two children, and

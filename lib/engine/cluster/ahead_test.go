@@ -19,7 +19,9 @@ func (m *rowSink) Write(r *row.Result) error { m.rs = append(m.rs, *r); return n
 
 // Reading ahead is a hint: a fleet gives the same results, events and
 // steps with it as without, under the invariant checks, whatever the
-// router, and with it on a cluster too small to use it by default.
+// router, and with it on a cluster too small to use it by default; so
+// does a gate that turns it on and off during the run (a threshold the
+// requests held cross both ways).
 func TestReadAheadChangesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -44,8 +46,8 @@ func TestReadAheadChangesNothing(t *testing.T) {
 				reqs[i].InputTokens = clamp(512 + 256*lens.NormFloat64())
 				reqs[i].OutputTokens = clamp(256 + 128*lens.NormFloat64())
 			}
-			run := func(from int) ([]row.Result, engine.Summary) {
-				defer cluster.SetAheadFrom(from)()
+			run := func(from int, hot int64) ([]row.Result, engine.Summary) {
+				defer cluster.SetAhead(from, hot)()
 				cfg := config.Default()
 				cfg.Replicas = tc.replicas
 				cfg.Router.Routing = tc.routing
@@ -60,21 +62,26 @@ func TestReadAheadChangesNothing(t *testing.T) {
 				}
 				return sink.rs, sum
 			}
-			offRows, offSum := run(math.MaxInt)
-			onRows, onSum := run(1)
+			offRows, offSum := run(math.MaxInt, 0)
 			if offSum.Completed != int64(len(reqs)) {
 				t.Fatalf("completed %d of %d", offSum.Completed, len(reqs))
 			}
-			if !reflect.DeepEqual(onSum, offSum) {
-				t.Fatalf("summary with read-ahead %+v, without %+v", onSum, offSum)
-			}
-			if !reflect.DeepEqual(onRows, offRows) {
-				for i := range onRows {
-					if !reflect.DeepEqual(onRows[i], offRows[i]) {
-						t.Fatalf("row %d with read-ahead %+v, without %+v", i, onRows[i], offRows[i])
-					}
+			for _, mode := range []struct {
+				name string
+				hot  int64
+			}{{"always", 0}, {"gated", 40 * 768}} {
+				onRows, onSum := run(1, mode.hot)
+				if !reflect.DeepEqual(onSum, offSum) {
+					t.Fatalf("%s: summary with read-ahead %+v, without %+v", mode.name, onSum, offSum)
 				}
-				t.Fatal("results differ")
+				if !reflect.DeepEqual(onRows, offRows) {
+					for i := range onRows {
+						if !reflect.DeepEqual(onRows[i], offRows[i]) {
+							t.Fatalf("%s: row %d with read-ahead %+v, without %+v", mode.name, i, onRows[i], offRows[i])
+						}
+					}
+					t.Fatalf("%s: results differ", mode.name)
+				}
 			}
 		})
 	}

@@ -141,7 +141,7 @@ func (c *Cluster) cloneWith(m *request.Clone, sink Sink, steps StepSink, a *Fork
 	}
 	d.dirty = append([]int32(nil), c.dirty...)
 	d.isDirty = append([]bool(nil), c.isDirty...)
-	if c.aheadOn {
+	if c.aheadFleet {
 		d.aheadLvl = make([]uint8, len(c.aheadLvl)) // hints only: none yet
 	}
 	d.pbFn = d.promptBlocks

@@ -359,11 +359,13 @@ type Cluster struct {
 	syncKey           uint64
 	endedFn, formedFn func(int64) bool
 
-	// aheadOn reads the next step ends' replicas ahead (ahead.go), set
-	// once for fleets of aheadReplicas and more; aheadLvl is the stage
-	// each replica's read-ahead has reached.
-	aheadOn  bool
-	aheadLvl []uint8
+	// aheadOn reads the next step ends' replicas ahead (ahead.go): a fleet
+	// of aheadReplicas and more (aheadFleet) does while aheadGate, every
+	// aheadPoll events, finds its working set large; aheadLvl is the
+	// stage each replica's read-ahead has reached.
+	aheadOn, aheadFleet bool
+	aheadPoll           int32
+	aheadLvl            []uint8
 }
 
 // New builds a cluster for cfg; models holds each resolved deployment's
@@ -515,7 +517,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 	}
 	c.h.ends.init(len(c.reps))
 	if len(c.reps) >= aheadFrom {
-		c.aheadOn, c.aheadLvl = true, make([]uint8, len(c.reps))
+		c.aheadFleet, c.aheadLvl = true, make([]uint8, len(c.reps))
 	}
 	c.initLeap()
 	c.isDirty = make([]bool, len(c.reps))
@@ -764,8 +766,13 @@ func (c *Cluster) Step(until int64) Status {
 		return NeedInput
 	}
 	c.process(&ev)
-	if c.aheadOn {
-		c.ahead()
+	if c.aheadFleet {
+		if c.aheadPoll--; c.aheadPoll <= 0 {
+			c.aheadGate()
+		}
+		if c.aheadOn {
+			c.ahead()
+		}
 	}
 	return Stepped
 }

@@ -1,9 +1,10 @@
 package cluster
 
-// SetAheadFrom makes clusters of n replicas and more read ahead (ahead.go)
-// until restore is called.
-func SetAheadFrom(n int) (restore func()) {
-	old := aheadFrom
-	aheadFrom = n
-	return func() { aheadFrom = old }
+// SetAhead makes clusters of from replicas and more read ahead (ahead.go)
+// while their estimated working set is hot bytes or more, until restore
+// is called.
+func SetAhead(from int, hot int64) (restore func()) {
+	oldFrom, oldHot := aheadFrom, aheadHot
+	aheadFrom, aheadHot = from, hot
+	return func() { aheadFrom, aheadHot = oldFrom, oldHot }
 }

@@ -534,6 +534,11 @@ func Keys(dst []uint64, hashes []uint64, inputTokens int32, prefix, block int32)
 	return dst
 }
 
+// Records is the number of identified blocks the cache has created (their
+// records, free-queue entries and index slots, ~36 bytes each): the part
+// of its memory that grows with the prefix-cache keys it has held.
+func (c *Paged) Records() int { return len(c.b) }
+
 // QueueHead is the address of the free queue's head entry, which taking
 // and counting free blocks reads first, for a read-ahead (nil: empty).
 func (c *Paged) QueueHead() unsafe.Pointer {

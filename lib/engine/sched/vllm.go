@@ -969,6 +969,16 @@ func (s *VLLM) Reach() (fin unsafe.Pointer, finLen uintptr, store, heads unsafe.
 	return fin, finLen, store, heads, headsLen
 }
 
+// KVRecords is the number of identified KV blocks its cache has created
+// (kv.Paged's Records; 0 for another store), for the cluster's estimate of
+// its memory.
+func (s *VLLM) KVRecords() int {
+	if p, ok := s.kv.(*kv.Paged); ok {
+		return p.Records()
+	}
+	return 0
+}
+
 // QueueHead is the KV store's free-queue head (kv.Paged.QueueHead), for a
 // read-ahead once the store's first line is in cache (nil: none).
 func (s *VLLM) QueueHead() unsafe.Pointer {

@@ -99,7 +99,19 @@ func (r *Ramps) get(seqs int) *memoRamp {
 type memoRamp struct {
 	f     latency.Ramp
 	slots []uint64 // ctx<<memoDurBits | dur; 0: empty (dur ≥ 1)
+	// up[v−upBase] is the least context at which the ramp exceeds v µs
+	// (0: not found yet). A run of equal step times ends there whatever
+	// span it is in, so at small batches — a lightly loaded fleet's
+	// replicas decode one request at a time, ~25 runs a request — each
+	// run's end is searched once for all the deployment's replicas
+	// (runEnd). upBase is the ramp at context 0, its least value.
+	up     []int64
+	upBase int64
 }
+
+// upMax bounds up's length: step times more than this many µs above the
+// ramp's least are searched every time.
+const upMax = 1 << 16
 
 const (
 	memoSeqs    = 4
@@ -111,8 +123,58 @@ func newMemoRamp(f latency.Ramp, remember bool) *memoRamp {
 	m := &memoRamp{f: f}
 	if remember {
 		m.slots = make([]uint64, 1<<memoBits)
+		m.upBase = m.at(0)
 	}
 	return m
+}
+
+// runEnd returns the least context above c, where the ramp is v, at which
+// it exceeds v, looking no further than limit (0: it is v up to limit).
+// Ramps are non-decreasing (latency.Leaper): a run's end found once is
+// remembered (up); else it is searched by galloping from c, then
+// bisecting. calls counts the ramp's evaluations.
+func (m *memoRamp) runEnd(c, v, limit int64, calls *int) int64 {
+	j := v - m.upBase
+	if j >= 0 && j < int64(len(m.up)) {
+		if b := m.up[j]; b > c {
+			return b
+		}
+	}
+	lo, hi := c, int64(0) // m.at(lo) == v; m.at(hi) > v once hi > 0
+	for d := int64(1); hi == 0; d *= 2 {
+		x := min(c+d, limit)
+		if x <= lo {
+			return 0
+		}
+		*calls++
+		if m.at(x) > v {
+			hi = x
+		} else {
+			lo = x
+		}
+		if d > limit {
+			break // (no overflow of d)
+		}
+	}
+	if hi == 0 {
+		return 0
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		*calls++
+		if m.at(mid) > v {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if j >= 0 && j < upMax {
+		if j >= int64(len(m.up)) {
+			m.up = append(m.up, make([]int64, j+1-int64(len(m.up)))...)
+		}
+		m.up[j] = hi
+	}
+	return hi
 }
 
 // at is max(f(ctx), 1).
@@ -231,6 +293,7 @@ func (p *Replica) Extend() (end, last int64) {
 // long as the one before and the steps around the guess's end checked
 // (two or three calls, the last the next run's first step); a guess off
 // by more, or no run to go by, is searched by galloping, then bisecting.
+// A remembered ramp (a small batch) knows where its runs end (runEnd).
 func (s *span) price() {
 	n, calls := s.n, 0
 	at := func(i int64) int64 {
@@ -253,6 +316,23 @@ func (s *span) price() {
 		if v != r.dur {
 			s.runs = append(s.runs, leapRun{v, 0})
 			r = &s.runs[len(s.runs)-1]
+		}
+		if s.ramp.slots != nil {
+			// A small batch: the run ends at the first step whose
+			// context reaches the ramp's next value (runEnd).
+			c := s.ctx0 + i*s.seqs
+			k := n - i
+			if b := s.ramp.runEnd(c, v, s.ctx0+(n-1)*s.seqs, &calls); b > 0 {
+				k = min(k, (b-c+s.seqs-1)/s.seqs) // (a remembered end may lie past the span)
+			}
+			if k > 1 && v > 0 && (maxLeapEnd-end)/v < k {
+				k = (maxLeapEnd - end) / v
+				n = i + k
+			}
+			r.n += k
+			end += k * v
+			i += k
+			continue
 		}
 		lo, hi := i, n // at(lo) == v; at(hi) > v, or hi == n
 		seen, seenV := int64(-1), int64(0)

@@ -140,11 +140,11 @@ func (m *memoRamp) runEnd(c, v, limit int64, calls *int) int64 {
 			return b
 		}
 	}
-	lo, hi := c, int64(0) // m.at(lo) == v; m.at(hi) > v once hi > 0
+	lo, hi := c, int64(0) // m.at(lo) == v < m.at(hi)
 	for d := int64(1); hi == 0; d *= 2 {
-		x := min(c+d, limit)
+		x := min(c+d, limit) // d stops growing once x reaches limit
 		if x <= lo {
-			return 0
+			return 0 // v up to limit
 		}
 		*calls++
 		if m.at(x) > v {
@@ -152,12 +152,6 @@ func (m *memoRamp) runEnd(c, v, limit int64, calls *int) int64 {
 		} else {
 			lo = x
 		}
-		if d > limit {
-			break // (no overflow of d)
-		}
-	}
-	if hi == 0 {
-		return 0
 	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2

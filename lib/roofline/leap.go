@@ -110,8 +110,66 @@ func (r *Roofline) DecodeRamp(seqs int) latency.Ramp {
 		}
 	}
 	d := r.DecodeCost(seqs)
+	l := d.line()
 	return func(ctx int64) int64 {
+		if us, ok := l.stepUS(ctx); ok {
+			return us
+		}
 		_, _, t := d.At(ctx)
 		return stepUS(t)
 	}
+}
+
+// decodeLine is At's total as the straight lines it is in exact
+// arithmetic: a layer's compute time kc·x and memory time km·x + m0 over x
+// cached tokens. It skips At's two divisions a layer, and is exact where
+// it answers: its total and At's differ by rounding alone, at most ~30
+// roundings of the total (every term is non-negative, so nothing cancels),
+// and a total that far from a rounding boundary rounds to the same µs.
+type decodeLine struct {
+	base       float64 // the context-free terms: GEMMs, tail, all-reduces, overheads
+	kc, km, m0 float64
+	lf, lw     float64
+	seqsW      int64
+}
+
+func (d *DecodeCost) line() decodeLine {
+	return decodeLine{base: d.roof0 + d.elem + d.comm + d.over,
+		kc: d.pairFLOPs / d.attnFLOPs * 1e6, km: d.kvElems * d.kvBytes / d.bw * 1e6,
+		m0: (d.tokens*d.kvElems*d.kvBytes + d.qo) / d.bw * 1e6, lf: d.lf, lw: d.lw, seqsW: d.seqsW}
+}
+
+// lineSlack bounds |line − At| relative to the total: 2^-53 a rounding
+// times ~30 roundings is 3.3e-15; this is 300 times that.
+const lineSlack = 1e-12
+
+// stepUS is stepUS(At(ctx).total), or false where the line cannot tell
+// (a total within its slack of a rounding boundary, or out of range).
+func (l *decodeLine) stepUS(ctx int64) (int64, bool) {
+	t := l.base
+	if l.lf > 0 {
+		t += l.lf * l.layer(float64(ctx))
+	}
+	if l.lw > 0 {
+		t += l.lw * l.layer(float64(min(ctx, l.seqsW)))
+	}
+	if !(t >= 1 && t < MaxStepUS-1) {
+		return 0, false
+	}
+	y := t + 0.5
+	n := int64(y) // y is positive: truncation is its floor
+	if f, e := y-float64(n), lineSlack*t+1e-9; f < e || f > 1-e {
+		return 0, false
+	}
+	return n, true
+}
+
+// layer is a layer's roofline over x cached tokens (max of non-negative
+// finite values: no NaN or signed-zero cases to handle).
+func (l *decodeLine) layer(x float64) float64 {
+	c, m := l.kc*x, l.km*x+l.m0
+	if c > m {
+		return c
+	}
+	return m
 }

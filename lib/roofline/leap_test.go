@@ -62,3 +62,59 @@ func TestDecodeCostExact(t *testing.T) {
 		t.Fatalf("only %d points checked", n)
 	}
 }
+
+// The ramp's straight-line shortcut answers only where it agrees with At
+// rounded: checked at dense and random contexts on every catalogue model
+// and GPU, and it must answer almost everywhere (else it buys nothing).
+func TestDecodeLineExact(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	checked, declined := 0, 0
+	for _, name := range ModelNames() {
+		a, err := LoadModel(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, gname := range GPUNames() {
+			g, err := LoadGPU(gname)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tp := range []int{1, 2, 8} {
+				if tp > 1 && (a.Heads%tp != 0 || !(g.LinkGBps > 0)) {
+					continue
+				}
+				r, err := New(a, g, tp)
+				if err != nil {
+					continue
+				}
+				for _, seqs := range []int{1, 2, 5, 1 + rnd.IntN(64), 1 + rnd.IntN(1024)} {
+					d := r.DecodeCost(seqs)
+					l := d.line()
+					ctx := int64(0)
+					for j := 0; j < 600; j++ {
+						if j < 300 {
+							ctx += int64(seqs) // consecutive steps, as a span prices them
+						} else {
+							ctx += int64(rnd.IntN(20000 * seqs))
+						}
+						_, _, tot := d.At(ctx)
+						want := stepUS(tot)
+						checked++
+						got, ok := l.stepUS(ctx)
+						if !ok {
+							declined++
+							continue
+						}
+						if got != want {
+							t.Fatalf("%s on %s tp%d, %d seqs, ctx %d: line %d µs, At %d µs (%.17g)", name, gname, tp, seqs, ctx, got, want, tot)
+						}
+					}
+				}
+			}
+		}
+	}
+	if checked < 10000 || declined*1000 > checked {
+		t.Fatalf("line declined %d of %d points", declined, checked)
+	}
+	t.Logf("line answered %d of %d points", checked-declined, checked)
+}

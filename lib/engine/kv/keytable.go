@@ -122,16 +122,17 @@ func (t *keyTable) cloneInto(keys []uint64, vals []int32) keyTable {
 	return d
 }
 
-// blockIndex maps the prefix-cache keys of a Paged cache's blocks to their
-// ids. At fleet scale every access to a replica's index misses the
-// processor's caches, and on a full cache every prompt block is indexed
-// once and evicted once; so eviction does not touch the index: the
+// blockIndex maps the prefix-cache keys of a Paged cache's indexed blocks
+// (a chain's first blocks and loose ones: Paged.Register) to their ids.
+// At fleet scale every access to a replica's index misses the processor's
+// caches, and on a full cache every indexed block is indexed once and
+// evicted once; so eviction does not touch the index: the
 // evicted block no longer holds its key (Paged.holds), its entry goes
 // stale, every match is checked against the block's record and the queue,
 // and stale entries are dropped when the index is rebuilt from the records
 // (a sequential walk; the index fits the processor's cache while it is
 // rebuilt), which happens when live and stale entries fill 3/4 of the
-// slots. The slots grow with the blocks indexed (3 per block, 12 bytes).
+// slots. The slots grow with the blocks indexed (3 a block, 12 bytes).
 //
 // A slot is 32 bits: the block id + 1 (0: empty) in the high bits, as few
 // as the cache's blocks need, and below it the key's low bits as a
@@ -159,9 +160,9 @@ const slotsPerBlock = 3
 // the adds that follow find them in the processor's cache: these reads
 // are independent and overlap, where each add's probe would wait for its
 // own miss.
-func (x *blockIndex) prefetch(keys []uint64, c *Paged, hashed int) {
+func (x *blockIndex) prefetch(keys []uint64, c *Paged, indexed int) {
 	if 4*(x.n+len(keys)) > 3*len(x.slots) {
-		x.rebuild(c, hashed+len(keys)-1)
+		x.rebuild(c, indexed+len(keys)-1)
 	}
 	var s uint32
 	for _, k := range keys {
@@ -198,13 +199,13 @@ func (x *blockIndex) find(k uint64, c *Paged) (int32, bool) {
 	}
 }
 
-// add indexes k in block id, unless a block holds k already (false). The
-// caller marks the block hashed; hashed blocks number at most hashed. (A
-// stale entry of the same block is left alone: a live entry may follow it
-// in the probe run.)
-func (x *blockIndex) add(k uint64, id int32, c *Paged, hashed int) bool {
+// add indexes k in block id, unless an indexed block holds k already
+// (that block, false). The caller marks the block indexed; indexed blocks
+// number at most indexed. (A stale entry of the same block is left alone:
+// a live entry may follow it in the probe run.)
+func (x *blockIndex) add(k uint64, id int32, c *Paged, indexed int) (int32, bool) {
 	if 4*(x.n+1) > 3*len(x.slots) {
-		x.rebuild(c, hashed)
+		x.rebuild(c, indexed)
 	}
 	fp, mask := x.fp(k), uint32(1)<<x.fpBits-1
 	i := x.home(k)
@@ -214,8 +215,8 @@ func (x *blockIndex) add(k uint64, id int32, c *Paged, hashed int) bool {
 			break
 		}
 		if s&mask == fp {
-			if c.holds(int32(s>>x.fpBits)-1, k) {
-				return false
+			if y := int32(s>>x.fpBits) - 1; c.holds(y, k) {
+				return y, false
 			}
 		}
 		if i++; i == len(x.slots) {
@@ -224,19 +225,19 @@ func (x *blockIndex) add(k uint64, id int32, c *Paged, hashed int) bool {
 	}
 	x.slots[i] = uint32(id+1)<<x.fpBits | fp
 	x.n++
-	return true
+	return id, true
 }
 
 // rebuild drops the stale entries, growing the slots to slotsPerBlock
 // times the live entries (plus the one being added) when they are fewer.
-// The blocks evicted and not yet reused (idle ids) lose their stale
-// hashedBit first.
-func (x *blockIndex) rebuild(c *Paged, hashed int) {
+// The blocks evicted and not yet reused (idle ids) lose their stale flags
+// first.
+func (x *blockIndex) rebuild(c *Paged, indexed int) {
 	b := c.b
 	for _, id := range c.idFree {
 		b[id].refs = 0
 	}
-	if size := max(64, slotsPerBlock*(hashed+1)); size > len(x.slots) {
+	if size := max(64, slotsPerBlock*(indexed+1)); size > len(x.slots) {
 		x.slots = make([]uint32, size)
 	} else {
 		clear(x.slots)
@@ -244,7 +245,7 @@ func (x *blockIndex) rebuild(c *Paged, hashed int) {
 	x.n = 0
 	for id := range b {
 		bl := &b[id]
-		if !bl.hashed() {
+		if bl.refs&(hashedBit|indexedBit) != hashedBit|indexedBit {
 			continue
 		}
 		i := x.home(bl.key)

@@ -98,10 +98,10 @@ func (p *refPool) hitCost(keys []uint64, n int) int32 {
 // TestPagedMatchesReference drives Paged and the reference with the same
 // requests (hits, prompt blocks registered in chunks, decode blocks,
 // releases) and compares what they answer after every operation. Keys are
-// drawn so that many share a home slot in the index, many share its
-// fingerprint, and prompts share prefixes, so stale entries, fingerprint
-// matches and blocks evicted and re-registered under the same key all
-// happen. The index's fingerprints are also cut to one bit, as in a cache
+// prefix-chained and drawn so that many share a home slot in the index,
+// many share its fingerprint, and prompts share prefixes and diverge, so
+// stale entries, fingerprint matches, linked and loose blocks, and blocks
+// evicted and re-registered under the same key all happen. The index's fingerprints are also cut to one bit, as in a cache
 // of 2^30 blocks, so that almost every probe matches one.
 func TestPagedMatchesReference(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
@@ -147,20 +147,51 @@ func matchReference(t *testing.T, seed uint64, fpBits uint32, ops int) {
 			return uint64(g.Uint32())<<32 | 7
 		}
 	}
+	// Keys are prefix-chained (docs/tables.md): a key names its whole
+	// prefix, so each (previous key, next block) gets a key of its own,
+	// drawn as above and never reused. Few choices a block make prompts
+	// share prefixes and diverge.
+	type edge struct {
+		prev   uint64
+		first  bool
+		choice int
+	}
+	chain, used := map[edge]uint64{}, map[uint64]bool{}
+	child := func(prev []uint64, choice int) uint64 {
+		e := edge{first: len(prev) == 0, choice: choice}
+		if !e.first {
+			e.prev = prev[len(prev)-1]
+		}
+		if k, ok := chain[e]; ok {
+			return k
+		}
+		k := key()
+		for used[k] {
+			k = key()
+		}
+		used[k], chain[e] = true, k
+		return k
+	}
 	prompts := make([][]uint64, 12)
 	for i := range prompts {
 		for range 1 + g.IntN(8) {
-			prompts[i] = append(prompts[i], key())
+			prompts[i] = append(prompts[i], child(prompts[i], g.IntN(3)))
 		}
 	}
 	var live []*req
+	register := func(r *req) {
+		n := min(1+g.IntN(3), len(r.keys)-r.reg)
+		c.Register(&r.h, r.keys, r.reg, r.reg+n)
+		p.register(r.ref, r.keys, r.reg, r.reg+n)
+		r.reg += n
+	}
 	for op := range ops {
 		switch x := g.IntN(10); {
 		case x < 4 && len(live) < 8: // a new request: hits, then its prompt blocks
 			base := prompts[g.IntN(len(prompts))]
 			keys := slices.Clone(base[:1+g.IntN(len(base))])
 			if g.IntN(3) == 0 {
-				keys = append(keys, key())
+				keys = append(keys, child(keys, 3+g.IntN(4)))
 			}
 			r := &req{keys: keys}
 			hits := c.Lookup(keys, len(keys))
@@ -174,18 +205,21 @@ func matchReference(t *testing.T, seed uint64, fpBits uint32, ops int) {
 			c.Touch(&r.h, keys, hits)
 			p.touch(&r.ref, keys, hits)
 			c.Warm(keys[hits:]) // a hint: the reference has no counterpart
-			for r.reg = hits; r.reg < len(keys); {
-				n := min(1+g.IntN(3), len(keys)-r.reg)
-				c.Alloc(&r.h, int32(n), int32(n))
-				p.alloc(&r.ref, n)
-				c.Register(&r.h, keys, r.reg, r.reg+n)
-				p.register(r.ref, keys, r.reg, r.reg+n)
-				r.reg += n
+			// Its prompt blocks at once, registered a chunk at a time,
+			// now and in later operations (chunked prefill): requests
+			// with the same prompt then register the same keys.
+			c.Alloc(&r.h, need, need)
+			p.alloc(&r.ref, int(need))
+			r.reg = hits
+			if g.IntN(2) == 0 {
+				register(r)
 			}
 			live = append(live, r)
-		case x < 7 && len(live) > 0: // decode blocks
+		case x < 7 && len(live) > 0: // a prefill chunk, or decode blocks
 			r := live[g.IntN(len(live))]
-			if n := min(int32(g.IntN(3)), c.AnonHead()); n > 0 && g.IntN(2) == 0 {
+			if r.reg < len(r.keys) && g.IntN(2) == 0 {
+				register(r)
+			} else if n := min(int32(g.IntN(3)), c.AnonHead()); n > 0 && g.IntN(2) == 0 {
 				c.TakeAnon(n) // as a leap takes them
 				r.h.Anon += n
 				p.alloc(&r.ref, int(n))

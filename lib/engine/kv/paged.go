@@ -13,6 +13,11 @@ import (
 // prefix can take them back; allocation takes from the head (least recently
 // freed), evicting the hash it held.
 //
+// A cached block is found from the block holding its chain's previous key
+// (next), and only a chain's first block, or one whose predecessor has a
+// continuation already, is in the key index (Register): a prompt of
+// unshared blocks is one index entry, not one a block.
+//
 // Only blocks that hold (or will hold) a prefix-cache key have an identity
 // (an id); every other block is anonymous and counted, and consecutive
 // anonymous blocks in the free queue are one run. The queue order is exactly
@@ -37,19 +42,29 @@ type Paged struct {
 	low       Observer // lower KV tiers (nil: GPU only)
 	evictions int64
 	b         []block
+	next      []int32 // next[id]: the block continuing id's chain (a hint: -1, or checked by holds)
 	idFree    []int32 // created ids holding nothing
 	idx       blockIndex
 	nHashed   int    // blocks holding a key
+	nIndexed  int    // of those, in the index
+	nLoose    int    // of those, not a chain's first block
 	sink      uint32 // what touchRecords read (kept so the reads stay)
-	_         [52]byte
+	_         [12]byte
 }
 
-// qent is a free-queue entry: a cached block (id >= 0), n anonymous blocks
-// (id anonRun) or nothing (id taken: a cache hit took its block back).
+// qent is a free-queue entry: a cached block (id >= 0, n its qIndexed and
+// qLoose flags, so that evicting it need not read its record), n anonymous
+// blocks (id anonRun) or nothing (id taken: a cache hit took its block
+// back).
 type qent struct {
 	id int32
 	n  int32
 }
+
+const (
+	qIndexed = 1
+	qLoose   = 2
+)
 
 const (
 	anonRun = -1
@@ -70,13 +85,30 @@ const (
 type block struct {
 	key  uint64
 	qpos uint32 // its free-queue entry's position (as qbase) while queued
-	refs uint32 // references, and hashedBit while the block holds key
+	refs uint32 // references, and the flags below
 }
 
-const hashedBit = 1 << 31
+const (
+	hashedBit  = 1 << 31 // the block holds key
+	indexedBit = 1 << 30 // key is in the index (its chain's first block, or a loose one)
+	looseBit   = 1 << 29 // indexed though not its chain's first block
+	refMask    = 1<<29 - 1
+)
 
 func (b *block) hashed() bool  { return b.refs&hashedBit != 0 }
-func (b *block) refcnt() int32 { return int32(b.refs &^ hashedBit) }
+func (b *block) refcnt() int32 { return int32(b.refs & refMask) }
+
+// qflags are b's flags as its free-queue entry keeps them.
+func (b *block) qflags() int32 {
+	var f int32
+	if b.refs&indexedBit != 0 {
+		f |= qIndexed
+	}
+	if b.refs&looseBit != 0 {
+		f |= qLoose
+	}
+	return f
+}
 
 // queued reports whether block id (without references) is in the free
 // queue.
@@ -89,6 +121,12 @@ func (c *Paged) queued(id int32) bool {
 func (c *Paged) holds(id int32, k uint64) bool {
 	bl := &c.b[id]
 	return bl.key == k && bl.hashed() && (bl.refcnt() > 0 || c.queued(id))
+}
+
+// live reports whether block id holds a key.
+func (c *Paged) live(id int32) bool {
+	bl := &c.b[id]
+	return bl.hashed() && (bl.refcnt() > 0 || c.queued(id))
 }
 
 // compact drops the queue's consumed head once it is most of the queue.
@@ -196,8 +234,9 @@ func (c *Paged) pushAnon(n int32) {
 
 func (c *Paged) pushCached(id int32) {
 	c.free++
-	c.b[id].qpos = c.qbase + uint32(len(c.q))
-	c.q = append(c.q, qent{id: id})
+	bl := &c.b[id]
+	bl.qpos = c.qbase + uint32(len(c.q))
+	c.q = append(c.q, qent{id: id, n: bl.qflags()})
 }
 
 func (c *Paged) newID() int32 {
@@ -209,12 +248,17 @@ func (c *Paged) newID() int32 {
 	if len(c.b) == cap(c.b) {
 		// Grown by use, never past the cache's blocks (append's growth
 		// would overshoot a full cache's by up to a quarter).
-		b := make([]block, len(c.b), min(max(2*len(c.b), 64), int(c.total)))
+		n := min(max(2*len(c.b), 64), int(c.total))
+		b := make([]block, len(c.b), n)
 		copy(b, c.b)
 		c.b = b
+		next := make([]int32, len(c.next), n)
+		copy(next, c.next)
+		c.next = next
 	}
 	c.b = c.b[:len(c.b)+1]
 	c.b[len(c.b)-1] = block{}
+	c.next = append(c.next, -1)
 	return int32(len(c.b) - 1)
 }
 
@@ -251,6 +295,12 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 		id := e.id
 		c.qh++
 		c.nHashed--
+		if e.n&qIndexed != 0 {
+			c.nIndexed--
+		}
+		if e.n&qLoose != 0 {
+			c.nLoose--
+		}
 		c.evictions++
 		if c.obs != nil {
 			c.obs.Evicted(c.b[id].key)
@@ -325,16 +375,39 @@ func (c *Paged) touchRecords(ids []int32) {
 	c.sink = s
 }
 
-// Warm implements Store: the keys' home slots in the index, and the
-// records of the cached blocks at the head of the free queue that
-// allocating a block per key would evict (Alloc writes them).
+// Warm implements Store: the home slots in the index of the keys a lookup
+// and registering them may probe (the first, unless loose entries exist:
+// then every one), and the records of the cached blocks at the head of the
+// free queue that allocating a block per key would evict (Alloc writes
+// them).
 func (c *Paged) Warm(keys []uint64) {
 	if n := len(c.idx.slots); n > 0 && len(keys) > 0 {
-		prefetchHomes(&c.idx.slots[0], uint64(n), keys)
+		k := keys[:1]
+		if c.nLoose > 0 {
+			k = keys
+		}
+		prefetchHomes(&c.idx.slots[0], uint64(n), k)
 	}
 	if len(c.b) > 0 {
 		prefetchQueued(&c.b[0], c.q[c.qh:min(len(c.q), c.qh+len(keys))])
 	}
+}
+
+// holder returns the block holding k, the key at position i of a chain,
+// given prev, the block holding the key before it (-1: none holds it). A
+// chain's first block and loose blocks are in the index; every other
+// cached block is next[] of the block holding its chain's previous key
+// (Register), so that a block is indexed once a chain, not once a block.
+func (c *Paged) holder(k uint64, i int, prev int32) (int32, bool) {
+	if prev >= 0 {
+		if x := c.next[prev]; x >= 0 && c.holds(x, k) {
+			return x, true
+		}
+	}
+	if i == 0 || c.nLoose > 0 {
+		return c.idx.find(k, c)
+	}
+	return -1, false
 }
 
 // Lookup implements Store.
@@ -342,10 +415,13 @@ func (c *Paged) Lookup(keys []uint64, max int) int {
 	if len(keys) < max {
 		max = len(keys)
 	}
+	prev := int32(-1)
 	for i := 0; i < max; i++ {
-		if _, ok := c.idx.find(keys[i], c); !ok {
+		id, ok := c.holder(keys[i], i, prev)
+		if !ok {
 			return i
 		}
+		prev = id
 	}
 	return max
 }
@@ -355,15 +431,24 @@ func (c *Paged) Has(keys []uint64, i int) bool {
 	if i >= len(keys) {
 		return false
 	}
-	_, ok := c.idx.find(keys[i], c)
-	return ok
+	prev := int32(-1)
+	for j := 0; j <= i; j++ {
+		id, ok := c.holder(keys[j], j, prev)
+		if !ok {
+			id = -1 // the keys after it can still be loose ones
+		}
+		prev = id
+	}
+	return prev >= 0
 }
 
 // HitCost implements Store.
 func (c *Paged) HitCost(keys []uint64, n int) int32 {
 	var k int32
+	prev := int32(-1)
 	for i := 0; i < n; i++ {
-		if id, _ := c.idx.find(keys[i], c); c.b[id].refcnt() == 0 {
+		prev, _ = c.holder(keys[i], i, prev)
+		if c.b[prev].refcnt() == 0 {
 			k++
 		}
 	}
@@ -372,8 +457,10 @@ func (c *Paged) HitCost(keys []uint64, n int) int32 {
 
 // Touch implements Store.
 func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
+	prev := int32(-1)
 	for i := 0; i < n; i++ {
-		id, _ := c.idx.find(keys[i], c)
+		id, _ := c.holder(keys[i], i, prev)
+		prev = id
 		bl := &c.b[id]
 		if bl.refcnt() == 0 {
 			c.q[bl.qpos-c.qbase].id = taken
@@ -386,30 +473,96 @@ func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 }
 
 // Register implements Store. A key already cached in another block keeps
-// its block, as in vLLM.
+// its block, as in vLLM. A block continuing a chain whose previous block
+// h holds, when that block has no live continuation yet, is linked from
+// it (next) instead of indexed: a prompt of unshared blocks costs one
+// index entry, not one a block.
+//
+// Linking is exact because a linked block goes before the block it is
+// linked from: every request holding it holds that one too (its
+// registrant did; a hit takes a chain's blocks in order), and releases it
+// first, so it is queued ahead of it and evicted first. So a cached key
+// at position i > 0 is either next[] of the block holding key i−1 or a
+// loose entry of the index; with no loose entries the index is not probed
+// past a chain's first key. (Keys are prefix-chained, docs/tables.md: a
+// key at position i is never one at another position.)
 func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
-	if to-from > 1 {
-		c.idx.prefetch(keys[from:to], c, c.nHashed)
+	if c.nLoose > 0 && to-from > 1 {
+		c.idx.prefetch(keys[from:to], c, c.nIndexed)
+	}
+	ph := int32(-1) // the block holding keys[j-1] (-1: none)
+	if from > 0 {
+		if q := h.IDs[from-1]; c.b[q].hashed() && c.b[q].key == keys[from-1] {
+			ph = q
+		} else {
+			for j := 0; j < from; j++ { // (its block there is not the holder: rare)
+				id, ok := c.holder(keys[j], j, ph)
+				if !ok {
+					id = -1
+				}
+				ph = id
+			}
+		}
 	}
 	for j := from; j < to; j++ {
-		id := h.IDs[j]
-		bl := &c.b[id]
-		if bl.hashed() {
+		id, k := h.IDs[j], keys[j]
+		if c.b[id].hashed() { // a hit, or registered before: it holds k
+			ph = id
 			continue
 		}
-		k := keys[j]
-		if !c.idx.add(k, id, c, c.nHashed) {
+		free := false // no live block continues ph's chain
+		if ph >= 0 {
+			if x := c.next[ph]; x >= 0 && c.live(x) {
+				if c.b[x].key == k {
+					ph = x // cached in another block
+					continue
+				}
+			} else {
+				free = true
+			}
+		}
+		if free && h.IDs[j-1] == ph {
+			if c.nLoose > 0 {
+				if y, ok := c.idx.find(k, c); ok {
+					ph = y
+					continue
+				}
+			}
+			c.next[ph] = id
+			c.hash(id, k, 0)
+			ph = id
 			continue
 		}
-		bl.key = k
-		bl.refs |= hashedBit
-		c.nHashed++
-		if c.obs != nil {
-			c.obs.Cached(k)
+		// A chain's first block, a second continuation, or a chain whose
+		// previous block h does not hold: indexed.
+		y, added := c.idx.add(k, id, c, c.nIndexed)
+		if !added {
+			ph = y
+			continue
 		}
-		if c.low != nil {
-			c.low.Cached(k)
+		fl := uint32(indexedBit)
+		c.nIndexed++
+		if j > 0 {
+			fl |= looseBit
+			c.nLoose++
 		}
+		c.hash(id, k, fl)
+		ph = id
+	}
+}
+
+// hash makes block id hold k, with index flags fl.
+func (c *Paged) hash(id int32, k uint64, fl uint32) {
+	bl := &c.b[id]
+	bl.key = k
+	bl.refs |= hashedBit | fl
+	c.next[id] = -1
+	c.nHashed++
+	if c.obs != nil {
+		c.obs.Cached(k)
+	}
+	if c.low != nil {
+		c.low.Cached(k)
 	}
 }
 
@@ -438,8 +591,8 @@ func (c *Paged) Check() error {
 			queued += e.n
 			continue
 		}
-		if bl := &c.b[e.id]; bl.refcnt() != 0 || !bl.hashed() || bl.qpos != c.qbase+uint32(i) {
-			return fmt.Errorf("KV block %d is in the free queue with %d references (hashed: %v, entry %d, its record says %d)", e.id, bl.refcnt(), bl.hashed(), i, int(bl.qpos-c.qbase))
+		if bl := &c.b[e.id]; bl.refcnt() != 0 || !bl.hashed() || bl.qpos != c.qbase+uint32(i) || e.n != bl.qflags() {
+			return fmt.Errorf("KV block %d is in the free queue with %d references (hashed: %v, entry %d with flags %d, its record says %d and %d)", e.id, bl.refcnt(), bl.hashed(), i, e.n, int(bl.qpos-c.qbase), bl.qflags())
 		}
 		queued++
 		cachedFree++
@@ -449,7 +602,7 @@ func (c *Paged) Check() error {
 	}
 	var held int32
 	for id := range c.b {
-		if r := c.b[id].refcnt(); r >= 1<<30 {
+		if r := c.b[id].refcnt(); r >= 1<<28 {
 			return fmt.Errorf("KV block %d has %d references (released more often than taken?)", id, r)
 		}
 		if c.b[id].refcnt() > 0 {
@@ -465,17 +618,37 @@ func (c *Paged) Check() error {
 	if held+cachedFree+int32(len(c.idFree)) != int32(len(c.b)) || int32(len(c.b)) > c.total {
 		return fmt.Errorf("KV block ids: %d held + %d cached free + %d idle != %d created (of at most %d)", held, cachedFree, len(c.idFree), len(c.b), c.total)
 	}
-	var hashed int
+	// Every block holding a key is indexed under it, or linked from a
+	// block holding a key (Register).
+	var hashed, indexed, loose int
+	linked := make([]bool, len(c.b))
 	for id := range c.b {
-		if bl := &c.b[id]; bl.hashed() && (bl.refcnt() > 0 || c.queued(int32(id))) {
-			hashed++
-			if got, ok := c.idx.find(bl.key, c); !ok || got != int32(id) {
-				return fmt.Errorf("KV block %d holds a key the cache index does not map to it", id)
-			}
+		if x := c.next[id]; x >= 0 && c.live(int32(id)) && c.live(x) {
+			linked[x] = true
 		}
 	}
-	if hashed != c.nHashed || c.idx.n < hashed || 4*c.idx.n > 3*len(c.idx.slots) {
-		return fmt.Errorf("KV cache index holds %d entries in %d slots, %d blocks are hashed (counter says %d)", c.idx.n, len(c.idx.slots), hashed, c.nHashed)
+	for id := range c.b {
+		bl := &c.b[id]
+		if !c.live(int32(id)) {
+			continue
+		}
+		hashed++
+		if bl.refs&indexedBit == 0 {
+			if bl.refs&looseBit != 0 || !linked[id] {
+				return fmt.Errorf("KV block %d holds a key it is neither indexed nor linked under", id)
+			}
+			continue
+		}
+		indexed++
+		if bl.refs&looseBit != 0 {
+			loose++
+		}
+		if got, ok := c.idx.find(bl.key, c); !ok || got != int32(id) {
+			return fmt.Errorf("KV block %d holds a key the cache index does not map to it", id)
+		}
+	}
+	if hashed != c.nHashed || indexed != c.nIndexed || loose != c.nLoose || c.idx.n < indexed || 4*c.idx.n > 3*len(c.idx.slots) {
+		return fmt.Errorf("KV cache index holds %d entries in %d slots; %d blocks are hashed, %d indexed, %d loose (counters say %d, %d, %d)", c.idx.n, len(c.idx.slots), hashed, indexed, loose, c.nHashed, c.nIndexed, c.nLoose)
 	}
 	return nil
 }
@@ -484,6 +657,7 @@ func (c *Paged) Check() error {
 func (c *Paged) Clone() Store {
 	d := *c
 	d.b = append([]block(nil), c.b...)
+	d.next = append([]int32(nil), c.next...)
 	d.idFree = append([]int32(nil), c.idFree...)
 	d.q = append([]qent(nil), c.q...)
 	d.idx.slots = append([]uint32(nil), c.idx.slots...)
@@ -499,9 +673,10 @@ func (c *Paged) CloneInto(dst Store) Store {
 	if d == nil || d == c {
 		return c.Clone()
 	}
-	b, idFree, q, slots := d.b, d.idFree, d.q, d.idx.slots
+	b, next, idFree, q, slots := d.b, d.next, d.idFree, d.q, d.idx.slots
 	*d = *c
 	d.b = append(b[:0], c.b...)
+	d.next = append(next[:0], c.next...)
 	d.idFree = append(idFree[:0], c.idFree...)
 	d.q = append(q[:0], c.q...)
 	d.idx.slots = append(slots[:0], c.idx.slots...)
@@ -535,8 +710,9 @@ func Keys(dst []uint64, hashes []uint64, inputTokens int32, prefix, block int32)
 }
 
 // Records is the number of identified blocks the cache has created (their
-// records, free-queue entries and index slots, ~36 bytes each): the part
-// of its memory that grows with the prefix-cache keys it has held.
+// records, links and free-queue entries, ~28 bytes each, and index slots
+// for a chain's first blocks): the part of its memory that grows with the
+// prefix-cache keys it has held.
 func (c *Paged) Records() int { return len(c.b) }
 
 // QueueHead is the address of the free queue's head entry, which taking

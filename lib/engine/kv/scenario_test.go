@@ -249,7 +249,7 @@ func (h *harness) print(log *scenario.Log) {
 	tiers := map[string][]string{}
 	for _, k := range h.keys {
 		ks := fmt.Sprint(k)
-		found := h.c.Has([]uint64{k}, 0)
+		found := kv.HoldsKey(h.c, k)
 		if found {
 			gpu = append(gpu, ks)
 		}

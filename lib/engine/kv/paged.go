@@ -700,6 +700,13 @@ func Keys(dst []uint64, hashes []uint64, inputTokens int32, prefix, block int32)
 		covered = int64(inputTokens)
 	}
 	nb := covered / int64(block)
+	if prefix == block { // source block j is engine block j, ending k = block into it
+		m := uint64(block) * 0x9E3779B97F4A7C15
+		for _, h := range hashes[:nb] {
+			dst = append(dst, rng.Mix64(h^m))
+		}
+		return dst
+	}
 	for j := int64(0); j < nb; j++ {
 		end := (j + 1) * int64(block)
 		i := (end - 1) / int64(prefix)

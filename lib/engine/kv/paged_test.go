@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"unsafe"
+
+	"github.com/blis-sim/blis/lib/rng"
 )
 
 func TestKVCacheLRU(t *testing.T) {
@@ -231,5 +233,48 @@ func TestQueueHeadInBounds(t *testing.T) {
 	check("release evicted")
 	if err := c.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Keys keys engine block j by the source hash holding its last token and
+// how far into that source block it ends (the formula of docs/engine.md,
+// "Block keys"), at equal and unequal block sizes, for prompts the hashes
+// cover wholly, partly and beyond.
+func TestKeys(t *testing.T) {
+	hashes := []uint64{11, 22, 33, 44, 55}
+	for _, tc := range []struct {
+		name           string
+		input          int32
+		prefix, block  int32
+		wantBlocks     int
+		wantFirstIndex int64 // source block of engine block 0
+	}{
+		{"equal sizes", 80, 16, 16, 5, 0},
+		{"equal sizes, prompt shorter than the hashes", 50, 16, 16, 3, 0},
+		{"equal sizes, a partial last block", 79, 16, 16, 4, 0},
+		{"larger source blocks", 80, 32, 16, 5, 0},
+		{"smaller source blocks", 80, 8, 16, 2, 1},
+		{"no whole engine block", 10, 16, 16, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Keys(nil, hashes, tc.input, tc.prefix, tc.block)
+			if len(got) != tc.wantBlocks {
+				t.Fatalf("%d keys, want %d", len(got), tc.wantBlocks)
+			}
+			for j := range got {
+				end := int64(j+1) * int64(tc.block)
+				i := (end - 1) / int64(tc.prefix)
+				k := end - i*int64(tc.prefix)
+				if want := rng.Mix64(hashes[i] ^ uint64(k)*0x9E3779B97F4A7C15); got[j] != want {
+					t.Fatalf("block %d: key %x, want %x (source block %d, %d tokens in)", j, got[j], want, i, k)
+				}
+				if j == 0 && i != tc.wantFirstIndex {
+					t.Fatalf("engine block 0 keyed by source block %d, want %d", i, tc.wantFirstIndex)
+				}
+			}
+		})
+	}
+	if got := Keys(nil, nil, 80, 16, 16); len(got) != 0 {
+		t.Fatalf("no hashes: %d keys", len(got))
 	}
 }

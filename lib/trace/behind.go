@@ -85,7 +85,8 @@ func (b *Behind[T]) run() {
 		if !b.stop.Load() && b.err.Load() == nil {
 			for i := range c.rows {
 				if err := b.w.Write(&c.rows[i]); err != nil {
-					b.err.Store(&err)
+					e := err // (storing &err itself would put every row's err on the heap)
+					b.err.Store(&e)
 					break
 				}
 			}

@@ -251,6 +251,15 @@ func matchReference(t *testing.T, seed uint64, fpBits uint32, ops int) {
 			if want := p.lookup(pr); n != want || c.HitCost(pr, n) != p.hitCost(pr, n) {
 				t.Fatalf("seed %d fp %d op %d: prompt %x: %d cached (cost %d), reference %d (cost %d)", seed, fpBits, op, pr, n, c.HitCost(pr, n), want, p.hitCost(pr, want))
 			}
+			for _, i := range []int{len(pr) - 1, n, len(pr) / 2} { // (Has remembers its last answer's predecessor)
+				_, want := p.idx[pr[min(i, len(pr)-1)]]
+				if i >= len(pr) {
+					want = false
+				}
+				if got := c.Has(pr, i); got != want {
+					t.Fatalf("seed %d fp %d op %d: prompt %x: Has(%d) %v, reference %v", seed, fpBits, op, pr, i, got, want)
+				}
+			}
 		}
 		if err := c.Check(); err != nil {
 			t.Fatalf("seed %d fp %d op %d: %v", seed, fpBits, op, err)

@@ -49,7 +49,8 @@ type Paged struct {
 	nIndexed  int    // of those, in the index
 	nLoose    int    // of those, not a chain's first block
 	sink      uint32 // what touchRecords read (kept so the reads stay)
-	_         [12]byte
+	hasPrev   int32  // the block Has last found holding the key before the one asked about
+	_         [8]byte
 }
 
 // qent is a free-queue entry: a cached block (id >= 0, n its qIndexed and
@@ -143,7 +144,7 @@ func (c *Paged) compact() {
 func NewPaged(blocks int32, blockSize int32) *Paged {
 	// Block structs are created as ids are first needed: a run without
 	// prefix hashes never allocates them.
-	c := &Paged{blockSize: blockSize, total: blocks, free: blocks, idx: newBlockIndex(blocks)}
+	c := &Paged{blockSize: blockSize, total: blocks, free: blocks, idx: newBlockIndex(blocks), hasPrev: -1}
 	if blocks > 0 {
 		c.q = append(c.q, qent{id: anonRun, n: blocks})
 	}
@@ -426,20 +427,31 @@ func (c *Paged) Lookup(keys []uint64, max int) int {
 	return max
 }
 
-// Has implements Store.
+// Has implements Store. A blocked admission asks it at every step about
+// the same keys: the block holding keys[i-1] is remembered, and walked to
+// again only when it no longer holds that key (a key's holder changes
+// only when it is evicted).
 func (c *Paged) Has(keys []uint64, i int) bool {
 	if i >= len(keys) {
 		return false
 	}
 	prev := int32(-1)
-	for j := 0; j <= i; j++ {
-		id, ok := c.holder(keys[j], j, prev)
-		if !ok {
-			id = -1 // the keys after it can still be loose ones
+	if i > 0 {
+		if p := c.hasPrev; p >= 0 && int(p) < len(c.b) && c.holds(p, keys[i-1]) {
+			prev = p
+		} else {
+			for j := 0; j < i; j++ {
+				id, ok := c.holder(keys[j], j, prev)
+				if !ok {
+					id = -1 // the keys after it can still be loose ones
+				}
+				prev = id
+			}
+			c.hasPrev = prev
 		}
-		prev = id
 	}
-	return prev >= 0
+	_, ok := c.holder(keys[i], i, prev)
+	return ok
 }
 
 // HitCost implements Store.

@@ -43,10 +43,11 @@ const aheadPollEvents = 4096
 
 // Bytes an estimate of the working set counts per request held (its State
 // and its share of its replica's scheduler) and per KV block record (the
-// record, its free-queue entry and its index slots).
+// record, its link and its free-queue entry; index slots are a chain's
+// first block's alone, kv.Paged.Records).
 const (
 	aheadRequestBytes = 768
-	aheadRecordBytes  = 36
+	aheadRecordBytes  = 28
 )
 
 // aheadStages is the length of the chain read ahead (aheadTo's stages).

@@ -394,8 +394,9 @@ func (c *Paged) Warm(keys []uint64) {
 	}
 }
 
-// holder returns the block holding k, the key at position i of a chain,
-// given prev, the block holding the key before it (-1: none holds it). A
+// holder returns the block holding k, the key at position i of a chain
+// (-1, false: none), given prev, the block holding the key before it (-1:
+// none holds it). A
 // chain's first block and loose blocks are in the index; every other
 // cached block is next[] of the block holding its chain's previous key
 // (Register), so that a block is indexed once a chain, not once a block.
@@ -406,9 +407,22 @@ func (c *Paged) holder(k uint64, i int, prev int32) (int32, bool) {
 		}
 	}
 	if i == 0 || c.nLoose > 0 {
-		return c.idx.find(k, c)
+		if id, ok := c.idx.find(k, c); ok {
+			return id, true
+		}
 	}
 	return -1, false
+}
+
+// holderOf returns the block holding keys[n-1] (-1: none), walking the
+// chain from its first key; past a key no block holds, the keys after it
+// can still be loose entries.
+func (c *Paged) holderOf(keys []uint64, n int) int32 {
+	prev := int32(-1)
+	for j := 0; j < n; j++ {
+		prev, _ = c.holder(keys[j], j, prev)
+	}
+	return prev
 }
 
 // Lookup implements Store.
@@ -440,13 +454,7 @@ func (c *Paged) Has(keys []uint64, i int) bool {
 		if p := c.hasPrev; p >= 0 && int(p) < len(c.b) && c.holds(p, keys[i-1]) {
 			prev = p
 		} else {
-			for j := 0; j < i; j++ {
-				id, ok := c.holder(keys[j], j, prev)
-				if !ok {
-					id = -1 // the keys after it can still be loose ones
-				}
-				prev = id
-			}
+			prev = c.holderOf(keys, i)
 			c.hasPrev = prev
 		}
 	}
@@ -507,13 +515,7 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 		if q := h.IDs[from-1]; c.b[q].hashed() && c.b[q].key == keys[from-1] {
 			ph = q
 		} else {
-			for j := 0; j < from; j++ { // (its block there is not the holder: rare)
-				id, ok := c.holder(keys[j], j, ph)
-				if !ok {
-					id = -1
-				}
-				ph = id
-			}
+			ph = c.holderOf(keys, from) // (its block there is not the holder: rare)
 		}
 	}
 	for j := from; j < to; j++ {

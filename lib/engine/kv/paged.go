@@ -518,17 +518,18 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 			ph = c.holderOf(keys, from) // (its block there is not the holder: rare)
 		}
 	}
+	fresh := false // ph was hashed by this call: next[ph] is -1 (hash)
 	for j := from; j < to; j++ {
 		id, k := h.IDs[j], keys[j]
 		if c.b[id].hashed() { // a hit, or registered before: it holds k
-			ph = id
+			ph, fresh = id, false
 			continue
 		}
-		free := false // no live block continues ph's chain
-		if ph >= 0 {
+		free := fresh // no live block continues ph's chain
+		if ph >= 0 && !fresh {
 			if x := c.next[ph]; x >= 0 && c.live(x) {
 				if c.b[x].key == k {
-					ph = x // cached in another block
+					ph, fresh = x, false // cached in another block
 					continue
 				}
 			} else {
@@ -538,20 +539,20 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 		if free && h.IDs[j-1] == ph {
 			if c.nLoose > 0 {
 				if y, ok := c.idx.find(k, c); ok {
-					ph = y
+					ph, fresh = y, false
 					continue
 				}
 			}
 			c.next[ph] = id
 			c.hash(id, k, 0)
-			ph = id
+			ph, fresh = id, true
 			continue
 		}
 		// A chain's first block, a second continuation, or a chain whose
 		// previous block h does not hold: indexed.
 		y, added := c.idx.add(k, id, c, c.nIndexed)
 		if !added {
-			ph = y
+			ph, fresh = y, false
 			continue
 		}
 		fl := uint32(indexedBit)
@@ -561,7 +562,7 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 			c.nLoose++
 		}
 		c.hash(id, k, fl)
-		ph = id
+		ph, fresh = id, true
 	}
 }
 

@@ -13,6 +13,8 @@
 #   bench/fleet.sh                 # the 100k runs (a few minutes)
 #   ONLY=10000 bench/fleet.sh      # runs whose name contains 10000
 #   DAY=1 bench/fleet.sh           # the day (minutes of CPU; needs ~1.4 GB)
+# The same runs in process (no Arrow between the stages): BenchmarkFleet* in
+# lib/engine, and BenchmarkFleetDay / BenchmarkFleetDay2h in lib/synth.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)

@@ -1,0 +1,114 @@
+package synth
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/blis-sim/blis/lib/engine"
+	"github.com/blis-sim/blis/lib/engine/config"
+	"github.com/blis-sim/blis/lib/trace"
+)
+
+// Issue 28's day of a fleet in process: bench/fleet-day.yaml (10 M
+// requests over 24 hours with a diurnal rate) on 1,000 Llama-3.1-8B H100
+// replicas, least-loaded, generated while it is simulated, as `blis-synth
+// bench/fleet-day.yaml | blis-sim --replicas 1000 --router least-loaded`
+// runs it (DAY=1 bench/fleet.sh) without the Arrow encoding between them.
+// BenchmarkFleetDay2h is its first two hours with the peak moved to the
+// first hour (1.41 M requests): the same per-request work in a minute.
+func BenchmarkFleetDay(b *testing.B) { benchDay(b, nil) }
+
+func BenchmarkFleetDay2h(b *testing.B) {
+	benchDay(b, strings.NewReplacer("horizon: 86400s", "horizon: 7200s", "peak_at: 50400s", "peak_at: 3600s"))
+}
+
+func benchDay(b *testing.B, edit *strings.Replacer) {
+	src, err := os.ReadFile("../../bench/fleet-day.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := string(src)
+	if edit != nil {
+		if text = edit.Replace(text); text == string(src) {
+			b.Fatal("bench/fleet-day.yaml no longer has the horizon and peak the 2-hour cut edits")
+		}
+	}
+	s, err := Parse([]byte(text), "fleet-day.yaml", "../../bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Replicas = 1000
+	cfg.Router.Routing = "least-loaded"
+	models, _, err := engine.Prepare(&cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		gen := newGenSource(s)
+		var sink countSink
+		sum, err := engine.Run(cfg, models, gen, &sink, engine.Options{PrefixBlockSize: s.PrefixBlockSize})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := <-gen.done; err != nil {
+			b.Fatal(err)
+		}
+		if sum.Completed != gen.rows || sink.n != gen.rows {
+			b.Fatalf("%d requests generated, %d completed, %d results", gen.rows, sum.Completed, sink.n)
+		}
+		b.ReportMetric(float64(gen.rows), "requests/op")
+		b.ReportMetric(float64(sum.Events), "events/op")
+		b.ReportMetric(float64(sum.Steps), "steps/op")
+	}
+}
+
+type countSink struct{ n int64 }
+
+func (s *countSink) Write(*trace.Result) error { s.n++; return nil }
+
+// genSource hands the engine what Generate emits, in batches, from a
+// goroutine: Generate pushes rows and the engine pulls them, and neither
+// holds more than a few batches.
+type genSource struct {
+	ch   chan []trace.Request
+	done chan error
+	rows int64
+}
+
+const genBatch = 4096
+
+func newGenSource(s *Spec) *genSource {
+	g := &genSource{ch: make(chan []trace.Request, 2), done: make(chan error, 1)}
+	go func() {
+		batch := make([]trace.Request, 0, genBatch)
+		_, err := Generate(s, func(r *trace.Request) error {
+			c := *r // the generator reuses r and its slices
+			c.PrefixHashes = append([]uint64(nil), r.PrefixHashes...)
+			c.DependsOn = append([]string(nil), r.DependsOn...)
+			if batch = append(batch, c); len(batch) == genBatch {
+				g.ch <- batch
+				batch = make([]trace.Request, 0, genBatch)
+			}
+			return nil
+		})
+		if len(batch) > 0 {
+			g.ch <- batch
+		}
+		close(g.ch)
+		g.done <- err
+	}()
+	return g
+}
+
+func (g *genSource) Next(buf []trace.Request) ([]trace.Request, error) {
+	batch, ok := <-g.ch
+	if !ok {
+		return buf[:0], io.EOF
+	}
+	g.rows += int64(len(batch))
+	return append(buf[:0], batch...), nil
+}

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/blis-sim/blis/lib/badinput"
-	"github.com/blis-sim/blis/lib/bug"
 	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/report"
 	"github.com/blis-sim/blis/lib/slo"
@@ -128,8 +127,8 @@ func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
 		if err != nil {
 			return "", &errInput{err}
 		}
-		ss := newSynthSource(sp)
-		defer ss.close()
+		ss := synthSource{synth.NewStream(sp)}
+		defer ss.Close()
 		src, prefixBlock, maxInFlight, path = ss, sp.PrefixBlockSize, sp.MaxInFlight, r.workload.name
 	}
 	md := trace.NewMeta()
@@ -229,100 +228,14 @@ func (c *traceCache) evict() {
 	}
 }
 
-// synthSource streams a synthesised workload into the engine: the generator
-// runs on its own goroutine and hands over batches in order.
-type synthSource struct {
-	ch   chan []trace.Request
-	errc chan error
-	stop chan struct{}
-	err  error
-	done bool
-}
+// synthSource streams a synthesised workload into the engine
+// (synth.Stream), marking the generator's errors as ones a rerun repeats.
+type synthSource struct{ *synth.Stream }
 
-var errStopped = errors.New("stopped")
-
-func newSynthSource(sp *synth.Spec) *synthSource {
-	s := &synthSource{ch: make(chan []trace.Request, 2), errc: make(chan error, 1), stop: make(chan struct{})}
-	go func() {
-		defer bug.Catch()
-		// Rows and their slices are reused by the generator after emit
-		// returns; the engine keeps them, so each batch gets fresh storage.
-		var batch []trace.Request
-		var hashes []uint64
-		var deps []string
-		send := func() bool {
-			if len(batch) == 0 {
-				return true
-			}
-			select {
-			case s.ch <- batch:
-				batch, hashes, deps = nil, nil, nil
-				return true
-			case <-s.stop:
-				return false
-			}
-		}
-		_, err := synth.Generate(sp, func(r *trace.Request) error {
-			if batch == nil {
-				batch = make([]trace.Request, 0, chunkRows)
-			}
-			c := *r
-			if len(r.PrefixHashes) > 0 {
-				n := len(hashes)
-				hashes = append(hashes, r.PrefixHashes...)
-				c.PrefixHashes = hashes[n:len(hashes):len(hashes)]
-			}
-			if len(r.DependsOn) > 0 {
-				n := len(deps)
-				deps = append(deps, r.DependsOn...)
-				c.DependsOn = deps[n:len(deps):len(deps)]
-			}
-			batch = append(batch, c)
-			if len(batch) == chunkRows && !send() {
-				return errStopped
-			}
-			return nil
-		})
-		if err == nil && !send() {
-			err = errStopped
-		}
-		close(s.ch)
-		s.errc <- err
-	}()
-	return s
-}
-
-func (s *synthSource) Next(buf []trace.Request) ([]trace.Request, error) {
-	if s.done {
-		return buf[:0], s.finalErr()
+func (s synthSource) Next(buf []trace.Request) ([]trace.Request, error) {
+	b, err := s.Stream.Next(buf)
+	if err != nil && err != io.EOF && !badinput.Is(err) {
+		err = &errInput{err}
 	}
-	b, ok := <-s.ch
-	if !ok {
-		s.done = true
-		s.err = <-s.errc
-		return buf[:0], s.finalErr()
-	}
-	return b, nil
-}
-
-func (s *synthSource) finalErr() error {
-	if s.err != nil {
-		if badinput.Is(s.err) {
-			return s.err
-		}
-		return &errInput{s.err}
-	}
-	return io.EOF
-}
-
-// close stops the generator if the engine ended early.
-func (s *synthSource) close() {
-	if s.done {
-		return
-	}
-	close(s.stop)
-	for range s.ch {
-	}
-	<-s.errc
-	s.done = true
+	return b, err
 }

@@ -1,7 +1,6 @@
 package synth
 
 import (
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -51,19 +50,17 @@ func benchDay(b *testing.B, edits ...string) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		gen := newGenSource(s)
+		gen := NewStream(s)
 		var sink countSink
 		sum, err := engine.Run(cfg, models, gen, &sink, engine.Options{PrefixBlockSize: s.PrefixBlockSize})
+		gen.Close()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := <-gen.done; err != nil {
-			b.Fatal(err)
+		if sum.Completed != sum.Injected || sink.n != sum.Injected {
+			b.Fatalf("%d requests injected, %d completed, %d results", sum.Injected, sum.Completed, sink.n)
 		}
-		if sum.Completed != gen.rows || sink.n != gen.rows {
-			b.Fatalf("%d requests generated, %d completed, %d results", gen.rows, sum.Completed, sink.n)
-		}
-		b.ReportMetric(float64(gen.rows), "requests/op")
+		b.ReportMetric(float64(sum.Injected), "requests/op")
 		b.ReportMetric(float64(sum.Events), "events/op")
 		b.ReportMetric(float64(sum.Steps), "steps/op")
 	}
@@ -72,46 +69,3 @@ func benchDay(b *testing.B, edits ...string) {
 type countSink struct{ n int64 }
 
 func (s *countSink) Write(*trace.Result) error { s.n++; return nil }
-
-// genSource hands the engine what Generate emits, in batches, from a
-// goroutine: Generate pushes rows and the engine pulls them, and neither
-// holds more than a few batches.
-type genSource struct {
-	ch   chan []trace.Request
-	done chan error
-	rows int64
-}
-
-const genBatch = 4096
-
-func newGenSource(s *Spec) *genSource {
-	g := &genSource{ch: make(chan []trace.Request, 2), done: make(chan error, 1)}
-	go func() {
-		batch := make([]trace.Request, 0, genBatch)
-		_, err := Generate(s, func(r *trace.Request) error {
-			c := *r // the generator reuses r and its slices
-			c.PrefixHashes = append([]uint64(nil), r.PrefixHashes...)
-			c.DependsOn = append([]string(nil), r.DependsOn...)
-			if batch = append(batch, c); len(batch) == genBatch {
-				g.ch <- batch
-				batch = make([]trace.Request, 0, genBatch)
-			}
-			return nil
-		})
-		if len(batch) > 0 {
-			g.ch <- batch
-		}
-		close(g.ch)
-		g.done <- err
-	}()
-	return g
-}
-
-func (g *genSource) Next(buf []trace.Request) ([]trace.Request, error) {
-	batch, ok := <-g.ch
-	if !ok {
-		return buf[:0], io.EOF
-	}
-	g.rows += int64(len(batch))
-	return append(buf[:0], batch...), nil
-}

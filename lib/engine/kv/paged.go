@@ -396,10 +396,10 @@ func (c *Paged) Warm(keys []uint64) {
 
 // holder returns the block holding k, the key at position i of a chain
 // (-1, false: none), given prev, the block holding the key before it (-1:
-// none holds it). A
-// chain's first block and loose blocks are in the index; every other
-// cached block is next[] of the block holding its chain's previous key
-// (Register), so that a block is indexed once a chain, not once a block.
+// none holds it). A chain's first block and loose blocks are in the index;
+// every other cached block is next[] of the block holding its chain's
+// previous key (Register), so that a block is indexed once a chain, not
+// once a block.
 func (c *Paged) holder(k uint64, i int, prev int32) (int32, bool) {
 	if prev >= 0 {
 		if x := c.next[prev]; x >= 0 && c.holds(x, k) {

@@ -13,13 +13,14 @@
 #   bench/fleet.sh                 # the 100k runs (a few minutes)
 #   ONLY=10000 bench/fleet.sh      # runs whose name contains 10000
 #   DAY=1 bench/fleet.sh           # the day (minutes of CPU; needs ~1.4 GB)
+#   PGO=off bench/fleet.sh         # blis-sim built without cmd/default.pgo (as make build PGO=off)
 # The same runs in process (no Arrow between the stages): BenchmarkFleet* in
 # lib/engine, and BenchmarkFleetDay / BenchmarkFleetDay2h in lib/synth.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/" ./cmd/blis-sim ./cmd/blis-synth ./bench/gen
+go build -pgo="${PGO:-cmd/default.pgo}" -o "$work/" ./cmd/blis-sim ./cmd/blis-synth ./bench/gen
 flag=()
 [ "${NOLEAP:-}" = 1 ] && flag=(--no-leap)
 

@@ -14,12 +14,13 @@
 #   TRACE=decisions bench/sim.sh    # --trace-level decisions|full with --decisions and --anomalies
 #   REGRET=0.01 bench/sim.sh        # --regret-sample (counterfactual forks of 1% of routing decisions)
 #   POLICY=examples/policies/bench.yaml bench/sim.sh   # a policy bundle (Starlark routing + admission)
+#   PGO=off bench/sim.sh            # blis-sim built without cmd/default.pgo (as make build PGO=off)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/" ./cmd/blis-sim ./bench/gen
+go build -pgo="${PGO:-cmd/default.pgo}" -o "$work/" ./cmd/blis-sim ./bench/gen
 "$work/gen" -n "$n" -rate "${RATE:-96}" -mean 512 -sd 256 -min 2 -max 7000 -seed 1 -sorted="${SORTED:-true}" \
   -models "${MODELS:-}" -o "$work/requests.arrows"
 if [ -n "${CLUSTER:-}" ]; then

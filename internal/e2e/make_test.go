@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,6 +91,39 @@ func TestShellScriptsParse(t *testing.T) {
 		if out, err := exec.Command("bash", "-n", s).CombinedOutput(); err != nil {
 			t.Errorf("%s does not parse: %v\n%s", s, err, out)
 		}
+	}
+}
+
+// TestPGOProfile: make build optimises with the profile it names, and that
+// profile is there and readable (a missing or truncated one fails go build:
+// make demo, the README's first command, would fail with it).
+func TestPGOProfile(t *testing.T) {
+	root := repoRoot()
+	mk := exec.Command("make", "-n", "build")
+	mk.Dir = root
+	out, err := mk.Output()
+	if err != nil {
+		t.Fatalf("make -n build: %v", err)
+	}
+	m := regexp.MustCompile(`go build -pgo=(\S+) `).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("make -n build passes no -pgo profile:\n%s", out)
+	}
+	if string(m[1]) != "cmd/default.pgo" {
+		t.Fatalf("make build uses profile %q, want cmd/default.pgo (scripts/regen-pgo.sh writes it)", m[1])
+	}
+	f, err := os.Open(filepath.Join(root, string(m[1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f) // a pprof profile is a gzipped protocol buffer
+	if err != nil {
+		t.Fatalf("%s is not a pprof profile: %v", m[1], err)
+	}
+	n, err := io.Copy(io.Discard, z)
+	if err != nil || n < 1000 {
+		t.Fatalf("%s: %d bytes of profile (%v): truncated?", m[1], n, err)
 	}
 }
 

@@ -14,9 +14,9 @@ all: build
 # outputs are in .gitignore).
 COMMIT := $(shell r=$$(git rev-parse HEAD 2>/dev/null) && echo "$$(echo $$r | cut -c1-12)$$([ -n "$$(git status --porcelain 2>/dev/null)" ] && echo -dirty)")
 
-# The binaries are built with profile-guided optimisation from cmd/default.pgo
-# (make pgo regenerates it; docs/engine.md, "Profile-guided
-# optimisation"): ~10% less CPU on runs that are not memory-bound, results
+# The binaries are built with profile-guided optimisation from
+# cmd/default.pgo (make pgo regenerates it; docs/engine.md, "Profile-guided
+# optimisation"): 3-10% less CPU on runs that are not memory-bound, results
 # unchanged. Go picks up default.pgo only in a main package's own directory,
 # so it is named here; `make build PGO=off` builds without it. Tests build
 # without it, so that they compile each dependency once.

@@ -6,13 +6,14 @@
 #     and weighted;
 #   - on 10,000 replicas at 120,000 req/s;
 # and with DAY=1 a day of a 1,000-replica fleet: 10 M requests with a
-# diurnal rate (bench/fleet-day.yaml) piped from blis-synth.
+# diurnal rate (bench/fleet-day.yaml) piped from blis-synth, whose table
+# promises that no two prompts start alike (blis.prefix_unique).
 # Prints, per run, CPU time, wall time, peak RSS, events and steps. Leaping
 # is on; NOLEAP=1 passes --no-leap (every step an event, as before).
 #
 #   bench/fleet.sh                 # the 100k runs (a few minutes)
 #   ONLY=10000 bench/fleet.sh      # runs whose name contains 10000
-#   DAY=1 bench/fleet.sh           # the day (minutes of CPU; needs ~1.4 GB)
+#   DAY=1 bench/fleet.sh           # the day (about a minute of CPU; ~0.25 GB)
 #   PGO=off bench/fleet.sh         # blis-sim built without cmd/default.pgo (as make build PGO=off)
 # The same runs in process (no Arrow between the stages): BenchmarkFleet* in
 # lib/engine, and BenchmarkFleetDay / BenchmarkFleetDay2h in lib/synth.

@@ -424,6 +424,7 @@ func schedule(o *load.Options) string {
 // setMeta describes the session in the results' schema metadata.
 func setMeta(md trace.Meta, s *settings, pr *load.ProbeResult, start time.Time) {
 	md.Delete(trace.MetaSorted) // results come in the order requests end
+	md.Delete(trace.MetaPrefixUnique)
 	md.Set(trace.MetaStartTime, start.Format("2006-01-02T15:04:05.000Z07:00"))
 	switch {
 	case s.opts.Timing != load.TimingTrace:

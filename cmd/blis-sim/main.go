@@ -80,7 +80,7 @@ func run(c *cli.Context) error {
 	defer in.Close()
 	stderr, quiet := c.App.ErrWriter, c.Bool("quiet")
 	seed := setup.Cfg.Seed
-	r := &sim.Run{Source: in.Source, InputMeta: in.Meta, PrefixBlockSize: in.PrefixBlockSize, MaxInFlight: in.MaxInFlight, Path: in.Path,
+	r := &sim.Run{Source: in.Source, InputMeta: in.Meta, PrefixBlockSize: in.PrefixBlockSize, MaxInFlight: in.MaxInFlight, PrefixUnique: in.PrefixUnique, Path: in.Path,
 		Stage:           trace.Stage{Tool: "blis-sim", Version: trace.Version, Args: os.Args[1:], Seed: &seed},
 		LateInputs:      in.Inputs, // hashed beside the run
 		Results:         sim.Output{Path: c.String("output"), W: c.App.Writer},

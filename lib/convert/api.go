@@ -539,8 +539,9 @@ func countRows(src *trace.Source) (int64, error) {
 }
 
 // ValidateTable reads a whole requests table and checks every row (values,
-// unique ids, depends_on naming earlier rows, and the blis.sorted promise
-// when the table makes it). It returns the row count.
+// unique ids, depends_on naming earlier rows, and the blis.sorted and
+// blis.prefix_unique promises when the table makes them). It returns the
+// row count.
 func ValidateTable(src *trace.Source) (int64, error) {
 	if kind := src.Meta().Table(); kind != "" && kind != trace.TableRequests && kind != trace.TableResults {
 		return countRows(src) // other tables: checked batch by batch only
@@ -552,6 +553,11 @@ func ValidateTable(src *trace.Source) (int64, error) {
 	// Results come in the order requests end (blis-sim once copied its
 	// input's promise onto them): only a requests table is held to it.
 	sorted := src.Meta().Get(trace.MetaSorted) == "arrival" && src.Meta().Table() != trace.TableResults
+	unique, err := src.Meta().PrefixUnique()
+	if err != nil {
+		return 0, badinput.Errorf("%s: %w", src.Path, err)
+	}
+	firsts := map[uint64]string{} // first prefix hash → the row's id (blis.prefix_unique)
 	seen := map[string]struct{}{}
 	var (
 		buf   []trace.Request
@@ -572,6 +578,12 @@ func ValidateTable(src *trace.Source) (int64, error) {
 				}
 			}
 			seen[r.ID] = struct{}{}
+			if unique && len(r.PrefixHashes) > 0 {
+				if other, dup := firsts[r.PrefixHashes[0]]; dup {
+					return n, badinput.Errorf("%s: row %d (request %s): column %s: expected a first entry no other row has (the table promises %s=true), found %d, as request %s", src.Path, n, r.ID, trace.ColPrefixHashes, trace.MetaPrefixUnique, r.PrefixHashes[0], other)
+				}
+				firsts[r.PrefixHashes[0]] = r.ID
+			}
 			if sorted && r.ArrivalUS != trace.Null {
 				if r.ArrivalUS < lastA {
 					return n, badinput.Errorf("%s: row %d (request %s): column %s: expected >= %d (the table promises blis.sorted=arrival), found %d", src.Path, n, r.ID, trace.ColArrivalUS, lastA, r.ArrivalUS)

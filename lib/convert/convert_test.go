@@ -537,3 +537,51 @@ func TestReadRequests(t *testing.T) {
 		t.Error("a missing file gave no error")
 	}
 }
+
+// Validation holds a table to its blis.prefix_unique promise.
+func TestValidatePrefixUnique(t *testing.T) {
+	table := func(promise string, firsts ...uint64) []byte {
+		md := trace.NewMeta()
+		if promise != "" {
+			md.Set(trace.MetaPrefixUnique, promise)
+		}
+		s := trace.RequestsSchema(md)
+		var buf bytes.Buffer
+		sink, err := trace.Create("-", &buf, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := trace.NewRequestWriter(sink, s)
+		for i, h := range firsts {
+			r := trace.NewRequest(fmt.Sprint("r", i))
+			r.ArrivalUS, r.InputTokens, r.OutputTokens = int64(i), 40, 5
+			r.PrefixHashes = []uint64{h, h + 1}
+			if err := w.Write(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, tc := range []struct {
+		promise string
+		firsts  []uint64
+		want    string // in the error; "" = valid
+	}{
+		{"true", []uint64{1, 2, 3}, ""},
+		{"", []uint64{1, 2, 1}, ""},
+		{"true", []uint64{1, 2, 1}, "row 3 (request r2): column prefix_hashes: expected a first entry no other row has (the table promises blis.prefix_unique=true), found 1, as request r0"},
+		{"yes", []uint64{1}, "schema metadata blis.prefix_unique: expected true (or no key), found \"yes\""},
+	} {
+		src, err := trace.Open("-", bytes.NewReader(table(tc.promise, tc.firsts...)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ValidateTable(src)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !badinput.Is(err)) {
+			t.Errorf("promise %q, first hashes %v: %v, want %q", tc.promise, tc.firsts, err, tc.want)
+		}
+	}
+}

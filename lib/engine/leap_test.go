@@ -51,6 +51,16 @@ var leapModels = sync.OnceValues(func() ([]latency.Model, error) {
 // leaping run's summary.
 func leapCase(t *testing.T, c config.Cluster, models []latency.Model, reqs []row.Request, opts Options) (Summary, bool) {
 	t.Helper()
+	return sameRuns(t, c, models, reqs, opts, [2]string{"leaping", "stepping"}, func(o *Options, second bool) { o.NoLeap = second })
+}
+
+// sameRuns runs c twice, opts changed by vary for each (second false, then
+// true), and fails on any difference in results, summary (but its event
+// and span counts), scale events or decisions; it returns the first run's
+// summary. A run refused the same way both times returns false; names
+// name the two runs in messages.
+func sameRuns(t *testing.T, c config.Cluster, models []latency.Model, reqs []row.Request, opts Options, names [2]string, vary func(o *Options, second bool)) (Summary, bool) {
+	t.Helper()
 	type outcome struct {
 		sink  memSink
 		sum   Summary
@@ -58,10 +68,10 @@ func leapCase(t *testing.T, c config.Cluster, models []latency.Model, reqs []row
 		trace *traceLog
 		err   error
 	}
-	runOnce := func(noLeap bool) *outcome {
+	runOnce := func(second bool) *outcome {
 		o := &outcome{}
 		op := opts
-		op.NoLeap = noLeap
+		vary(&op, second)
 		if opts.Decisions != nil { // a fresh trace for each run
 			o.trace = &traceLog{}
 			op.Decisions = o.trace
@@ -71,52 +81,53 @@ func leapCase(t *testing.T, c config.Cluster, models []latency.Model, reqs []row
 		o.sum, o.err = Run(c, models, SliceSource(reqs), &o.sink, op)
 		return o
 	}
-	leap, step := runOnce(false), runOnce(true)
+	a, b := runOnce(false), runOnce(true)
+	na, nb := names[0], names[1]
 	var re *row.RowError
-	if errors.As(step.err, &re) {
-		if leap.err == nil || leap.err.Error() != step.err.Error() {
-			t.Fatalf("stepping failed with %v, leaping with %v", step.err, leap.err)
+	if errors.As(b.err, &re) {
+		if a.err == nil || a.err.Error() != b.err.Error() {
+			t.Fatalf("%s failed with %v, %s with %v", nb, b.err, na, a.err)
 		}
-		return leap.sum, false
+		return a.sum, false
 	}
-	if step.err != nil || leap.err != nil {
-		if step.err != nil && leap.err != nil && step.err.Error() == leap.err.Error() {
-			return leap.sum, false // a config the engine refuses either way
+	if b.err != nil || a.err != nil {
+		if b.err != nil && a.err != nil && b.err.Error() == a.err.Error() {
+			return a.sum, false // a config the engine refuses either way
 		}
-		t.Fatalf("stepping: %v; leaping: %v", step.err, leap.err)
+		t.Fatalf("%s: %v; %s: %v", nb, b.err, na, a.err)
 	}
-	if len(leap.sink.rs) != len(step.sink.rs) {
-		t.Fatalf("%d results leaping, %d stepping", len(leap.sink.rs), len(step.sink.rs))
+	if len(a.sink.rs) != len(b.sink.rs) {
+		t.Fatalf("%d results %s, %d %s", len(a.sink.rs), na, len(b.sink.rs), nb)
 	}
-	for i := range step.sink.rs {
-		if !reflect.DeepEqual(leap.sink.rs[i], step.sink.rs[i]) {
-			t.Fatalf("result %d differs:\n leaping %+v\nstepping %+v", i, leap.sink.rs[i], step.sink.rs[i])
+	for i := range b.sink.rs {
+		if !reflect.DeepEqual(a.sink.rs[i], b.sink.rs[i]) {
+			t.Fatalf("result %d differs:\n%s %+v\n%s %+v", i, na, a.sink.rs[i], nb, b.sink.rs[i])
 		}
 	}
-	ls, ss := leap.sum, step.sum
-	if ls.Events > ss.Events {
-		t.Errorf("leaping took %d events, stepping %d", ls.Events, ss.Events)
+	as, bs := a.sum, b.sum
+	if names[1] == "stepping" && as.Events > bs.Events {
+		t.Errorf("leaping took %d events, stepping %d", as.Events, bs.Events)
 	}
-	ls.Events, ss.Events = 0, 0
-	ls.Spans, ss.Spans = 0, 0
-	if !reflect.DeepEqual(ls, ss) {
-		t.Fatalf("summaries differ:\n leaping %+v\nstepping %+v", ls, ss)
+	as.Events, bs.Events = 0, 0
+	as.Spans, bs.Spans = 0, 0
+	if !reflect.DeepEqual(as, bs) {
+		t.Fatalf("summaries differ:\n%s %+v\n%s %+v", na, as, nb, bs)
 	}
-	if fmt.Sprint(leap.scale) != fmt.Sprint(step.scale) { // NaN metrics: compared as printed
-		t.Fatalf("scale events differ:\n leaping %+v\nstepping %+v", leap.scale, step.scale)
+	if fmt.Sprint(a.scale) != fmt.Sprint(b.scale) { // NaN metrics: compared as printed
+		t.Fatalf("scale events differ:\n%s %+v\n%s %+v", na, a.scale, nb, b.scale)
 	}
-	if leap.trace != nil {
-		l, s := leap.trace.lines, step.trace.lines
+	if a.trace != nil {
+		l, s := a.trace.lines, b.trace.lines
 		for i := range min(len(l), len(s)) {
 			if l[i] != s[i] {
-				t.Fatalf("decision %d differs:\n leaping %s\nstepping %s", i, l[i], s[i])
+				t.Fatalf("decision %d differs:\n%s %s\n%s %s", i, na, l[i], nb, s[i])
 			}
 		}
 		if len(l) != len(s) {
-			t.Fatalf("%d decisions leaping, %d stepping", len(l), len(s))
+			t.Fatalf("%d decisions %s, %d %s", len(l), na, len(s), nb)
 		}
 	}
-	return leap.sum, true
+	return a.sum, true
 }
 
 // traceLog is a decision trace as text: every decision with the view it

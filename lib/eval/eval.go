@@ -321,7 +321,11 @@ func runSeed(o *Options, cfg config.Cluster, pol *bundle.Bundle, reqs []trace.Re
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", o.Requests, err)
 	}
-	run := &sim.Run{Source: engine.SliceSource(reqs), InputMeta: md, PrefixBlockSize: prefixBlock, MaxInFlight: maxInFlight, Path: o.Requests,
+	unique, err := md.PrefixUnique()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.Requests, err)
+	}
+	run := &sim.Run{Source: engine.SliceSource(reqs), InputMeta: md, PrefixBlockSize: prefixBlock, MaxInFlight: maxInFlight, PrefixUnique: unique, Path: o.Requests,
 		Stage:     trace.Stage{Tool: "blis-eval", Version: trace.Version, Args: o.Args, Seed: &seed},
 		Results:   sim.Output{Path: paths["results"]},
 		Decisions: sim.Output{Path: paths["decisions"]},

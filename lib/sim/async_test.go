@@ -51,6 +51,12 @@ func writeSorted(t *testing.T, path string, rows []trace.Request) {
 	t.Helper()
 	md := trace.NewMeta()
 	md.Set(trace.MetaSorted, "arrival")
+	writeTable(t, path, md, rows)
+}
+
+// writeTable writes rows to a requests table at path with metadata md.
+func writeTable(t *testing.T, path string, md trace.Meta, rows []trace.Request) {
+	t.Helper()
 	schema := trace.RequestsSchema(md)
 	sink, err := trace.Create(path, nil, schema)
 	if err != nil {

@@ -24,6 +24,8 @@ type Input struct {
 	// MaxInFlight is the client's cap on requests in flight the table
 	// records (blis.max_in_flight; 0: none).
 	MaxInFlight int
+	// PrefixUnique is its blis.prefix_unique promise.
+	PrefixUnique bool
 	// Total is its rows when known without reading it (a file's message
 	// headers or footer, or a table read into memory), else 0.
 	Total int64
@@ -74,6 +76,9 @@ func OpenInput(path string, stdin io.Reader) (*Input, error) {
 		in.PrefixBlockSize = n
 	}
 	if in.MaxInFlight, err = in.Meta.MaxInFlight(); err != nil {
+		return fail(fmt.Errorf("%s: %w", src.Path, err))
+	}
+	if in.PrefixUnique, err = in.Meta.PrefixUnique(); err != nil {
 		return fail(fmt.Errorf("%s: %w", src.Path, err))
 	}
 	in.Source = rr

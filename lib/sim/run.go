@@ -33,6 +33,9 @@ type Run struct {
 	// table's blis.max_in_flight, Input.MaxInFlight): a request whose time
 	// has come waits for a slot (client_wait_us).
 	MaxInFlight int
+	// PrefixUnique is the table's blis.prefix_unique promise
+	// (Input.PrefixUnique; cluster.Options.PrefixUnique).
+	PrefixUnique bool
 	// Stage is this tool's entry in the outputs' provenance. LateInputs,
 	// when set, names its inputs when a table's header is written (a
 	// stream's with its first batch): a file's hash, computed beside the
@@ -158,7 +161,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 
 	out := &Outcome{}
 	opts := engine.Options{CheckInvariants: r.CheckInvariants, Path: r.Path, PrefixBlockSize: r.PrefixBlockSize,
-		MaxInFlight: r.MaxInFlight, Progress: r.Progress, Policies: s.Policies, NoLeap: s.NoLeap}
+		MaxInFlight: r.MaxInFlight, Progress: r.Progress, Policies: s.Policies, NoLeap: s.NoLeap, PrefixUnique: r.PrefixUnique}
 
 	// Results.
 	drops := &trace.DropCounter{W: r.Results.Sink}
@@ -166,6 +169,7 @@ func (s *Setup) Run(r *Run) (*Outcome, error) {
 		o, schema, err := create(&r.Results, func(st trace.Stage) *arrow.Schema {
 			md := r.InputMeta.With(st)
 			md.Delete(trace.MetaSorted) // results come in the order requests end
+			md.Delete(trace.MetaPrefixUnique)
 			s.Annotate(md)
 			return trace.ResultsSchema(md)
 		})

@@ -52,7 +52,7 @@ func benchDay(b *testing.B, edits ...string) {
 	for b.Loop() {
 		gen := NewStream(s)
 		var sink countSink
-		sum, err := engine.Run(cfg, models, gen, &sink, engine.Options{PrefixBlockSize: s.PrefixBlockSize})
+		sum, err := engine.Run(cfg, models, gen, &sink, engine.Options{PrefixBlockSize: s.PrefixBlockSize, PrefixUnique: s.PrefixUnique()})
 		gen.Close()
 		if err != nil {
 			b.Fatal(err)

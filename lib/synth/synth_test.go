@@ -634,3 +634,55 @@ func TestMaxInFlight(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// blis.prefix_unique is written exactly when no two prompts can start
+// alike, and then no two rows share a first prefix hash.
+func TestPrefixUniquePromise(t *testing.T) {
+	head := "version: 1\nseed: 3\nnum_requests: 3000\naggregate_rate: 50\n"
+	for _, tc := range []struct {
+		name, spec string
+		want       bool
+	}{
+		{"plain", head + "clients: [{name: a, input: {dist: normal, mean: 300, std: 200, min: 2, max: 4000}, output: 10}]\n", true},
+		{"two clients, short prompts", head + "clients: [{name: a, input: 3, output: 5}, {name: b, input: 40, output: 5}]\n", true},
+		{"turns without accumulated context", head + "clients: [{name: a, input: 100, output: 20, conversation: {turns: 4, context_growth: none}}]\n", true},
+		{"images", head + "clients: [{name: a, input: 50, output: 5, multimodal: {images: 2, tokens_per_image: 600}}]\n", true},
+		{"bursty", head + "clients: [{name: a, input: 100, output: 5, behaviour: {type: bursty, burst_probability: 0.5, burst_size: 20, burst_interval: 1ms}}]\n", true},
+		{"prefix groups", head + "prefix_groups: [{name: sys, length: 100}]\nclients: [{name: a, input: 50, output: 5, prefix: {reuse_probability: 0.5}}]\n", false},
+		{"accumulated context", head + "clients: [{name: a, input: 100, output: 20, conversation: {turns: 4, context_growth: accumulate}}]\n", false},
+		{"agentic", head + `tools: {t: {latency: {dist: exponential, mean: 0.1}, output_tokens: 30}}
+clients:
+  - name: a
+    agentic:
+      steps:
+        - {id: a, type: llm_call, input: 100, output: 20, context_growth: accumulate}
+        - {id: b, type: tool_call, tool: t, depends_on: [a]}
+      loop: {over: [a, b], max_iterations: 4}
+`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := parse(t, tc.spec)
+			if got := Meta(s, nil, nil).Get(trace.MetaPrefixUnique) == "true"; got != tc.want {
+				t.Fatalf("blis.prefix_unique written: %v, want %v", got, tc.want)
+			}
+			rows, _ := collect(t, s)
+			seen := map[uint64]string{}
+			dup := ""
+			for _, r := range rows {
+				if len(r.PrefixHashes) == 0 {
+					continue
+				}
+				if o, ok := seen[r.PrefixHashes[0]]; ok && dup == "" {
+					dup = o + " and " + r.ID
+				}
+				seen[r.PrefixHashes[0]] = r.ID
+			}
+			if tc.want && dup != "" {
+				t.Fatalf("promised unique first hashes, but %s share one", dup)
+			}
+			if !tc.want && dup == "" {
+				t.Fatalf("no two rows share a first hash: the case does not test sharing")
+			}
+		})
+	}
+}

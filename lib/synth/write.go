@@ -62,7 +62,8 @@ func Describe(name string) string {
 }
 
 // Meta returns the requests-table metadata for s: the sorted-arrival
-// promise, the prefix block size and this stage's provenance.
+// promise, the prefix block size, the promise that no two prompts start
+// alike when none can, and this stage's provenance.
 func Meta(s *Spec, args []string, inputs []trace.Input) trace.Meta {
 	md := trace.NewMeta()
 	md.Set(trace.MetaSorted, "arrival")
@@ -70,6 +71,9 @@ func Meta(s *Spec, args []string, inputs []trace.Input) trace.Meta {
 	md.Set(trace.MetaSourceFormat, "blis-synth")
 	if s.MaxInFlight > 0 {
 		md.Set(trace.MetaMaxInFlight, strconv.Itoa(s.MaxInFlight))
+	}
+	if s.PrefixUnique() {
+		md.Set(trace.MetaPrefixUnique, "true")
 	}
 	seed := s.Seed
 	return md.With(trace.Stage{Tool: "blis-synth", Version: trace.Version, Args: args, Seed: &seed, Inputs: inputs})
@@ -177,3 +181,23 @@ func pipeline(s *Spec, w *trace.RequestWriter) (Stats, error) {
 }
 
 var errWriterFailed = errors.New("output failed")
+
+// PrefixUnique reports whether no two of s's prompts can share their
+// first block (the blis.prefix_unique promise): no client draws a shared system prompt (prefix groups), a
+// conversation's accumulated context (its own, or an adversarial one's)
+// or an agentic workflow's. Every other prompt starts with a segment of
+// its own (Generator.newSeg), whose content id no other request has.
+func (s *Spec) PrefixUnique() bool {
+	for _, c := range s.Clients {
+		if c.Prefix != nil || c.Agentic != nil {
+			return false
+		}
+		if c.Conversation != nil && c.Conversation.ContextGrowth == "accumulate" {
+			return false
+		}
+		if b := c.Behaviour; b != nil && b.attackConv != nil {
+			return false
+		}
+	}
+	return true
+}

@@ -394,3 +394,16 @@ func (m Meta) MaxInFlight() (int, error) {
 	}
 	return n, nil
 }
+
+// PrefixUnique is the table's blis.prefix_unique promise (false when
+// absent).
+func (m Meta) PrefixUnique() (bool, error) {
+	switch v := m.kv[MetaPrefixUnique]; v {
+	case "":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("schema metadata %s: expected true (or no key), found %q", MetaPrefixUnique, v)
+	}
+}

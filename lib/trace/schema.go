@@ -33,6 +33,12 @@ const (
 	// worker_max_concurrency): a request whose time has come waits for a
 	// free slot. Absent: no cap.
 	MetaMaxInFlight = "blis.max_in_flight"
+	// MetaPrefixUnique "true" promises that no two rows share their first
+	// prefix_hashes entry, so no request can hit another's cached blocks
+	// (blis-synth writes it when its spec shares no content). blis-sim
+	// then keeps cache records for a request's first block only, and fails
+	// if two requests do share one. Absent: no promise.
+	MetaPrefixUnique = "blis.prefix_unique"
 )
 
 var (

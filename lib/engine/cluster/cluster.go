@@ -68,6 +68,11 @@ type Options struct {
 	// one event (docs/engine.md, "Leaping"). The results are the same;
 	// it is there to check that, and to time the difference.
 	NoLeap bool
+	// PrefixUnique: no two requests share their first prefix hash (the
+	// input's blis.prefix_unique promise), so a cache keeps records only
+	// for a request's first block (kv.Handle.Unique). A run finding two
+	// that do fails (ErrPrefixClash). P/D deployments do not use it.
+	PrefixUnique bool
 }
 
 // Policies are a run's decision makers, as one value: the router's stages,
@@ -416,7 +421,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			pb = int32(e.BlockSize)
 		}
 		dep := &Deployment{ID: d.ID, Model: d.Model, Engine: e, Latency: models[i],
-			keys: &request.Keyer{Enabled: e.PrefixCaching, PrefixBlock: pb, Block: int32(e.BlockSize)}}
+			keys: &request.Keyer{Enabled: e.PrefixCaching, Unique: opts.PrefixUnique && !d.IsPD(), PrefixBlock: pb, Block: int32(e.BlockSize)}}
 		c.deps = append(c.deps, dep)
 		if d.IsPD() {
 			if dep.pd, err = newPD(cfg, i, &d); err != nil {

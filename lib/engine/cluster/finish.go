@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/blis-sim/blis/lib/engine/replica"
 	"github.com/blis-sim/blis/lib/engine/request"
 	"github.com/blis-sim/blis/lib/engine/row"
 )
@@ -12,6 +14,13 @@ import (
 // summary is completed, and the final invariants are checked. Rows never
 // read should be written with WriteUnread before.
 func (c *Cluster) Finish() (Summary, error) {
+	for _, rep := range c.reps {
+		// First: a broken promise can make the run fail otherwise too
+		// (an invariant), and is the cause to name.
+		if err := c.clashErr(rep); err != nil {
+			return c.sum, err
+		}
+	}
 	if c.err != nil {
 		return c.sum, c.err
 	}
@@ -110,4 +119,31 @@ func (c *Cluster) Finish() (Summary, error) {
 		c.opts.Progress(c.now, s.Injected)
 	}
 	return c.sum, nil
+}
+
+// ErrPrefixClash is a run whose input promised that no two requests share
+// their first prefix hash (Options.PrefixUnique) and two did.
+var ErrPrefixClash = errors.New("the input promises blis.prefix_unique=true (no two requests share their first prefix_hashes entry), but two requests do")
+
+// clashError is ErrPrefixClash where it was seen: bad input.
+type clashError struct {
+	path, replica string
+	key           uint64
+}
+
+func (e *clashError) Error() string {
+	return fmt.Sprintf("%s: %v: both were sent to replica %s (their first block's cache key is %016x); blis-convert --count %s names them. Drop the promise from the table's schema metadata", e.path, ErrPrefixClash, e.replica, e.key, e.path)
+}
+func (e *clashError) Unwrap() error  { return ErrPrefixClash }
+func (e *clashError) BadInput() bool { return true }
+
+// clashErr reports a broken blis.prefix_unique promise rep's cache saw.
+func (c *Cluster) clashErr(rep *replica.Replica) error {
+	if rep.Sched == nil {
+		return nil
+	}
+	if k, ok := rep.Sched.KV().Clash(); ok {
+		return &clashError{path: c.opts.Path, replica: rep.ID, key: k}
+	}
+	return nil
 }

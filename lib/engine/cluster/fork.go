@@ -190,7 +190,7 @@ func (c *Cluster) ForkReplica(a *ForkArena, i int32, with bool) (*Cluster, *requ
 		store = src.Sched.KV().Clone()
 	}
 	a.kv = store
-	rep := src.CloneOnto(m, &request.Keyer{Enabled: keys.Enabled, PrefixBlock: keys.PrefixBlock, Block: keys.Block}, store)
+	rep := src.CloneOnto(m, &request.Keyer{Enabled: keys.Enabled, Unique: keys.Unique, PrefixBlock: keys.PrefixBlock, Block: keys.Block}, store)
 	rep.WantSteps = false
 	if h, ok := rep.Sched.(preemptHooker); ok {
 		h.SetPreemptHook(nil)

@@ -1003,6 +1003,9 @@ func (sc *scaler) stop(sp *spool, rep *replica.Replica, reason string) {
 	c.sc.gen[i]++
 	c.sc.killEnd[i] = false
 	// The scheduler is replaced: keep its counts for the summary.
+	if err := c.clashErr(rep); err != nil {
+		c.fail(err)
+	}
 	c.sc.preempts += rep.Sched.Preemptions()
 	c.sc.evicts += rep.Sched.KV().Evictions()
 	if ts := rep.Sched.Tiers(); ts != nil {

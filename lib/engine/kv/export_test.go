@@ -11,3 +11,7 @@ func HoldsKey(c *Paged, k uint64) bool {
 	}
 	return false
 }
+
+// PrivateBlocks is how many cached blocks c's free queue holds in private
+// runs (a Unique handle's blocks, which have no records).
+func PrivateBlocks(c *Paged) int32 { return c.nRun }

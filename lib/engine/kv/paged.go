@@ -24,10 +24,22 @@ import (
 // vLLM's, but a request without prefix hashes allocates and frees in O(1)
 // per call instead of touching one block struct per block.
 //
+// A Unique handle (its request's first key is no other request's, so no
+// other request can hit its blocks) keeps a record only for its first keyed
+// block, when nobody observes the store: the others are placeholders in its
+// IDs (unreg, then reg once registered), counted with the anonymous blocks
+// in use, and on release they join the free queue as one private run, a
+// count of cached blocks in the order Release would have queued them. The
+// first block stays indexed (privBit), so that another request finding its
+// key reports the broken promise (Clash) instead of missing silently.
+// Queue order, free counts and evictions are exactly those of records; the
+// saving is the per-block records, links and queue entries, which at fleet
+// scale are cold memory touched at allocation, registration and release.
+//
 // The fields a decode step reads (counts, the free queue's head, whether
 // anyone observes) come first, in the struct's first cache line: at 1,000
 // replicas a replica's cache is cold at each of its events. The struct is
-// padded to 256 bytes, a size class whose objects start on a line.
+// 256 bytes, a size class whose objects start on a line.
 type Paged struct {
 	blockSize int32
 	total     int32
@@ -45,18 +57,20 @@ type Paged struct {
 	next      []int32 // next[id]: the block continuing id's chain (a hint: -1, or checked by holds)
 	idFree    []int32 // created ids holding nothing
 	idx       blockIndex
-	nHashed   int    // blocks holding a key
-	nIndexed  int    // of those, in the index
-	nLoose    int    // of those, not a chain's first block
+	nHashed   int32  // blocks holding a key
+	nIndexed  int32  // of those, in the index
+	nLoose    int32  // of those, not a chain's first block
 	sink      uint32 // what touchRecords read (kept so the reads stay)
 	hasPrev   int32  // the block Has last found holding the key before the one asked about
-	_         [8]byte
+	nRun      int32  // blocks in the free queue's private runs (unique)
+	clashed   bool   // a Unique handle's first key was found shared (clash)
+	clash     uint64 // that key
 }
 
 // qent is a free-queue entry: a cached block (id >= 0, n its qIndexed and
 // qLoose flags, so that evicting it need not read its record), n anonymous
-// blocks (id anonRun) or nothing (id taken: a cache hit took its block
-// back).
+// blocks (id anonRun), n cached blocks of a Unique handle's (id privRun) or
+// nothing (id taken: a cache hit took its block back).
 type qent struct {
 	id int32
 	n  int32
@@ -70,6 +84,14 @@ const (
 const (
 	anonRun = -1
 	taken   = -2
+	privRun = -3
+)
+
+// Placeholders in a Unique handle's IDs for its keyed blocks after the
+// first: not registered yet, or registered (holding their key privately).
+const (
+	unreg = -1
+	reg   = -2
 )
 
 // block is one identified KV block, 16 bytes: a full cache holds a record
@@ -93,7 +115,8 @@ const (
 	hashedBit  = 1 << 31 // the block holds key
 	indexedBit = 1 << 30 // key is in the index (its chain's first block, or a loose one)
 	looseBit   = 1 << 29 // indexed though not its chain's first block
-	refMask    = 1<<29 - 1
+	privBit    = 1 << 28 // a Unique handle's first block: its chain's other blocks have no records
+	refMask    = 1<<28 - 1
 )
 
 func (b *block) hashed() bool  { return b.refs&hashedBit != 0 }
@@ -177,7 +200,7 @@ func (c *Paged) CleanFree() int32 {
 			n += e.n
 			continue
 		}
-		if e.id >= 0 {
+		if e.id >= 0 || e.id == privRun {
 			break // a cached block: the next Alloc past here evicts it
 		}
 	}
@@ -266,6 +289,15 @@ func (c *Paged) newID() int32 {
 // Alloc implements Store: the first k of the n blocks get ids (they will
 // hold prompt blocks with cache keys).
 func (c *Paged) Alloc(h *Handle, n, k int32) {
+	if h.Unique && k > 0 && !c.observed {
+		c.allocUnique(h, n, k)
+		return
+	}
+	c.alloc(h, n, k)
+}
+
+// alloc is Alloc for a plain handle.
+func (c *Paged) alloc(h *Handle, n, k int32) {
 	c.free -= n
 	c.anonUsed += n - k
 	h.Anon += n - k
@@ -282,6 +314,22 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 				c.qh++
 			}
 			n -= t
+			for ; t > 0 && k > 0; t, k = t-1, k-1 {
+				id := c.newID()
+				c.b[id].refs = 1
+				c.idsHeld++
+				h.IDs = append(h.IDs, id)
+			}
+			continue
+		}
+		if e.id == privRun { // cached blocks without records, evicted
+			t := min(e.n, n)
+			if e.n -= t; e.n == 0 {
+				c.qh++
+			}
+			n -= t
+			c.nRun -= t
+			c.evictions += int64(t)
 			for ; t > 0 && k > 0; t, k = t-1, k-1 {
 				id := c.newID()
 				c.b[id].refs = 1
@@ -322,10 +370,31 @@ func (c *Paged) Alloc(h *Handle, n, k int32) {
 	c.compact()
 }
 
+// allocUnique is Alloc for a Unique handle in a store nobody observes: its
+// first keyed block gets an id, the others placeholders. The free queue
+// gives up the same blocks in the same order.
+func (c *Paged) allocUnique(h *Handle, n, k int32) {
+	first := int32(0)
+	if len(h.IDs) == 0 {
+		first = 1
+	}
+	// The plain path, every block but the first keyed one anonymous: the
+	// placeholders are counted in use with the anonymous blocks.
+	plain := Handle{IDs: h.IDs}
+	c.alloc(&plain, n, first)
+	h.IDs = plain.IDs
+	h.Anon += n - k
+	for range k - first {
+		h.IDs = append(h.IDs, unreg)
+	}
+}
+
 // Release implements Store, last block first as vLLM does, so that a
-// request's tail blocks, least likely to be shared, are evicted first.
+// request's tail blocks, least likely to be shared, are evicted first. A
+// Unique handle's placeholders are queued where their blocks would be:
+// anonymous if not registered, else in one private run.
 func (c *Paged) Release(h *Handle) {
-	if len(h.IDs) > 1 {
+	if len(h.IDs) > 1 && !(h.Unique && !c.observed) {
 		c.touchRecords(h.IDs)
 	}
 	// vLLM frees each group's blocks in group order; the sliding groups'
@@ -333,8 +402,24 @@ func (c *Paged) Release(h *Handle) {
 	c.pushAnon(h.Anon + h.Slide)
 	c.anonUsed -= h.Anon + h.Slide
 	h.Anon, h.Slide = 0, 0
+	var run int32 // registered placeholders not queued yet
 	for i := len(h.IDs) - 1; i >= 0; i-- {
 		id := h.IDs[i]
+		if id < 0 {
+			if id == reg {
+				run++
+				continue
+			}
+			c.pushRun(run)
+			run = 0
+			c.anonUsed--
+			c.pushAnon(1)
+			continue
+		}
+		if run > 0 {
+			c.pushRun(run)
+			run = 0
+		}
 		bl := &c.b[id]
 		bl.refs--
 		if bl.refcnt() > 0 {
@@ -348,7 +433,66 @@ func (c *Paged) Release(h *Handle) {
 			c.pushAnon(1)
 		}
 	}
+	c.pushRun(run)
 	h.IDs = h.IDs[:0]
+}
+
+// pushRun queues n registered placeholders' blocks as a private run.
+func (c *Paged) pushRun(n int32) {
+	if n == 0 {
+		return
+	}
+	c.free += n
+	c.anonUsed -= n
+	c.nRun += n
+	c.q = append(c.q, qent{id: privRun, n: n})
+}
+
+// Expose implements Store: the placeholders become blocks with ids, and
+// the registered ones are registered as Register would have, linked from
+// the first block, whose key loses its private mark.
+func (c *Paged) Expose(h *Handle, keys []uint64) {
+	if !h.Unique {
+		return
+	}
+	h.Unique = false
+	if c.observed || len(h.IDs) == 0 {
+		return
+	}
+	to := 0
+	for i, id := range h.IDs {
+		if id >= 0 {
+			c.b[id].refs &^= privBit
+			continue
+		}
+		if id == reg {
+			to = i + 1
+		}
+		nid := c.newID()
+		c.b[nid].refs = 1
+		c.idsHeld++
+		c.anonUsed--
+		h.IDs[i] = nid
+	}
+	if to > 1 {
+		c.Register(h, keys, 1, to)
+	}
+}
+
+// Clash implements Store.
+func (c *Paged) Clash() (uint64, bool) { return c.clash, c.clashed }
+
+// clashes notes that key k of a Unique handle's first block was found
+// shared, and reports whether id is such a block (the caller then treats
+// it as absent).
+func (c *Paged) clashes(id int32, k uint64) bool {
+	if c.b[id].refs&privBit == 0 {
+		return false
+	}
+	if !c.clashed {
+		c.clash, c.clashed = k, true
+	}
+	return true
 }
 
 // Slide implements Store.
@@ -407,7 +551,7 @@ func (c *Paged) holder(k uint64, i int, prev int32) (int32, bool) {
 		}
 	}
 	if i == 0 || c.nLoose > 0 {
-		if id, ok := c.idx.find(k, c); ok {
+		if id, ok := c.idx.find(k, c); ok && !c.clashes(id, k) {
 			return id, true
 		}
 	}
@@ -507,8 +651,12 @@ func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 // past a chain's first key. (Keys are prefix-chained, docs/tables.md: a
 // key at position i is never one at another position.)
 func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
+	if h.Unique && !c.observed {
+		c.registerUnique(h, keys, from, to)
+		return
+	}
 	if c.nLoose > 0 && to-from > 1 {
-		c.idx.prefetch(keys[from:to], c, c.nIndexed)
+		c.idx.prefetch(keys[from:to], c, int(c.nIndexed))
 	}
 	ph := int32(-1) // the block holding keys[j-1] (-1: none)
 	if from > 0 {
@@ -550,8 +698,12 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 		}
 		// A chain's first block, a second continuation, or a chain whose
 		// previous block h does not hold: indexed.
-		y, added := c.idx.add(k, id, c, c.nIndexed)
+		y, added := c.idx.add(k, id, c, int(c.nIndexed))
 		if !added {
+			if c.clashes(y, k) {
+				ph, fresh = -1, false
+				continue
+			}
 			ph, fresh = y, false
 			continue
 		}
@@ -563,6 +715,29 @@ func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
 		}
 		c.hash(id, k, fl)
 		ph, fresh = id, true
+	}
+}
+
+// registerUnique is Register for a Unique handle: its first block is
+// indexed, marked private; the others' placeholders are marked registered.
+func (c *Paged) registerUnique(h *Handle, keys []uint64, from, to int) {
+	for j := from; j < to; j++ {
+		if j > 0 {
+			h.IDs[j] = reg
+			continue
+		}
+		id, k := h.IDs[0], keys[0]
+		if c.b[id].hashed() {
+			continue
+		}
+		if _, added := c.idx.add(k, id, c, int(c.nIndexed)); !added {
+			if !c.clashed { // another request's block holds it
+				c.clash, c.clashed = k, true
+			}
+			continue
+		}
+		c.nIndexed++
+		c.hash(id, k, indexedBit|privBit)
 	}
 }
 
@@ -593,10 +768,18 @@ func (c *Paged) QuickCheck() error {
 // requests hold and the idle ids add up) and the cache index pointing at
 // hashed blocks.
 func (c *Paged) Check() error {
-	var queued, cachedFree int32
+	var queued, cachedFree, run int32
 	for i := c.qh; i < len(c.q); i++ {
 		e := c.q[i]
 		if e.id == taken {
+			continue
+		}
+		if e.id == privRun {
+			if e.n <= 0 {
+				return fmt.Errorf("KV free queue entry %d is a private run of %d blocks", i, e.n)
+			}
+			queued += e.n
+			run += e.n
 			continue
 		}
 		if e.id < 0 {
@@ -612,12 +795,12 @@ func (c *Paged) Check() error {
 		queued++
 		cachedFree++
 	}
-	if queued != c.free {
-		return fmt.Errorf("KV free queue holds %d blocks, counter says %d", queued, c.free)
+	if queued != c.free || run != c.nRun {
+		return fmt.Errorf("KV free queue holds %d blocks, %d in private runs; counters say %d and %d", queued, run, c.free, c.nRun)
 	}
 	var held int32
 	for id := range c.b {
-		if r := c.b[id].refcnt(); r >= 1<<28 {
+		if r := c.b[id].refcnt(); r >= 1<<27 {
 			return fmt.Errorf("KV block %d has %d references (released more often than taken?)", id, r)
 		}
 		if c.b[id].refcnt() > 0 {
@@ -662,7 +845,7 @@ func (c *Paged) Check() error {
 			return fmt.Errorf("KV block %d holds a key the cache index does not map to it", id)
 		}
 	}
-	if hashed != c.nHashed || indexed != c.nIndexed || loose != c.nLoose || c.idx.n < indexed || 4*c.idx.n > 3*len(c.idx.slots) {
+	if hashed != int(c.nHashed) || indexed != int(c.nIndexed) || loose != int(c.nLoose) || c.idx.n < indexed || 4*c.idx.n > 3*len(c.idx.slots) {
 		return fmt.Errorf("KV cache index holds %d entries in %d slots; %d blocks are hashed, %d indexed, %d loose (counters say %d, %d, %d)", c.idx.n, len(c.idx.slots), hashed, indexed, loose, c.nHashed, c.nIndexed, c.nLoose)
 	}
 	return nil

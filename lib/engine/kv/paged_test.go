@@ -87,7 +87,7 @@ func TestEvictedIdleBlock(t *testing.T) {
 		want  int            // blocks of key 1 cached
 	}{
 		{"left idle", func(*Paged) {}, 0},
-		{"rebuilt", func(c *Paged) { c.idx.rebuild(c, c.nHashed) }, 0},
+		{"rebuilt", func(c *Paged) { c.idx.rebuild(c, int(c.nHashed)) }, 0},
 		{"id reused, no key", func(c *Paged) { c.Alloc(&Handle{}, 1, 1) }, 0},
 		{"key cached again", func(c *Paged) {
 			var h Handle
@@ -117,8 +117,8 @@ func TestEvictedIdleBlock(t *testing.T) {
 			if err := c.Check(); err != nil {
 				t.Fatal(err)
 			}
-			c.idx.rebuild(c, c.nHashed)
-			if c.idx.n != c.nHashed {
+			c.idx.rebuild(c, int(c.nHashed))
+			if c.idx.n != int(c.nHashed) {
 				t.Fatalf("rebuilt index holds %d entries, %d blocks hold keys", c.idx.n, c.nHashed)
 			}
 		})

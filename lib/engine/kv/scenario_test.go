@@ -18,10 +18,14 @@ import (
 // logged; block conservation (and tier conservation) is checked after
 // every command. Commands:
 //
-//	config blocks=N block=T [offload=lazy|eager|threshold threshold=F block_bytes=B]
-//	                         a fresh store; input lines add lower tiers, top
+//	config blocks=N block=T [offload=lazy|eager|threshold threshold=F block_bytes=B] [observe=false]
+//	                         a fresh store (observed by the harness unless
+//	                         observe=false); input lines add lower tiers, top
 //	                         down: <name> blocks=N bytes_us=B latency=µs eviction=lru|lfu|priority
-//	alloc h=<handle> n=N [ids=K]   N blocks from the free queue's head, the first K identified
+//	alloc h=<handle> n=N [ids=K] [unique=true]   N blocks from the free queue's head, the
+//	                         first K identified (a new handle: Unique, its
+//	                         request's first key no other's)
+//	expose h=<handle> keys=(k...)   make a Unique handle's blocks ordinary (before a preemption)
 //	register h=<handle> keys=(k...) [from=i]   make the handle's blocks i.. findable under keys
 //	release h=<handle>             free every block, last first
 //	touch h=<handle> keys=(k...)   take the cached leading blocks of keys
@@ -65,6 +69,9 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 		name, hd := h.handle(a, true)
 		n := int32(a.Int("n", 1))
 		ids := int32(a.Int("ids", 0))
+		if a.Bool("unique", false) {
+			hd.Unique = true
+		}
 		a.Done()
 		if ids > n {
 			a.Fatalf("ids=%d > n=%d", ids, n)
@@ -85,6 +92,12 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData) string {
 		}
 		h.c.Register(hd, keys, from, len(keys))
 		log.Printf("%s registered keys %d..%d", name, from, len(keys)-1)
+	case "expose":
+		name, hd := h.handle(a, false)
+		keys := h.keyArg(a, "keys")
+		a.Done()
+		h.c.Expose(hd, keys)
+		log.Printf("%s exposed: %s", name, describe(hd))
 	case "release":
 		name, hd := h.handle(a, false)
 		a.Done()
@@ -160,9 +173,12 @@ func (h *harness) config(t *testing.T, td *datadriven.TestData, a *scenario.Args
 	offload := a.Str("offload", "lazy")
 	threshold := a.Float("threshold", 0.8)
 	blockBytes := a.Float("block_bytes", 1000)
+	observe := a.Bool("observe", true)
 	a.Done()
 	h.c = kv.NewPaged(blocks, block)
-	h.c.SetObserver(h)
+	if observe {
+		h.c.SetObserver(h)
+	}
 	h.handles, h.keys, h.seen, h.ts = map[string]*kv.Handle{}, nil, map[uint64]bool{}, nil
 	log.Printf("%d blocks of %d tokens", blocks, block)
 	var specs []kv.TierSpec
@@ -232,6 +248,9 @@ func (h *harness) counts() string {
 }
 
 func describe(hd *kv.Handle) string {
+	if hd.Unique {
+		return fmt.Sprintf("blocks %v + %d anonymous (unique)", hd.IDs, hd.Anon)
+	}
 	return fmt.Sprintf("blocks %v + %d anonymous", hd.IDs, hd.Anon)
 }
 
@@ -272,6 +291,12 @@ func (h *harness) print(log *scenario.Log) {
 		}
 	}
 	log.Printf("nowhere: %s", list(none))
+	if n := kv.PrivateBlocks(h.c); n > 0 {
+		log.Printf("in private runs (no records: found only by a lookup of their prompt): %s", scenario.Plural(int64(n), "block"))
+	}
+	if k, ok := h.c.Clash(); ok {
+		log.Printf("clash: key %d is a unique request's and another's", k)
+	}
 }
 
 func list(s []string) string {

@@ -10,10 +10,18 @@ package kv
 // followed by Anon anonymous blocks; under vLLM's hybrid KV cache manager
 // those are its full-attention group's, and Slide anonymous blocks are its
 // sliding-window groups' (the blocks covering its window).
+//
+// Unique marks a request whose first prefix key no other request of the run
+// has (the input promises it: blis.prefix_unique). None of its blocks can
+// then be hit by another request, so a store that nobody observes keeps no
+// record for its keyed blocks after the first: IDs holds placeholders for
+// them (see Paged). Expose ends that before the request looks its own keys
+// up again.
 type Handle struct {
-	IDs   []int32
-	Anon  int32
-	Slide int32
+	IDs    []int32
+	Anon   int32
+	Slide  int32
+	Unique bool
 }
 
 // Blocks is the number of blocks the handle holds in its full-attention
@@ -58,6 +66,15 @@ type Store interface {
 	Touch(h *Handle, keys []uint64, n int)
 	// Register makes h's blocks [from, to) findable under keys[from:to].
 	Register(h *Handle, keys []uint64, from, to int)
+	// Expose makes a Unique handle's blocks what they are for any other
+	// handle (records, links, index entries), and the handle no longer
+	// Unique: its request is about to release them and then look its own
+	// keys up (a preemption). Other handles are left alone.
+	Expose(h *Handle, keys []uint64)
+	// Clash reports a key that a Unique handle's request and another
+	// request both have at their first block (the input's promise broken),
+	// and whether there was one.
+	Clash() (uint64, bool)
 	// Warm says a request with these keys is about to be looked up,
 	// given a block per key and, when its prefill step ends, registered:
 	// the store may start bringing what that touches into the

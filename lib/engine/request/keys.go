@@ -11,6 +11,7 @@ import (
 // prefix caching off, never pay for them.
 type Keyer struct {
 	Enabled     bool  // prefix caching on
+	Unique      bool  // no two requests share a first prefix hash (the input promises it)
 	PrefixBlock int32 // tokens per prefix_hashes entry in the input table
 	Block       int32 // engine block size
 	scratch     []uint64
@@ -27,6 +28,8 @@ func (k *Keyer) Ensure(r *State) {
 	if !k.Enabled {
 		return
 	}
+	// (After a preemption the request looks its own keys up: Expose.)
+	r.KV.Unique = k.Unique && r.Preemptions == 0
 	B := k.Block
 	r.Keys = kv.Keys(r.Keys, r.Req.PrefixHashes, r.Req.InputTokens, k.PrefixBlock, B)
 	if len(r.Keys) == 0 || int32(len(r.Keys)) != r.Req.InputTokens/B {

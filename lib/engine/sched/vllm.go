@@ -307,6 +307,7 @@ func (s *VLLM) leave(r *request.State) {
 		// Scheduled in the step being formed: give its budget back.
 		s.used -= r.Chunk
 	}
+	s.kv.Expose(&r.KV, r.Keys) // it may look its own keys up again
 	s.kv.Release(&r.KV)
 	r.Computed, r.NReg, r.Chunk = 0, 0, 0
 	r.Epoch++
@@ -777,6 +778,7 @@ func (s *VLLM) Cancel(r *request.State) {
 			s.waiting.remove(r)
 		}
 		if r.KV.Blocks() > 0 {
+			s.kv.Expose(&r.KV, r.Keys)
 			s.kv.Release(&r.KV) // loaded (tier or transfer), not yet running
 			r.Computed, r.NReg = 0, 0
 		}

@@ -7,7 +7,8 @@
 #     (examples/policies/bench.yaml: the policy-search case);
 #   - that workload on 1,000 replicas at 12,000 req/s, weighted routing;
 #   - the first hour of bench/fleet-day.yaml on 1,000 replicas (leaping, the
-#     prefix cache's eviction path);
+#     prefix cache's eviction path, private runs: blis-synth promises
+#     blis.prefix_unique for it);
 #   - examples/workloads/chat-multiturn.yaml on 4 replicas under
 #     prefix-affinity (prefix-cache hits).
 # The profile changes no result, only which calls the compiler inlines and

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/trace"
 )
 
@@ -43,7 +44,9 @@ func BenchmarkBareRun(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := r.cluster.simulate(sliceSource(reqs.rows, reqs.sorted), discard{}, 0, reqs.prefixBlock, ""); err != nil {
+		run := &sim.Run{Source: sliceSource(reqs.rows, reqs.sorted), PrefixBlockSize: reqs.prefixBlock,
+			MaxInFlight: reqs.maxInFlight, PrefixUnique: reqs.prefixUnique, Results: sim.Output{Sink: discard{}}}
+		if _, err := r.cluster.simulate(run); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -82,16 +82,16 @@ func gpuNames(m map[string]int) []string {
 	return ks
 }
 
-// simulate runs the cluster on src, writing every result to sink.
-// prefixBlock is the table's blis.prefix_block_size (0 = the engine's),
-// maxInFlight its client's cap on requests in flight (0 = none).
-// A cluster file's policy bundle (docs/policies.md) applies to every point.
-func (c *cluster) simulate(src engine.Source, sink engine.Sink, prefixBlock, maxInFlight int, path string) (latencyModel string, err error) {
+// simulate runs the cluster on run's source, writing every result to its
+// Results; run carries the workload's prefix block size, client cap and
+// blis.prefix_unique promise. A cluster file's policy bundle
+// (docs/policies.md) applies to every point.
+func (c *cluster) simulate(run *sim.Run) (latencyModel string, err error) {
 	setup, err := sim.New(c.cfg, nil)
 	if err != nil {
 		return "", err
 	}
-	_, err = setup.Run(&sim.Run{Source: src, PrefixBlockSize: prefixBlock, MaxInFlight: maxInFlight, Path: path, Results: sim.Output{Sink: sink}})
+	_, err = setup.Run(run)
 	return strings.Join(setup.LatencyNames(), " "), err
 }
 

@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/trace"
 )
 
 func load(t *testing.T, name string) *Spec {
@@ -323,5 +325,44 @@ axes:
 	}
 	if a := res.Answers[0]; !a.Found || a.Value.Value != "1" || res.Axis.Name != "deployments[0].pools[0].replicas" {
 		t.Errorf("search over %s: %+v", res.Axis.Name, a)
+	}
+}
+
+// A trace workload's blis.prefix_unique promise reaches the engine: broken,
+// it fails the run as bad input.
+func TestTracePrefixUniquePromise(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "promise.arrows")
+	md := trace.NewMeta()
+	md.Set(trace.MetaSorted, "arrival")
+	md.Set(trace.MetaPrefixUnique, "true")
+	schema := trace.RequestsSchema(md)
+	sink, err := trace.Create(path, nil, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := trace.NewRequestWriter(sink, schema)
+	for i := range 3 {
+		r := trace.NewRequest(fmt.Sprint("r", i))
+		r.ArrivalUS, r.InputTokens, r.OutputTokens = int64(i)*100_000, 64, 4
+		r.PrefixHashes = []uint64{7, 8, 9, 10} // the same prompt: the promise is false
+		if err := w.Write(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse([]byte("workload: {trace: "+path+"}\naxes:\n  replicas: [1]\n"), "u.yaml", "testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan(t, s)
+	out := t.TempDir()
+	if st := execute(t, p, Options{Out: out}); st.Failed != 1 {
+		t.Fatalf("%+v: want the run failed", st.Progress)
+	}
+	rec, err := readRecord(out, p.Runs[0].ID)
+	if err != nil || rec == nil || !strings.Contains(rec.Error, "blis.prefix_unique") {
+		t.Fatalf("record %+v, %v: want the broken promise", rec, err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/blis-sim/blis/lib/badinput"
-	"github.com/blis-sim/blis/lib/engine"
 	"github.com/blis-sim/blis/lib/report"
+	"github.com/blis-sim/blis/lib/sim"
 	"github.com/blis-sim/blis/lib/slo"
 	"github.com/blis-sim/blis/lib/synth"
 	"github.com/blis-sim/blis/lib/trace"
@@ -108,12 +108,7 @@ func (x *runner) run(r *Run) (*Record, error) {
 
 // simulate runs the engine, writing the results table (an Arrow stream) to w.
 func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
-	var (
-		src         engine.Source
-		prefixBlock int
-		maxInFlight int
-		path        string
-	)
+	var run sim.Run
 	switch r.workload.kind {
 	case "trace":
 		reqs, release, err := x.traces.get(r.wkey, r.workload.trace)
@@ -121,7 +116,8 @@ func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
 			return "", err
 		}
 		defer release()
-		src, prefixBlock, maxInFlight, path = sliceSource(reqs.rows, reqs.sorted), reqs.prefixBlock, reqs.maxInFlight, reqs.path
+		run = sim.Run{Source: sliceSource(reqs.rows, reqs.sorted), PrefixBlockSize: reqs.prefixBlock,
+			MaxInFlight: reqs.maxInFlight, PrefixUnique: reqs.prefixUnique, Path: reqs.path}
 	case "synth":
 		sp, err := synth.Parse(r.workload.spec, r.workload.name, r.workload.dir)
 		if err != nil {
@@ -129,7 +125,8 @@ func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
 		}
 		ss := synthSource{synth.NewStream(sp)}
 		defer ss.Close()
-		src, prefixBlock, maxInFlight, path = ss, sp.PrefixBlockSize, sp.MaxInFlight, r.workload.name
+		run = sim.Run{Source: ss, PrefixBlockSize: sp.PrefixBlockSize, MaxInFlight: sp.MaxInFlight,
+			PrefixUnique: sp.PrefixUnique(), Path: r.workload.name}
 	}
 	md := trace.NewMeta()
 	schema := trace.ResultsSchema(md)
@@ -138,7 +135,8 @@ func (x *runner) simulate(r *Run, w io.Writer) (string, error) {
 		return "", err
 	}
 	rw := trace.NewResultWriter(sink, schema)
-	model, runErr := r.cluster.simulate(src, rw, prefixBlock, maxInFlight, path)
+	run.Results = sim.Output{Sink: rw}
+	model, runErr := r.cluster.simulate(&run)
 	if runErr != nil {
 		rw.Abort()
 		if badinput.Is(runErr) || model == "" {

@@ -254,11 +254,12 @@ func (d *digests) of(path string) (string, error) {
 
 // requests is a workload in memory, shared read-only by the runs using it.
 type requests struct {
-	rows        []trace.Request
-	sorted      bool
-	prefixBlock int
-	maxInFlight int // blis.max_in_flight
-	path        string
+	rows         []trace.Request
+	sorted       bool
+	prefixBlock  int
+	maxInFlight  int  // blis.max_in_flight
+	prefixUnique bool // blis.prefix_unique (kept by the conversion: it only drops and retimes rows)
+	path         string
 }
 
 // loadTrace converts a trace with its options, as blis-convert would.
@@ -288,6 +289,9 @@ func loadTrace(o traceOptions) (*requests, error) {
 		r.prefixBlock = n
 	}
 	if r.maxInFlight, err = md.MaxInFlight(); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Trace, err)
+	}
+	if r.prefixUnique, err = md.PrefixUnique(); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Trace, err)
 	}
 	if len(rows) == 0 {

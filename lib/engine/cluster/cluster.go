@@ -70,8 +70,9 @@ type Options struct {
 	NoLeap bool
 	// PrefixUnique: no two requests share their first prefix hash (the
 	// input's blis.prefix_unique promise), so a cache keeps records only
-	// for a request's first block (kv.Handle.Unique). A run finding two
-	// that do fails (ErrPrefixClash). P/D deployments do not use it.
+	// for a request's first block (kv.Handle.Unique, kv.Paged.SetPrivate).
+	// A run finding two that do fails (ErrPrefixClash). P/D deployments'
+	// caches do not use it.
 	PrefixUnique bool
 }
 
@@ -421,7 +422,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			pb = int32(e.BlockSize)
 		}
 		dep := &Deployment{ID: d.ID, Model: d.Model, Engine: e, Latency: models[i],
-			keys: &request.Keyer{Enabled: e.PrefixCaching, Unique: opts.PrefixUnique && !d.IsPD(), PrefixBlock: pb, Block: int32(e.BlockSize)}}
+			keys: &request.Keyer{Enabled: e.PrefixCaching, Unique: opts.PrefixUnique, PrefixBlock: pb, Block: int32(e.BlockSize)}}
 		c.deps = append(c.deps, dep)
 		if d.IsPD() {
 			if dep.pd, err = newPD(cfg, i, &d); err != nil {
@@ -469,6 +470,7 @@ func New(cfg *config.Cluster, models []latency.Model, sink Sink, opts Options) (
 			for k := 0; k < poolSlots(&p); k++ {
 				idx := int32(len(c.reps))
 				store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
+				store.SetPrivate(opts.PrefixUnique && dep.pd == nil) // P/D moves a request's blocks between replicas
 				var order sched.Order
 				var victim sched.Victim
 				if opts.Policies.Scheduling != nil {

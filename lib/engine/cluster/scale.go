@@ -1021,6 +1021,7 @@ func (sc *scaler) stop(sp *spool, rep *replica.Replica, reason string) {
 	}
 	e := sp.engine
 	store := kv.NewPaged(int32(e.KVBlocks), int32(e.BlockSize))
+	store.SetPrivate(c.opts.PrefixUnique && sp.dep.pd == nil)
 	var order sched.Order
 	var victim sched.Victim
 	if c.opts.Policies.Scheduling != nil {

@@ -26,7 +26,7 @@ import (
 //
 // A Unique handle (its request's first key is no other request's, so no
 // other request can hit its blocks) keeps a record only for its first keyed
-// block, when nobody observes the store: the others are placeholders in its
+// block, in a store set private (SetPrivate) that nobody observes: the others are placeholders in its
 // IDs (unreg, then reg once registered), counted with the anonymous blocks
 // in use, and on release they join the free queue as one private run, a
 // count of cached blocks in the order Release would have queued them. The
@@ -64,6 +64,8 @@ type Paged struct {
 	hasPrev   int32  // the block Has last found holding the key before the one asked about
 	nRun      int32  // blocks in the free queue's private runs (unique)
 	clashed   bool   // a Unique handle's first key was found shared (clash)
+	private   bool   // SetPrivate
+	uniq      bool   // private and not observed: Unique handles keep private blocks
 	clash     uint64 // that key
 }
 
@@ -236,12 +238,23 @@ func (c *Paged) Observed() bool { return c.observed }
 func (c *Paged) SetObserver(o Observer) {
 	c.obs = o
 	c.observed = c.obs != nil || c.low != nil
+	c.uniq = c.private && !c.observed
 }
 
 // SetLower implements Store.
 func (c *Paged) SetLower(o Observer) {
 	c.low = o
 	c.observed = c.obs != nil || c.low != nil
+	c.uniq = c.private && !c.observed
+}
+
+// SetPrivate says whether Unique handles keep their private blocks here
+// (the run's input promises blis.prefix_unique, and the deployment's
+// handles stay on one replica: not P/D). It takes effect only while nobody
+// observes the store, and must be set before the store holds any block.
+func (c *Paged) SetPrivate(on bool) {
+	c.private = on
+	c.uniq = c.private && !c.observed
 }
 
 func (c *Paged) pushAnon(n int32) {
@@ -289,7 +302,7 @@ func (c *Paged) newID() int32 {
 // Alloc implements Store: the first k of the n blocks get ids (they will
 // hold prompt blocks with cache keys).
 func (c *Paged) Alloc(h *Handle, n, k int32) {
-	if h.Unique && k > 0 && !c.observed {
+	if h.Unique && k > 0 && c.uniq {
 		c.allocUnique(h, n, k)
 		return
 	}
@@ -394,7 +407,7 @@ func (c *Paged) allocUnique(h *Handle, n, k int32) {
 // Unique handle's placeholders are queued where their blocks would be:
 // anonymous if not registered, else in one private run.
 func (c *Paged) Release(h *Handle) {
-	if len(h.IDs) > 1 && !(h.Unique && !c.observed) {
+	if len(h.IDs) > 1 && !(h.Unique && c.uniq) {
 		c.touchRecords(h.IDs)
 	}
 	// vLLM frees each group's blocks in group order; the sliding groups'
@@ -456,7 +469,7 @@ func (c *Paged) Expose(h *Handle, keys []uint64) {
 		return
 	}
 	h.Unique = false
-	if c.observed || len(h.IDs) == 0 {
+	if !c.uniq || len(h.IDs) == 0 {
 		return
 	}
 	to := 0
@@ -651,7 +664,7 @@ func (c *Paged) Touch(h *Handle, keys []uint64, n int) {
 // past a chain's first key. (Keys are prefix-chained, docs/tables.md: a
 // key at position i is never one at another position.)
 func (c *Paged) Register(h *Handle, keys []uint64, from, to int) {
-	if h.Unique && !c.observed {
+	if h.Unique && c.uniq {
 		c.registerUnique(h, keys, from, to)
 		return
 	}

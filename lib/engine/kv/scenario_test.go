@@ -18,9 +18,9 @@ import (
 // logged; block conservation (and tier conservation) is checked after
 // every command. Commands:
 //
-//	config blocks=N block=T [offload=lazy|eager|threshold threshold=F block_bytes=B] [observe=false]
+//	config blocks=N block=T [offload=lazy|eager|threshold threshold=F block_bytes=B] [observe=false] [private=true]
 //	                         a fresh store (observed by the harness unless
-//	                         observe=false); input lines add lower tiers, top
+//	                         observe=false; SetPrivate); input lines add lower tiers, top
 //	                         down: <name> blocks=N bytes_us=B latency=µs eviction=lru|lfu|priority
 //	alloc h=<handle> n=N [ids=K] [unique=true]   N blocks from the free queue's head, the
 //	                         first K identified (a new handle: Unique, its
@@ -174,8 +174,10 @@ func (h *harness) config(t *testing.T, td *datadriven.TestData, a *scenario.Args
 	threshold := a.Float("threshold", 0.8)
 	blockBytes := a.Float("block_bytes", 1000)
 	observe := a.Bool("observe", true)
+	private := a.Bool("private", false)
 	a.Done()
 	h.c = kv.NewPaged(blocks, block)
+	h.c.SetPrivate(private)
 	if observe {
 		h.c.SetObserver(h)
 	}

@@ -13,10 +13,10 @@ package kv
 //
 // Unique marks a request whose first prefix key no other request of the run
 // has (the input promises it: blis.prefix_unique). None of its blocks can
-// then be hit by another request, so a store that nobody observes keeps no
-// record for its keyed blocks after the first: IDs holds placeholders for
-// them (see Paged). Expose ends that before the request looks its own keys
-// up again.
+// then be hit by another request, so a store set private that nobody
+// observes keeps no record for its keyed blocks after the first: IDs holds
+// placeholders for them (see Paged). Expose ends that before the request
+// looks its own keys up again.
 type Handle struct {
 	IDs    []int32
 	Anon   int32

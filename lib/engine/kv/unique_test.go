@@ -31,6 +31,8 @@ func matchUnique(t *testing.T, seed uint64, ops int) {
 	g := rng.New(seed, "paged-unique")
 	const total = 40
 	u, p := NewPaged(total, 16), NewPaged(total, 16)
+	u.SetPrivate(true)
+	p.SetPrivate(true) // (its handles are plain)
 	type req struct {
 		keys   []uint64
 		hu, hp Handle
@@ -167,6 +169,7 @@ func matchUnique(t *testing.T, seed uint64, ops int) {
 func TestUniqueClash(t *testing.T) {
 	keys := []uint64{7, 8, 9}
 	c := NewPaged(16, 16)
+	c.SetPrivate(true)
 	a := Handle{Unique: true}
 	c.Alloc(&a, 4, 3)
 	c.Register(&a, keys, 0, 3)
@@ -181,6 +184,7 @@ func TestUniqueClash(t *testing.T) {
 	}
 
 	c = NewPaged(16, 16)
+	c.SetPrivate(true)
 	var b Handle
 	c.Alloc(&b, 3, 3)
 	c.Register(&b, keys, 0, 3)
@@ -191,15 +195,20 @@ func TestUniqueClash(t *testing.T) {
 		t.Fatalf("clash %x %v, want 7 true", k, ok)
 	}
 
-	c = NewPaged(16, 16)
-	c.SetObserver(nopObserver{})
-	a = Handle{Unique: true}
-	c.Alloc(&a, 3, 3)
-	c.Register(&a, keys, 0, 3)
-	if len(c.b) != 3 || c.Lookup(keys, 3) != 3 {
-		t.Fatalf("observed store: %d records, lookup %d; want 3 and 3", len(c.b), c.Lookup(keys, 3))
-	}
-	if _, ok := c.Clash(); ok {
-		t.Fatal("observed store reported a clash")
+	// A store not set private, and a private one somebody observes, keep
+	// records for every handle.
+	plain, observed := NewPaged(16, 16), NewPaged(16, 16)
+	observed.SetPrivate(true)
+	observed.SetObserver(nopObserver{})
+	for name, c := range map[string]*Paged{"not private": plain, "observed": observed} {
+		a = Handle{Unique: true}
+		c.Alloc(&a, 3, 3)
+		c.Register(&a, keys, 0, 3)
+		if len(c.b) != 3 || c.Lookup(keys, 3) != 3 {
+			t.Fatalf("%s store: %d records, lookup %d; want 3 and 3", name, len(c.b), c.Lookup(keys, 3))
+		}
+		if _, ok := c.Clash(); ok {
+			t.Fatalf("%s store reported a clash", name)
+		}
 	}
 }

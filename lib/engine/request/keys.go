@@ -11,7 +11,7 @@ import (
 // prefix caching off, never pay for them.
 type Keyer struct {
 	Enabled     bool  // prefix caching on
-	Unique      bool  // no two requests share a first prefix hash (the input promises it)
+	Unique      bool  // no two requests share a first prefix hash (the input promises it; kv.Handle.Unique)
 	PrefixBlock int32 // tokens per prefix_hashes entry in the input table
 	Block       int32 // engine block size
 	scratch     []uint64

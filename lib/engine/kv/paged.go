@@ -320,29 +320,17 @@ func (c *Paged) alloc(h *Handle, n, k int32) {
 			c.qh++
 			continue
 		}
-		if e.id == anonRun {
+		if e.id == anonRun || e.id == privRun {
 			t := min(e.n, n)
 			e.n -= t
 			if e.n == 0 {
 				c.qh++
 			}
 			n -= t
-			for ; t > 0 && k > 0; t, k = t-1, k-1 {
-				id := c.newID()
-				c.b[id].refs = 1
-				c.idsHeld++
-				h.IDs = append(h.IDs, id)
+			if e.id == privRun { // cached blocks without records: evicted
+				c.nRun -= t
+				c.evictions += int64(t)
 			}
-			continue
-		}
-		if e.id == privRun { // cached blocks without records, evicted
-			t := min(e.n, n)
-			if e.n -= t; e.n == 0 {
-				c.qh++
-			}
-			n -= t
-			c.nRun -= t
-			c.evictions += int64(t)
 			for ; t > 0 && k > 0; t, k = t-1, k-1 {
 				id := c.newID()
 				c.b[id].refs = 1

@@ -13,8 +13,8 @@ import (
 // everything the scheduler can see after every operation: free blocks,
 // evictions, the clean head, lookups of the shared prompts and of
 // preempted requests' own prompts. Requests are admitted, registered in
-// chunks, given decode blocks, preempted (Expose, release, then admitted
-// again with their own hits) and ended.
+// chunks, given decode and sliding-window blocks, preempted (Expose,
+// release, then admitted again with their own hits) and ended.
 func TestUniqueMatchesPlain(t *testing.T) {
 	for seed := uint64(1); seed <= 8; seed++ {
 		matchUnique(t, seed, 4000)
@@ -112,6 +112,14 @@ func matchUnique(t *testing.T, seed uint64, ops int) {
 				p.TakeAnon(n)
 				r.hu.Anon += n
 				r.hp.Anon += n
+			} else if n := int32(g.IntN(3)); g.IntN(3) == 0 && (n <= p.Free() || r.hp.Slide > 0) {
+				if n > p.Free() || g.IntN(2) == 0 { // sliding-window blocks leave the window
+					n = -min(n, r.hp.Slide)
+				}
+				if n != 0 {
+					u.Slide(&r.hu, n)
+					p.Slide(&r.hp, n)
+				}
 			} else if n := int32(g.IntN(3)); p.Free() >= n {
 				u.Alloc(&r.hu, n, 0)
 				p.Alloc(&r.hp, n, 0)

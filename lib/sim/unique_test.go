@@ -3,7 +3,6 @@ package sim_test
 import (
 	"bytes"
 	"errors"
-	"io"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -112,7 +111,7 @@ func TestPrefixUniqueFromTable(t *testing.T) {
 	}
 }
 
-// readResults reads a results table's rows.
+// readResults reads a results table's rows (trace.ReadAllResults).
 func readResults(t *testing.T, path string) *resultRows {
 	t.Helper()
 	src, err := trace.Open(path, nil)
@@ -120,24 +119,11 @@ func readResults(t *testing.T, path string) *resultRows {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	rr, err := trace.NewResultReader(src)
+	rs, err := trace.ReadAllResults(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := &resultRows{}
-	var buf []trace.Result
-	for {
-		buf, err = rr.Next(buf)
-		for i := range buf {
-			got.Write(&buf[i])
-		}
-		if err == io.EOF {
-			return got
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	return &resultRows{rs: rs}
 }
 
 // With decisions, counterfactual regret (forks of the caches) and steps,

@@ -198,11 +198,9 @@ func loss(g *roofline.GPU, k kind, ss []sample) float64 {
 }
 
 type gpuTables struct {
-	gpu                  string
-	gemm, ctx, gen       string
-	gemmS, ctxS, genS    []sample
-	calGEMM, calAttn     bool
-	calibratedFromTables string
+	gpu               string
+	gemm, ctx, gen    string
+	gemmS, ctxS, genS []sample
 }
 
 func run(data string, calibrate bool, w io.Writer) error {

@@ -189,12 +189,11 @@ type mooncakeLine struct {
 }
 
 type sessionState struct {
-	lastID   string
-	rootT    int64
-	lastIn   int32
-	lastOut  int32
-	turn     int32
-	lastTime int64
+	lastID  string
+	rootT   int64
+	lastIn  int32
+	lastOut int32
+	turn    int32
 }
 
 type mooncakeParser struct {

@@ -303,7 +303,7 @@ func (s *Session) loop(ctx context.Context) error {
 			next = min(next, drainAt)
 		}
 		if next != math.MaxInt64 {
-			wake.Reset(s.clock.At(next).Sub(time.Now()))
+			wake.Reset(time.Until(s.clock.At(next)))
 		} else {
 			wake.Reset(time.Hour)
 		}

@@ -134,12 +134,6 @@ func session(t *testing.T, srv *fakellm.Server, api API, path string, opts Optio
 	return sum, c, s
 }
 
-// serverRequests returns the server's log without the probe's requests
-// (the first POSTs, before the session).
-func serverRequests(srv *fakellm.Server, probes int) []fakellm.Request {
-	return srv.Requests()[probes:]
-}
-
 // The client's TTFT is the server's delay plus loopback and parsing: within
 // 1 ms with 64 requests in flight. The server runs in this process, on the
 // same cores, and its own timers are late on a busy machine, so the client

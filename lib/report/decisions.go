@@ -33,12 +33,12 @@ type decisionStats struct {
 }
 
 type worstDecision struct {
-	seq, t         int64
-	req, target    string
-	reason         string
-	ttft, regret   int64 // µs, trace.Null when absent
-	cands          []trace.Candidate
-	waiting, queue int32
+	seq, t       int64
+	req, target  string
+	reason       string
+	ttft, regret int64 // µs, trace.Null when absent
+	cands        []trace.Candidate
+	waiting      int32
 }
 
 func readDecisions(path string, opt *Options) (*decisionStats, error) {

@@ -387,14 +387,6 @@ func barFig(id, title, caption, xlabel, ylabel string, names []string, vals []fl
 	return &figure{id: id, title: title, caption: caption, svg: p.end()}
 }
 
-func htmlTable(b *strings.Builder, t *Table) {
-	fmt.Fprintf(b, "<h2>%s</h2>\n", html.EscapeString(t.Title))
-	if t.Note != "" {
-		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", html.EscapeString(t.Note))
-	}
-	writeTable(b, t)
-}
-
 // quantileBins splits xs (with their ys) into n groups of equal count by x
 // and returns each group's median x and median y.
 func quantileBins(xs, ys []float64, n int) ([]float64, []float64) {

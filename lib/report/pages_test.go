@@ -109,7 +109,7 @@ func TestPagesInBrowser(t *testing.T) {
 // long names, so that labels collide and some are numbered.
 func paretoFixture() *Pareto {
 	pp := &Pareto{Title: "evolve-demo", X: ParetoAxis{Metric: "goodput", Maximize: true}, Y: ParetoAxis{Metric: "ttft_p99.interactive"}}
-	for _, q := range []ParetoPoint{
+	pp.Points = append(pp.Points, []ParetoPoint{
 		{Label: "run-prefix-affinity.arrows", X: 18.4703, Y: 49.6480, Rank: 1, Front: true, Feasible: true, Primary: 1.2148},
 		{Label: "run-round-robin.arrows", X: 18.6356, Y: 103.3510, Rank: 1, Front: true, Feasible: true, Primary: 1.2079},
 		{Label: "run-power-of-two.arrows", X: 18.6081, Y: 111.9860, Rank: 2, Feasible: true, Primary: 1.2032},
@@ -120,9 +120,7 @@ func paretoFixture() *Pareto {
 		{Label: "candidates/generation-12/mutant-08-prefix-weight-0.40.arrows", X: 18.6290, Y: 114.8, Rank: 2, Feasible: true, Primary: 1.2031},
 		{Label: "candidates/generation-12/mutant-09-queue-limit-4.arrows", X: 18.2100, Y: 60.5, Rank: 4, Feasible: false, Primary: 1.18,
 			Violations: []string{"completed_fraction >= 0.5 (0.42)"}},
-	} {
-		pp.Points = append(pp.Points, q)
-	}
+	}...)
 	pp.Table = &Table{Name: "ranking", Title: "Ranking by evolve-demo", Columns: []string{"rank", "run", "goodput", "ttft_p99.interactive"}}
 	for _, q := range pp.Points {
 		pp.Table.add(integer(int64(q.Rank)), txt(q.Label), num(q.X, 4), num(q.Y, 4))

@@ -221,21 +221,6 @@ func (rep *Report) scaleTable() {
 	rep.Tables = append(rep.Tables, t)
 }
 
-// scaleLines are the replica step lines of each pool (billed and ready).
-func (st *scaleStats) lines() []line {
-	var out []line
-	for _, p := range st.pools {
-		name := fmt.Sprintf("%s/%d", p.deployment, p.pool)
-		billed, ready := line{name: name + " replicas"}, line{name: name + " ready"}
-		for _, r := range p.rows {
-			billed.xs, billed.ys = append(billed.xs, float64(r.t)/1e6), append(billed.ys, float64(r.replicas))
-			ready.xs, ready.ys = append(ready.xs, float64(r.t)/1e6), append(ready.ys, float64(r.ready))
-		}
-		out = append(out, billed, ready)
-	}
-	return out
-}
-
 // Replica states, in the order they stack.
 const (
 	stServing = iota

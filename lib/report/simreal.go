@@ -11,11 +11,9 @@ import (
 // pair is one request seen twice: by the simulator and for real (or by a
 // run and the reference).
 type pair struct {
-	in             float64 // prompt tokens
-	load           float64 // requests in flight at its arrival
-	ttftE, e2eE    float64 // error, % (NaN when either side lacks it)
-	simT, realT    float64 // TTFT ms
-	simE2E, realE2 float64
+	in          float64 // prompt tokens
+	load        float64 // requests in flight at its arrival
+	ttftE, e2eE float64 // error, % (NaN when either side lacks it)
 }
 
 // simRealSection draws where the simulator and the real run part ways:

@@ -36,14 +36,13 @@ type message struct {
 
 // parsed is a request as the simulator sees it.
 type parsed struct {
-	chat      bool
-	model     string
-	input     int32
-	output    int32
-	hashes    []uint64
-	stream    bool
-	usage     bool // stream_options.include_usage
-	promptLen int
+	chat   bool
+	model  string
+	input  int32
+	output int32
+	hashes []uint64
+	stream bool
+	usage  bool // stream_options.include_usage
 }
 
 // badRequest is a 400 with its message.

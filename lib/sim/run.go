@@ -70,8 +70,6 @@ type Output struct {
 	Label string
 }
 
-func (o *Output) on() bool { return o.Path != "" || o.Sink != nil }
-
 // Trace is what the decision recorder records: the level, candidates
 // kept per routing row, SLO targets for slo_violation anomalies, and
 // counterfactual regret.

@@ -94,18 +94,6 @@ func mapGet(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// mapKeys lists the keys of mapping m in document order.
-func mapKeys(m *yaml.Node) []string {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	var ks []string
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		ks = append(ks, m.Content[i].Value)
-	}
-	return ks
-}
-
 func mapSet(m *yaml.Node, key string, v *yaml.Node) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {

@@ -98,7 +98,7 @@ func TestCompressedBodies(t *testing.T) {
 			t.Fatalf("%s (file %v): read %d rows, %v; want 1000", c.name, c.file, n, err)
 		}
 		i := bytes.Index(data, want[:])
-		if i < 0 || bytes.Index(data[i+1:], want[:]) >= 0 {
+		if i < 0 || bytes.Contains(data[i+1:], want[:]) {
 			t.Fatalf("%s: the buffer's length prefix (8000) is not found exactly once", c.name)
 		}
 		forged := bytes.Clone(data)

@@ -818,8 +818,6 @@ func (p *starVictim) Choose(running []*request.State) *request.State {
 
 type starScaler struct{ r *starRT }
 
-var poolNames = poolTable.names()
-
 func (s *starScaler) Scale(pool *PoolView, pools []*PoolView) (int, string, error) {
 	r := s.r
 	pv := func(p *PoolView) starlark.Value {

@@ -71,7 +71,7 @@ func (e *exprError) Error() string { return e.msg }
 
 // compileExpr parses and compiles src.
 func (c *exprCompiler) compile(src string) (*expr, error) {
-	x, err := syntax.ParseExpr("expr", src, 0)
+	x, err := fileOptions.ParseExpr("expr", src, 0)
 	if err != nil {
 		msg := err.Error()
 		if se, ok := err.(syntax.Error); ok {

@@ -46,13 +46,6 @@ type field struct {
 	b               func(*evalCtx) bool
 }
 
-func (f *field) float(c *evalCtx) float64 {
-	if f.k == kInt {
-		return float64(f.i(c))
-	}
-	return f.f(c)
-}
-
 // requestFields are the request's, in every stage.
 var requestFields = []field{
 	{name: "id", k: kString, doc: "request id", s: func(c *evalCtx) string { return c.rv.ID() }},

@@ -89,7 +89,6 @@ type starRT struct {
 	ctx    evalCtx
 	gen    uint64
 	alloc  int // units allocated by checked operations in this call
-	budget int
 
 	boards map[any]*boardVals
 	reqv   reqValue

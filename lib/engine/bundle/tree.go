@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -315,13 +314,4 @@ func (n *node) eval(c *evalCtx) *node {
 		}
 	}
 	return n
-}
-
-// Eval is the decision-tree evaluator's entry for tests and fuzzing: the
-// leaf reached for a request.
-func (s *Stage) evalTree(c *evalCtx) (*node, error) {
-	if s.tree == nil {
-		return nil, fmt.Errorf("stage %s is not a decision tree", s.Name)
-	}
-	return s.tree.eval(c), nil
 }

@@ -316,11 +316,10 @@ type Cluster struct {
 	noArrivals bool
 
 	// input
-	frontier  int64 // arrival of the latest root read; rows hanging off earlier roots are all read
-	awaiting  *request.State
-	stashed   event
-	hasStash  bool
-	preloaded bool
+	frontier int64 // arrival of the latest root read; rows hanging off earlier roots are all read
+	awaiting *request.State
+	stashed  event
+	hasStash bool
 
 	// encodes: some deployment has an encode pool (encode.go).
 	encodes bool

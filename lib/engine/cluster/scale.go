@@ -98,11 +98,9 @@ type bucket struct {
 	ttft, e2e                 []int64
 	// for the planner: the arrivals' prompt and output tokens; the
 	// completed requests' Σ TTFT, Σ TPOT (over those with one), Σ E2E
-	inTok, outTok                int64
-	ttftSum, itlSum, e2eSum      float64
-	itlN                         int
-	utilSample                   float64 // busy / readyUS of this bucket (NaN when no replica was ready)
-	queuePerReady, arrivalRateHz float64
+	inTok, outTok           int64
+	ttftSum, itlSum, e2eSum float64
+	itlN                    int
 }
 
 // scaleOn reports whether cfg or opts need the scaler.

@@ -38,9 +38,7 @@ func TestNewStateSlabs(t *testing.T) {
 				seen[r] = true
 				got = append(got, r)
 			}
-			for _, r := range got[:tc.free] {
-				c.pool = append(c.pool, r)
-			}
+			c.pool = append(c.pool, got[:tc.free]...)
 			for i := tc.free - 1; i >= 0; i-- {
 				if r := c.newState(); r != got[i] || r.Replica != -1 {
 					t.Fatalf("reuse %d: got %p (replica %d), want pooled %p reset", i, r, r.Replica, got[i])

@@ -112,16 +112,6 @@ func (t *keyTable) clone() keyTable {
 	return d
 }
 
-// cloneInto is clone into the slots of a dead clone (keys, vals).
-func (t *keyTable) cloneInto(keys []uint64, vals []int32) keyTable {
-	d := *t
-	if t.vals != nil {
-		d.keys = append(keys[:0], t.keys...)
-		d.vals = append(vals[:0], t.vals...)
-	}
-	return d
-}
-
 // blockIndex maps the prefix-cache keys of a Paged cache's indexed blocks
 // (a chain's first blocks and loose ones: Paged.Register) to their ids.
 // At fleet scale every access to a replica's index misses the processor's

@@ -14,6 +14,8 @@
 #   bench/fleet.sh                 # the 100k runs (a few minutes)
 #   ONLY=10000 bench/fleet.sh      # runs whose name contains 10000
 #   DAY=1 bench/fleet.sh           # the day (about a minute of CPU; ~0.25 GB)
+#   SWEEP=1 bench/fleet.sh         # 1,000 replicas from 96 to 12,000 req/s: a run's
+#                                  # cost per event follows its working set
 #   PGO=off bench/fleet.sh         # blis-sim built without cmd/default.pgo (as make build PGO=off)
 # The same runs in process (no Arrow between the stages): BenchmarkFleet* in
 # lib/engine, and BenchmarkFleetDay / BenchmarkFleetDay2h in lib/synth.
@@ -31,14 +33,16 @@ gen() { # name rate
 
 report() { # name stderr-file
   local f=$2
-  local user sys wall rss ev st
+  local user sys wall rss ev st held
   user=$(grep 'User time' "$f" | awk '{print $NF}')
   sys=$(grep 'System time' "$f" | awk '{print $NF}')
   wall=$(grep 'Elapsed (wall clock)' "$f" | awk '{print $NF}')
   rss=$(grep 'Maximum resident set size' "$f" | awk '{print $NF}')
   ev=$(grep -o '[0-9]* events' "$f" | head -1)
   st=$(grep -o '[0-9]* steps' "$f" | head -1)
-  printf '%-34s CPU %6.2f s  wall %8s  peak RSS %5d MB  %s, %s\n' "$1" "$(awk -v u="$user" -v s="$sys" 'BEGIN{print u+s}')" "$wall" $((rss / 1024)) "$ev" "$st"
+  held=$(grep -o 'at most [0-9]* requests held' "$f" | grep -o '[0-9]*' | head -1)
+  printf '%-34s CPU %6.2f s  wall %8s  peak RSS %5d MB  %s, %s, %s held, CPU %.2f µs an event\n' "$1" "$(awk -v u="$user" -v s="$sys" 'BEGIN{print u+s}')" "$wall" $((rss / 1024)) "$ev" "$st" "${held:-?}" \
+    "$(awk -v u="$user" -v s="$sys" -v e="${ev%% *}" 'BEGIN{if (e > 0) print (u+s)*1e6/e; else print 0}')"
 }
 
 run() { # name input replicas router
@@ -48,7 +52,17 @@ run() { # name input replicas router
   report "$1" "$work/stderr"
 }
 
-if [ -z "${DAY:-}" ]; then
+if [ -n "${SWEEP:-}" ]; then
+  # The same 100k requests, replicas and router; only the rate changes, and
+  # with it how many replicas are busy and how many requests are held at
+  # once (issue 28's last goal: docs/engine.md, "Issue 28's goals").
+  for rate in 96 1200 3000 6000 12000; do
+    gen "r$rate" "$rate"
+    run "1000 replicas, $rate req/s" "r$rate" 1000 least-loaded
+  done
+  gen r96 96
+  run "8 replicas, 96 req/s" r96 8 least-loaded
+elif [ -z "${DAY:-}" ]; then
   gen r96 96
   gen r12k 12000
   gen r120k 120000

@@ -46,14 +46,71 @@ func (a *event) Less(b *event) bool {
 	return a.t < b.t || (a.t == b.t && a.key < b.key)
 }
 
+// evq is a binary min-heap of events, written out for event: through
+// minheap's generic one, compiled by shape, every Less was an indirect
+// call through the instantiation's dictionary, and every level a swap
+// (at 12,000 req/s on 1,000 replicas up to ~95 requests wait out their
+// queueing delay here, and the generic Pop and Less were 5.7% of the
+// engine's instructions; written out, Pop is half that). Elements move
+// into a hole instead; the comparisons, and so the heap's layout and
+// order of pops, are the generic heap's.
+type evq struct{ S []event }
+
+// Push adds e.
+func (q *evq) Push(e event) {
+	q.S = append(q.S, e)
+	s := q.S
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !(e.t < s[p].t || e.t == s[p].t && e.key < s[p].key) {
+			break
+		}
+		s[i] = s[p]
+		i = p
+	}
+	s[i] = e
+}
+
+// Pop removes and returns the earliest event; the queue must not be
+// empty.
+func (q *evq) Pop() event {
+	s := q.S
+	n := len(s) - 1
+	out, last := s[0], s[n]
+	s[n] = event{} // no stale State pointer past the end
+	s = s[:n]
+	if n > 0 {
+		i := 0
+		for {
+			l := 2*i + 1
+			if l >= n {
+				break
+			}
+			m := l
+			if r := l + 1; r < n && (s[r].t < s[l].t || s[r].t == s[l].t && s[r].key < s[l].key) {
+				m = r
+			}
+			if !(s[m].t < last.t || s[m].t == last.t && s[m].key < last.key) {
+				break
+			}
+			s[i] = s[m]
+			i = m
+		}
+		s[i] = last
+	}
+	q.S = s
+	return out
+}
+
 // eventHeap is the cluster's event queue; seq numbers events as they are
 // scheduled, so ties are broken the same way on every run. Step ends are
 // kept apart (ends): a replica has at most one, which a span cut short
 // moves in place (leap.go), so the queue never holds one that is dead.
 type eventHeap struct {
-	minheap.Heap[event, *event] // every other event
-	seq                         uint64
-	ends                        endHeap
+	evq  // every other event
+	seq  uint64
+	ends endHeap
 }
 
 // Len is the number of events queued.

@@ -51,9 +51,9 @@ func (a *event) Less(b *event) bool {
 // call through the instantiation's dictionary, and every level a swap
 // (at 12,000 req/s on 1,000 replicas up to ~95 requests wait out their
 // queueing delay here, and the generic Pop and Less were 5.7% of the
-// engine's instructions; written out, Pop is half that). Elements move
-// into a hole instead; the comparisons, and so the heap's layout and
-// order of pops, are the generic heap's.
+// engine's instructions; written out, Pop is half that: Less is inlined).
+// Elements move into a hole instead; the comparisons, and so the heap's
+// layout and order of pops, are the generic heap's.
 type evq struct{ S []event }
 
 // Push adds e.
@@ -63,7 +63,7 @@ func (q *evq) Push(e event) {
 	i := len(s) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !(e.t < s[p].t || e.t == s[p].t && e.key < s[p].key) {
+		if !e.Less(&s[p]) {
 			break
 		}
 		s[i] = s[p]
@@ -88,10 +88,10 @@ func (q *evq) Pop() event {
 				break
 			}
 			m := l
-			if r := l + 1; r < n && (s[r].t < s[l].t || s[r].t == s[l].t && s[r].key < s[l].key) {
+			if r := l + 1; r < n && s[r].Less(&s[l]) {
 				m = r
 			}
-			if !(s[m].t < last.t || s[m].t == last.t && s[m].key < last.key) {
+			if !s[m].Less(&last) {
 				break
 			}
 			s[i] = s[m]

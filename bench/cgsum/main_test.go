@@ -52,17 +52,13 @@ func TestRead(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"noevents", "fn=f\n", "no events: line"},
 		{"noir", "events: D1mr\nfn=f\n1 2\n", "lacks Ir"},
-		{"early", "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw\n1 2\n", "bad:2: a cost line before"},
+		{"early", "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw\n1 2\n", "early:2: a cost line before"},
 		{"text", "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw\nfn=f\n1 x\n", `count "x"`},
 		{"dup", "events: Ir Ir D1mr DLmr D1mw DLmw\n", "event Ir named twice"},
-		{"twice", "events: Ir D1mr DLmr D1mw DLmw\nevents: Ir\n", "bad:2: a second events: line"},
+		{"twice", "events: Ir D1mr DLmr D1mw DLmw\nevents: Ir\n", "twice:2: a second events: line"},
 		{"long", "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw\nfn=f\n1 1 1 1 1 1 1 1 1 1 1\n", "10 counts, expected at most 9"},
 	} {
-		name := "bad"
-		if c.name == "noevents" || c.name == "noir" {
-			name = c.name
-		}
-		_, err := read(write(name, c.text))
+		_, err := read(write(c.name, c.text))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error containing %q", c.name, err, c.want)
 		}
